@@ -1,0 +1,629 @@
+/* control.c - control socket: line-framed JSON requests (jansson) on port state, stats, coalescing. */
+#include "control.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <fcntl.h>
+
+#include <jansson.h>
+
+#include "log.h"
+#include "virtio_net_defs.h"
+
+/* ---- Listening socket ---------------------------------------------------------------------- */
+
+/* stale_socket_check() - 0 if path is free or a dead socket (removed), -1 otherwise (logged). */
+static int stale_socket_check(const char *path, const struct sockaddr_un *addr)
+{
+	struct stat st;
+	int fd, alive;
+
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : (log_err("control: %s: %s", path, strerror(errno)), -1);
+	if (!S_ISSOCK(st.st_mode)) {
+		log_err("control: %s exists and is not a socket; not removing it", path);
+		return -1;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		log_err("control: socket: %s", strerror(errno));
+		return -1;
+	}
+	alive = connect(fd, (const struct sockaddr *)addr, sizeof(*addr)) == 0;
+	close(fd);
+	if (alive) {
+		log_err("control: %s is in use by a running process", path);
+		return -1;
+	}
+	if (unlink(path) < 0 && errno != ENOENT) {
+		log_err("control: cannot remove stale %s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int control_listen(const char *path)
+{
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	mode_t old_umask;
+	int fd, ret;
+
+	if (path[0] == '\0' || strlen(path) >= sizeof(addr.sun_path)) {
+		log_err("control: socket path '%s' is empty or too long", path);
+		return -1;
+	}
+	memcpy(addr.sun_path, path, strlen(path) + 1);
+	if (stale_socket_check(path, &addr) < 0)
+		return -1;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		log_err("control: socket: %s", strerror(errno));
+		return -1;
+	}
+	/* The umask makes the node 0600 from the start; chmod() below makes sure of it. */
+	old_umask = umask(0177);
+	ret = bind(fd, (const struct sockaddr *)&addr, sizeof(addr));
+	umask(old_umask);
+	if (ret < 0) {
+		log_err("control: bind %s: %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (chmod(path, 0600) < 0 || listen(fd, 16) < 0) {
+		log_err("control: %s: %s", path, strerror(errno));
+		unlink(path);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* ---- Requests ------------------------------------------------------------------------------ */
+
+typedef json_t *(*command_fn)(struct port *const *ports, unsigned nports, json_t *req);
+
+/* Counters are uint64_t; JSON integers here are signed 64-bit. */
+static json_t *ju64(uint64_t v)
+{
+	return json_integer(v > (uint64_t)LLONG_MAX ? LLONG_MAX : (json_int_t)v);
+}
+
+/* text_value() - a JSON string for a message that may hold truncated or invalid UTF-8. */
+static json_t *text_value(char *msg)
+{
+	json_t *s = json_string(msg);
+	char *p;
+
+	if (s)
+		return s;
+	for (p = msg; *p; p++)
+		if ((unsigned char)*p >= 0x80)
+			*p = '?';
+	return json_string(msg);
+}
+
+static json_t *error_reply(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static json_t *error_reply(const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return json_pack("{s:b,s:o}", "ok", 0, "error", text_value(msg));
+}
+
+static json_t *ok_reply(void)
+{
+	return json_pack("{s:b}", "ok", 1);
+}
+
+/* check_keys() - every key of req is "cmd" or one of allowed; else an error reply. */
+static json_t *check_keys(json_t *req, const char *cmd, const char *const *allowed)
+{
+	const char *key;
+	const char *const *a;
+	json_t *v;
+
+	json_object_foreach(req, key, v) {
+		if (strcmp(key, "cmd") == 0)
+			continue;
+		for (a = allowed; *a && strcmp(*a, key) != 0; a++)
+			;
+		if (!*a)
+			return error_reply("unknown key '%.64s' for cmd '%s'", key, cmd);
+	}
+	return NULL;
+}
+
+/* find_port() - "port" as a name ("p0") or an index; NULL with *err set if there is none. */
+static struct port *find_port(struct port *const *ports, unsigned nports, json_t *v, json_t **err)
+{
+	unsigned i;
+
+	if (json_is_string(v)) {
+		for (i = 0; i < nports; i++)
+			if (strcmp(port_name(ports[i]), json_string_value(v)) == 0)
+				return ports[i];
+		*err = error_reply("no port named '%.64s'", json_string_value(v));
+		return NULL;
+	}
+	if (json_is_integer(v)) {
+		for (i = 0; i < nports; i++)
+			if ((json_int_t)port_index(ports[i]) == json_integer_value(v))
+				return ports[i];
+		*err = error_reply("no port with index %" JSON_INTEGER_FORMAT, json_integer_value(v));
+		return NULL;
+	}
+	*err = error_reply("\"port\" must be a port name or index");
+	return NULL;
+}
+
+static json_t *port_info(struct port *p)
+{
+	const struct port_config *cfg = port_config(p);
+	struct vnet_dev *dev = port_dev(p);
+	const uint8_t *m = vnet_dev_mac(dev);
+	uint64_t features = vnet_dev_features(dev);
+	char mac[18], feat[19];
+
+	snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
+		 m[5]);
+	snprintf(feat, sizeof(feat), "0x%" PRIx64, features);
+	return json_pack("{s:s,s:I,s:s,s:s,s:o,s:b,s:o,s:s,s:b,s:s,s:b,s:b,s:i,s:i}",
+			 "name", port_name(p), "index", (json_int_t)port_index(p),
+			 "socket", cfg->socket_path,
+			 "backend", cfg->backend == PORT_BACKEND_TAP ? "tap" : "switch",
+			 "tap", cfg->backend == PORT_BACKEND_TAP ? json_string(cfg->tap_name)
+								  : json_null(),
+			 "connected", port_connected(p), "connections", ju64(port_connections(p)),
+			 "mac", mac, "link_up", vnet_dev_link_up(dev), "features", feat,
+			 "notf_coal", (features & BIT_ULL(VIRTIO_NET_F_NOTF_COAL)) != 0,
+			 "vq_notf_coal", (features & BIT_ULL(VIRTIO_NET_F_VQ_NOTF_COAL)) != 0,
+			 "queue_pairs", (int)cfg->dev.queue_pairs,
+			 "active_pairs", (int)vnet_dev_active_pairs(dev));
+}
+
+static json_t *cmd_ports(struct port *const *ports, unsigned nports, json_t *req)
+{
+	static const char *const keys[] = {NULL};
+	json_t *err = check_keys(req, "ports", keys);
+	json_t *list;
+	unsigned i;
+
+	if (err)
+		return err;
+	list = json_array();
+	for (i = 0; i < nports; i++)
+		json_array_append_new(list, port_info(ports[i]));
+	return json_pack("{s:b,s:o}", "ok", 1, "ports", list);
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* lateness_summary() - percentiles (nearest rank) of the retained lateness samples, in us. */
+static json_t *lateness_summary(const struct vnet_queue_stats *st)
+{
+	static uint32_t sorted[VNET_LATENESS_SAMPLES];
+	size_t n = st->lateness_count < VNET_LATENESS_SAMPLES ? (size_t)st->lateness_count
+							       : VNET_LATENESS_SAMPLES;
+
+	if (n == 0)
+		return json_pack("{s:i,s:I,s:n,s:n,s:n}", "samples", 0, "total", (json_int_t)0,
+				 "p50", "p99", "max");
+	memcpy(sorted, st->lateness_ns, n * sizeof(sorted[0]));
+	qsort(sorted, n, sizeof(sorted[0]), cmp_u32);
+	return json_pack("{s:I,s:o,s:f,s:f,s:f}", "samples", (json_int_t)n, "total",
+			 ju64(st->lateness_count), "p50", sorted[(n * 50 + 99) / 100 - 1] / 1e3,
+			 "p99", sorted[(n * 99 + 99) / 100 - 1] / 1e3, "max", sorted[n - 1] / 1e3);
+}
+
+static json_t *queue_stats(const struct vnet_queue *q, unsigned index)
+{
+	const struct vnet_queue_stats *st = &q->stats;
+
+	return json_pack("{s:i,s:s,s:b,s:b,s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:I,s:I,s:s,s:o}",
+			 "index", (int)index, "kind", vnet_queue_kind_name(q->kind),
+			 "enabled", q->enabled, "started", q->vq.started, "broken", q->vq.broken,
+			 "packets", ju64(st->packets), "bytes", ju64(st->bytes),
+			 "kicks", ju64(st->kicks), "notifications", ju64(st->notifications),
+			 "suppressed", ju64(st->suppressed), "held", ju64(st->held),
+			 "timer_notifications", ju64(st->timer_notifications),
+			 "dropped", ju64(st->dropped), "rx_no_buffers", ju64(st->rx_no_buffers),
+			 "max_packets", (json_int_t)q->coal.params.max_packets,
+			 "max_usecs", (json_int_t)q->coal.params.max_usecs,
+			 "set_by", coal_setter_name(q->coal.setter),
+			 "lateness_us", lateness_summary(st));
+}
+
+static json_t *port_stats(struct port *p)
+{
+	struct vnet_dev *dev = port_dev(p);
+	const struct vnet_queue *q;
+	json_t *queues = json_array();
+	unsigned i;
+
+	for (i = 0; i < vnet_dev_num_queues(dev); i++) {
+		q = vnet_dev_queue(dev, i);
+		if (q)
+			json_array_append_new(queues, queue_stats(q, i));
+	}
+	return json_pack("{s:s,s:I,s:o}", "name", port_name(p), "index",
+			 (json_int_t)port_index(p), "queues", queues);
+}
+
+static json_t *cmd_stats(struct port *const *ports, unsigned nports, json_t *req)
+{
+	static const char *const keys[] = {"port", NULL};
+	json_t *err = check_keys(req, "stats", keys);
+	json_t *v = json_object_get(req, "port");
+	struct port *only = NULL;
+	json_t *list;
+	unsigned i;
+
+	if (err)
+		return err;
+	if (v && !(only = find_port(ports, nports, v, &err)))
+		return err;
+	list = json_array();
+	for (i = 0; i < nports; i++)
+		if (!only || ports[i] == only)
+			json_array_append_new(list, port_stats(ports[i]));
+	return json_pack("{s:b,s:o}", "ok", 1, "ports", list);
+}
+
+static json_t *cmd_reset_stats(struct port *const *ports, unsigned nports, json_t *req)
+{
+	static const char *const keys[] = {"port", NULL};
+	json_t *err = check_keys(req, "reset-stats", keys);
+	json_t *v = json_object_get(req, "port");
+	struct port *only = NULL;
+	struct vnet_queue *q;
+	unsigned i, j;
+
+	if (err)
+		return err;
+	if (v && !(only = find_port(ports, nports, v, &err)))
+		return err;
+	for (i = 0; i < nports; i++) {
+		if (only && ports[i] != only)
+			continue;
+		for (j = 0; j < vnet_dev_num_queues(port_dev(ports[i])); j++)
+			if ((q = vnet_dev_queue(port_dev(ports[i]), j)))
+				memset(&q->stats, 0, sizeof(q->stats));
+	}
+	return ok_reply();
+}
+
+/* Optional coalescing fields of a "coalesce" request. */
+struct coal_request {
+	bool has_usecs[2], has_frames[2]; /* [0] rx, [1] tx */
+	uint32_t usecs[2], frames[2];
+};
+
+static json_t *get_u32(json_t *req, const char *key, bool *has, uint32_t *out)
+{
+	json_t *v = json_object_get(req, key);
+
+	if (!v)
+		return NULL;
+	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+	    json_integer_value(v) > (json_int_t)UINT32_MAX)
+		return error_reply("\"%s\" must be an integer 0..4294967295", key);
+	*has = true;
+	*out = (uint32_t)json_integer_value(v);
+	return NULL;
+}
+
+/* coal_apply() - set queue qidx (or every queue of kind when qidx < 0, see below). */
+static json_t *coal_apply(struct vnet_dev *dev, int qidx, enum vnet_queue_kind kind,
+			  const struct coal_request *r)
+{
+	int k = kind == VNET_QUEUE_TX;
+	struct coal_params p;
+	struct vnet_queue *q;
+	unsigned i;
+
+	if (qidx < 0 && r->has_usecs[k] && r->has_frames[k]) {
+		/* Both given: one call for the whole kind, as the guest's RX_SET/TX_SET. */
+		p = (struct coal_params){.max_packets = r->frames[k], .max_usecs = r->usecs[k]};
+		if (vnet_dev_host_coalesce(dev, -1, kind, &p) < 0)
+			return error_reply("could not set %s coalescing", vnet_queue_kind_name(kind));
+		return NULL;
+	}
+	/* One field given: each queue keeps its own value of the other. */
+	for (i = 0; i < vnet_dev_num_queues(dev); i++) {
+		if (qidx >= 0 && i != (unsigned)qidx)
+			continue;
+		q = vnet_dev_queue(dev, i);
+		if (!q || q->kind != kind)
+			continue;
+		p = q->coal.params;
+		if (r->has_frames[k])
+			p.max_packets = r->frames[k];
+		if (r->has_usecs[k])
+			p.max_usecs = r->usecs[k];
+		if (vnet_dev_host_coalesce(dev, (int)i, kind, &p) < 0)
+			return error_reply("could not set coalescing of queue %u", i);
+	}
+	return NULL;
+}
+
+static json_t *cmd_coalesce(struct port *const *ports, unsigned nports, json_t *req)
+{
+	static const char *const keys[] = {"port",     "queue",     "rx_usecs",
+					   "rx_frames", "tx_usecs", "tx_frames", NULL};
+	json_t *err = check_keys(req, "coalesce", keys);
+	json_t *vport = json_object_get(req, "port"), *vq = json_object_get(req, "queue");
+	struct coal_request r = {{false}};
+	const struct vnet_queue *q;
+	struct vnet_dev *dev;
+	struct port *p;
+	json_int_t qidx;
+	bool any[2];
+	int k;
+
+	if (err)
+		return err;
+	if (!vport)
+		return error_reply("coalesce needs \"port\"");
+	if (!(p = find_port(ports, nports, vport, &err)))
+		return err;
+	if ((err = get_u32(req, "rx_usecs", &r.has_usecs[0], &r.usecs[0])) ||
+	    (err = get_u32(req, "rx_frames", &r.has_frames[0], &r.frames[0])) ||
+	    (err = get_u32(req, "tx_usecs", &r.has_usecs[1], &r.usecs[1])) ||
+	    (err = get_u32(req, "tx_frames", &r.has_frames[1], &r.frames[1])))
+		return err;
+	any[0] = r.has_usecs[0] || r.has_frames[0];
+	any[1] = r.has_usecs[1] || r.has_frames[1];
+	if (!any[0] && !any[1])
+		return error_reply("nothing to set: give rx_usecs, rx_frames, tx_usecs or tx_frames");
+	dev = port_dev(p);
+	if (!vq) {
+		for (k = 0; k < 2; k++)
+			if (any[k] && (err = coal_apply(dev, -1, k ? VNET_QUEUE_TX : VNET_QUEUE_RX, &r)))
+				return err;
+		return ok_reply();
+	}
+	if (!json_is_integer(vq))
+		return error_reply("\"queue\" must be a queue index");
+	qidx = json_integer_value(vq);
+	if (qidx < 0 || qidx >= (json_int_t)vnet_dev_num_queues(dev) ||
+	    !(q = vnet_dev_queue(dev, (unsigned)qidx)))
+		return error_reply("port %s has no queue %" JSON_INTEGER_FORMAT " (0..%u)",
+				   port_name(p), qidx, vnet_dev_num_queues(dev) - 1);
+	if (q->kind == VNET_QUEUE_CTRL)
+		return error_reply("queue %" JSON_INTEGER_FORMAT " is the control queue", qidx);
+	k = q->kind == VNET_QUEUE_TX;
+	if (any[!k])
+		return error_reply("queue %" JSON_INTEGER_FORMAT " is a %s queue: use %s_usecs/%s_frames",
+				   qidx, vnet_queue_kind_name(q->kind), k ? "tx" : "rx",
+				   k ? "tx" : "rx");
+	if ((err = coal_apply(dev, (int)qidx, q->kind, &r)))
+		return err;
+	return ok_reply();
+}
+
+static const struct {
+	const char *name;
+	command_fn run;
+} commands[] = {
+	{"ports", cmd_ports},
+	{"stats", cmd_stats},
+	{"coalesce", cmd_coalesce},
+	{"reset-stats", cmd_reset_stats},
+};
+
+static json_t *dispatch(struct port *const *ports, unsigned nports, const char *line)
+{
+	json_error_t jerr;
+	json_t *req, *cmd, *reply = NULL;
+	size_t i;
+
+	req = json_loads(line, JSON_REJECT_DUPLICATES, &jerr);
+	if (!req)
+		return error_reply("bad JSON at column %d: %s", jerr.column, jerr.text);
+	cmd = json_object_get(req, "cmd");
+	if (!json_is_object(req))
+		reply = error_reply("request must be a JSON object");
+	else if (!json_is_string(cmd))
+		reply = error_reply("request needs \"cmd\": a string");
+	for (i = 0; !reply && i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(commands[i].name, json_string_value(cmd)) == 0)
+			reply = commands[i].run(ports, nports, req);
+	if (!reply)
+		reply = error_reply("unknown cmd '%.64s' (ports, stats, coalesce, reset-stats)",
+				    json_string_value(cmd));
+	json_decref(req);
+	return reply;
+}
+
+char *control_execute(struct port *const *ports, unsigned nports, const char *line)
+{
+	json_t *reply = dispatch(ports, nports, line);
+	char *text;
+
+	if (!reply)
+		return NULL;
+	text = json_dumps(reply, JSON_COMPACT | JSON_REAL_PRECISION(10));
+	json_decref(reply);
+	return text;
+}
+
+/* ---- Clients ------------------------------------------------------------------------------- */
+
+struct control_client {
+	int fd;
+	bool eof;       /* the peer closed its side: close once the output is sent */
+	size_t in_len;  /* bytes in `in` not yet executed (no newline among them) */
+	char *out;      /* unsent reply bytes out[out_off .. out_len) */
+	size_t out_off, out_len, out_cap;
+	char in[CONTROL_MAX_LINE + 2]; /* a full line, its newline and a NUL */
+};
+
+struct control_client *control_client_new(int fd)
+{
+	struct control_client *c = malloc(sizeof(*c));
+	int flags = fcntl(fd, F_GETFL);
+
+	if (!c)
+		return NULL;
+	if (flags >= 0 && !(flags & O_NONBLOCK))
+		fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+	c->fd = fd;
+	c->eof = false;
+	c->in_len = 0;
+	c->out = NULL;
+	c->out_off = c->out_len = c->out_cap = 0;
+	return c;
+}
+
+void control_client_free(struct control_client *c)
+{
+	if (!c)
+		return;
+	close(c->fd);
+	free(c->out);
+	free(c);
+}
+
+int control_client_fd(const struct control_client *c)
+{
+	return c->fd;
+}
+
+uint32_t control_client_events(const struct control_client *c)
+{
+	return c->out_off < c->out_len ? EPOLLOUT : EPOLLIN;
+}
+
+int control_client_writable(struct control_client *c)
+{
+	ssize_t n;
+
+	while (c->out_off < c->out_len) {
+		n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (n < 0) {
+			log_debug("control: client send: %s", strerror(errno));
+			return -1;
+		}
+		c->out_off += (size_t)n;
+	}
+	c->out_off = c->out_len = 0;
+	return c->eof ? -1 : 0;
+}
+
+/* queue_output() - append text and a newline, then send what the socket takes. */
+static int queue_output(struct control_client *c, const char *text)
+{
+	size_t len = strlen(text), need = c->out_len + len + 1;
+	char *grown;
+
+	if (need > CONTROL_MAX_OUTBUF) {
+		log_warn("control: client does not read its replies; dropping it");
+		return -1;
+	}
+	if (need > c->out_cap) {
+		grown = realloc(c->out, need);
+		if (!grown)
+			return -1;
+		c->out = grown;
+		c->out_cap = need;
+	}
+	memcpy(c->out + c->out_len, text, len);
+	c->out[c->out_len + len] = '\n';
+	c->out_len = need;
+	return control_client_writable(c) < 0 && !c->eof ? -1 : 0;
+}
+
+/* execute_line() - run one request line in place (NUL-terminated) and queue its reply. */
+static int execute_line(struct control_client *c, char *line, size_t len,
+			struct port *const *ports, unsigned nports)
+{
+	char *reply;
+	int ret;
+
+	if (len > 0 && line[len - 1] == '\r')
+		line[--len] = '\0';
+	if (strspn(line, " \t") == len)
+		return 0; /* blank line */
+	reply = control_execute(ports, nports, line);
+	if (!reply)
+		return -1;
+	ret = queue_output(c, reply);
+	free(reply);
+	return ret;
+}
+
+/* process_lines() - execute every complete line in `in`; keep the partial rest. */
+static int process_lines(struct control_client *c, struct port *const *ports, unsigned nports)
+{
+	char *start = c->in, *nl;
+	size_t left = c->in_len;
+
+	while ((nl = memchr(start, '\n', left))) {
+		*nl = '\0';
+		if (execute_line(c, start, (size_t)(nl - start), ports, nports) < 0)
+			return -1;
+		left -= (size_t)(nl - start) + 1;
+		start = nl + 1;
+	}
+	memmove(c->in, start, left);
+	c->in_len = left;
+	if (left > CONTROL_MAX_LINE) {
+		queue_output(c, "{\"ok\":false,\"error\":\"request line longer than 65536 bytes\"}");
+		return -1;
+	}
+	return 0;
+}
+
+int control_client_readable(struct control_client *c, struct port *const *ports, unsigned nports)
+{
+	ssize_t n;
+
+	while (!c->eof && c->out_off == c->out_len) {
+		n = read(c->fd, c->in + c->in_len, CONTROL_MAX_LINE + 1 - c->in_len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (n < 0) {
+			log_debug("control: client read: %s", strerror(errno));
+			return -1;
+		}
+		if (n == 0) {
+			/* A last request without a newline still counts. */
+			c->eof = true;
+			c->in[c->in_len] = '\0';
+			if (execute_line(c, c->in, c->in_len, ports, nports) < 0)
+				return -1;
+			c->in_len = 0;
+			break;
+		}
+		c->in_len += (size_t)n;
+		if (process_lines(c, ports, nports) < 0)
+			return -1;
+	}
+	return control_client_writable(c);
+}

@@ -1,0 +1,44 @@
+/* event_loop.c - epoll registration helpers with typed references. */
+#include "event_loop.h"
+
+#include <errno.h>
+#include <string.h>
+
+uint64_t ev_ref_pack(struct ev_ref ref)
+{
+	uint64_t word;
+
+	memcpy(&word, &ref, sizeof(word));
+	return word;
+}
+
+struct ev_ref ev_ref_unpack(uint64_t word)
+{
+	struct ev_ref ref;
+
+	memcpy(&ref, &word, sizeof(ref));
+	return ref;
+}
+
+static int epoll_op(int epfd, int op, int fd, uint32_t events, struct ev_ref ref)
+{
+	struct epoll_event ev = {.events = events, .data.u64 = ev_ref_pack(ref)};
+
+	return epoll_ctl(epfd, op, fd, &ev) < 0 ? -errno : 0;
+}
+
+int event_loop_add(int epfd, int fd, uint32_t events, struct ev_ref ref)
+{
+	return epoll_op(epfd, EPOLL_CTL_ADD, fd, events, ref);
+}
+
+int event_loop_mod(int epfd, int fd, uint32_t events, struct ev_ref ref)
+{
+	return epoll_op(epfd, EPOLL_CTL_MOD, fd, events, ref);
+}
+
+void event_loop_del(int epfd, int fd)
+{
+	if (fd >= 0)
+		epoll_ctl(epfd, EPOLL_CTL_DEL, fd, NULL);
+}

@@ -1,0 +1,45 @@
+/* event_loop.h - the one epoll loop: every fd is registered with a small typed reference. */
+#ifndef VNETD_EVENT_LOOP_H
+#define VNETD_EVENT_LOOP_H
+
+#include <stdint.h>
+#include <sys/epoll.h>
+
+/* What an fd is; the daemon dispatches on this with one switch. */
+enum ev_kind {
+	EV_NONE = 0,
+	EV_SIGNAL,          /* signalfd: SIGTERM/SIGINT */
+	EV_CONTROL_LISTEN,  /* control socket listener */
+	EV_CONTROL_CLIENT,  /* one control socket client */
+	EV_VU_LISTEN,       /* vhost-user listener of port `port` */
+	EV_VU_CONN,         /* vhost-user connection of port `port` */
+	EV_VU_BACKEND_REQ,  /* backend request channel (unused for reads, kept for HUP) */
+	EV_KICK,            /* kick fd of queue `queue` of port `port` */
+	EV_QUEUE_TIMER,     /* timerfd of queue `queue` of port `port` */
+	EV_TAP,             /* tap fd of port `port` */
+};
+
+/* Typed reference carried in epoll_event.data.u64. */
+struct ev_ref {
+	uint8_t kind;   /* enum ev_kind */
+	uint8_t port;   /* port index */
+	uint16_t queue; /* queue index, or client slot */
+	int32_t fd;
+};
+
+_Static_assert(sizeof(struct ev_ref) == sizeof(uint64_t), "ev_ref must fit epoll data");
+
+/* ev_ref_pack() / ev_ref_unpack() - convert to and from the epoll data word. */
+uint64_t ev_ref_pack(struct ev_ref ref);
+struct ev_ref ev_ref_unpack(uint64_t word);
+
+/* event_loop_add() - register fd with events and ref; 0 or -errno. */
+int event_loop_add(int epfd, int fd, uint32_t events, struct ev_ref ref);
+
+/* event_loop_mod() - change the events of a registered fd; 0 or -errno. */
+int event_loop_mod(int epfd, int fd, uint32_t events, struct ev_ref ref);
+
+/* event_loop_del() - unregister fd (ignores fds that were not registered). */
+void event_loop_del(int epfd, int fd);
+
+#endif

@@ -1,0 +1,45 @@
+/* guest_mem.h - guest memory region table and the one checked guest-address translation. */
+#ifndef VNETD_GUEST_MEM_H
+#define VNETD_GUEST_MEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GUEST_MEM_MAX_REGIONS 8
+
+/* One contiguous region of guest memory, mapped into our address space. */
+struct guest_mem_region {
+	uint64_t gpa;       /* guest physical address of the first byte */
+	uint64_t uva;       /* frontend's user virtual address of the first byte */
+	uint64_t size;      /* bytes; never 0 in a valid table */
+	uint8_t *host;      /* our pointer to the first byte */
+	void *mmap_base;    /* what to munmap (NULL for memory we do not own) */
+	size_t mmap_len;
+};
+
+struct guest_mem {
+	unsigned nregions;
+	struct guest_mem_region regions[GUEST_MEM_MAX_REGIONS];
+};
+
+/* Which address space a guest address is expressed in. */
+enum guest_addr_space {
+	GUEST_ADDR_GPA, /* guest physical: descriptors */
+	GUEST_ADDR_UVA, /* frontend user virtual: vhost-user ring addresses */
+};
+
+/*
+ * guest_mem_translate() - the only way to turn a guest address into a host pointer.
+ * Returns a pointer to [addr, addr + len) if that whole range lies inside ONE region, else NULL.
+ * len 0 is treated as 1 (the address itself must be inside a region). Overflow-safe.
+ */
+void *guest_mem_translate(const struct guest_mem *mem, enum guest_addr_space space, uint64_t addr,
+			  uint64_t len);
+
+/* guest_mem_add() - append a region (no mmap); returns 0, or -1 if full, empty or overlapping. */
+int guest_mem_add(struct guest_mem *mem, const struct guest_mem_region *region);
+
+/* guest_mem_unmap_all() - munmap every owned region and empty the table. */
+void guest_mem_unmap_all(struct guest_mem *mem);
+
+#endif

@@ -1,0 +1,289 @@
+/* net_ctrl.c - control virtqueue: RX mode, MAC, MQ, guest offloads and notification coalescing. */
+#include "vnet_dev_internal.h"
+
+#include <endian.h>
+#include <string.h>
+
+#include "log.h"
+
+#define CTRL_MAX_IN 4096 /* bytes of one command we read (a full MAC table fits) */
+
+static uint16_t get_le16(const uint8_t *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, 2);
+	return le16toh(v);
+}
+
+static uint32_t get_le32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return le32toh(v);
+}
+
+static uint8_t ctrl_rx(struct vnet_dev *dev, uint8_t cmd, const uint8_t *p, size_t len)
+{
+	struct vnet_rx_filter *f = &dev->filter;
+	bool on;
+
+	if (!dev_has(dev, VIRTIO_NET_F_CTRL_RX) || len < 1)
+		return VIRTIO_NET_ERR;
+	on = p[0] != 0;
+	switch (cmd) {
+	case VIRTIO_NET_CTRL_RX_PROMISC:
+		f->promisc = on;
+		break;
+	case VIRTIO_NET_CTRL_RX_ALLMULTI:
+		f->allmulti = on;
+		break;
+	case VIRTIO_NET_CTRL_RX_ALLUNI:
+		f->alluni = on;
+		break;
+	case VIRTIO_NET_CTRL_RX_NOMULTI:
+		f->nomulti = on;
+		break;
+	case VIRTIO_NET_CTRL_RX_NOUNI:
+		f->nouni = on;
+		break;
+	case VIRTIO_NET_CTRL_RX_NOBCAST:
+		f->nobcast = on;
+		break;
+	default:
+		return VIRTIO_NET_ERR;
+	}
+	return VIRTIO_NET_OK;
+}
+
+/* Parse one {le32 entries; u8 macs[entries][6]} table; returns bytes used or 0 if truncated. */
+static size_t parse_mac_table(const uint8_t *p, size_t len, uint8_t (*table)[6], unsigned *n,
+			      bool *overflow)
+{
+	uint32_t entries;
+
+	if (len < 4)
+		return 0;
+	entries = get_le32(p);
+	if (entries > (len - 4) / 6)
+		return 0;
+	*overflow = entries > VNET_MAC_TABLE_SIZE;
+	*n = *overflow ? 0 : entries;
+	memcpy(table, p + 4, (size_t)*n * 6);
+	return 4 + (size_t)entries * 6;
+}
+
+static uint8_t ctrl_mac(struct vnet_dev *dev, uint8_t cmd, const uint8_t *p, size_t len)
+{
+	struct vnet_rx_filter f = dev->filter;
+	size_t used;
+
+	switch (cmd) {
+	case VIRTIO_NET_CTRL_MAC_ADDR_SET:
+		if (!dev_has(dev, VIRTIO_NET_F_CTRL_MAC_ADDR) || len < 6)
+			return VIRTIO_NET_ERR;
+		memcpy(dev->mac, p, 6);
+		return VIRTIO_NET_OK;
+	case VIRTIO_NET_CTRL_MAC_TABLE_SET:
+		if (!dev_has(dev, VIRTIO_NET_F_CTRL_RX))
+			return VIRTIO_NET_ERR;
+		used = parse_mac_table(p, len, f.uc, &f.n_uc, &f.uc_overflow);
+		if (!used ||
+		    !parse_mac_table(p + used, len - used, f.mc, &f.n_mc, &f.mc_overflow))
+			return VIRTIO_NET_ERR;
+		dev->filter = f; /* all or nothing */
+		return VIRTIO_NET_OK;
+	default:
+		return VIRTIO_NET_ERR;
+	}
+}
+
+static uint8_t ctrl_mq(struct vnet_dev *dev, uint8_t cmd, const uint8_t *p, size_t len)
+{
+	uint16_t pairs;
+
+	if (!dev_has(dev, VIRTIO_NET_F_MQ) || cmd != VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET || len < 2)
+		return VIRTIO_NET_ERR;
+	pairs = get_le16(p);
+	if (pairs < VIRTIO_NET_CTRL_MQ_VQ_PAIRS_MIN || pairs > dev->params.queue_pairs)
+		return VIRTIO_NET_ERR;
+	dev->active_pairs = pairs;
+	return VIRTIO_NET_OK;
+}
+
+static uint8_t ctrl_guest_offloads(struct vnet_dev *dev, uint8_t cmd, const uint8_t *p,
+				   size_t len)
+{
+	uint64_t v;
+
+	if (!dev_has(dev, VIRTIO_NET_F_CTRL_GUEST_OFFLOADS) ||
+	    cmd != VIRTIO_NET_CTRL_GUEST_OFFLOADS_SET || len < 8)
+		return VIRTIO_NET_ERR;
+	memcpy(&v, p, 8);
+	v = le64toh(v);
+	if (v & ~(dev->features & VNET_GUEST_OFFLOAD_MASK))
+		return VIRTIO_NET_ERR;
+	dev->guest_offloads = v;
+	if (dev->be_ops && dev->be_ops->set_offloads)
+		dev->be_ops->set_offloads(dev->be, v);
+	return VIRTIO_NET_OK;
+}
+
+/* Apply TX_SET or RX_SET to every queue of that kind and remember it for re-enable. */
+static void coal_set_all(struct vnet_dev *dev, enum vnet_queue_kind kind,
+			 const struct coal_params *p)
+{
+	if (kind == VNET_QUEUE_TX) {
+		dev->guest_tx = *p;
+		dev->guest_tx_set = true;
+	} else {
+		dev->guest_rx = *p;
+		dev->guest_rx_set = true;
+	}
+	for (unsigned i = 0; i < dev->nqueues; i++)
+		if (dev->queues[i].kind == kind)
+			dev_apply_coal(dev, &dev->queues[i], p, COAL_SET_GUEST);
+}
+
+/* The queue a VQ_SET / VQ_GET names, or NULL (control queue, out of range, not enabled). */
+static struct vnet_queue *coal_vq(struct vnet_dev *dev, const uint8_t *p)
+{
+	struct vnet_queue *q = vnet_dev_queue(dev, get_le16(p)); /* reserved: ignored */
+
+	if (!q || q->kind == VNET_QUEUE_CTRL || !q->enabled)
+		return NULL;
+	return q;
+}
+
+static uint8_t ctrl_notf_coal(struct vnet_dev *dev, uint8_t cmd, const uint8_t *p, size_t len,
+			      uint8_t *out, size_t out_len, size_t *written)
+{
+	struct virtio_net_ctrl_coal wire;
+	struct coal_params params;
+	struct vnet_queue *q;
+
+	if (!dev_has(dev, VIRTIO_NET_F_NOTF_COAL) && !dev_has(dev, VIRTIO_NET_F_VQ_NOTF_COAL))
+		return VIRTIO_NET_ERR;
+	switch (cmd) {
+	case VIRTIO_NET_CTRL_NOTF_COAL_TX_SET:
+	case VIRTIO_NET_CTRL_NOTF_COAL_RX_SET:
+		if (!dev_has(dev, VIRTIO_NET_F_NOTF_COAL) || len < sizeof(wire))
+			return VIRTIO_NET_ERR;
+		params.max_packets = get_le32(p);
+		params.max_usecs = get_le32(p + 4);
+		coal_set_all(dev,
+			     cmd == VIRTIO_NET_CTRL_NOTF_COAL_TX_SET ? VNET_QUEUE_TX : VNET_QUEUE_RX,
+			     &params);
+		return VIRTIO_NET_OK;
+	case VIRTIO_NET_CTRL_NOTF_COAL_VQ_SET:
+		if (!dev_has(dev, VIRTIO_NET_F_VQ_NOTF_COAL) ||
+		    len < sizeof(struct virtio_net_ctrl_coal_vq))
+			return VIRTIO_NET_ERR;
+		q = coal_vq(dev, p);
+		if (!q)
+			return VIRTIO_NET_ERR;
+		params.max_packets = get_le32(p + 4);
+		params.max_usecs = get_le32(p + 8);
+		dev_apply_coal(dev, q, &params, COAL_SET_GUEST);
+		return VIRTIO_NET_OK;
+	case VIRTIO_NET_CTRL_NOTF_COAL_VQ_GET:
+		if (!dev_has(dev, VIRTIO_NET_F_VQ_NOTF_COAL) || len < 4 || out_len < sizeof(wire))
+			return VIRTIO_NET_ERR;
+		q = coal_vq(dev, p);
+		if (!q)
+			return VIRTIO_NET_ERR;
+		wire.max_packets = htole32(q->coal.params.max_packets);
+		wire.max_usecs = htole32(q->coal.params.max_usecs);
+		memcpy(out, &wire, sizeof(wire));
+		*written = sizeof(wire);
+		return VIRTIO_NET_OK;
+	default:
+		return VIRTIO_NET_ERR;
+	}
+}
+
+uint8_t vnet_dev_ctrl_execute(struct vnet_dev *dev, const uint8_t *in, size_t in_len, uint8_t *out,
+			      size_t out_len, size_t *out_written)
+{
+	const uint8_t *p = in + 2;
+	size_t len;
+	uint8_t ack;
+
+	*out_written = 0;
+	if (!dev_has(dev, VIRTIO_NET_F_CTRL_VQ) || in_len < 2)
+		return VIRTIO_NET_ERR;
+	len = in_len - 2;
+	switch (in[0]) {
+	case VIRTIO_NET_CTRL_RX:
+		ack = ctrl_rx(dev, in[1], p, len);
+		break;
+	case VIRTIO_NET_CTRL_MAC:
+		ack = ctrl_mac(dev, in[1], p, len);
+		break;
+	case VIRTIO_NET_CTRL_MQ:
+		ack = ctrl_mq(dev, in[1], p, len);
+		break;
+	case VIRTIO_NET_CTRL_GUEST_OFFLOADS:
+		ack = ctrl_guest_offloads(dev, in[1], p, len);
+		break;
+	case VIRTIO_NET_CTRL_NOTF_COAL:
+		ack = ctrl_notf_coal(dev, in[1], p, len, out, out_len, out_written);
+		break;
+	default:
+		ack = VIRTIO_NET_ERR;
+		break;
+	}
+	if (ack != VIRTIO_NET_OK)
+		log_guest("control command class %u cmd %u (%zu bytes) answered ERR", in[0], in[1],
+			  len);
+	return ack;
+}
+
+/* Execute the command in q->chain and write the result and ack into its writable part. */
+static uint32_t ctrl_run_chain(struct vnet_dev *dev, struct vnet_queue *q)
+{
+	const struct vq_chain *c = &q->chain;
+	const struct iovec *w = &c->iov[c->nread];
+	uint8_t in[CTRL_MAX_IN], out[64], ack;
+	size_t in_len, written = 0;
+
+	if (c->write_len < 1) {
+		log_guest("queue %u: control command without a writable ack byte", q->vq.index);
+		return 0;
+	}
+	in_len = iov_copy_from(c->iov, c->nread, 0, in, sizeof(in));
+	if (c->read_len > sizeof(in)) {
+		log_guest("queue %u: control command of %llu bytes too long", q->vq.index,
+			  (unsigned long long)c->read_len);
+		ack = VIRTIO_NET_ERR;
+	} else {
+		ack = vnet_dev_ctrl_execute(dev, in, in_len, out, sizeof(out), &written);
+	}
+	/* Layout of the writable part: command output, then the ack byte last. */
+	if (written > c->write_len - 1) {
+		written = 0;
+		ack = VIRTIO_NET_ERR;
+	}
+	iov_copy_to(w, c->nwrite, 0, out, written);
+	iov_copy_to(w, c->nwrite, c->write_len - 1, &ack, 1);
+	return (uint32_t)c->write_len;
+}
+
+void net_ctrl_process(struct vnet_dev *dev, struct vnet_queue *q)
+{
+	for (;;) {
+		uint32_t done = 0;
+
+		while (vq_pop(&q->vq, &q->chain) == 1) {
+			vq_push(&q->vq, q->chain.head, ctrl_run_chain(dev, q));
+			done++;
+		}
+		if (done) {
+			vq_publish(&q->vq);
+			notify_decide(dev, q, NOTIFY_COMPLETED, done);
+		}
+		if (q->vq.broken || !vq_kick_enable(&q->vq))
+			return;
+	}
+}

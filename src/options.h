@@ -1,0 +1,28 @@
+/* options.h - vnetd command line: ports (--port key=value,...), control socket, sandbox, verbosity. */
+#ifndef VNETD_OPTIONS_H
+#define VNETD_OPTIONS_H
+
+#include <stdbool.h>
+
+#include "port.h"
+
+/* Everything the command line configures. */
+struct vnetd_options {
+	unsigned nports;
+	struct port_config ports[VNETD_MAX_PORTS];
+	char control_path[108]; /* control socket path (required) */
+	char user[64];          /* drop privileges to this user; "" keeps the current one */
+	bool no_sandbox;        /* skip seccomp and privilege dropping */
+	int verbose;            /* number of -v given */
+};
+
+/*
+ * options_parse() - parse argv into *out (fully overwritten). Returns 0 on success, 1 when
+ * --help was printed to stdout (exit 0), -1 on an error (one line printed to stderr).
+ */
+int options_parse(int argc, char **argv, struct vnetd_options *out);
+
+/* options_usage() - the --help text (static storage). */
+const char *options_usage(void);
+
+#endif

@@ -1,0 +1,39 @@
+/* port.h - one vnetd port: vhost-user listener + connection, device model, backend, timers. */
+#ifndef VNETD_PORT_H
+#define VNETD_PORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/un.h>
+
+#include "vhost_user.h"
+#include "vnet_dev.h"
+
+#define VNETD_MAX_PORTS 32
+
+enum port_backend_kind { PORT_BACKEND_TAP, PORT_BACKEND_SWITCH };
+
+/* A port as the command line describes it. */
+struct port_config {
+	char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	enum port_backend_kind backend;
+	char tap_name[16];
+	struct vnet_dev_params dev;
+};
+
+struct port; /* opaque; defined in port.c */
+
+/* port_name() - "p0", "p1", ... by index. */
+const char *port_name(const struct port *p);
+/* port_index() - position in the daemon's port table. */
+unsigned port_index(const struct port *p);
+/* port_config() - the configuration the port was created with. */
+const struct port_config *port_config(const struct port *p);
+/* port_dev() - the port's device model (always present). */
+struct vnet_dev *port_dev(struct port *p);
+/* port_connected() - whether a frontend is connected now. */
+bool port_connected(const struct port *p);
+/* port_connections() - frontends accepted so far. */
+uint64_t port_connections(const struct port *p);
+
+#endif

@@ -1,0 +1,376 @@
+/* tap.c - tap backend: guest packets to and from a Linux tap interface with IFF_VNET_HDR. */
+#include "tap.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/if_tun.h>
+#include <net/if.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "virtio_net_defs.h"
+#include "vnet_dev.h"
+
+#define TAP_HDR_LEN sizeof(struct virtio_net_hdr_v1)
+#define TAP_ETH_HLEN 14
+/* Largest GSO packet the kernel hands us, with our header, an Ethernet header and a VLAN tag. */
+#define TAP_BUF_SIZE (65536 + TAP_HDR_LEN + TAP_ETH_HLEN + 4)
+/* Packets read per EPOLLIN event: other fds get their turn, level-triggered epoll calls again. */
+#define TAP_RX_BATCH 64
+#define TAP_MAGIC 0x74617031u /* "tap1": catches a switch handle passed to the tap */
+
+/* The private side of a struct vnet_backend handed out by tap_backend_open(). */
+struct tap_backend {
+	uint32_t magic;
+	int fd;
+	char name[IFNAMSIZ];
+	struct vnet_dev *dev;
+	const struct tap_owner_ops *owner;
+	void *owner_ctx;
+	uint32_t events;         /* what the owner has the fd registered for now */
+	bool tx_blocked;         /* a transmit got EAGAIN: EPOLLOUT is on */
+	bool failed;             /* the interface is gone: no more I/O */
+	uint64_t guest_features; /* as of the last set_offloads() */
+	size_t rx_pending;       /* length of the packet in rx_buf waiting for guest buffers, or 0 */
+	uint8_t rx_buf[TAP_BUF_SIZE];
+};
+
+static struct tap_backend *tap_of(struct vnet_backend *be)
+{
+	struct tap_backend *t = (struct tap_backend *)be;
+
+	assert(t && t->magic == TAP_MAGIC);
+	return t;
+}
+
+static const struct tap_backend *tap_of_const(const struct vnet_backend *be)
+{
+	const struct tap_backend *t = (const struct tap_backend *)be;
+
+	assert(t && t->magic == TAP_MAGIC);
+	return t;
+}
+
+/* Tell the owner which events we want, if that changed: EPOLLIN unless a packet waits. */
+static void tap_update_events(struct tap_backend *t)
+{
+	uint32_t want = 0;
+
+	if (!t->failed) {
+		if (!t->rx_pending)
+			want |= EPOLLIN;
+		if (t->tx_blocked)
+			want |= EPOLLOUT;
+	}
+	if (want == t->events)
+		return;
+	t->events = want;
+	if (t->owner && t->owner->set_events)
+		t->owner->set_events(t->owner_ctx, t->fd, want);
+}
+
+/* The interface was deleted under us: stop all I/O and tell the owner, once. */
+static void tap_fail(struct tap_backend *t, int err)
+{
+	if (t->failed)
+		return;
+	t->failed = true;
+	log_err("tap %s: interface is gone (%s); the port has no network now", t->name,
+		strerror(err));
+	tap_update_events(t);
+	if (t->owner && t->owner->failed)
+		t->owner->failed(t->owner_ctx, t->fd);
+}
+
+/*
+ * Hand the packet in rx_buf to the guest. The kernel writes a 10-byte header and skips the
+ * last two bytes (num_buffers), so zero them; without GUEST_CSUM the spec wants flags zero,
+ * but tun sets DATA_VALID whenever the stack verified the checksum.
+ */
+static int tap_deliver(struct tap_backend *t, size_t len)
+{
+	struct virtio_net_hdr_v1 *hdr = (struct virtio_net_hdr_v1 *)t->rx_buf;
+	struct iovec iov = {.iov_base = t->rx_buf, .iov_len = len};
+
+	hdr->num_buffers = 0;
+	if (!(t->guest_features & BIT_ULL(VIRTIO_NET_F_GUEST_CSUM)))
+		hdr->flags = 0;
+	return vnet_dev_receive(t->dev, &iov, 1);
+}
+
+/* Read a bounded batch of packets into the guest; stop early when the guest has no buffers. */
+static void tap_rx(struct tap_backend *t)
+{
+	for (unsigned i = 0; i < TAP_RX_BATCH && !t->rx_pending && !t->failed; i++) {
+		ssize_t n = read(t->fd, t->rx_buf, sizeof(t->rx_buf));
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EBADFD)
+				tap_fail(t, errno);
+			else if (errno != EAGAIN)
+				log_warn("tap %s: read: %s", t->name, strerror(errno));
+			return;
+		}
+		if ((size_t)n < TAP_HDR_LEN + TAP_ETH_HLEN)
+			continue; /* nothing a guest could use */
+		if (tap_deliver(t, (size_t)n) == 0) {
+			t->rx_pending = (size_t)n;
+			tap_update_events(t);
+		}
+	}
+}
+
+/* Send one guest packet (header first) to the tap; see struct vnet_backend_ops. */
+static int tap_transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt)
+{
+	struct tap_backend *t = tap_of(be);
+	ssize_t n;
+	int err;
+
+	if (t->failed)
+		return -ENODEV;
+	if (iovcnt > IOV_MAX) {
+		log_guest("tap %s: dropped a guest packet of %u segments", t->name, iovcnt);
+		return -EMSGSIZE;
+	}
+	do
+		n = writev(t->fd, iov, (int)iovcnt);
+	while (n < 0 && errno == EINTR);
+	if (n >= 0)
+		return 0;
+	err = errno;
+	if (err == EAGAIN) {
+		t->tx_blocked = true;
+		tap_update_events(t);
+		return -EAGAIN;
+	}
+	if (err == EBADFD)
+		tap_fail(t, err);
+	else
+		log_guest("tap %s: dropped a guest packet: %s", t->name, strerror(err));
+	return -err;
+}
+
+/* Map the guest's receive offloads to the tap's, the way QEMU's tap_fd_set_offload() does. */
+static unsigned long tap_offload_flags(uint64_t features)
+{
+	unsigned long offload = 0;
+
+	/* Without GUEST_CSUM the guest needs checksummed packets, so no segmentation either. */
+	if (!(features & BIT_ULL(VIRTIO_NET_F_GUEST_CSUM)))
+		return 0;
+	offload |= TUN_F_CSUM;
+	if (features & BIT_ULL(VIRTIO_NET_F_GUEST_TSO4))
+		offload |= TUN_F_TSO4;
+	if (features & BIT_ULL(VIRTIO_NET_F_GUEST_TSO6))
+		offload |= TUN_F_TSO6;
+	if ((offload & (TUN_F_TSO4 | TUN_F_TSO6)) && (features & BIT_ULL(VIRTIO_NET_F_GUEST_ECN)))
+		offload |= TUN_F_TSO_ECN;
+	return offload;
+}
+
+/* The guest's receive offloads changed: let the kernel send what the guest accepts. */
+static void tap_set_offloads(struct vnet_backend *be, uint64_t guest_features)
+{
+	struct tap_backend *t = tap_of(be);
+	unsigned long offload = tap_offload_flags(guest_features);
+
+	t->guest_features = guest_features;
+	if (t->failed || ioctl(t->fd, TUNSETOFFLOAD, offload) == 0)
+		return;
+	log_warn("tap %s: TUNSETOFFLOAD 0x%lx: %s; receive offloads off", t->name, offload,
+		 strerror(errno));
+	/* The old setting may offer more than the guest takes now: fall back to none. */
+	t->guest_features &= ~BIT_ULL(VIRTIO_NET_F_GUEST_CSUM);
+	if (ioctl(t->fd, TUNSETOFFLOAD, 0ul) < 0)
+		log_err("tap %s: TUNSETOFFLOAD 0: %s", t->name, strerror(errno));
+}
+
+/* The guest posted receive buffers: deliver the waiting packet, then read the tap again. */
+static void tap_rx_resume(struct vnet_backend *be)
+{
+	struct tap_backend *t = tap_of(be);
+
+	if (!t->rx_pending || t->failed)
+		return;
+	if (tap_deliver(t, t->rx_pending) == 0)
+		return; /* still no room: wait for the next rx_resume() */
+	t->rx_pending = 0;
+	tap_update_events(t);
+}
+
+/* tap_backend_ops - the ops table the device model calls. */
+const struct vnet_backend_ops tap_backend_ops = {
+	.kind = "tap",
+	.offload_features = BIT_ULL(VIRTIO_NET_F_CSUM) | BIT_ULL(VIRTIO_NET_F_GUEST_CSUM) |
+			    BIT_ULL(VIRTIO_NET_F_GUEST_TSO4) | BIT_ULL(VIRTIO_NET_F_GUEST_TSO6) |
+			    BIT_ULL(VIRTIO_NET_F_GUEST_ECN) | BIT_ULL(VIRTIO_NET_F_HOST_TSO4) |
+			    BIT_ULL(VIRTIO_NET_F_HOST_TSO6) | BIT_ULL(VIRTIO_NET_F_HOST_ECN),
+	.transmit = tap_transmit,
+	.set_offloads = tap_set_offloads,
+	.rx_resume = tap_rx_resume,
+};
+
+/* Why TUNSETIFF may have failed, for the error line. */
+static const char *tap_setiff_hint(int err)
+{
+	switch (err) {
+	case EPERM:
+		return " (needs CAP_NET_ADMIN, or a persistent tap owned by this user)";
+	case EBUSY:
+		return " (another process has it open)";
+	case EINVAL:
+		return " (exists but is not a tap interface?)";
+	default:
+		return "";
+	}
+}
+
+/* Attach fd to the tap; persistent multi-queue taps only take IFF_MULTI_QUEUE attaches. */
+static int tap_setiff(int fd, const char *ifname, char *actual_name)
+{
+	static const short flag_sets[] = {IFF_TAP | IFF_NO_PI | IFF_VNET_HDR,
+					  IFF_TAP | IFF_NO_PI | IFF_VNET_HDR | IFF_MULTI_QUEUE};
+	int first_err = 0;
+
+	for (unsigned i = 0; i < sizeof(flag_sets) / sizeof(flag_sets[0]); i++) {
+		struct ifreq ifr;
+
+		memset(&ifr, 0, sizeof(ifr));
+		memcpy(ifr.ifr_name, ifname, strlen(ifname));
+		ifr.ifr_flags = flag_sets[i];
+		if (ioctl(fd, TUNSETIFF, &ifr) == 0) {
+			memcpy(actual_name, ifr.ifr_name, IFNAMSIZ);
+			actual_name[IFNAMSIZ - 1] = '\0';
+			return 0;
+		}
+		if (!first_err)
+			first_err = errno;
+		if (errno != EINVAL)
+			return -errno;
+	}
+	return -first_err;
+}
+
+/* tap_backend_open() - open and set up the tap; see tap.h. */
+struct vnet_backend *tap_backend_open(const char *ifname, struct vnet_dev *dev,
+				      const struct tap_owner_ops *owner, void *owner_ctx)
+{
+	int hdr_len = (int)TAP_HDR_LEN;
+	struct tap_backend *t;
+	int fd, ret;
+
+	assert(dev);
+	if (!ifname || !ifname[0] || strlen(ifname) >= IFNAMSIZ) {
+		log_err("tap \"%s\": interface names have 1 to %d characters", ifname ? ifname : "",
+			IFNAMSIZ - 1);
+		return NULL;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t) {
+		log_err("tap %s: out of memory", ifname);
+		return NULL;
+	}
+	fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		log_err("tap %s: cannot open /dev/net/tun: %s", ifname, strerror(errno));
+		goto fail_free;
+	}
+	ret = tap_setiff(fd, ifname, t->name);
+	if (ret < 0) {
+		log_err("tap %s: cannot attach (TUNSETIFF): %s%s", ifname, strerror(-ret),
+			tap_setiff_hint(-ret));
+		goto fail_close;
+	}
+	if (ioctl(fd, TUNSETVNETHDRSZ, &hdr_len) < 0) {
+		log_err("tap %s: TUNSETVNETHDRSZ %d: %s", t->name, hdr_len, strerror(errno));
+		goto fail_close;
+	}
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	{
+		int le = 1; /* VERSION_1 headers are little-endian */
+
+		if (ioctl(fd, TUNSETVNETLE, &le) < 0) {
+			log_err("tap %s: TUNSETVNETLE: %s", t->name, strerror(errno));
+			goto fail_close;
+		}
+	}
+#endif
+	/* A persistent tap keeps the offloads its previous user set: start from none. */
+	if (ioctl(fd, TUNSETOFFLOAD, 0ul) < 0) {
+		log_err("tap %s: TUNSETOFFLOAD 0: %s", t->name, strerror(errno));
+		goto fail_close;
+	}
+	t->magic = TAP_MAGIC;
+	t->fd = fd;
+	t->dev = dev;
+	t->owner = owner;
+	t->owner_ctx = owner_ctx;
+	t->events = EPOLLIN; /* how the owner registers the fd */
+	log_info("tap %s: attached", t->name);
+	return (struct vnet_backend *)t;
+
+fail_close:
+	close(fd);
+fail_free:
+	free(t);
+	return NULL;
+}
+
+/* tap_backend_fd() - the fd the owner polls. */
+int tap_backend_fd(const struct vnet_backend *be)
+{
+	return tap_of_const(be)->fd;
+}
+
+/* tap_backend_name() - the kernel's name of the interface. */
+const char *tap_backend_name(const struct vnet_backend *be)
+{
+	return tap_of_const(be)->name;
+}
+
+/* tap_backend_handle_events() - dispatch one epoll report of the tap fd. */
+void tap_backend_handle_events(struct vnet_backend *be, uint32_t events)
+{
+	struct tap_backend *t = tap_of(be);
+
+	if (t->failed)
+		return;
+	/* tun reports EPOLLERR only once the interface is unregistered; it stays that way. */
+	if (events & (EPOLLERR | EPOLLHUP)) {
+		tap_fail(t, EBADFD);
+		return;
+	}
+	if ((events & EPOLLOUT) && t->tx_blocked) {
+		/* Clear first: the resumed transmit may block again and set it anew. */
+		t->tx_blocked = false;
+		vnet_dev_tx_resume(t->dev);
+		tap_update_events(t);
+	}
+	if ((events & EPOLLIN) && !t->rx_pending)
+		tap_rx(t);
+}
+
+/* tap_backend_close() - close the fd and free; a packet still waiting is dropped. */
+void tap_backend_close(struct vnet_backend *be)
+{
+	struct tap_backend *t;
+
+	if (!be)
+		return;
+	t = tap_of(be);
+	close(t->fd);
+	t->magic = 0;
+	free(t);
+}

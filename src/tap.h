@@ -1,0 +1,58 @@
+/* tap.h - tap backend: a port's packets go through a Linux tap interface (IFF_VNET_HDR). */
+#ifndef VNETD_TAP_H
+#define VNETD_TAP_H
+
+#include <stdint.h>
+
+#include "backend.h"
+
+struct vnet_dev;
+
+/*
+ * What the tap needs from its owner (the port). The owner registers tap_backend_fd() in its
+ * epoll loop with EPOLLIN right after tap_backend_open() and passes every event of that fd to
+ * tap_backend_handle_events().
+ */
+struct tap_owner_ops {
+	/*
+	 * Change the events fd is registered for (the full new mask: EPOLLIN, EPOLLOUT or both,
+	 * or 0). EPOLLIN goes off while a received packet waits for guest buffers; EPOLLOUT is on
+	 * while a transmit waits for room.
+	 */
+	void (*set_events)(void *ctx, int fd, uint32_t epoll_events);
+	/*
+	 * Optional (may be NULL): the tap is gone for good (the interface was deleted), and epoll
+	 * keeps reporting EPOLLERR for fd. The owner should unregister fd; it may then close the
+	 * backend at any time after this call returns.
+	 */
+	void (*failed)(void *ctx, int fd);
+};
+
+/*
+ * tap_backend_open() - attach to tap interface `ifname` (created if it does not exist, or an
+ * existing persistent tap we may use), non-blocking, with the 12-byte virtio_net_hdr_v1 in
+ * front of every packet. The interface is not configured or brought up. Received packets go to
+ * `dev`, which must outlive the backend. NULL on failure (logged with the interface's name).
+ */
+struct vnet_backend *tap_backend_open(const char *ifname, struct vnet_dev *dev,
+				      const struct tap_owner_ops *owner, void *owner_ctx);
+
+/* tap_backend_fd() - the tap's fd, for the owner's epoll loop. */
+int tap_backend_fd(const struct vnet_backend *be);
+
+/* tap_backend_name() - the interface's name as the kernel reports it. */
+const char *tap_backend_name(const struct vnet_backend *be);
+
+/*
+ * tap_backend_handle_events() - the tap fd reported `events`: EPOLLIN reads up to a bounded
+ * batch of packets into the guest, EPOLLOUT resumes a blocked transmit.
+ */
+void tap_backend_handle_events(struct vnet_backend *be, uint32_t events);
+
+/* tap_backend_close() - close the tap fd and free the backend; unregister the fd first. */
+void tap_backend_close(struct vnet_backend *be);
+
+/* Ops table of tap backends ("tap"); use with vnet_dev_attach_backend(). */
+extern const struct vnet_backend_ops tap_backend_ops;
+
+#endif

@@ -1,0 +1,269 @@
+/* virtqueue.c - device side of a split virtqueue: ring setup, the one chain walker, used ring. */
+#include "virtqueue.h"
+
+#include <endian.h>
+#include <string.h>
+
+#include "log.h"
+
+/* Guest memory is shared with a running driver: every ring field is read exactly once. */
+#define READ_ONCE_U16(p) le16toh(__atomic_load_n((p), __ATOMIC_RELAXED))
+#define READ_ONCE_U32(p) le32toh(__atomic_load_n((p), __ATOMIC_RELAXED))
+#define READ_ONCE_U64(p) le64toh(__atomic_load_n((p), __ATOMIC_RELAXED))
+#define WRITE_ONCE_U16(p, v) __atomic_store_n((p), htole16(v), __ATOMIC_RELAXED)
+#define WRITE_ONCE_U32(p, v) __atomic_store_n((p), htole32(v), __ATOMIC_RELAXED)
+
+static const char *const walk_error_names[] = {
+	[VQ_WALK_OK] = "ok",
+	[VQ_WALK_BAD_HEAD] = "head index out of range",
+	[VQ_WALK_BAD_NEXT] = "next index out of range",
+	[VQ_WALK_TOO_LONG] = "chain too long (loop?)",
+	[VQ_WALK_BAD_ADDR] = "buffer outside guest memory",
+	[VQ_WALK_INDIRECT_DISALLOWED] = "indirect descriptor not negotiated",
+	[VQ_WALK_BAD_INDIRECT] = "bad indirect table",
+	[VQ_WALK_NESTED_INDIRECT] = "nested indirect or indirect with next",
+	[VQ_WALK_READ_AFTER_WRITE] = "readable descriptor after writable one",
+	[VQ_WALK_TOO_BIG] = "chain larger than 4 GiB",
+};
+
+const char *vq_walk_error_str(enum vq_walk_error err)
+{
+	if ((unsigned)err >= sizeof(walk_error_names) / sizeof(walk_error_names[0]))
+		return "unknown";
+	return walk_error_names[err];
+}
+
+/* Copy one descriptor out of guest memory; only the copy is checked and used. */
+static struct vring_desc desc_read(const struct vring_desc *table, unsigned idx)
+{
+	struct vring_desc d;
+
+	d.addr = READ_ONCE_U64(&table[idx].addr);
+	d.len = READ_ONCE_U32(&table[idx].len);
+	d.flags = READ_ONCE_U16(&table[idx].flags);
+	d.next = READ_ONCE_U16(&table[idx].next);
+	return d;
+}
+
+enum vq_walk_error vq_walk_chain(const struct guest_mem *mem, const struct vring_desc *desc,
+				 unsigned num, unsigned head, bool indirect_ok, struct vq_chain *out)
+{
+	const struct vring_desc *table = desc;
+	unsigned table_size = num, in_table = 0, total = 0, idx = head;
+	bool indirect = false, seen_write = false;
+
+	out->head = (uint16_t)head;
+	out->nread = out->nwrite = 0;
+	out->read_len = out->write_len = 0;
+	if (head >= num)
+		return VQ_WALK_BAD_HEAD;
+
+	for (;;) {
+		struct vring_desc d = desc_read(table, idx);
+
+		/* A table of n entries can hold at most n descriptors of one chain. */
+		if (++in_table > table_size || ++total > VQ_MAX_CHAIN)
+			return VQ_WALK_TOO_LONG;
+
+		if (d.flags & VRING_DESC_F_INDIRECT) {
+			if (!indirect_ok)
+				return VQ_WALK_INDIRECT_DISALLOWED;
+			if (indirect || (d.flags & VRING_DESC_F_NEXT))
+				return VQ_WALK_NESTED_INDIRECT;
+			if (d.len == 0 || d.len % sizeof(struct vring_desc) ||
+			    d.len / sizeof(struct vring_desc) > VQ_MAX_CHAIN)
+				return VQ_WALK_BAD_INDIRECT;
+			table = guest_mem_translate(mem, GUEST_ADDR_GPA, d.addr, d.len);
+			if (!table)
+				return VQ_WALK_BAD_INDIRECT;
+			table_size = d.len / sizeof(struct vring_desc);
+			indirect = true;
+			in_table = 0;
+			idx = 0;
+			continue;
+		}
+
+		if (d.flags & VRING_DESC_F_WRITE)
+			seen_write = true;
+		else if (seen_write)
+			return VQ_WALK_READ_AFTER_WRITE;
+
+		if (d.len) {
+			void *p = guest_mem_translate(mem, GUEST_ADDR_GPA, d.addr, d.len);
+			unsigned n = out->nread + out->nwrite;
+
+			if (!p)
+				return VQ_WALK_BAD_ADDR;
+			out->iov[n].iov_base = p;
+			out->iov[n].iov_len = d.len;
+			if (d.flags & VRING_DESC_F_WRITE) {
+				out->nwrite++;
+				out->write_len += d.len;
+			} else {
+				out->nread++;
+				out->read_len += d.len;
+			}
+			if (out->read_len > UINT32_MAX || out->write_len > UINT32_MAX)
+				return VQ_WALK_TOO_BIG;
+		}
+
+		if (!(d.flags & VRING_DESC_F_NEXT))
+			return VQ_WALK_OK;
+		idx = d.next;
+		if (idx >= table_size)
+			return VQ_WALK_BAD_NEXT;
+	}
+}
+
+static bool is_pow2(unsigned n)
+{
+	return n && !(n & (n - 1));
+}
+
+int vq_start(struct virtqueue *vq, const struct guest_mem *mem)
+{
+	uint64_t num = vq->num;
+
+	vq->started = false;
+	if (!is_pow2(vq->num) || vq->num > VQ_MAX_SIZE) {
+		log_guest("queue %u: bad size %u", vq->index, vq->num);
+		return -1;
+	}
+	if ((vq->desc_addr & 15) || (vq->avail_addr & 1) || (vq->used_addr & 3)) {
+		log_guest("queue %u: misaligned ring addresses", vq->index);
+		return -1;
+	}
+	vq->desc = guest_mem_translate(mem, vq->ring_space, vq->desc_addr, 16 * num);
+	vq->avail = guest_mem_translate(mem, vq->ring_space, vq->avail_addr, 6 + 2 * num);
+	vq->used = guest_mem_translate(mem, vq->ring_space, vq->used_addr, 6 + 8 * num);
+	if (!vq->desc || !vq->avail || !vq->used) {
+		log_guest("queue %u: ring outside guest memory", vq->index);
+		vq->desc = NULL;
+		vq->avail = NULL;
+		vq->used = NULL;
+		return -1;
+	}
+	vq->mem = mem;
+	vq->used_idx = READ_ONCE_U16(&vq->used->idx);
+	vq->signalled_used = vq->used_idx;
+	vq->signalled_valid = false;
+	vq->unsignalled = 0;
+	vq->broken = false;
+	vq->started = true;
+	return 0;
+}
+
+void vq_stop(struct virtqueue *vq)
+{
+	vq->started = false;
+	vq->desc = NULL;
+	vq->avail = NULL;
+	vq->used = NULL;
+}
+
+void vq_mark_broken(struct virtqueue *vq, const char *what)
+{
+	if (!vq->broken)
+		log_guest("queue %u: %s; queue stopped until the device is reset", vq->index, what);
+	vq->broken = true;
+}
+
+bool vq_has_avail(struct virtqueue *vq)
+{
+	if (!vq->started || vq->broken)
+		return false;
+	return __atomic_load_n(&vq->avail->idx, __ATOMIC_ACQUIRE) != htole16(vq->last_avail);
+}
+
+int vq_pop(struct virtqueue *vq, struct vq_chain *chain)
+{
+	uint16_t avail_idx, head;
+	enum vq_walk_error err;
+
+	if (vq->broken)
+		return -1;
+	if (!vq->started)
+		return 0;
+	/* Acquire: ring entries and descriptors are read after the index. */
+	avail_idx = le16toh(__atomic_load_n(&vq->avail->idx, __ATOMIC_ACQUIRE));
+	if (avail_idx == vq->last_avail)
+		return 0;
+	if ((uint16_t)(avail_idx - vq->last_avail) > vq->num) {
+		vq_mark_broken(vq, "avail index moved by more than the queue size");
+		return -1;
+	}
+	head = READ_ONCE_U16(&vq->avail->ring[vq->last_avail & (vq->num - 1)]);
+	err = vq_walk_chain(vq->mem, vq->desc, vq->num, head, vq->indirect, chain);
+	if (err != VQ_WALK_OK) {
+		vq_mark_broken(vq, vq_walk_error_str(err));
+		return -1;
+	}
+	vq->last_avail++;
+	return 1;
+}
+
+void vq_unpop(struct virtqueue *vq, unsigned n)
+{
+	vq->last_avail = (uint16_t)(vq->last_avail - n);
+}
+
+void vq_push(struct virtqueue *vq, uint16_t head, uint32_t len)
+{
+	struct vring_used_elem *e = &vq->used->ring[vq->used_idx & (vq->num - 1)];
+
+	WRITE_ONCE_U32(&e->id, head);
+	WRITE_ONCE_U32(&e->len, len);
+	vq->used_idx++;
+	vq->unsignalled++;
+}
+
+void vq_publish(struct virtqueue *vq)
+{
+	/* Release: the used elements are visible before the index that covers them. */
+	__atomic_store_n(&vq->used->idx, htole16(vq->used_idx), __ATOMIC_RELEASE);
+}
+
+bool vq_driver_wants_notify(struct virtqueue *vq)
+{
+	uint16_t old = vq->signalled_used, new = vq->used_idx, event;
+	bool valid = vq->signalled_valid;
+
+	/* Order the used index store before reading the driver's suppression state. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	vq->signalled_used = new;
+	vq->signalled_valid = true;
+	vq->unsignalled = 0;
+	if (!vq->event_idx)
+		return !(READ_ONCE_U16(&vq->avail->flags) & VRING_AVAIL_F_NO_INTERRUPT);
+	if (!valid)
+		return true;
+	event = READ_ONCE_U16(&vq->avail->ring[vq->num]); /* used_event */
+	return (uint16_t)(new - event - 1) < (uint16_t)(new - old);
+}
+
+bool vq_kick_enable(struct virtqueue *vq)
+{
+	if (!vq->started || vq->broken)
+		return false;
+	if (vq->event_idx)
+		WRITE_ONCE_U16((uint16_t *)&vq->used->ring[vq->num], vq->last_avail); /* avail_event */
+	else
+		WRITE_ONCE_U16(&vq->used->flags, 0);
+	/* Order our store before re-reading avail->idx, or a kick could be lost. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return vq_has_avail(vq);
+}
+
+void vq_kick_disable(struct virtqueue *vq)
+{
+	if (vq->started && !vq->broken && !vq->event_idx)
+		WRITE_ONCE_U16(&vq->used->flags, VRING_USED_F_NO_NOTIFY);
+}
+
+void vq_reset(struct virtqueue *vq)
+{
+	unsigned index = vq->index;
+
+	memset(vq, 0, sizeof(*vq));
+	vq->index = index;
+}

@@ -1,0 +1,149 @@
+/* virtqueue.h - device side of a split virtqueue: ring setup, the one chain walker, used ring. */
+#ifndef VNETD_VIRTQUEUE_H
+#define VNETD_VIRTQUEUE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "guest_mem.h"
+
+#define VQ_MAX_SIZE 32768u       /* largest queue size a split ring may have */
+#define VQ_MAX_CHAIN 1024u       /* descriptors one chain may hold, indirect ones included */
+
+#define VRING_DESC_F_NEXT 1
+#define VRING_DESC_F_WRITE 2
+#define VRING_DESC_F_INDIRECT 4
+#define VRING_AVAIL_F_NO_INTERRUPT 1
+#define VRING_USED_F_NO_NOTIFY 1
+
+/* Ring layouts as the guest writes them (little-endian). */
+struct vring_desc {
+	uint64_t addr;
+	uint32_t len;
+	uint16_t flags;
+	uint16_t next;
+};
+
+struct vring_avail {
+	uint16_t flags;
+	uint16_t idx;
+	uint16_t ring[]; /* num entries, then le16 used_event */
+};
+
+struct vring_used_elem {
+	uint32_t id;
+	uint32_t len;
+};
+
+struct vring_used {
+	uint16_t flags;
+	uint16_t idx;
+	struct vring_used_elem ring[]; /* num entries, then le16 avail_event */
+};
+
+/* A walked descriptor chain: readable iovecs first, then writable ones. */
+struct vq_chain {
+	uint16_t head;
+	unsigned nread;      /* iov[0 .. nread) are device-readable */
+	unsigned nwrite;     /* iov[nread .. nread + nwrite) are device-writable */
+	uint64_t read_len;   /* total bytes in readable iovecs */
+	uint64_t write_len;  /* total bytes in writable iovecs */
+	struct iovec iov[VQ_MAX_CHAIN];
+};
+
+/* Why a chain walk failed (for the log line and for tests). */
+enum vq_walk_error {
+	VQ_WALK_OK = 0,
+	VQ_WALK_BAD_HEAD,         /* head >= queue size */
+	VQ_WALK_BAD_NEXT,         /* next >= table size */
+	VQ_WALK_TOO_LONG,         /* more than VQ_MAX_CHAIN / table size descriptors: loop */
+	VQ_WALK_BAD_ADDR,         /* buffer not wholly inside guest memory */
+	VQ_WALK_INDIRECT_DISALLOWED, /* INDIRECT without VIRTIO_RING_F_INDIRECT_DESC */
+	VQ_WALK_BAD_INDIRECT,     /* len 0 / not multiple of 16 / table outside memory */
+	VQ_WALK_NESTED_INDIRECT,  /* INDIRECT inside an indirect table, or with NEXT */
+	VQ_WALK_READ_AFTER_WRITE, /* readable descriptor after a writable one */
+	VQ_WALK_TOO_BIG,          /* total length over 4 GiB */
+};
+
+/* vq_walk_error_str() - short text for a walk error. */
+const char *vq_walk_error_str(enum vq_walk_error err);
+
+/*
+ * vq_walk_chain() - the one descriptor-chain walker. Turns the chain starting at `head` in the
+ * descriptor table `desc` (num entries, host pointer already validated) into iovecs. Each
+ * descriptor is copied to a local before it is checked. Pure: touches no queue state.
+ */
+enum vq_walk_error vq_walk_chain(const struct guest_mem *mem, const struct vring_desc *desc,
+				 unsigned num, unsigned head, bool indirect_ok, struct vq_chain *out);
+
+/* One split virtqueue as the device sees it. */
+struct virtqueue {
+	unsigned index;
+	/* Set by the transport before start. */
+	uint16_t num;
+	uint64_t desc_addr, avail_addr, used_addr;
+	enum guest_addr_space ring_space;
+	bool event_idx;       /* VIRTIO_RING_F_EVENT_IDX negotiated */
+	bool indirect;        /* VIRTIO_RING_F_INDIRECT_DESC negotiated */
+	/* State. */
+	bool started;         /* rings translated and usable */
+	bool broken;          /* guest broke the ring: stopped until reset */
+	struct vring_desc *desc;
+	struct vring_avail *avail;
+	struct vring_used *used;
+	uint16_t last_avail;  /* next avail ring entry to consume */
+	uint16_t used_idx;    /* next used ring entry to write (published or not) */
+	uint16_t signalled_used; /* used index at the last notification decision */
+	bool signalled_valid;
+	uint32_t unsignalled; /* used entries since the last decision (wrap guard) */
+	const struct guest_mem *mem;
+};
+
+/* vq_start() - translate and check ring addresses; 0, or -1 (logged) if bad. */
+int vq_start(struct virtqueue *vq, const struct guest_mem *mem);
+
+/* vq_stop() - forget ring pointers; keeps last_avail for GET_VRING_BASE. */
+void vq_stop(struct virtqueue *vq);
+
+/* vq_mark_broken() - stop processing this queue after a guest error (NEEDS_RESET). */
+void vq_mark_broken(struct virtqueue *vq, const char *what);
+
+/* vq_pop() - take the next available chain: 1 got one, 0 ring empty, -1 queue broken. */
+int vq_pop(struct virtqueue *vq, struct vq_chain *chain);
+
+/* vq_unpop() - give back the last n popped chains (they will be popped again). */
+void vq_unpop(struct virtqueue *vq, unsigned n);
+
+/* vq_has_avail() - whether the driver made chains available that we have not popped. */
+bool vq_has_avail(struct virtqueue *vq);
+
+/* vq_push() - write one used element; invisible to the driver until vq_publish(). */
+void vq_push(struct virtqueue *vq, uint16_t head, uint32_t len);
+
+/* vq_publish() - make every pushed used element visible with one index store. */
+void vq_publish(struct virtqueue *vq);
+
+/*
+ * vq_driver_wants_notify() - after vq_publish(): does the driver accept a notification for
+ * what was published since the last decision (flags or EVENT_IDX used_event)? Records the
+ * decision point.
+ */
+bool vq_driver_wants_notify(struct virtqueue *vq);
+
+/* vq_pending_since_decision() - used entries published since the last decision. */
+static inline uint16_t vq_pending_since_decision(const struct virtqueue *vq)
+{
+	return (uint16_t)(vq->used_idx - vq->signalled_used);
+}
+
+/* vq_kick_enable() - ask the driver to kick again; true if more chains arrived meanwhile. */
+bool vq_kick_enable(struct virtqueue *vq);
+
+/* vq_kick_disable() - tell the driver kicks are not needed now (best effort). */
+void vq_kick_disable(struct virtqueue *vq);
+
+/* vq_reset() - back to the state after device reset (not started, indexes 0). */
+void vq_reset(struct virtqueue *vq);
+
+#endif

@@ -1,0 +1,468 @@
+/* vnet_dev.c - virtio-net device model: features, config space, queue lifecycle, kicks, timers. */
+#include "vnet_dev_internal.h"
+
+#include <endian.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+/* Features every vnetd device can offer, before backend offloads and the operator's mask. */
+#define VNET_BASE_FEATURES                                                                         \
+	(BIT_ULL(VIRTIO_F_VERSION_1) | BIT_ULL(VIRTIO_NET_F_MAC) | BIT_ULL(VIRTIO_NET_F_STATUS) |  \
+	 BIT_ULL(VIRTIO_NET_F_CTRL_VQ) | BIT_ULL(VIRTIO_NET_F_CTRL_RX) |                           \
+	 BIT_ULL(VIRTIO_NET_F_CTRL_MAC_ADDR) | BIT_ULL(VIRTIO_NET_F_MRG_RXBUF) |                   \
+	 BIT_ULL(VIRTIO_RING_F_EVENT_IDX) | BIT_ULL(VIRTIO_RING_F_INDIRECT_DESC) |                 \
+	 BIT_ULL(VIRTIO_NET_F_NOTF_COAL) | BIT_ULL(VIRTIO_NET_F_VQ_NOTF_COAL))
+
+/* Features that need the control queue. */
+#define VNET_CTRL_FEATURES                                                                         \
+	(BIT_ULL(VIRTIO_NET_F_CTRL_RX) | BIT_ULL(VIRTIO_NET_F_CTRL_MAC_ADDR) |                     \
+	 BIT_ULL(VIRTIO_NET_F_MQ) | BIT_ULL(VIRTIO_NET_F_NOTF_COAL) |                              \
+	 BIT_ULL(VIRTIO_NET_F_VQ_NOTF_COAL) | BIT_ULL(VIRTIO_NET_F_CTRL_GUEST_OFFLOADS))
+
+#define VNET_GUEST_TSO                                                                             \
+	(BIT_ULL(VIRTIO_NET_F_GUEST_TSO4) | BIT_ULL(VIRTIO_NET_F_GUEST_TSO6) |                     \
+	 BIT_ULL(VIRTIO_NET_F_GUEST_ECN) | BIT_ULL(VIRTIO_NET_F_GUEST_UFO))
+#define VNET_HOST_TSO                                                                              \
+	(BIT_ULL(VIRTIO_NET_F_HOST_TSO4) | BIT_ULL(VIRTIO_NET_F_HOST_TSO6) |                       \
+	 BIT_ULL(VIRTIO_NET_F_HOST_ECN) | BIT_ULL(VIRTIO_NET_F_HOST_UFO))
+
+uint64_t dev_now(const struct vnet_dev *dev)
+{
+	return dev->env->now_ns(dev->env_ctx);
+}
+
+bool dev_queue_usable(const struct vnet_queue *q)
+{
+	return q->enabled && q->vq.started && !q->vq.broken;
+}
+
+size_t iov_copy_to(const struct iovec *iov, unsigned cnt, size_t off, const void *buf, size_t len)
+{
+	size_t done = 0;
+
+	for (unsigned i = 0; i < cnt && done < len; i++) {
+		size_t n;
+
+		if (off >= iov[i].iov_len) {
+			off -= iov[i].iov_len;
+			continue;
+		}
+		n = iov[i].iov_len - off;
+		if (n > len - done)
+			n = len - done;
+		memcpy((uint8_t *)iov[i].iov_base + off, (const uint8_t *)buf + done, n);
+		done += n;
+		off = 0;
+	}
+	return done;
+}
+
+size_t iov_copy_from(const struct iovec *iov, unsigned cnt, size_t off, void *buf, size_t len)
+{
+	size_t done = 0;
+
+	for (unsigned i = 0; i < cnt && done < len; i++) {
+		size_t n;
+
+		if (off >= iov[i].iov_len) {
+			off -= iov[i].iov_len;
+			continue;
+		}
+		n = iov[i].iov_len - off;
+		if (n > len - done)
+			n = len - done;
+		memcpy((uint8_t *)buf + done, (const uint8_t *)iov[i].iov_base + off, n);
+		done += n;
+		off = 0;
+	}
+	return done;
+}
+
+static void assign_queue_kinds(struct vnet_dev *dev);
+
+static uint64_t compute_offered(const struct vnet_dev *dev)
+{
+	uint64_t f = VNET_BASE_FEATURES;
+
+	if (dev->params.queue_pairs > 1)
+		f |= BIT_ULL(VIRTIO_NET_F_MQ);
+	if (dev->params.mtu)
+		f |= BIT_ULL(VIRTIO_NET_F_MTU);
+	if (dev->be_ops && dev->be_ops->offload_features) {
+		f |= dev->be_ops->offload_features;
+		f |= BIT_ULL(VIRTIO_NET_F_CTRL_GUEST_OFFLOADS);
+	}
+	f &= dev->params.features_mask;
+	/* Keep the offer self-consistent after masking. */
+	if (!(f & BIT_ULL(VIRTIO_NET_F_CTRL_VQ)))
+		f &= ~VNET_CTRL_FEATURES;
+	if (!(f & BIT_ULL(VIRTIO_NET_F_GUEST_CSUM)))
+		f &= ~VNET_GUEST_TSO;
+	if (!(f & BIT_ULL(VIRTIO_NET_F_CSUM)))
+		f &= ~VNET_HOST_TSO;
+	if (!(f & BIT_ULL(VIRTIO_NET_F_NOTF_COAL)))
+		f &= ~BIT_ULL(VIRTIO_NET_F_VQ_NOTF_COAL);
+	return f;
+}
+
+/* Queue parameters a queue gets at reset or re-enable: last guest TX_SET/RX_SET, else host's. */
+static void queue_default_coal(const struct vnet_dev *dev, const struct vnet_queue *q,
+			       struct coal_params *p, enum coal_setter *who)
+{
+	bool rx = q->kind == VNET_QUEUE_RX;
+
+	*p = (struct coal_params){0, 0};
+	*who = COAL_SET_NONE;
+	if (q->kind == VNET_QUEUE_CTRL)
+		return;
+	if (rx ? dev->guest_rx_set : dev->guest_tx_set) {
+		*p = rx ? dev->guest_rx : dev->guest_tx;
+		*who = COAL_SET_GUEST;
+	} else if (rx ? dev->host_rx_set : dev->host_tx_set) {
+		*p = rx ? dev->host_rx : dev->host_tx;
+		*who = COAL_SET_HOST;
+	}
+}
+
+static void queue_reset(struct vnet_dev *dev, struct vnet_queue *q)
+{
+	struct coal_params p;
+	enum coal_setter who;
+
+	if (q->timer_deadline_ns)
+		dev->env->arm_timer(dev->env_ctx, q->vq.index, 0);
+	vq_reset(&q->vq);
+	q->enabled = false;
+	q->timer_deadline_ns = q->coal_deadline_ns = q->tx_deadline_ns = 0;
+	q->tx_blocked = q->rx_waiting = false;
+	q->rx_unflushed = 0;
+	coal_restart(&q->coal);
+	queue_default_coal(dev, q, &p, &who);
+	coal_set_params(&q->coal, &p, who);
+}
+
+struct vnet_dev *vnet_dev_create(const struct vnet_dev_params *params, const struct vnet_env_ops *env,
+				 void *env_ctx)
+{
+	struct vnet_dev *dev;
+
+	if (params->queue_pairs < 1 || params->queue_pairs > VNET_MAX_QUEUE_PAIRS) {
+		log_err("queue pairs must be 1..%d", VNET_MAX_QUEUE_PAIRS);
+		return NULL;
+	}
+	dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		return NULL;
+	dev->params = *params;
+	dev->env = env;
+	dev->env_ctx = env_ctx;
+	dev->nqueues = 2u * params->queue_pairs + 1;
+	dev->host_rx_set = params->host_coal_rx_set;
+	dev->host_rx = params->host_coal_rx;
+	dev->host_tx_set = params->host_coal_tx_set;
+	dev->host_tx = params->host_coal_tx;
+	for (unsigned i = 0; i < VNET_MAX_QUEUES; i++) {
+		struct vnet_queue *q = &dev->queues[i];
+
+		q->vq.index = i;
+		q->kind = i + 1 == dev->nqueues ? VNET_QUEUE_CTRL
+			  : (i & 1)             ? VNET_QUEUE_TX
+						: VNET_QUEUE_RX;
+	}
+	dev->offered = compute_offered(dev);
+	vnet_dev_reset(dev);
+	return dev;
+}
+
+void vnet_dev_destroy(struct vnet_dev *dev)
+{
+	free(dev);
+}
+
+void vnet_dev_attach_backend(struct vnet_dev *dev, const struct vnet_backend_ops *ops,
+			     struct vnet_backend *be)
+{
+	dev->be_ops = be ? ops : NULL;
+	dev->be = be;
+	dev->offered = compute_offered(dev);
+	if (dev->be_ops && dev->be_ops->set_offloads)
+		dev->be_ops->set_offloads(dev->be, dev->guest_offloads);
+}
+
+uint64_t vnet_dev_offered_features(const struct vnet_dev *dev)
+{
+	return dev->offered;
+}
+
+int vnet_dev_set_features(struct vnet_dev *dev, uint64_t features)
+{
+	if (features & ~dev->offered) {
+		log_guest("driver accepted features 0x%llx that were not offered (0x%llx)",
+			  (unsigned long long)features, (unsigned long long)dev->offered);
+		return -1;
+	}
+	dev->features = features;
+	dev->hdr_len = dev_has(dev, VIRTIO_F_VERSION_1) || dev_has(dev, VIRTIO_NET_F_MRG_RXBUF)
+			       ? VNET_HDR_LEN
+			       : VNET_HDR_LEN - 2;
+	dev->guest_offloads = features & VNET_GUEST_OFFLOAD_MASK;
+	assign_queue_kinds(dev);
+	for (unsigned i = 0; i < dev->nqueues; i++) {
+		dev->queues[i].vq.event_idx = dev_has(dev, VIRTIO_RING_F_EVENT_IDX);
+		dev->queues[i].vq.indirect = dev_has(dev, VIRTIO_RING_F_INDIRECT_DESC);
+	}
+	if (dev->be_ops && dev->be_ops->set_offloads)
+		dev->be_ops->set_offloads(dev->be, dev->guest_offloads);
+	return 0;
+}
+
+uint64_t vnet_dev_features(const struct vnet_dev *dev)
+{
+	return dev->features;
+}
+
+unsigned vnet_dev_num_queues(const struct vnet_dev *dev)
+{
+	return dev->nqueues;
+}
+
+unsigned vnet_dev_ctrl_queue_index(const struct vnet_dev *dev)
+{
+	return dev_has(dev, VIRTIO_NET_F_MQ) ? 2u * dev->params.queue_pairs : 2u;
+}
+
+struct vnet_queue *vnet_dev_queue(struct vnet_dev *dev, unsigned qidx)
+{
+	return qidx < dev->nqueues ? &dev->queues[qidx] : NULL;
+}
+
+/* Without MQ the control queue sits at index 2: give that slot the control role. */
+static void assign_queue_kinds(struct vnet_dev *dev)
+{
+	unsigned ctrl = vnet_dev_ctrl_queue_index(dev);
+
+	for (unsigned i = 0; i < dev->nqueues; i++)
+		dev->queues[i].kind = i == ctrl ? VNET_QUEUE_CTRL
+				      : (i & 1) ? VNET_QUEUE_TX
+						: VNET_QUEUE_RX;
+}
+
+int vnet_dev_queue_start(struct vnet_dev *dev, unsigned qidx, const struct guest_mem *mem)
+{
+	struct vnet_queue *q = vnet_dev_queue(dev, qidx);
+
+	if (!q)
+		return -1;
+	assign_queue_kinds(dev);
+	q->vq.event_idx = dev_has(dev, VIRTIO_RING_F_EVENT_IDX);
+	q->vq.indirect = dev_has(dev, VIRTIO_RING_F_INDIRECT_DESC);
+	if (vq_start(&q->vq, mem) < 0)
+		return -1;
+	q->rx_waiting = q->kind == VNET_QUEUE_RX;
+	return 0;
+}
+
+uint16_t vnet_dev_queue_stop(struct vnet_dev *dev, unsigned qidx)
+{
+	struct vnet_queue *q = vnet_dev_queue(dev, qidx);
+
+	if (!q)
+		return 0;
+	if (q->kind == VNET_QUEUE_RX && q->rx_unflushed)
+		net_rx_flush_queue(dev, q);
+	if (q->timer_deadline_ns)
+		dev->env->arm_timer(dev->env_ctx, qidx, 0);
+	q->timer_deadline_ns = q->coal_deadline_ns = q->tx_deadline_ns = 0;
+	q->tx_blocked = false;
+	vq_stop(&q->vq);
+	return q->vq.last_avail;
+}
+
+void vnet_dev_queue_enable(struct vnet_dev *dev, unsigned qidx, bool enable)
+{
+	struct vnet_queue *q = vnet_dev_queue(dev, qidx);
+	struct coal_params p;
+	enum coal_setter who;
+
+	if (!q || q->enabled == enable)
+		return;
+	q->enabled = enable;
+	if (!enable)
+		return;
+	/* Spec: a re-enabled queue gets the last TX_SET / RX_SET values (else the host's). */
+	queue_default_coal(dev, q, &p, &who);
+	coal_set_params(&q->coal, &p, who);
+	if (q->kind == VNET_QUEUE_RX)
+		q->rx_waiting = true;
+	vnet_dev_kick(dev, qidx);
+}
+
+void vnet_dev_kick(struct vnet_dev *dev, unsigned qidx)
+{
+	struct vnet_queue *q = vnet_dev_queue(dev, qidx);
+
+	if (!q)
+		return;
+	q->stats.kicks++;
+	if (!dev_queue_usable(q))
+		return;
+	switch (q->kind) {
+	case VNET_QUEUE_RX:
+		if (q->rx_waiting && vq_has_avail(&q->vq)) {
+			q->rx_waiting = false;
+			if (dev->be_ops && dev->be_ops->rx_resume)
+				dev->be_ops->rx_resume(dev->be);
+		}
+		break;
+	case VNET_QUEUE_TX:
+		if (dev->params.tx_mode == VNET_TX_TIMER && !q->tx_blocked) {
+			if (!q->tx_deadline_ns) {
+				q->tx_deadline_ns =
+					dev_now(dev) + (uint64_t)dev->params.tx_timer_usecs * 1000u;
+				vq_kick_disable(&q->vq);
+				queue_rearm_timer(dev, q);
+			}
+			break;
+		}
+		net_tx_process(dev, q);
+		break;
+	case VNET_QUEUE_CTRL:
+		net_ctrl_process(dev, q);
+		break;
+	}
+}
+
+void vnet_dev_timer_expired(struct vnet_dev *dev, unsigned qidx)
+{
+	struct vnet_queue *q = vnet_dev_queue(dev, qidx);
+	uint64_t now;
+
+	if (!q)
+		return;
+	now = dev_now(dev);
+	q->timer_deadline_ns = 0;
+	if (q->tx_deadline_ns && now >= q->tx_deadline_ns) {
+		q->tx_deadline_ns = 0;
+		if (dev_queue_usable(q))
+			net_tx_process(dev, q);
+	}
+	if (q->coal_deadline_ns && now >= q->coal_deadline_ns)
+		notify_decide(dev, q, NOTIFY_TIMER, 0);
+	queue_rearm_timer(dev, q);
+}
+
+void vnet_dev_tx_resume(struct vnet_dev *dev)
+{
+	for (unsigned i = 0; i < dev->nqueues; i++) {
+		struct vnet_queue *q = &dev->queues[i];
+
+		if (q->kind == VNET_QUEUE_TX && q->tx_blocked && dev_queue_usable(q))
+			net_tx_process(dev, q);
+	}
+}
+
+static void fill_config(const struct vnet_dev *dev, struct virtio_net_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	memcpy(cfg->mac, dev->mac, 6);
+	cfg->status = htole16(dev->be ? VIRTIO_NET_S_LINK_UP : 0);
+	cfg->max_virtqueue_pairs = htole16(dev->params.queue_pairs);
+	cfg->mtu = htole16(dev->params.mtu ? dev->params.mtu : 1500);
+}
+
+uint32_t vnet_dev_config_read(const struct vnet_dev *dev, uint32_t offset, void *buf, uint32_t len)
+{
+	struct virtio_net_config cfg;
+	uint32_t n = 0;
+
+	fill_config(dev, &cfg);
+	memset(buf, 0, len);
+	if (offset < sizeof(cfg)) {
+		n = (uint32_t)sizeof(cfg) - offset;
+		if (n > len)
+			n = len;
+		memcpy(buf, (const uint8_t *)&cfg + offset, n);
+	}
+	return n;
+}
+
+int vnet_dev_config_write(struct vnet_dev *dev, uint32_t offset, const void *buf, uint32_t len)
+{
+	/* Legacy drivers without CTRL_MAC_ADDR may write the mac field; nothing else is writable. */
+	if (offset >= 6 || len > 6 - offset || dev_has(dev, VIRTIO_NET_F_CTRL_MAC_ADDR)) {
+		log_guest("config write of %u bytes at offset %u refused", len, offset);
+		return -1;
+	}
+	memcpy(dev->mac + offset, buf, len);
+	return 0;
+}
+
+void vnet_dev_reset(struct vnet_dev *dev)
+{
+	dev->features = 0;
+	dev->hdr_len = VNET_HDR_LEN;
+	dev->guest_offloads = 0;
+	dev->active_pairs = 1;
+	memcpy(dev->mac, dev->params.mac, 6);
+	memset(&dev->filter, 0, sizeof(dev->filter));
+	dev->filter.promisc = true;
+	dev->guest_tx_set = dev->guest_rx_set = false;
+	assign_queue_kinds(dev);
+	for (unsigned i = 0; i < dev->nqueues; i++)
+		queue_reset(dev, &dev->queues[i]);
+}
+
+void dev_apply_coal(struct vnet_dev *dev, struct vnet_queue *q, const struct coal_params *p,
+		    enum coal_setter who)
+{
+	coal_set_params(&q->coal, p, who);
+	notify_decide(dev, q, NOTIFY_PARAMS_CHANGED, 0);
+}
+
+int vnet_dev_host_coalesce(struct vnet_dev *dev, int qidx, enum vnet_queue_kind kind,
+			   const struct coal_params *params)
+{
+	if (qidx >= 0) {
+		struct vnet_queue *q = vnet_dev_queue(dev, (unsigned)qidx);
+
+		if (!q || q->kind == VNET_QUEUE_CTRL)
+			return -1;
+		dev_apply_coal(dev, q, params, COAL_SET_HOST);
+		return 0;
+	}
+	if (kind == VNET_QUEUE_RX) {
+		dev->host_rx = *params;
+		dev->host_rx_set = true;
+	} else if (kind == VNET_QUEUE_TX) {
+		dev->host_tx = *params;
+		dev->host_tx_set = true;
+	} else {
+		return -1;
+	}
+	for (unsigned i = 0; i < dev->nqueues; i++)
+		if (dev->queues[i].kind == kind)
+			dev_apply_coal(dev, &dev->queues[i], params, COAL_SET_HOST);
+	return 0;
+}
+
+const uint8_t *vnet_dev_mac(const struct vnet_dev *dev)
+{
+	return dev->mac;
+}
+
+bool vnet_dev_link_up(const struct vnet_dev *dev)
+{
+	return dev->be != NULL;
+}
+
+uint16_t vnet_dev_active_pairs(const struct vnet_dev *dev)
+{
+	return dev->active_pairs;
+}
+
+const char *vnet_queue_kind_name(enum vnet_queue_kind kind)
+{
+	return kind == VNET_QUEUE_RX ? "rx" : kind == VNET_QUEUE_TX ? "tx" : "ctrl";
+}

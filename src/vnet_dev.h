@@ -1,0 +1,167 @@
+/* vnet_dev.h - the virtio-net device model: features, config space, queues, RX/TX, control queue. */
+#ifndef VNETD_VNET_DEV_H
+#define VNETD_VNET_DEV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "backend.h"
+#include "coalesce.h"
+#include "guest_mem.h"
+#include "virtqueue.h"
+
+#define VNET_MAX_QUEUE_PAIRS 16
+#define VNET_MAX_QUEUES (2 * VNET_MAX_QUEUE_PAIRS + 1)
+#define VNET_LATENESS_SAMPLES 4096
+
+enum vnet_queue_kind { VNET_QUEUE_RX, VNET_QUEUE_TX, VNET_QUEUE_CTRL };
+
+enum vnet_tx_mode {
+	VNET_TX_KICK,  /* process TX as soon as the driver kicks */
+	VNET_TX_TIMER, /* on a kick, wait tx_timer_usecs and then process the batch */
+};
+
+/* Counters of one queue, read by the control socket. */
+struct vnet_queue_stats {
+	uint64_t packets;
+	uint64_t bytes;
+	uint64_t kicks;
+	uint64_t notifications;       /* calls signalled */
+	uint64_t suppressed;          /* due, but the driver suppressed notifications */
+	uint64_t held;                /* completions whose notification coalescing held back */
+	uint64_t timer_notifications; /* notifications sent when a coalescing deadline fired */
+	uint64_t dropped;             /* packets dropped (too big, broken chain, backend error) */
+	uint64_t rx_no_buffers;       /* times a packet waited for guest RX buffers */
+	/* Lateness of deadline-driven notifications, ring buffer of the last samples (ns). */
+	uint32_t lateness_ns[VNET_LATENESS_SAMPLES];
+	uint64_t lateness_count;
+};
+
+/* Host-side environment injected into the device: clock, timers, notifications. */
+struct vnet_env_ops {
+	uint64_t (*now_ns)(void *ctx);
+	/* Signal the used-buffer notification (call fd) of queue qidx. */
+	void (*notify)(void *ctx, unsigned qidx);
+	/* Arm queue qidx's one-shot timer at absolute time deadline_ns (CLOCK_MONOTONIC); 0 disarms. */
+	void (*arm_timer)(void *ctx, unsigned qidx, uint64_t deadline_ns);
+};
+
+/* Static configuration of a device (from the command line). */
+struct vnet_dev_params {
+	uint8_t mac[6];
+	uint16_t queue_pairs;    /* 1 .. VNET_MAX_QUEUE_PAIRS */
+	uint16_t mtu;            /* 0: do not offer VIRTIO_NET_F_MTU */
+	uint64_t features_mask;  /* feature bits the operator allows (all ones by default) */
+	enum vnet_tx_mode tx_mode;
+	uint32_t tx_timer_usecs;
+	bool host_coal_rx_set, host_coal_tx_set; /* host defaults given on the command line */
+	struct coal_params host_coal_rx, host_coal_tx;
+};
+
+/* One queue of the device. */
+struct vnet_queue {
+	struct virtqueue vq;
+	enum vnet_queue_kind kind;
+	bool enabled;
+	struct coal_state coal;
+	uint64_t timer_deadline_ns; /* what the queue's timer is armed for; 0: disarmed */
+	uint64_t coal_deadline_ns;  /* coalescing deadline; 0: none */
+	uint64_t tx_deadline_ns;    /* VNET_TX_TIMER: when the waiting TX batch runs; 0: none */
+	uint32_t rx_unflushed;      /* RX packets pushed but not yet published */
+	bool tx_blocked;            /* backend said -EAGAIN: `chain` holds the packet */
+	bool rx_waiting;            /* a packet waited for buffers: tell the backend on kick */
+	struct vnet_queue_stats stats;
+	struct vq_chain chain;      /* scratch for the chain being processed */
+};
+
+struct vnet_dev;
+
+/* vnet_dev_create() - a device in reset state; NULL on bad params (logged). */
+struct vnet_dev *vnet_dev_create(const struct vnet_dev_params *params, const struct vnet_env_ops *env,
+				 void *env_ctx);
+
+/* vnet_dev_destroy() - free the device (does not touch the backend). */
+void vnet_dev_destroy(struct vnet_dev *dev);
+
+/* vnet_dev_attach_backend() - set the packet backend (NULL detaches; link goes down). */
+void vnet_dev_attach_backend(struct vnet_dev *dev, const struct vnet_backend_ops *ops,
+			     struct vnet_backend *be);
+
+/* vnet_dev_offered_features() - device feature bits offered to the driver. */
+uint64_t vnet_dev_offered_features(const struct vnet_dev *dev);
+
+/* vnet_dev_set_features() - driver's accepted features; -1 if not a valid subset. */
+int vnet_dev_set_features(struct vnet_dev *dev, uint64_t features);
+
+/* vnet_dev_features() - negotiated features. */
+uint64_t vnet_dev_features(const struct vnet_dev *dev);
+
+/* vnet_dev_num_queues() - queues the device has: 2 * pairs + 1 (control queue last). */
+unsigned vnet_dev_num_queues(const struct vnet_dev *dev);
+
+/* vnet_dev_ctrl_queue_index() - index of the control queue under the negotiated features. */
+unsigned vnet_dev_ctrl_queue_index(const struct vnet_dev *dev);
+
+/* vnet_dev_queue() - queue qidx (NULL if out of range); transports set vq.num/addrs/last_avail. */
+struct vnet_queue *vnet_dev_queue(struct vnet_dev *dev, unsigned qidx);
+
+/* vnet_dev_queue_start() - rings are configured: translate them; 0 or -1 (logged). */
+int vnet_dev_queue_start(struct vnet_dev *dev, unsigned qidx, const struct guest_mem *mem);
+
+/* vnet_dev_queue_stop() - stop a queue (GET_VRING_BASE); returns the next avail index. */
+uint16_t vnet_dev_queue_stop(struct vnet_dev *dev, unsigned qidx);
+
+/* vnet_dev_queue_enable() - enable or disable a queue; re-enabled queues get TX_SET/RX_SET back. */
+void vnet_dev_queue_enable(struct vnet_dev *dev, unsigned qidx, bool enable);
+
+/* vnet_dev_kick() - the driver kicked queue qidx: process it. */
+void vnet_dev_kick(struct vnet_dev *dev, unsigned qidx);
+
+/* vnet_dev_timer_expired() - queue qidx's timer (coalescing deadline or TX batch) fired. */
+void vnet_dev_timer_expired(struct vnet_dev *dev, unsigned qidx);
+
+/*
+ * vnet_dev_receive() - deliver one packet (12-byte virtio_net_hdr_v1 first) to the guest.
+ * Returns 1 delivered (or dropped and counted), 0 no guest buffers now: keep the packet, the
+ * backend's rx_resume() is called when the guest posts buffers. Delivered packets become
+ * visible to the guest at vnet_dev_rx_flush() (the event loop flushes after every event).
+ */
+int vnet_dev_receive(struct vnet_dev *dev, const struct iovec *iov, unsigned iovcnt);
+
+/* vnet_dev_rx_flush() - publish received packets and decide notifications; call after a burst. */
+void vnet_dev_rx_flush(struct vnet_dev *dev);
+
+/* vnet_dev_tx_resume() - the backend can take packets again after -EAGAIN. */
+void vnet_dev_tx_resume(struct vnet_dev *dev);
+
+/* vnet_dev_config_read() - read device config space; returns bytes copied (rest zero-filled). */
+uint32_t vnet_dev_config_read(const struct vnet_dev *dev, uint32_t offset, void *buf, uint32_t len);
+
+/* vnet_dev_config_write() - driver config write: only mac (without CTRL_MAC_ADDR); 0 or -1. */
+int vnet_dev_config_write(struct vnet_dev *dev, uint32_t offset, const void *buf, uint32_t len);
+
+/* vnet_dev_reset() - device reset: queues stopped, features and guest coalescing zeroed. */
+void vnet_dev_reset(struct vnet_dev *dev);
+
+/*
+ * vnet_dev_ctrl_execute() - run one control command (class, command, payload in `in`); writes
+ * command output (VQ_GET) into out[0..out_len) and sets *out_written. Returns the ack byte.
+ */
+uint8_t vnet_dev_ctrl_execute(struct vnet_dev *dev, const uint8_t *in, size_t in_len, uint8_t *out,
+			      size_t out_len, size_t *out_written);
+
+/*
+ * vnet_dev_host_coalesce() - host-side coalescing for queue qidx, or every queue of `kind` when
+ * qidx < 0. 0, or -1 for a bad queue.
+ */
+int vnet_dev_host_coalesce(struct vnet_dev *dev, int qidx, enum vnet_queue_kind kind,
+			   const struct coal_params *params);
+
+/* Read-only views for stats and the control socket. */
+const uint8_t *vnet_dev_mac(const struct vnet_dev *dev);
+bool vnet_dev_link_up(const struct vnet_dev *dev);
+uint16_t vnet_dev_active_pairs(const struct vnet_dev *dev);
+const char *vnet_queue_kind_name(enum vnet_queue_kind kind);
+
+#endif

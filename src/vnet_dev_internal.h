@@ -1,0 +1,107 @@
+/* vnet_dev_internal.h - device model state shared by vnet_dev.c, net_rx.c, net_tx.c, net_ctrl.c, notify.c. */
+#ifndef VNETD_VNET_DEV_INTERNAL_H
+#define VNETD_VNET_DEV_INTERNAL_H
+
+#include "vnet_dev.h"
+#include "virtio_net_defs.h"
+
+#define VNET_MAC_TABLE_SIZE 64
+#define VNET_HDR_LEN 12            /* struct virtio_net_hdr_v1 */
+#define VNET_MAX_FRAME (65536 + 14 + 4) /* largest frame (GSO) we move */
+#define VNET_RX_MAX_BUFFERS 256    /* mergeable buffers one packet may use */
+
+/* Guest offload bits CTRL_GUEST_OFFLOADS may switch. */
+#define VNET_GUEST_OFFLOAD_MASK                                                                    \
+	(BIT_ULL(VIRTIO_NET_F_GUEST_CSUM) | BIT_ULL(VIRTIO_NET_F_GUEST_TSO4) |                     \
+	 BIT_ULL(VIRTIO_NET_F_GUEST_TSO6) | BIT_ULL(VIRTIO_NET_F_GUEST_ECN) |                      \
+	 BIT_ULL(VIRTIO_NET_F_GUEST_UFO))
+
+/* Receive filter set by CTRL_RX and CTRL_MAC. */
+struct vnet_rx_filter {
+	bool promisc, allmulti, alluni, nomulti, nouni, nobcast;
+	unsigned n_uc, n_mc;
+	bool uc_overflow, mc_overflow;
+	uint8_t uc[VNET_MAC_TABLE_SIZE][6];
+	uint8_t mc[VNET_MAC_TABLE_SIZE][6];
+};
+
+/* Where an RX packet's header lives while its buffers are being filled. */
+struct vnet_rx_slot {
+	uint16_t head;
+	uint32_t len;
+};
+
+struct vnet_dev {
+	struct vnet_dev_params params;
+	const struct vnet_env_ops *env;
+	void *env_ctx;
+	const struct vnet_backend_ops *be_ops;
+	struct vnet_backend *be;
+	uint64_t offered;
+	uint64_t features;
+	uint64_t guest_offloads;   /* current GUEST_* offloads (CTRL_GUEST_OFFLOADS) */
+	unsigned hdr_len;          /* guest header: 12 with VERSION_1 or MRG_RXBUF, else 10 */
+	uint8_t mac[6];
+	uint16_t active_pairs;
+	unsigned nqueues;
+	struct vnet_rx_filter filter;
+	/* Last TX_SET / RX_SET since reset, restored when a queue is re-enabled. */
+	bool guest_tx_set, guest_rx_set;
+	struct coal_params guest_tx, guest_rx;
+	/* Host defaults (command line, or vnetctl coalesce for all queues of a kind). */
+	bool host_tx_set, host_rx_set;
+	struct coal_params host_tx, host_rx;
+	struct vnet_rx_slot rx_slots[VNET_RX_MAX_BUFFERS];
+	struct iovec tx_iov[VQ_MAX_CHAIN + 1];
+	struct vnet_queue queues[VNET_MAX_QUEUES];
+};
+
+/* What made notify_decide() run. */
+enum notify_event {
+	NOTIFY_COMPLETED,      /* packets were published to the used ring */
+	NOTIFY_TIMER,          /* the coalescing deadline passed */
+	NOTIFY_PARAMS_CHANGED, /* coalescing parameters changed */
+};
+
+/*
+ * notify_decide() - the one place deciding used-buffer notifications: combines coalescing with
+ * the driver's suppression (flags / EVENT_IDX) and arms the deadline timer.
+ */
+void notify_decide(struct vnet_dev *dev, struct vnet_queue *q, enum notify_event ev,
+		   uint32_t packets);
+
+/* queue_rearm_timer() - arm the queue's timer for the earlier of its coalescing and TX deadlines. */
+void queue_rearm_timer(struct vnet_dev *dev, struct vnet_queue *q);
+
+/* dev_now() - the injected clock. */
+uint64_t dev_now(const struct vnet_dev *dev);
+
+/* dev_has() - whether feature bit `bit` was negotiated. */
+static inline bool dev_has(const struct vnet_dev *dev, unsigned bit)
+{
+	return dev->features & BIT_ULL(bit);
+}
+
+/* dev_queue_usable() - enabled, started and not broken. */
+bool dev_queue_usable(const struct vnet_queue *q);
+
+/* net_tx_process() - move the driver's TX chains to the backend (kick, timer or resume). */
+void net_tx_process(struct vnet_dev *dev, struct vnet_queue *q);
+
+/* net_ctrl_process() - execute every pending control-queue command. */
+void net_ctrl_process(struct vnet_dev *dev, struct vnet_queue *q);
+
+/* net_rx_flush_queue() - publish one RX queue's pushed packets and decide its notification. */
+void net_rx_flush_queue(struct vnet_dev *dev, struct vnet_queue *q);
+
+/* iov_copy_to() - copy len bytes from buf into iov at offset off; returns bytes copied. */
+size_t iov_copy_to(const struct iovec *iov, unsigned cnt, size_t off, const void *buf, size_t len);
+
+/* iov_copy_from() - copy up to len bytes from iov at offset off into buf; returns bytes copied. */
+size_t iov_copy_from(const struct iovec *iov, unsigned cnt, size_t off, void *buf, size_t len);
+
+/* dev_apply_coal() - set queue parameters and re-check at once (spec: notify if already due). */
+void dev_apply_coal(struct vnet_dev *dev, struct vnet_queue *q, const struct coal_params *p,
+		    enum coal_setter who);
+
+#endif
