@@ -1,7 +1,8 @@
-/* control.c - control socket: line-framed JSON requests (jansson) on port state, stats, coalescing. */
+/* control.c - control socket: one JSON request per line (jansson): ports, stats, coalescing. */
 #include "control.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -13,7 +14,6 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
-#include <fcntl.h>
 
 #include <jansson.h>
 
@@ -28,8 +28,12 @@ static int stale_socket_check(const char *path, const struct sockaddr_un *addr)
 	struct stat st;
 	int fd, alive;
 
-	if (lstat(path, &st) < 0)
-		return errno == ENOENT ? 0 : (log_err("control: %s: %s", path, strerror(errno)), -1);
+	if (lstat(path, &st) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		log_err("control: %s: %s", path, strerror(errno));
+		return -1;
+	}
 	if (!S_ISSOCK(st.st_mode)) {
 		log_err("control: %s exists and is not a socket; not removing it", path);
 		return -1;
@@ -98,18 +102,20 @@ static json_t *ju64(uint64_t v)
 	return json_integer(v > (uint64_t)LLONG_MAX ? LLONG_MAX : (json_int_t)v);
 }
 
-/* text_value() - a JSON string for a message that may hold truncated or invalid UTF-8. */
-static json_t *text_value(char *msg)
+/* lossy_string() - a JSON string even for invalid UTF-8 (paths, truncated messages): '?'s. */
+static json_t *lossy_string(const char *text)
 {
-	json_t *s = json_string(msg);
-	char *p;
+	json_t *s = json_string(text);
+	char *copy, *p;
 
-	if (s)
+	if (s || !(copy = strdup(text)))
 		return s;
-	for (p = msg; *p; p++)
+	for (p = copy; *p; p++)
 		if ((unsigned char)*p >= 0x80)
 			*p = '?';
-	return json_string(msg);
+	s = json_string(copy);
+	free(copy);
+	return s;
 }
 
 static json_t *error_reply(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -122,7 +128,7 @@ static json_t *error_reply(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return json_pack("{s:b,s:o}", "ok", 0, "error", text_value(msg));
+	return json_pack("{s:b,s:o}", "ok", 0, "error", lossy_string(msg));
 }
 
 static json_t *ok_reply(void)
@@ -164,7 +170,8 @@ static struct port *find_port(struct port *const *ports, unsigned nports, json_t
 		for (i = 0; i < nports; i++)
 			if ((json_int_t)port_index(ports[i]) == json_integer_value(v))
 				return ports[i];
-		*err = error_reply("no port with index %" JSON_INTEGER_FORMAT, json_integer_value(v));
+		*err = error_reply("no port with index %" JSON_INTEGER_FORMAT,
+				   json_integer_value(v));
 		return NULL;
 	}
 	*err = error_reply("\"port\" must be a port name or index");
@@ -182,11 +189,11 @@ static json_t *port_info(struct port *p)
 	snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
 		 m[5]);
 	snprintf(feat, sizeof(feat), "0x%" PRIx64, features);
-	return json_pack("{s:s,s:I,s:s,s:s,s:o,s:b,s:o,s:s,s:b,s:s,s:b,s:b,s:i,s:i}",
+	return json_pack("{s:s,s:I,s:o,s:s,s:o,s:b,s:o,s:s,s:b,s:s,s:b,s:b,s:i,s:i}",
 			 "name", port_name(p), "index", (json_int_t)port_index(p),
-			 "socket", cfg->socket_path,
+			 "socket", lossy_string(cfg->socket_path),
 			 "backend", cfg->backend == PORT_BACKEND_TAP ? "tap" : "switch",
-			 "tap", cfg->backend == PORT_BACKEND_TAP ? json_string(cfg->tap_name)
+			 "tap", cfg->backend == PORT_BACKEND_TAP ? lossy_string(cfg->tap_name)
 								  : json_null(),
 			 "connected", port_connected(p), "connections", ju64(port_connections(p)),
 			 "mac", mac, "link_up", vnet_dev_link_up(dev), "features", feat,
@@ -239,7 +246,8 @@ static json_t *queue_stats(const struct vnet_queue *q, unsigned index)
 {
 	const struct vnet_queue_stats *st = &q->stats;
 
-	return json_pack("{s:i,s:s,s:b,s:b,s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:I,s:I,s:s,s:o}",
+	return json_pack("{s:i,s:s,s:b,s:b,s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:I,s:I,s:s,"
+			 "s:o}",
 			 "index", (int)index, "kind", vnet_queue_kind_name(q->kind),
 			 "enabled", q->enabled, "started", q->vq.started, "broken", q->vq.broken,
 			 "packets", ju64(st->packets), "bytes", ju64(st->bytes),
@@ -332,35 +340,62 @@ static json_t *get_u32(json_t *req, const char *key, bool *has, uint32_t *out)
 	return NULL;
 }
 
-/* coal_apply() - set queue qidx (or every queue of kind when qidx < 0, see below). */
-static json_t *coal_apply(struct vnet_dev *dev, int qidx, enum vnet_queue_kind kind,
-			  const struct coal_request *r)
+/* coal_merge() - base with the request's fields for that kind replaced. */
+static struct coal_params coal_merge(struct coal_params base, const struct coal_request *r, int k)
 {
-	int k = kind == VNET_QUEUE_TX;
-	struct coal_params p;
-	struct vnet_queue *q;
-	unsigned i;
+	if (r->has_frames[k])
+		base.max_packets = r->frames[k];
+	if (r->has_usecs[k])
+		base.max_usecs = r->usecs[k];
+	return base;
+}
 
-	if (qidx < 0 && r->has_usecs[k] && r->has_frames[k]) {
-		/* Both given: one call for the whole kind, as the guest's RX_SET/TX_SET. */
-		p = (struct coal_params){.max_packets = r->frames[k], .max_usecs = r->usecs[k]};
-		if (vnet_dev_host_coalesce(dev, -1, kind, &p) < 0)
-			return error_reply("could not set %s coalescing", vnet_queue_kind_name(kind));
-		return NULL;
+/* coal_apply_queue() - set one RX/TX queue; unspecified fields keep its current value. */
+static json_t *coal_apply_queue(struct vnet_dev *dev, unsigned qidx, const struct coal_request *r)
+{
+	const struct vnet_queue *q = vnet_dev_queue(dev, qidx);
+	struct coal_params p = coal_merge(q->coal.params, r, q->kind == VNET_QUEUE_TX);
+
+	if (vnet_dev_host_coalesce(dev, (int)qidx, q->kind, &p) < 0)
+		return error_reply("could not set coalescing of queue %u", qidx);
+	return NULL;
+}
+
+/*
+ * coal_apply_kind() - set every queue of kind. One kind-wide call records the host default
+ * (what queues get back after a reset); its unspecified field comes from the first queue of
+ * the kind. Queues whose own value of that field differed get it back with a per-queue call.
+ */
+static json_t *coal_apply_kind(struct vnet_dev *dev, enum vnet_queue_kind kind,
+			       const struct coal_request *r)
+{
+	struct coal_params saved[VNET_MAX_QUEUES], all, own;
+	unsigned i, n = vnet_dev_num_queues(dev);
+	int k = kind == VNET_QUEUE_TX;
+	const struct vnet_queue *q;
+	bool have_base = false;
+
+	if (n > VNET_MAX_QUEUES)
+		n = VNET_MAX_QUEUES;
+	all = (struct coal_params){0, 0};
+	for (i = 0; i < n; i++) {
+		q = vnet_dev_queue(dev, i);
+		saved[i] = q ? q->coal.params : (struct coal_params){0, 0};
+		if (q && q->kind == kind && !have_base) {
+			all = saved[i];
+			have_base = true;
+		}
 	}
-	/* One field given: each queue keeps its own value of the other. */
-	for (i = 0; i < vnet_dev_num_queues(dev); i++) {
-		if (qidx >= 0 && i != (unsigned)qidx)
-			continue;
+	all = coal_merge(all, r, k);
+	if (vnet_dev_host_coalesce(dev, -1, kind, &all) < 0)
+		return error_reply("could not set %s coalescing", vnet_queue_kind_name(kind));
+	for (i = 0; i < n; i++) {
 		q = vnet_dev_queue(dev, i);
 		if (!q || q->kind != kind)
 			continue;
-		p = q->coal.params;
-		if (r->has_frames[k])
-			p.max_packets = r->frames[k];
-		if (r->has_usecs[k])
-			p.max_usecs = r->usecs[k];
-		if (vnet_dev_host_coalesce(dev, (int)i, kind, &p) < 0)
+		own = coal_merge(saved[i], r, k);
+		if ((own.max_packets != all.max_packets || own.max_usecs != all.max_usecs) &&
+		    vnet_dev_host_coalesce(dev, (int)i, kind, &own) < 0)
 			return error_reply("could not set coalescing of queue %u", i);
 	}
 	return NULL;
@@ -372,7 +407,7 @@ static json_t *cmd_coalesce(struct port *const *ports, unsigned nports, json_t *
 					   "rx_frames", "tx_usecs", "tx_frames", NULL};
 	json_t *err = check_keys(req, "coalesce", keys);
 	json_t *vport = json_object_get(req, "port"), *vq = json_object_get(req, "queue");
-	struct coal_request r = {{false}};
+	struct coal_request r;
 	const struct vnet_queue *q;
 	struct vnet_dev *dev;
 	struct port *p;
@@ -380,6 +415,7 @@ static json_t *cmd_coalesce(struct port *const *ports, unsigned nports, json_t *
 	bool any[2];
 	int k;
 
+	memset(&r, 0, sizeof(r));
 	if (err)
 		return err;
 	if (!vport)
@@ -394,12 +430,14 @@ static json_t *cmd_coalesce(struct port *const *ports, unsigned nports, json_t *
 	any[0] = r.has_usecs[0] || r.has_frames[0];
 	any[1] = r.has_usecs[1] || r.has_frames[1];
 	if (!any[0] && !any[1])
-		return error_reply("nothing to set: give rx_usecs, rx_frames, tx_usecs or tx_frames");
+		return error_reply("nothing to set: give rx_usecs, rx_frames, tx_usecs or "
+				   "tx_frames");
 	dev = port_dev(p);
 	if (!vq) {
-		for (k = 0; k < 2; k++)
-			if (any[k] && (err = coal_apply(dev, -1, k ? VNET_QUEUE_TX : VNET_QUEUE_RX, &r)))
-				return err;
+		if (any[0] && (err = coal_apply_kind(dev, VNET_QUEUE_RX, &r)))
+			return err;
+		if (any[1] && (err = coal_apply_kind(dev, VNET_QUEUE_TX, &r)))
+			return err;
 		return ok_reply();
 	}
 	if (!json_is_integer(vq))
@@ -413,10 +451,10 @@ static json_t *cmd_coalesce(struct port *const *ports, unsigned nports, json_t *
 		return error_reply("queue %" JSON_INTEGER_FORMAT " is the control queue", qidx);
 	k = q->kind == VNET_QUEUE_TX;
 	if (any[!k])
-		return error_reply("queue %" JSON_INTEGER_FORMAT " is a %s queue: use %s_usecs/%s_frames",
-				   qidx, vnet_queue_kind_name(q->kind), k ? "tx" : "rx",
-				   k ? "tx" : "rx");
-	if ((err = coal_apply(dev, (int)qidx, q->kind, &r)))
+		return error_reply("queue %" JSON_INTEGER_FORMAT
+				   " is a%s queue: use %s_usecs/%s_frames", qidx,
+				   k ? " TX" : "n RX", k ? "tx" : "rx", k ? "tx" : "rx");
+	if ((err = coal_apply_queue(dev, (unsigned)qidx, &r)))
 		return err;
 	return ok_reply();
 }
@@ -434,23 +472,27 @@ static const struct {
 static json_t *dispatch(struct port *const *ports, unsigned nports, const char *line)
 {
 	json_error_t jerr;
-	json_t *req, *cmd, *reply = NULL;
-	size_t i;
+	json_t *req, *cmd, *reply;
+	size_t i = 0;
 
 	req = json_loads(line, JSON_REJECT_DUPLICATES, &jerr);
 	if (!req)
 		return error_reply("bad JSON at column %d: %s", jerr.column, jerr.text);
 	cmd = json_object_get(req, "cmd");
-	if (!json_is_object(req))
+	if (!json_is_object(req)) {
 		reply = error_reply("request must be a JSON object");
-	else if (!json_is_string(cmd))
+	} else if (!json_is_string(cmd)) {
 		reply = error_reply("request needs \"cmd\": a string");
-	for (i = 0; !reply && i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (strcmp(commands[i].name, json_string_value(cmd)) == 0)
+	} else {
+		while (i < sizeof(commands) / sizeof(commands[0]) &&
+		       strcmp(commands[i].name, json_string_value(cmd)) != 0)
+			i++;
+		if (i < sizeof(commands) / sizeof(commands[0]))
 			reply = commands[i].run(ports, nports, req);
-	if (!reply)
-		reply = error_reply("unknown cmd '%.64s' (ports, stats, coalesce, reset-stats)",
-				    json_string_value(cmd));
+		else
+			reply = error_reply("unknown cmd '%.64s' (ports, stats, coalesce, "
+					    "reset-stats)", json_string_value(cmd));
+	}
 	json_decref(req);
 	return reply;
 }
@@ -592,7 +634,8 @@ static int process_lines(struct control_client *c, struct port *const *ports, un
 	memmove(c->in, start, left);
 	c->in_len = left;
 	if (left > CONTROL_MAX_LINE) {
-		queue_output(c, "{\"ok\":false,\"error\":\"request line longer than 65536 bytes\"}");
+		queue_output(c, "{\"ok\":false,\"error\":\"request line longer than 65536 "
+				"bytes\"}");
 		return -1;
 	}
 	return 0;

@@ -18,7 +18,7 @@ int control_listen(const char *path);
 
 struct control_client; /* opaque: buffered connection of one vnetctl */
 
-/* control_client_new() - take ownership of an accepted fd (made non-blocking); NULL if no memory. */
+/* control_client_new() - own an accepted fd (made non-blocking); NULL (fd untouched) if no memory. */
 struct control_client *control_client_new(int fd);
 
 /* control_client_free() - close the fd and free the client; NULL is ignored. */

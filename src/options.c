@@ -1,4 +1,4 @@
-/* options.c - vnetd command line parsing: strict key=value port specs, one error line on failure. */
+/* options.c - vnetd command line parsing: strict key=value port specs, one error line on error. */
 #include "options.h"
 
 #include <errno.h>
@@ -37,10 +37,10 @@ static const char usage_text[] =
 	"  mac=MAC              guest MAC, unicast XX:XX:XX:XX:XX:XX (default 52:54:00:xx:xx:xx,\n"
 	"                       derived from the port index and socket path)\n"
 	"  queues=N             queue pairs, 1..16 (default 1; above 1 offers VIRTIO_NET_F_MQ)\n"
-	"  mtu=N                offer VIRTIO_NET_F_MTU with MTU N, 68..65535 (default: not offered)\n"
+	"  mtu=N                offer VIRTIO_NET_F_MTU with MTU N, 68..65535 (default: none)\n"
 	"  notf-coal=on|off     offer VIRTIO_NET_F_NOTF_COAL, guest ethtool -C (default on);\n"
 	"                       off also turns vq-notf-coal off\n"
-	"  vq-notf-coal=on|off  offer VIRTIO_NET_F_VQ_NOTF_COAL, per-queue coalescing (default on)\n"
+	"  vq-notf-coal=on|off  offer VIRTIO_NET_F_VQ_NOTF_COAL, per-queue settings (default on)\n"
 	"  tx-mode=kick|timer   kick: transmit as soon as the guest kicks (default); timer: wait\n"
 	"                       tx-timer-usecs after a kick, then transmit the whole batch\n"
 	"  tx-timer-usecs=N     batching delay of tx-mode=timer, 1..1000000 us (default 50)\n"
@@ -458,7 +458,8 @@ static int check_ports(struct vnetd_options *o, const bool *mac_given)
 				clash = j != i && (mac_given[j] || j < i) &&
 					memcmp(o->ports[j].dev.mac, mac, 6) == 0;
 			if (clash) {
-				suffix = ((uint32_t)mac[3] << 16 | (uint32_t)mac[4] << 8 | mac[5]) + 1;
+				suffix = (uint32_t)mac[3] << 16 | (uint32_t)mac[4] << 8 | mac[5];
+				suffix++;
 				mac[3] = (uint8_t)(suffix >> 16);
 				mac[4] = (uint8_t)(suffix >> 8);
 				mac[5] = (uint8_t)suffix;

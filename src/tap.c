@@ -36,11 +36,12 @@ struct tap_backend {
 	struct vnet_dev *dev;
 	const struct tap_owner_ops *owner;
 	void *owner_ctx;
-	uint32_t events;         /* what the owner has the fd registered for now */
-	bool tx_blocked;         /* a transmit got EAGAIN: EPOLLOUT is on */
-	bool failed;             /* the interface is gone: no more I/O */
+	uint32_t events;	 /* what the owner has the fd registered for now */
+	bool tx_blocked;	 /* a transmit got EAGAIN: EPOLLOUT is on */
+	bool failed;		 /* the interface is gone: no more I/O */
+	bool down;		 /* the last transmit found the interface down (logged once) */
 	uint64_t guest_features; /* as of the last set_offloads() */
-	size_t rx_pending;       /* length of the packet in rx_buf waiting for guest buffers, or 0 */
+	size_t rx_pending;	 /* length of the packet waiting in rx_buf for guest buffers */
 	uint8_t rx_buf[TAP_BUF_SIZE];
 };
 
@@ -79,13 +80,12 @@ static void tap_update_events(struct tap_backend *t)
 }
 
 /* The interface was deleted under us: stop all I/O and tell the owner, once. */
-static void tap_fail(struct tap_backend *t, int err)
+static void tap_fail(struct tap_backend *t, const char *why)
 {
 	if (t->failed)
 		return;
 	t->failed = true;
-	log_err("tap %s: interface is gone (%s); the port has no network now", t->name,
-		strerror(err));
+	log_err("tap %s: the interface is gone (%s); the port has no network now", t->name, why);
 	tap_update_events(t);
 	if (t->owner && t->owner->failed)
 		t->owner->failed(t->owner_ctx, t->fd);
@@ -117,7 +117,7 @@ static void tap_rx(struct tap_backend *t)
 			if (errno == EINTR)
 				continue;
 			if (errno == EBADFD)
-				tap_fail(t, errno);
+				tap_fail(t, "read: EBADFD");
 			else if (errno != EAGAIN)
 				log_warn("tap %s: read: %s", t->name, strerror(errno));
 			return;
@@ -147,18 +147,30 @@ static int tap_transmit(struct vnet_backend *be, const struct iovec *iov, unsign
 	do
 		n = writev(t->fd, iov, (int)iovcnt);
 	while (n < 0 && errno == EINTR);
-	if (n >= 0)
+	if (n >= 0) {
+		if (t->down)
+			log_info("tap %s: is up again, sending guest packets", t->name);
+		t->down = false;
 		return 0;
+	}
 	err = errno;
-	if (err == EAGAIN) {
+	switch (err) {
+	case EAGAIN:
 		t->tx_blocked = true;
 		tap_update_events(t);
 		return -EAGAIN;
-	}
-	if (err == EBADFD)
-		tap_fail(t, err);
-	else
+	case EIO: /* the interface is down: expected for a while, say so once */
+		if (!t->down)
+			log_warn("tap %s: is down, dropping guest packets until it is up", t->name);
+		t->down = true;
+		break;
+	case EBADFD:
+		tap_fail(t, "write: EBADFD");
+		break;
+	default: /* e.g. EINVAL for a header the kernel rejects */
 		log_guest("tap %s: dropped a guest packet: %s", t->name, strerror(err));
+		break;
+	}
 	return -err;
 }
 
@@ -349,7 +361,7 @@ void tap_backend_handle_events(struct vnet_backend *be, uint32_t events)
 		return;
 	/* tun reports EPOLLERR only once the interface is unregistered; it stays that way. */
 	if (events & (EPOLLERR | EPOLLHUP)) {
-		tap_fail(t, EBADFD);
+		tap_fail(t, "EPOLLERR");
 		return;
 	}
 	if ((events & EPOLLOUT) && t->tx_blocked) {

@@ -72,6 +72,7 @@ static enum vu_shape request_shape(uint32_t request)
 	return request < N_REQUESTS ? request_info[request].shape : SHAPE_UNKNOWN;
 }
 
+/* vu_request_name() - request name for log lines. */
 const char *vu_request_name(uint32_t request)
 {
 	if (request < N_REQUESTS && request_info[request].name)
@@ -87,6 +88,7 @@ static uint32_t get_u32(const uint8_t *p)
 	return v;
 }
 
+/* vu_msg_put_header() - serialise a header (native-endian, unaligned-safe). */
 void vu_msg_put_header(uint8_t *buf, uint32_t request, uint32_t flags, uint32_t size)
 {
 	memcpy(buf, &request, 4);
@@ -94,6 +96,7 @@ void vu_msg_put_header(uint8_t *buf, uint32_t request, uint32_t flags, uint32_t 
 	memcpy(buf + 8, &size, 4);
 }
 
+/* vu_msg_vring_index() - ring index named by a ring message (0 for other requests). */
 unsigned vu_msg_vring_index(const struct vu_msg *msg)
 {
 	switch (request_shape(msg->request)) {
@@ -108,6 +111,7 @@ unsigned vu_msg_vring_index(const struct vu_msg *msg)
 	}
 }
 
+/* vu_msg_fds_needed() - fds the request must carry; -1 when unknown (any count). */
 int vu_msg_fds_needed(const struct vu_msg *msg)
 {
 	switch (request_shape(msg->request)) {
@@ -183,6 +187,7 @@ static int check_shape(const struct vu_msg *m, enum vu_shape shape, const char *
 	return *why = "internal: bad shape", -1;
 }
 
+/* vu_msg_parse() - validate one whole message; see vhost_user_msg.h for the rules. */
 int vu_msg_parse(const uint8_t *buf, size_t len, unsigned nfds, struct vu_msg *out,
 		 const char **why)
 {

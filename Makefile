@@ -1,0 +1,54 @@
+# Makefile - front door: build, test, fuzz, demo and benchmark (meson + ninja underneath).
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_RUNS  ?= 20000
+FUZZ_SECONDS ?= 600
+PYTHON     ?= python3
+export VNETD_BUILD := $(abspath $(BUILD))
+
+.PHONY: all build check unit asan fuzz-smoke fuzz e2e demo bench clean
+
+all: build
+
+$(BUILD)/build.ninja:
+	meson setup $(BUILD)
+
+build: $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+unit: build
+	meson test -C $(BUILD) --print-errorlogs
+
+$(ASAN_BUILD)/build.ninja:
+	meson setup $(ASAN_BUILD) -Db_sanitize=address,undefined -Db_lundef=false
+
+asan: $(ASAN_BUILD)/build.ninja
+	ninja -C $(ASAN_BUILD)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		meson test -C $(ASAN_BUILD) --print-errorlogs
+
+$(FUZZ_BUILD)/build.ninja:
+	CC=clang meson setup $(FUZZ_BUILD) -Dfuzz=true
+
+fuzz-smoke: $(FUZZ_BUILD)/build.ninja
+	ninja -C $(FUZZ_BUILD)
+	tools/run-fuzzers.sh $(FUZZ_BUILD) runs $(FUZZ_RUNS)
+
+fuzz: $(FUZZ_BUILD)/build.ninja
+	ninja -C $(FUZZ_BUILD)
+	tools/run-fuzzers.sh $(FUZZ_BUILD) seconds $(FUZZ_SECONDS)
+
+e2e: build
+	$(PYTHON) tests/e2e/run_all.py
+
+check: unit asan fuzz-smoke e2e
+
+demo: build
+	$(PYTHON) tools/demo.py
+
+bench: build
+	$(PYTHON) bench/bench.py
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -1,0 +1,191 @@
+#!/bin/bash
+# guest/fetch.sh BUILD_DIR — fetch guest pieces from Debian packages (never installed) and
+# build BUILD_DIR/guest/{linux.uml,uml-initrd.cpio.gz,vmlinuz,qemu-initrd.cpio.gz}.
+# Exit 0 ok, 77 when packages cannot be downloaded, other non-zero on errors.
+# Env: VNETD_GUEST_KERNEL_PKG overrides the QEMU kernel package (default: what
+# linux-image-amd64 depends on, "-unsigned" variant when it exists).
+set -euo pipefail
+[ $# -eq 1 ] || { echo "usage: $0 BUILD_DIR" >&2; exit 2; }
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+SELF=$HERE/fetch.sh
+INIT=$HERE/init
+mkdir -p "$1/guest"
+OUT=$(cd "$1/guest" && pwd)
+DEB=$OUT/debs     # downloaded .deb files (cache)
+PK=$OUT/pkgs      # one extracted tree per package (cache)
+ARCH=x86_64-linux-gnu
+
+step() { echo "fetch.sh: $*"; }
+die() { echo "fetch.sh: ERROR: $*" >&2; exit 1; }
+
+exec 9>"$OUT/.lock"
+flock 9   # serialise concurrent builds into the same BUILD_DIR
+
+# Outputs newer than this script and guest/init mean nothing to do.
+fresh() {
+	local f
+	for f; do
+		[ -e "$OUT/$f" ] && [ "$OUT/$f" -nt "$SELF" ] && [ "$OUT/$f" -nt "$INIT" ] || return 1
+	done
+}
+if fresh linux.uml uml-initrd.cpio.gz vmlinuz qemu-initrd.cpio.gz; then
+	step "guest kit up to date in $OUT"
+	exit 0
+fi
+
+# --- package download -------------------------------------------------------------------
+PKGS=(user-mode-linux busybox-static ethtool libmnl0 iperf3 libiperf0 libsctp1 libssl3
+	sockperf libstdc++6 libgcc-s1 libc6)
+APT_OPTS=(-q)
+[ "$(id -u)" = 0 ] && APT_OPTS+=(-o APT::Sandbox::User=root)  # avoid the _apt sandbox warning
+UPDATED=0
+apt_update() {
+	[ $UPDATED = 1 ] && return 0
+	UPDATED=1
+	step "apt-get update"
+	apt-get update -q >"$OUT/apt-update.log" 2>&1 || step "apt-get update failed (see $OUT/apt-update.log)"
+}
+debfile() { ls -t "$DEB/$1"_*.deb 2>/dev/null | head -n1; }  # newest cached .deb of $1
+
+# QEMU kernel package: remembered once chosen so the cache stays consistent.
+kernel_pkg() {
+	local k
+	if [ -n "${VNETD_GUEST_KERNEL_PKG:-}" ]; then echo "$VNETD_GUEST_KERNEL_PKG"; return; fi
+	if [ -s "$OUT/kernel-pkg" ] && [ -n "$(debfile "$(cat "$OUT/kernel-pkg")")" ]; then
+		cat "$OUT/kernel-pkg"; return
+	fi
+	k=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '$1=="Depends:" && $2 ~ /^linux-image-[0-9]/ {print $2; exit}')
+	[ -n "$k" ] || return 1
+	if apt-cache show "$k-unsigned" >/dev/null 2>&1; then k=$k-unsigned; fi
+	echo "$k"
+}
+KPKG=$(kernel_pkg) || { apt_update; KPKG=$(kernel_pkg) || { echo "fetch.sh: cannot resolve linux-image-amd64 (apt lists missing?)"; exit 77; }; }
+echo "$KPKG" >"$OUT/kernel-pkg"
+
+mkdir -p "$DEB"
+NEED=()
+for p in "${PKGS[@]}" "$KPKG"; do [ -n "$(debfile "$p")" ] || NEED+=("$p"); done
+download() {
+	# Into a temp dir first so an interrupted download never poisons the cache.
+	rm -rf "$DEB/.tmp" && mkdir -p "$DEB/.tmp"
+	(cd "$DEB/.tmp" && apt-get download "${APT_OPTS[@]}" "${NEED[@]}") >"$OUT/apt-download.log" 2>&1 &&
+		mv "$DEB/.tmp"/*.deb "$DEB/" && rmdir "$DEB/.tmp"
+}
+if [ ${#NEED[@]} -gt 0 ]; then
+	step "apt-get download ${NEED[*]}"
+	if ! download; then
+		apt_update
+		download || { cat "$OUT/apt-download.log"; echo "fetch.sh: cannot download packages"; exit 77; }
+	fi
+fi
+
+# --- extraction -----------------------------------------------------------------------------
+# extract PKG [TAR-WILDCARDS...]: whole package, or only the members matching the wildcards.
+extract() {
+	local p=$1 d; shift
+	d=$(debfile "$p")
+	[ -n "$d" ] || die "no .deb for $p"
+	if [ -e "$PK/$p/.stamp" ] && [ "$PK/$p/.stamp" -nt "$d" ] && [ "$PK/$p/.stamp" -nt "$SELF" ]; then return; fi
+	step "extract $(basename "$d")"
+	rm -rf "${PK:?}/$p" && mkdir -p "$PK/$p"
+	if [ $# -eq 0 ]; then
+		dpkg-deb -x "$d" "$PK/$p"
+	else
+		dpkg-deb --fsys-tarfile "$d" | tar -x -C "$PK/$p" --wildcards "$@"
+	fi
+	touch "$PK/$p/.stamp"
+}
+for p in busybox-static ethtool libmnl0 iperf3 libiperf0 libsctp1 libssl3 sockperf libstdc++6 libgcc-s1 libc6; do
+	extract "$p"
+done
+# Kernel modules in load order; tar wildcards */NAME.ko* also match .ko.xz/.ko.zst.
+NETMODS=(failover net_failover virtio_net)
+QEMUMODS=(virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci "${NETMODS[@]}")
+UPATS=() QPATS=()
+for m in "${NETMODS[@]}"; do UPATS+=("*/$m.ko*"); done
+for m in "${QEMUMODS[@]}"; do QPATS+=("*/$m.ko*"); done
+extract user-mode-linux ./usr/bin/linux.uml '*/modules.builtin' "${UPATS[@]}"
+extract "$KPKG" './boot/vmlinuz-*' './boot/config-*' '*/modules.builtin' "${QPATS[@]}"
+
+BB=$PK/busybox-static/bin/busybox
+LDSO=$PK/libc6/lib/$ARCH/ld-linux-x86-64.so.2
+[ -x "$BB" ] || die "busybox missing in busybox-static"
+[ -x "$LDSO" ] || die "ld.so missing in libc6"
+UMLMODS=$(echo "$PK"/user-mode-linux/usr/lib/uml/modules/*)
+QMODS=$(echo "$PK/$KPKG"/lib/modules/*)
+if [ ! -d "$UMLMODS" ] || [ ! -d "$QMODS" ]; then die "module directories not found"; fi
+
+# --- staging --------------------------------------------------------------------------------
+BINS=("$PK/ethtool/sbin/ethtool" "$PK/iperf3/usr/bin/iperf3" "$PK/sockperf/usr/bin/sockperf")
+LIBPATH=$(find "$PK" -type d -path "*/lib/$ARCH" -not -path '*/gdb/*' | tr '\n' ':')
+
+# Shared-library closure of BINS resolved against the extracted packages only (ld.so --list).
+step "resolve shared libraries of ${BINS[*]##*/}"
+LIBS=$(for b in "${BINS[@]}"; do
+	"$LDSO" --library-path "$LIBPATH" --list "$b" | tee /dev/stderr | awk '$2=="=>" {print $1, $3}'
+done 2>"$OUT/ldd.log" | sort -u) || true
+if grep -q 'not found' "$OUT/ldd.log" || [ -z "$LIBS" ]; then cat "$OUT/ldd.log"; die "unresolved libraries"; fi
+
+# stage DIR MODDIR MODS... : common rootfs plus the listed kernel modules (in load order).
+stage() {
+	local dir=$1 moddir=$2 m f b name path
+	shift 2
+	rm -rf "$dir"
+	mkdir -p "$dir"/{bin,sbin,usr/bin,usr/sbin,usr/local/bin,lib/$ARCH,lib64,lib/modules/kit} \
+		"$dir"/{proc,sys,dev,tmp,run,root,etc,mnt,var/tmp}
+	install -m755 "$BB" "$dir/bin/busybox"
+	ln -s busybox "$dir/bin/sh"
+	install -m755 "$INIT" "$dir/init"
+	for b in "${BINS[@]}"; do install -m755 "$b" "$dir/usr/local/bin/"; done
+	while read -r name path; do
+		case $name in
+		*/ld-linux-x86-64.so.2) install -m755 "$LDSO" "$dir/lib64/ld-linux-x86-64.so.2"
+			ln -sf /lib64/ld-linux-x86-64.so.2 "$dir/lib/$ARCH/ld-linux-x86-64.so.2" ;;
+		*) install -m644 "$(readlink -f "$path")" "$dir/lib/$ARCH/$name" ;;
+		esac
+	done <<<"$LIBS"
+	printf 'root:x:0:0:root:/root:/bin/sh\n' >"$dir/etc/passwd"
+	printf 'root:x:0:\n' >"$dir/etc/group"
+	printf '127.0.0.1 localhost\n::1 localhost\n' >"$dir/etc/hosts"
+	: >"$dir/lib/modules/kit/load-order"
+	for m in "$@"; do
+		f=$(find "$moddir" -name "$m.ko*" | head -n1)
+		if [ -z "$f" ]; then
+			grep -q "/$m.ko" "$moddir/modules.builtin" || die "module $m neither in $moddir nor built in"
+			continue   # built into the kernel
+		fi
+		case $f in
+		*.ko) cp "$f" "$dir/lib/modules/kit/$m.ko" ;;
+		*.ko.xz) xz -dc "$f" >"$dir/lib/modules/kit/$m.ko" ;;
+		*.ko.zst) zstd -qdc "$f" >"$dir/lib/modules/kit/$m.ko" ;;
+		*.ko.gz) gzip -dc "$f" >"$dir/lib/modules/kit/$m.ko" ;;
+		*) die "unknown module format $f" ;;
+		esac
+		echo "$m" >>"$dir/lib/modules/kit/load-order"
+		echo "${f#"$PK"/}" >>"$OUT/modules.txt"
+	done
+}
+# mkcpio DIR OUTPUT: newc cpio (owner root), gzip, atomic rename.
+mkcpio() {
+	(cd "$1" && find . | LC_ALL=C sort | "$BB" cpio -o -H newc -R 0:0 --renumber-inodes --ignore-devno 2>/dev/null) |
+		gzip -6n >"$2.tmp"
+	mv "$2.tmp" "$2"
+}
+
+: >"$OUT/modules.txt"
+step "build uml-initrd.cpio.gz (modules: ${NETMODS[*]})"
+stage "$OUT/stage-uml" "$UMLMODS" "${NETMODS[@]}"
+mkcpio "$OUT/stage-uml" "$OUT/uml-initrd.cpio.gz"
+install -m755 "$PK/user-mode-linux/usr/bin/linux.uml" "$OUT/linux.uml"
+
+step "build qemu-initrd.cpio.gz (modules: ${QEMUMODS[*]})"
+stage "$OUT/stage-qemu" "$QMODS" "${QEMUMODS[@]}"
+mkcpio "$OUT/stage-qemu" "$OUT/qemu-initrd.cpio.gz"
+install -m644 "$(echo "$PK/$KPKG"/boot/vmlinuz-*)" "$OUT/vmlinuz"
+
+# Record what went in (package versions, module paths) for reproducibility.
+for p in "${PKGS[@]}" "$KPKG"; do
+	echo "$p $(dpkg-deb -f "$(debfile "$p")" Version)"
+done >"$OUT/MANIFEST"
+step "done: $OUT ($(du -h "$OUT/uml-initrd.cpio.gz" | cut -f1) uml initrd, $(du -h "$OUT/qemu-initrd.cpio.gz" | cut -f1) qemu initrd)"

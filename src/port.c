@@ -1,0 +1,308 @@
+/* port.c - one vnetd port: vhost-user listener and connection, device, backend, queue timers. */
+#include "port.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "event_loop.h"
+#include "log.h"
+#include "port_internal.h"
+#include "switch.h"
+#include "tap.h"
+
+const char *port_name(const struct port *p)
+{
+	return p->name;
+}
+
+unsigned port_index(const struct port *p)
+{
+	return p->index;
+}
+
+const struct port_config *port_config(const struct port *p)
+{
+	return &p->cfg;
+}
+
+struct vnet_dev *port_dev(struct port *p)
+{
+	return p->dev;
+}
+
+bool port_connected(const struct port *p)
+{
+	return p->connected;
+}
+
+uint64_t port_connections(const struct port *p)
+{
+	return p->connections;
+}
+
+static struct ev_ref port_ref(const struct port *p, enum ev_kind kind, unsigned queue, int fd)
+{
+	return (struct ev_ref){.kind = kind, .port = (uint8_t)p->index, .queue = (uint16_t)queue, .fd = fd};
+}
+
+/* Device environment: real clock, timerfds, call fds. */
+static uint64_t env_now_ns(void *ctx)
+{
+	struct timespec ts;
+
+	(void)ctx;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void env_notify(void *ctx, unsigned qidx)
+{
+	struct port *p = ctx;
+
+	if (p->connected)
+		vu_conn_notify(&p->conn, qidx);
+}
+
+static void env_arm_timer(void *ctx, unsigned qidx, uint64_t deadline_ns)
+{
+	struct port *p = ctx;
+	struct itimerspec its = {0};
+
+	if (qidx >= VNET_MAX_QUEUES || p->timer_fd[qidx] < 0)
+		return;
+	its.it_value.tv_sec = (time_t)(deadline_ns / 1000000000ull);
+	its.it_value.tv_nsec = (long)(deadline_ns % 1000000000ull);
+	if (timerfd_settime(p->timer_fd[qidx], TFD_TIMER_ABSTIME, &its, NULL) < 0)
+		log_err("%s: timerfd_settime: %s", p->name, strerror(errno));
+}
+
+static const struct vnet_env_ops port_env_ops = {
+	.now_ns = env_now_ns,
+	.notify = env_notify,
+	.arm_timer = env_arm_timer,
+};
+
+/* vhost-user connection callbacks. */
+static void port_kick_changed(void *ctx, unsigned qidx, int old_fd, int new_fd)
+{
+	struct port *p = ctx;
+
+	event_loop_del(p->epfd, old_fd);
+	if (new_fd < 0)
+		return;
+	fcntl(new_fd, F_SETFL, fcntl(new_fd, F_GETFL) | O_NONBLOCK);
+	if (event_loop_add(p->epfd, new_fd, EPOLLIN, port_ref(p, EV_KICK, qidx, new_fd)) < 0)
+		log_err("%s: cannot watch kick fd of queue %u", p->name, qidx);
+}
+
+static const struct vu_owner_ops port_vu_ops = {
+	.kick_changed = port_kick_changed,
+};
+
+/* Tap backend callbacks. */
+static void port_tap_set_events(void *ctx, int fd, uint32_t events)
+{
+	struct port *p = ctx;
+
+	event_loop_mod(p->epfd, fd, events, port_ref(p, EV_TAP, 0, fd));
+}
+
+static void port_tap_failed(void *ctx, int fd)
+{
+	struct port *p = ctx;
+
+	log_err("%s: tap %s is gone; port has no backend now", p->name, p->cfg.tap_name);
+	event_loop_del(p->epfd, fd);
+	p->tap_failed = true;
+}
+
+static const struct tap_owner_ops port_tap_ops = {
+	.set_events = port_tap_set_events,
+	.failed = port_tap_failed,
+};
+
+static int port_listen(struct port *p)
+{
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	int fd;
+
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", p->cfg.socket_path);
+	unlink(addr.sun_path);
+	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 || listen(fd, 4) < 0) {
+		log_err("%s: cannot listen on %s: %s", p->name, addr.sun_path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	chmod(addr.sun_path, 0660);
+	return fd;
+}
+
+struct port *port_create(unsigned index, const struct port_config *cfg, int epfd,
+			 struct vnet_switch *sw)
+{
+	struct port *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->index = index;
+	snprintf(p->name, sizeof(p->name), "p%u", index);
+	p->cfg = *cfg;
+	p->epfd = epfd;
+	p->listen_fd = -1;
+	p->conn.sock = -1;
+	for (unsigned i = 0; i < VNET_MAX_QUEUES; i++)
+		p->timer_fd[i] = -1;
+	p->dev = vnet_dev_create(&cfg->dev, &port_env_ops, p);
+	if (!p->dev)
+		goto fail;
+	for (unsigned i = 0; i < vnet_dev_num_queues(p->dev); i++) {
+		p->timer_fd[i] = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+		if (p->timer_fd[i] < 0 ||
+		    event_loop_add(epfd, p->timer_fd[i], EPOLLIN,
+				   port_ref(p, EV_QUEUE_TIMER, i, p->timer_fd[i])) < 0) {
+			log_err("%s: timerfd: %s", p->name, strerror(errno));
+			goto fail;
+		}
+	}
+	if (cfg->backend == PORT_BACKEND_TAP) {
+		p->be = tap_backend_open(cfg->tap_name, p->dev, &port_tap_ops, p);
+		if (!p->be)
+			goto fail;
+		vnet_dev_attach_backend(p->dev, &tap_backend_ops, p->be);
+		if (event_loop_add(epfd, tap_backend_fd(p->be), EPOLLIN,
+				   port_ref(p, EV_TAP, 0, tap_backend_fd(p->be))) < 0)
+			goto fail;
+	} else {
+		p->be = switch_attach(sw, p->dev, p->name);
+		if (!p->be)
+			goto fail;
+		vnet_dev_attach_backend(p->dev, &switch_backend_ops, p->be);
+	}
+	p->listen_fd = port_listen(p);
+	if (p->listen_fd < 0 ||
+	    event_loop_add(epfd, p->listen_fd, EPOLLIN, port_ref(p, EV_VU_LISTEN, 0, p->listen_fd)) < 0)
+		goto fail;
+	log_info("%s: %s backend %s, vhost-user socket %s", p->name,
+		 cfg->backend == PORT_BACKEND_TAP ? "tap" : "switch",
+		 cfg->backend == PORT_BACKEND_TAP ? cfg->tap_name : "", cfg->socket_path);
+	return p;
+fail:
+	port_destroy(p);
+	return NULL;
+}
+
+static void port_disconnect(struct port *p)
+{
+	if (!p->connected)
+		return;
+	event_loop_del(p->epfd, p->conn.sock);
+	vu_conn_close(&p->conn);
+	p->connected = false;
+	log_info("%s: frontend disconnected", p->name);
+}
+
+void port_destroy(struct port *p)
+{
+	if (!p)
+		return;
+	port_disconnect(p);
+	if (p->listen_fd >= 0) {
+		event_loop_del(p->epfd, p->listen_fd);
+		close(p->listen_fd);
+		unlink(p->cfg.socket_path);
+	}
+	if (p->be) {
+		vnet_dev_attach_backend(p->dev, NULL, NULL);
+		if (p->cfg.backend == PORT_BACKEND_TAP) {
+			event_loop_del(p->epfd, tap_backend_fd(p->be));
+			tap_backend_close(p->be);
+		} else {
+			switch_detach(p->be);
+		}
+	}
+	for (unsigned i = 0; i < VNET_MAX_QUEUES; i++)
+		if (p->timer_fd[i] >= 0) {
+			event_loop_del(p->epfd, p->timer_fd[i]);
+			close(p->timer_fd[i]);
+		}
+	vnet_dev_destroy(p->dev);
+	free(p);
+}
+
+static void port_accept(struct port *p)
+{
+	int fd = accept4(p->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	if (p->connected) {
+		log_warn("%s: a frontend is already connected; refusing another", p->name);
+		close(fd);
+		return;
+	}
+	vu_conn_init(&p->conn, fd, p->dev, &port_vu_ops, p);
+	if (event_loop_add(p->epfd, fd, EPOLLIN, port_ref(p, EV_VU_CONN, 0, fd)) < 0) {
+		vu_conn_close(&p->conn);
+		return;
+	}
+	p->connected = true;
+	p->connections++;
+	log_info("%s: frontend connected", p->name);
+}
+
+static void drain_fd(int fd)
+{
+	uint64_t v;
+
+	while (read(fd, &v, sizeof(v)) == sizeof(v))
+		;
+}
+
+void port_handle_event(struct port *p, struct ev_ref ref, uint32_t events)
+{
+	switch (ref.kind) {
+	case EV_VU_LISTEN:
+		port_accept(p);
+		break;
+	case EV_VU_CONN:
+		if (!p->connected || ref.fd != p->conn.sock)
+			break;
+		if (events & EPOLLIN) {
+			if (vu_conn_handle_readable(&p->conn) < 0)
+				port_disconnect(p);
+		} else if (events & (EPOLLHUP | EPOLLERR)) {
+			port_disconnect(p);
+		}
+		break;
+	case EV_KICK:
+		drain_fd(ref.fd);
+		vnet_dev_kick(p->dev, ref.queue);
+		break;
+	case EV_QUEUE_TIMER:
+		drain_fd(ref.fd);
+		vnet_dev_timer_expired(p->dev, ref.queue);
+		break;
+	case EV_TAP:
+		if (p->be && !p->tap_failed)
+			tap_backend_handle_events(p->be, events);
+		break;
+	default:
+		break;
+	}
+}
+
+void port_flush(struct port *p)
+{
+	vnet_dev_rx_flush(p->dev);
+}

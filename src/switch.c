@@ -1,0 +1,472 @@
+/* switch.c - switch backend: an L2 learning switch forwarding frames between vnetd ports. */
+#include "switch.h"
+
+#include <assert.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/uio.h>
+#include <time.h>
+
+#include "log.h"
+#include "virtio_net_defs.h"
+#include "vnet_dev.h"
+
+#define SW_HDR_LEN sizeof(struct virtio_net_hdr_v1)
+#define SW_ETH_ALEN 6
+#define SW_MIN_LEN (SW_HDR_LEN + 14)	/* header + Ethernet header */
+#define SW_MAX_LEN (SW_HDR_LEN + 65536) /* header + largest frame */
+#define SW_WAYS 4			/* FDB: set-associative, LRU within a set */
+#define SW_SETS (SWITCH_FDB_SIZE / SW_WAYS)
+#define SW_NS 1000000000ull
+#define SW_NO_PORT 0xffffu
+#define SW_MAGIC 0x73776974u /* "swit": catches a tap handle passed to the switch */
+
+_Static_assert(SWITCH_MAX_PORTS < SW_NO_PORT, "port slots must fit an FDB entry");
+_Static_assert((SW_SETS * SW_WAYS) == SWITCH_FDB_SIZE, "FDB size must be a multiple of SW_WAYS");
+
+/* A packet copied for a port whose guest had no RX buffers: header + frame. */
+struct sw_packet {
+	size_t len;
+	uint8_t data[];
+};
+
+/* One learned source MAC. */
+struct fdb_entry {
+	uint8_t mac[SW_ETH_ALEN];
+	uint16_t port; /* slot in vnet_switch.ports, SW_NO_PORT if unused */
+	uint64_t last_seen_ns;
+};
+
+/* The private side of a struct vnet_backend handed out by switch_attach(). */
+struct switch_port {
+	uint32_t magic;
+	uint16_t slot; /* index in vnet_switch.ports */
+	bool resuming; /* inside rx_resume(): do not flush recursively */
+	struct vnet_switch *sw;
+	struct vnet_dev *dev;
+	char name[32];
+	unsigned learned; /* FDB entries pointing here */
+	/* FIFO of packets waiting for guest RX buffers; while non-empty, new packets queue too. */
+	struct sw_packet *queue[SWITCH_QUEUE_PACKETS];
+	unsigned q_head, q_len;
+	size_t q_bytes;
+	uint64_t forwarded, flooded, dropped;
+};
+
+struct vnet_switch {
+	struct switch_port *ports[SWITCH_MAX_PORTS];
+	uint64_t hash_key;	/* so a guest cannot aim its source MACs at one FDB set */
+	uint64_t last_sweep_ns; /* last full scan for aged entries */
+	struct fdb_entry fdb[SW_SETS][SW_WAYS];
+	uint8_t frame[SW_MAX_LEN]; /* linear copy of the packet being forwarded */
+};
+
+static struct switch_port *port_of(struct vnet_backend *be)
+{
+	struct switch_port *p = (struct switch_port *)be;
+
+	assert(p && p->magic == SW_MAGIC);
+	return p;
+}
+
+static const struct switch_port *port_of_const(const struct vnet_backend *be)
+{
+	const struct switch_port *p = (const struct switch_port *)be;
+
+	assert(p && p->magic == SW_MAGIC);
+	return p;
+}
+
+static uint64_t sw_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * SW_NS + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- Forwarding database ---------------------------------------------------------------- */
+
+static struct fdb_entry *fdb_set(struct vnet_switch *sw, const uint8_t *mac)
+{
+	uint64_t v = 0;
+
+	for (unsigned i = 0; i < SW_ETH_ALEN; i++)
+		v = v << 8 | mac[i];
+	/* Keyed mix (splitmix64 finalizer). */
+	v ^= sw->hash_key;
+	v = (v ^ (v >> 30)) * 0xbf58476d1ce4e5b9ull;
+	v = (v ^ (v >> 27)) * 0x94d049bb133111ebull;
+	v ^= v >> 31;
+	return sw->fdb[v % SW_SETS];
+}
+
+static bool fdb_used(const struct fdb_entry *e)
+{
+	return e->port != SW_NO_PORT;
+}
+
+static bool fdb_expired(const struct fdb_entry *e, uint64_t now)
+{
+	return now - e->last_seen_ns >= (uint64_t)SWITCH_FDB_AGE_SEC * SW_NS;
+}
+
+static void fdb_clear(struct vnet_switch *sw, struct fdb_entry *e)
+{
+	if (!fdb_used(e))
+		return;
+	sw->ports[e->port]->learned--;
+	e->port = SW_NO_PORT;
+}
+
+/* Forget entries not refreshed for SWITCH_FDB_AGE_SEC; at most once a second. */
+static void fdb_sweep(struct vnet_switch *sw, uint64_t now)
+{
+	if (sw->last_sweep_ns && now - sw->last_sweep_ns < SW_NS)
+		return;
+	sw->last_sweep_ns = now;
+	for (unsigned s = 0; s < SW_SETS; s++)
+		for (unsigned w = 0; w < SW_WAYS; w++)
+			if (fdb_used(&sw->fdb[s][w]) && fdb_expired(&sw->fdb[s][w], now))
+				fdb_clear(sw, &sw->fdb[s][w]);
+}
+
+/*
+ * The entry a new MAC of port p goes to: a free or aged one, else the set's least recently
+ * seen. A port holding its quota of entries may only reuse its own, so one guest sending from
+ * random MACs cannot push everyone else out of the table.
+ */
+static struct fdb_entry *fdb_victim(struct fdb_entry *set, const struct switch_port *p,
+				    uint64_t now)
+{
+	bool at_quota = p->learned >= SWITCH_FDB_PORT_MAX;
+	struct fdb_entry *lru = NULL;
+
+	for (unsigned w = 0; w < SW_WAYS; w++) {
+		struct fdb_entry *e = &set[w];
+
+		if (at_quota && e->port != p->slot)
+			continue;
+		if (!fdb_used(e) || fdb_expired(e, now))
+			return e;
+		if (!lru || e->last_seen_ns < lru->last_seen_ns)
+			lru = e;
+	}
+	return lru;
+}
+
+/* Remember that `mac` is behind port p. A MAC that moves to another port follows it. */
+static void fdb_learn(struct vnet_switch *sw, struct switch_port *p, const uint8_t *mac,
+		      uint64_t now)
+{
+	static const uint8_t zero[SW_ETH_ALEN];
+	struct fdb_entry *set, *e = NULL;
+
+	if ((mac[0] & 1) || !memcmp(mac, zero, SW_ETH_ALEN))
+		return; /* not a valid source address */
+	set = fdb_set(sw, mac);
+	for (unsigned w = 0; w < SW_WAYS; w++) {
+		if (fdb_used(&set[w]) && !memcmp(set[w].mac, mac, SW_ETH_ALEN)) {
+			e = &set[w];
+			break;
+		}
+	}
+	if (e && e->port == p->slot) {
+		e->last_seen_ns = now;
+		return;
+	}
+	if (p->learned >= SWITCH_FDB_PORT_MAX) {
+		fdb_sweep(sw, now); /* our count may include aged entries */
+		if (e && p->learned >= SWITCH_FDB_PORT_MAX)
+			return; /* at quota: the MAC stays where it was */
+	}
+	if (!e)
+		e = fdb_victim(set, p, now);
+	if (!e)
+		return; /* at quota and nothing of ours in this set: frames to it flood */
+	fdb_clear(sw, e);
+	memcpy(e->mac, mac, SW_ETH_ALEN);
+	e->port = p->slot;
+	e->last_seen_ns = now;
+	p->learned++;
+}
+
+/* The port `mac` was last seen behind, or NULL (unknown or aged). */
+static struct switch_port *fdb_lookup(struct vnet_switch *sw, const uint8_t *mac, uint64_t now)
+{
+	struct fdb_entry *set = fdb_set(sw, mac);
+
+	for (unsigned w = 0; w < SW_WAYS; w++) {
+		struct fdb_entry *e = &set[w];
+
+		if (!fdb_used(e) || memcmp(e->mac, mac, SW_ETH_ALEN))
+			continue;
+		if (fdb_expired(e, now)) {
+			fdb_clear(sw, e);
+			return NULL;
+		}
+		return sw->ports[e->port];
+	}
+	return NULL;
+}
+
+static void fdb_forget_port(struct vnet_switch *sw, const struct switch_port *p)
+{
+	for (unsigned s = 0; s < SW_SETS; s++)
+		for (unsigned w = 0; w < SW_WAYS; w++)
+			if (sw->fdb[s][w].port == p->slot)
+				fdb_clear(sw, &sw->fdb[s][w]);
+}
+
+/* ---- Delivery --------------------------------------------------------------------------- */
+
+/* Copy a packet to the tail of dst's queue, or drop it if the queue is full. */
+static void port_enqueue(struct switch_port *dst, const uint8_t *data, size_t len)
+{
+	struct sw_packet *pkt;
+
+	if (dst->q_len >= SWITCH_QUEUE_PACKETS || dst->q_bytes + len > SWITCH_QUEUE_BYTES) {
+		dst->dropped++;
+		return;
+	}
+	pkt = malloc(sizeof(*pkt) + len);
+	if (!pkt) {
+		dst->dropped++;
+		return;
+	}
+	pkt->len = len;
+	memcpy(pkt->data, data, len);
+	dst->queue[(dst->q_head + dst->q_len) % SWITCH_QUEUE_PACKETS] = pkt;
+	dst->q_len++;
+	dst->q_bytes += len;
+}
+
+static void port_dequeue(struct switch_port *p)
+{
+	struct sw_packet *pkt = p->queue[p->q_head];
+
+	p->q_head = (p->q_head + 1) % SWITCH_QUEUE_PACKETS;
+	p->q_len--;
+	p->q_bytes -= pkt->len;
+	free(pkt);
+}
+
+/* Give a packet to dst's guest; queue it if the guest has no buffers or packets wait already. */
+static void port_deliver(struct switch_port *dst, uint8_t *data, size_t len)
+{
+	struct iovec iov = {.iov_base = data, .iov_len = len};
+
+	if (dst->q_len == 0 && vnet_dev_receive(dst->dev, &iov, 1))
+		return;
+	port_enqueue(dst, data, len);
+}
+
+/* Sum of the iovec's lengths, saturating at SW_MAX_LEN + 1 (so no sum can wrap). */
+static size_t iov_total(const struct iovec *iov, unsigned iovcnt)
+{
+	size_t len = 0;
+
+	for (unsigned i = 0; i < iovcnt; i++) {
+		if (iov[i].iov_len > SW_MAX_LEN - len)
+			return SW_MAX_LEN + 1;
+		len += iov[i].iov_len;
+	}
+	return len;
+}
+
+static void iov_copy_out(const struct iovec *iov, unsigned iovcnt, uint8_t *buf)
+{
+	for (unsigned i = 0; i < iovcnt; i++) {
+		if (iov[i].iov_len)
+			memcpy(buf, iov[i].iov_base, iov[i].iov_len);
+		buf += iov[i].iov_len;
+	}
+}
+
+/* A guest sent a packet: learn its source, forward or flood it. Never back-pressures. */
+static int switch_transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt)
+{
+	struct switch_port *src = port_of(be), *dst;
+	struct vnet_switch *sw = src->sw;
+	size_t len = iov_total(iov, iovcnt);
+	struct virtio_net_hdr_v1 *hdr = (struct virtio_net_hdr_v1 *)sw->frame;
+	const uint8_t *dst_mac = sw->frame + SW_HDR_LEN;
+	const uint8_t *src_mac = dst_mac + SW_ETH_ALEN;
+	uint64_t now;
+
+	if (len < SW_MIN_LEN || len > SW_MAX_LEN) {
+		src->dropped++;
+		log_guest("switch %s: dropped a packet of %zu bytes (header + frame: %zu to %zu)",
+			  src->name, len, (size_t)SW_MIN_LEN, (size_t)SW_MAX_LEN);
+		return 0;
+	}
+	iov_copy_out(iov, iovcnt, sw->frame);
+	/* We offer no offloads: a partial checksum or a GSO frame is a guest bug. */
+	if (hdr->gso_type != VIRTIO_NET_HDR_GSO_NONE ||
+	    (hdr->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM)) {
+		src->dropped++;
+		log_guest("switch %s: dropped a frame using offloads (flags 0x%x gso %u)",
+			  src->name, hdr->flags, hdr->gso_type);
+		return 0;
+	}
+	memset(hdr, 0, SW_HDR_LEN); /* flags 0, GSO_NONE, num_buffers 0 */
+
+	now = sw_now_ns();
+	fdb_learn(sw, src, src_mac, now);
+	if (!(dst_mac[0] & 1)) {
+		dst = fdb_lookup(sw, dst_mac, now);
+		if (dst) {
+			/* Known: one port. Behind the sender itself: filtered, as on any bridge. */
+			if (dst != src) {
+				src->forwarded++;
+				port_deliver(dst, sw->frame, len);
+			}
+			return 0;
+		}
+	}
+	src->flooded++;
+	for (unsigned i = 0; i < SWITCH_MAX_PORTS; i++) {
+		dst = sw->ports[i];
+		if (dst && dst != src)
+			port_deliver(dst, sw->frame, len);
+	}
+	return 0;
+}
+
+/* Nothing to do: the switch carries fully formed frames only. */
+static void switch_set_offloads(struct vnet_backend *be, uint64_t guest_features)
+{
+	(void)port_of(be);
+	(void)guest_features;
+}
+
+/* The guest posted RX buffers: deliver queued packets in order until it runs out again. */
+static void switch_rx_resume(struct vnet_backend *be)
+{
+	struct switch_port *p = port_of(be);
+
+	if (p->resuming)
+		return;
+	p->resuming = true;
+	while (p->q_len) {
+		struct sw_packet *pkt = p->queue[p->q_head];
+		struct iovec iov = {.iov_base = pkt->data, .iov_len = pkt->len};
+
+		if (!vnet_dev_receive(p->dev, &iov, 1))
+			break; /* out of buffers again: wait for the next rx_resume() */
+		port_dequeue(p);
+	}
+	p->resuming = false;
+}
+
+/* switch_backend_ops - the ops table the device model calls. */
+const struct vnet_backend_ops switch_backend_ops = {
+	.kind = "switch",
+	.offload_features = 0,
+	.transmit = switch_transmit,
+	.set_offloads = switch_set_offloads,
+	.rx_resume = switch_rx_resume,
+};
+
+/* ---- Switch and ports ------------------------------------------------------------------- */
+
+/* switch_create() - allocate an empty switch with a random FDB hash key. */
+struct vnet_switch *switch_create(void)
+{
+	struct vnet_switch *sw = calloc(1, sizeof(*sw));
+
+	if (!sw) {
+		log_err("switch: out of memory");
+		return NULL;
+	}
+	if (getrandom(&sw->hash_key, sizeof(sw->hash_key), GRND_NONBLOCK) !=
+	    (ssize_t)sizeof(sw->hash_key))
+		sw->hash_key = sw_now_ns() ^ (uint64_t)(uintptr_t)sw;
+	for (unsigned s = 0; s < SW_SETS; s++)
+		for (unsigned w = 0; w < SW_WAYS; w++)
+			sw->fdb[s][w].port = SW_NO_PORT;
+	return sw;
+}
+
+/* switch_destroy() - detach what is left and free the switch. */
+void switch_destroy(struct vnet_switch *sw)
+{
+	if (!sw)
+		return;
+	for (unsigned i = 0; i < SWITCH_MAX_PORTS; i++)
+		if (sw->ports[i])
+			switch_detach((struct vnet_backend *)sw->ports[i]);
+	free(sw);
+}
+
+/* switch_attach() - take a free slot for a new port delivering to dev. */
+struct vnet_backend *switch_attach(struct vnet_switch *sw, struct vnet_dev *dev, const char *name)
+{
+	struct switch_port *p;
+	unsigned slot;
+
+	assert(sw && dev);
+	if (!name)
+		name = "?";
+	for (slot = 0; slot < SWITCH_MAX_PORTS && sw->ports[slot]; slot++)
+		;
+	if (slot == SWITCH_MAX_PORTS) {
+		log_err("switch: cannot attach %s: all %d ports in use", name, SWITCH_MAX_PORTS);
+		return NULL;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		log_err("switch: cannot attach %s: out of memory", name);
+		return NULL;
+	}
+	p->magic = SW_MAGIC;
+	p->slot = (uint16_t)slot;
+	p->sw = sw;
+	p->dev = dev;
+	snprintf(p->name, sizeof(p->name), "%s", name);
+	sw->ports[slot] = p;
+	log_info("switch: port %s attached", p->name);
+	return (struct vnet_backend *)p;
+}
+
+/* switch_detach() - forget the port's MACs, free its queue and the port. */
+void switch_detach(struct vnet_backend *be)
+{
+	struct switch_port *p;
+	struct vnet_switch *sw;
+
+	if (!be)
+		return;
+	p = port_of(be);
+	sw = p->sw;
+	fdb_forget_port(sw, p);
+	while (p->q_len)
+		port_dequeue(p);
+	sw->ports[p->slot] = NULL;
+	log_info("switch: port %s detached", p->name);
+	p->magic = 0;
+	free(p);
+}
+
+/* switch_port_stats() - copy out the port's counters. */
+void switch_port_stats(const struct vnet_backend *be, uint64_t *forwarded, uint64_t *flooded,
+		       uint64_t *dropped)
+{
+	const struct switch_port *p = port_of_const(be);
+
+	if (forwarded)
+		*forwarded = p->forwarded;
+	if (flooded)
+		*flooded = p->flooded;
+	if (dropped)
+		*dropped = p->dropped;
+}
+
+/* switch_port_queued() - length of the port's queue. */
+unsigned switch_port_queued(const struct vnet_backend *be)
+{
+	return port_of_const(be)->q_len;
+}

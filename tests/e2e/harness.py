@@ -1,0 +1,129 @@
+"""Shared pieces of the end-to-end tests: guest kit, vnetd in a private namespace, vnetctl, skips."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from guest import Netns, UmlGuest, QemuGuest, GuestError  # noqa: F401  (re-exported)
+
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+BUILD = os.environ.get('VNETD_BUILD', os.path.join(TOP, 'build'))
+VNETD = os.path.join(BUILD, 'vnetd')
+VNETCTL = os.path.join(BUILD, 'vnetctl')
+SKIP = 77
+
+
+def skip(why):
+    print('SKIP: ' + why, flush=True)
+    sys.exit(SKIP)
+
+
+def fail(why):
+    print('FAIL: ' + why, flush=True)
+    sys.exit(1)
+
+
+def check(cond, what):
+    """Assert with a readable line either way."""
+    print(('ok   ' if cond else 'FAIL ') + what, flush=True)
+    if not cond:
+        sys.exit(1)
+
+
+def require_root_and_tun():
+    if os.geteuid() != 0:
+        skip('needs root (network namespaces, tap devices)')
+    if not os.path.exists('/dev/net/tun'):
+        skip('no /dev/net/tun on this machine')
+    if shutil.which('ip') is None:
+        skip('iproute2 (ip) is not installed')
+    for exe in (VNETD, VNETCTL):
+        if not os.access(exe, os.X_OK):
+            fail('%s not built (run make)' % exe)
+
+
+def guest_kit():
+    """Build (or reuse) the guest kit; skip only when packages truly cannot be fetched."""
+    r = subprocess.run([os.path.join(TOP, 'guest', 'fetch.sh'), BUILD], capture_output=True,
+                       text=True)
+    if r.returncode == 77:
+        skip('guest packages cannot be downloaded here: ' + r.stdout.strip().splitlines()[-1])
+    if r.returncode != 0:
+        fail('guest/fetch.sh failed:\n' + r.stdout + r.stderr)
+    return os.path.join(BUILD, 'guest')
+
+
+class Vnetd:
+    """vnetd running inside namespace ns with the given --port specs; stopped on exit."""
+
+    def __init__(self, ns, ports, workdir, extra=()):
+        self.ns = ns
+        self.workdir = workdir
+        self.control = os.path.join(workdir, 'control.sock')
+        self.ports = ports
+        self.extra = list(extra)
+        self.log_path = os.path.join(workdir, 'vnetd.log')
+        self.proc = None
+
+    def __enter__(self):
+        argv = [VNETD]
+        for p in self.ports:
+            argv += ['--port', p]
+        argv += ['--control', self.control] + self.extra
+        self.log = open(self.log_path, 'ab')
+        self.proc = self.ns.popen(argv, stdout=self.log, stderr=subprocess.STDOUT)
+        for _ in range(100):
+            if os.path.exists(self.control):
+                return self
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        fail('vnetd did not start; log:\n' + self.log_tail())
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+    def log_tail(self, n=3000):
+        try:
+            with open(self.log_path, 'rb') as f:
+                return f.read()[-n:].decode(errors='replace')
+        except OSError:
+            return ''
+
+    def ctl(self, *args, check=True):
+        r = subprocess.run([VNETCTL, '--control', self.control] + list(args),
+                           capture_output=True, text=True, timeout=20)
+        if check and r.returncode != 0:
+            fail('vnetctl %s: %s%s' % (' '.join(args), r.stdout, r.stderr))
+        return r
+
+    def stats(self):
+        """{port name: {queue index: queue dict}} from vnetctl stats --json."""
+        data = json.loads(self.ctl('stats', '--json').stdout)
+        return {p['name']: {q['index']: q for q in p['queues']} for p in data['ports']}
+
+
+def counter_delta(before, after, port, queue, key):
+    return after[port][queue][key] - before[port][queue][key]
+
+
+def workdir(name):
+    return tempfile.mkdtemp(prefix='vnetd-%s-' % name)

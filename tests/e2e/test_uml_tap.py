@@ -1,0 +1,106 @@
+"""UML guest on a vnetd tap port: link + MAC, ping both ways, guest ethtool -C reaches vnetd,
+byte-exact 20 MB transfers both ways, and coalescing cuts RX/TX notifications to <= 1/5."""
+
+import hashlib
+import os
+import subprocess
+
+from harness import (Netns, UmlGuest, Vnetd, check, counter_delta, guest_kit, require_root_and_tun,
+                     workdir)
+
+MAC = '52:54:00:77:00:02'
+HOST_IP, GUEST_IP = '10.77.0.1', '10.77.0.2'
+SIZE_MB = 20
+FETCH = ('import urllib.request,hashlib,sys;'
+         'print(hashlib.sha256(urllib.request.urlopen(sys.argv[1], timeout=300).read()).hexdigest())')
+
+
+def transfer_in(ns, g, url, expect_sha):
+    """Host -> guest: the guest downloads from the host's HTTP server."""
+    rc, out = g.run('wget -q -O - %s | sha256sum' % url, timeout=300)
+    check(rc == 0 and out.split()[0] == expect_sha, 'host->guest %d MB byte-exact (sha256)' % SIZE_MB)
+
+
+def transfer_out(ns, g, expect_sha):
+    """Guest -> host: the host downloads from the guest's busybox httpd."""
+    r = ns.run(['python3', '-c', FETCH, 'http://%s:8080/up' % GUEST_IP], timeout=300, check=False)
+    got = r.stdout.strip()
+    check(r.returncode == 0 and got == expect_sha, 'guest->host %d MB byte-exact (sha256)' % SIZE_MB)
+
+
+def main():
+    require_root_and_tun()
+    kit = guest_kit()
+    wd = workdir('uml-tap')
+    sock = os.path.join(wd, 'p0.sock')
+    blob = os.path.join(wd, 'blob')
+    with open(blob, 'wb') as f:
+        f.write(os.urandom(SIZE_MB << 20))
+    with open(blob, 'rb') as f:
+        blob_sha = hashlib.sha256(f.read()).hexdigest()
+
+    with Netns('vnetd-e2e-uml') as ns, \
+            Vnetd(ns, ['socket=%s,tap=vtap0,mac=%s' % (sock, MAC)], wd) as vd:
+        ns.run('ip addr add %s/24 dev vtap0 && ip link set vtap0 up' % HOST_IP)
+        http = ns.popen(['python3', '-m', 'http.server', '8000', '--bind', HOST_IP,
+                         '--directory', wd], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            with UmlGuest(kit, sock, log_path=os.path.join(wd, 'uml.log')) as g:
+                rc, out = g.run('cat /sys/class/net/eth0/address')
+                check(rc == 0 and out.strip() == MAC, 'guest eth0 has the MAC from config space')
+                g.run('ip link set eth0 up && ip addr add %s/24 dev eth0' % GUEST_IP, check=True)
+                rc, out = g.run('for i in $(seq 50); do [ "$(cat /sys/class/net/eth0/operstate)" = up ]'
+                                ' && break; sleep 0.2; done; cat /sys/class/net/eth0/operstate')
+                check(out.strip() == 'up', 'guest link is up')
+                rc, _ = g.run('ping -c 3 -W 5 %s' % HOST_IP, timeout=60)
+                check(rc == 0, 'guest pings host')
+                r = ns.run('ping -c 3 -W 5 %s' % GUEST_IP, check=False)
+                check(r.returncode == 0, 'host pings guest')
+
+                g.run('dd if=/dev/urandom of=/tmp/up bs=1M count=%d 2>/dev/null' % SIZE_MB, check=True)
+                up_sha = g.run('sha256sum /tmp/up', check=True)[1].split()[0]
+                g.run('httpd -p 8080 -h /tmp', check=True)
+                url = 'http://%s:8000/blob' % HOST_IP
+
+                # Phase 1: coalescing off (reset state: every parameter 0).
+                s0 = vd.stats()
+                transfer_in(ns, g, url, blob_sha)
+                s1 = vd.stats()
+                transfer_out(ns, g, up_sha)
+                s2 = vd.stats()
+
+                rc, out = g.run('ethtool -C eth0 rx-usecs 1000 rx-frames 32 tx-usecs 1000 tx-frames 32')
+                check(rc == 0, 'guest ethtool -C succeeds (%s)' % out.strip())
+                st = vd.stats()['p0']
+                for qi, kind in ((0, 'rx'), (1, 'tx')):
+                    q = st[qi]
+                    check(q['kind'] == kind and q['max_usecs'] == 1000 and q['max_packets'] == 32
+                          and q['set_by'] == 'guest',
+                          'queue %d (%s) has max_usecs 1000, max_packets 32, set by guest' % (qi, kind))
+                rc, out = g.run('ethtool -c eth0')
+                check('rx-usecs: 1000' in out, 'guest ethtool -c reads the values back')
+
+                # Phase 2: coalescing on, same transfers.
+                s3 = vd.stats()
+                transfer_in(ns, g, url, blob_sha)
+                s4 = vd.stats()
+                transfer_out(ns, g, up_sha)
+                s5 = vd.stats()
+
+                rx_off = counter_delta(s0, s1, 'p0', 0, 'notifications')
+                rx_on = counter_delta(s3, s4, 'p0', 0, 'notifications')
+                tx_off = counter_delta(s1, s2, 'p0', 1, 'notifications')
+                tx_on = counter_delta(s4, s5, 'p0', 1, 'notifications')
+                pk_rx = counter_delta(s3, s4, 'p0', 0, 'packets')
+                pk_tx = counter_delta(s4, s5, 'p0', 1, 'packets')
+                print('RX notifications: off %d, on %d (%d packets); TX notifications: off %d, '
+                      'on %d (%d packets)' % (rx_off, rx_on, pk_rx, tx_off, tx_on, pk_tx))
+                check(rx_on * 5 <= rx_off, 'RX notifications with coalescing <= 1/5 of without')
+                check(tx_on * 5 <= tx_off, 'TX notifications with coalescing <= 1/5 of without')
+        finally:
+            http.kill()
+        check(vd.alive(), 'vnetd still running')
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,257 @@
+/* test_guest_mem.c - guest_mem_translate() bounds, overflow and region-table rules. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "guest_mem.h"
+
+#define GPA0 0x10000ull
+#define UVA0 0x7f1200000000ull
+#define SIZE0 0x4000ull
+
+struct fixture {
+	uint8_t *buf;
+	struct guest_mem mem;
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	struct guest_mem_region r = {0};
+
+	assert_non_null(f);
+	f->buf = calloc(1, 2 * SIZE0);
+	assert_non_null(f->buf);
+	r.gpa = GPA0;
+	r.uva = UVA0;
+	r.size = SIZE0;
+	r.host = f->buf;
+	assert_int_equal(guest_mem_add(&f->mem, &r), 0);
+	/* Second region directly after the first in GPA, but elsewhere in host memory. */
+	r.gpa = GPA0 + SIZE0;
+	r.uva = UVA0 + 0x100000;
+	r.size = SIZE0;
+	r.host = f->buf + SIZE0;
+	assert_int_equal(guest_mem_add(&f->mem, &r), 0);
+	assert_int_equal(f->mem.nregions, 2);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	free(f->buf);
+	free(f);
+	return 0;
+}
+
+static void test_translate_inside_region_returns_host_pointer(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_ptr_equal(guest_mem_translate(&f->mem, GUEST_ADDR_GPA, GPA0, 1), f->buf);
+	assert_ptr_equal(guest_mem_translate(&f->mem, GUEST_ADDR_GPA, GPA0 + 0x123, 0x100),
+			 f->buf + 0x123);
+	assert_ptr_equal(guest_mem_translate(&f->mem, GUEST_ADDR_GPA, GPA0 + SIZE0 + 8, 8),
+			 f->buf + SIZE0 + 8);
+}
+
+static void test_translate_whole_region_and_exact_end(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_ptr_equal(guest_mem_translate(&f->mem, GUEST_ADDR_GPA, GPA0, SIZE0), f->buf);
+	assert_ptr_equal(guest_mem_translate(&f->mem, GUEST_ADDR_GPA, GPA0 + SIZE0 - 4, 4),
+			 f->buf + SIZE0 - 4);
+}
+
+static void test_translate_outside_memory_is_null(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_null(guest_mem_translate(&f->mem, GUEST_ADDR_GPA, 0, 1));
+	assert_null(guest_mem_translate(&f->mem, GUEST_ADDR_GPA, GPA0 - 1, 1));
+	assert_null(guest_mem_translate(&f->mem, GUEST_ADDR_GPA, GPA0 - 1, 2));
+	assert_null(guest_mem_translate(&f->mem, GUEST_ADDR_GPA, GPA0 + 2 * SIZE0, 1));
+	assert_null(guest_mem_translate(&f->mem, GUEST_ADDR_GPA, GPA0 + 2 * SIZE0 - 1, 2));
+}
+
+static void test_translate_range_crossing_regions_is_null(void **state)
+{
+	struct fixture *f = *state;
+
+	/* GPA-contiguous, but the ranges must lie in ONE region. */
+	assert_null(guest_mem_translate(&f->mem, GUEST_ADDR_GPA, GPA0 + SIZE0 - 1, 2));
+	assert_null(guest_mem_translate(&f->mem, GUEST_ADDR_GPA, GPA0, 2 * SIZE0));
+}
+
+static void test_translate_len_zero_is_treated_as_one(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_ptr_equal(guest_mem_translate(&f->mem, GUEST_ADDR_GPA, GPA0 + SIZE0 - 1, 0),
+			 f->buf + SIZE0 - 1);
+	assert_null(guest_mem_translate(&f->mem, GUEST_ADDR_GPA, GPA0 + 2 * SIZE0, 0));
+	assert_null(guest_mem_translate(&f->mem, GUEST_ADDR_GPA, GPA0 - 1, 0));
+}
+
+static void test_translate_overflowing_range_is_null(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_null(guest_mem_translate(&f->mem, GUEST_ADDR_GPA, GPA0 + 16, UINT64_MAX));
+	assert_null(guest_mem_translate(&f->mem, GUEST_ADDR_GPA, GPA0 + 16, UINT64_MAX - 15));
+	assert_null(guest_mem_translate(&f->mem, GUEST_ADDR_GPA, GPA0, UINT64_MAX - GPA0 + 1));
+	assert_null(guest_mem_translate(&f->mem, GUEST_ADDR_GPA, UINT64_MAX, 1));
+	assert_null(guest_mem_translate(&f->mem, GUEST_ADDR_GPA, UINT64_MAX, 2));
+	assert_null(guest_mem_translate(&f->mem, GUEST_ADDR_GPA, UINT64_MAX - 0xfff, 0x2000));
+	assert_null(guest_mem_translate(&f->mem, GUEST_ADDR_GPA, GPA0, 0xffffffffull));
+}
+
+static void test_translate_uva_space_uses_uva(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_ptr_equal(guest_mem_translate(&f->mem, GUEST_ADDR_UVA, UVA0 + 0x40, 0x40),
+			 f->buf + 0x40);
+	assert_ptr_equal(guest_mem_translate(&f->mem, GUEST_ADDR_UVA, UVA0 + 0x100000 + 1, 1),
+			 f->buf + SIZE0 + 1);
+	/* A GPA is not a UVA and vice versa. */
+	assert_null(guest_mem_translate(&f->mem, GUEST_ADDR_UVA, GPA0, 1));
+	assert_null(guest_mem_translate(&f->mem, GUEST_ADDR_GPA, UVA0, 1));
+	assert_null(guest_mem_translate(&f->mem, GUEST_ADDR_UVA, UVA0 + SIZE0 - 1, 2));
+}
+
+static void test_empty_table_translates_nothing(void **state)
+{
+	struct guest_mem mem;
+
+	(void)state;
+	memset(&mem, 0, sizeof(mem));
+	assert_null(guest_mem_translate(&mem, GUEST_ADDR_GPA, 0, 1));
+	assert_null(guest_mem_translate(&mem, GUEST_ADDR_GPA, GPA0, 1));
+}
+
+static void test_add_rejects_empty_region(void **state)
+{
+	struct fixture *f = *state;
+	struct guest_mem_region r = {.gpa = 0x100000, .uva = 0x200000, .size = 0, .host = f->buf};
+
+	assert_int_equal(guest_mem_add(&f->mem, &r), -1);
+	assert_int_equal(f->mem.nregions, 2);
+}
+
+static void test_add_rejects_overlapping_region(void **state)
+{
+	struct fixture *f = *state;
+	struct guest_mem_region r = {.gpa = GPA0 + SIZE0 - 1, .uva = 0x900000000ull, .size = 16,
+				     .host = f->buf};
+
+	assert_int_equal(guest_mem_add(&f->mem, &r), -1);
+	r.gpa = GPA0 - 8;
+	assert_int_equal(guest_mem_add(&f->mem, &r), -1);
+	r.gpa = GPA0 + 0x100; /* wholly inside */
+	assert_int_equal(guest_mem_add(&f->mem, &r), -1);
+	assert_int_equal(f->mem.nregions, 2);
+	/* Adjacent is fine. */
+	r.gpa = GPA0 + 2 * SIZE0;
+	assert_int_equal(guest_mem_add(&f->mem, &r), 0);
+	assert_int_equal(f->mem.nregions, 3);
+}
+
+static void test_add_rejects_more_than_max_regions(void **state)
+{
+	struct guest_mem mem;
+	static uint8_t backing[GUEST_MEM_MAX_REGIONS + 1][64];
+	struct guest_mem_region r = {0};
+
+	(void)state;
+	memset(&mem, 0, sizeof(mem));
+	for (unsigned i = 0; i < GUEST_MEM_MAX_REGIONS; i++) {
+		r.gpa = 0x1000ull * (i + 1);
+		r.uva = 0x100000ull * (i + 1);
+		r.size = 64;
+		r.host = backing[i];
+		assert_int_equal(guest_mem_add(&mem, &r), 0);
+	}
+	r.gpa = 0x1000ull * (GUEST_MEM_MAX_REGIONS + 1);
+	r.uva = 0x100000ull * (GUEST_MEM_MAX_REGIONS + 1);
+	r.host = backing[GUEST_MEM_MAX_REGIONS];
+	assert_int_equal(guest_mem_add(&mem, &r), -1);
+	assert_int_equal(mem.nregions, GUEST_MEM_MAX_REGIONS);
+	/* Every region added still translates to its own backing. */
+	for (unsigned i = 0; i < GUEST_MEM_MAX_REGIONS; i++)
+		assert_ptr_equal(guest_mem_translate(&mem, GUEST_ADDR_GPA, 0x1000ull * (i + 1) + 63,
+						     1),
+				 &backing[i][63]);
+}
+
+static void test_unmap_all_empties_table_and_unmaps_owned(void **state)
+{
+	struct guest_mem mem;
+	struct guest_mem_region r = {0};
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	unsigned char vec;
+	void *map;
+	static uint8_t not_owned[64];
+
+	(void)state;
+	memset(&mem, 0, sizeof(mem));
+	map = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(map != MAP_FAILED);
+	r.gpa = 0;
+	r.uva = 0x10000;
+	r.size = page;
+	r.host = map;
+	r.mmap_base = map;
+	r.mmap_len = page;
+	assert_int_equal(guest_mem_add(&mem, &r), 0);
+	memset(&r, 0, sizeof(r));
+	r.gpa = 0x100000;
+	r.uva = 0x200000;
+	r.size = sizeof(not_owned);
+	r.host = not_owned;
+	assert_int_equal(guest_mem_add(&mem, &r), 0);
+
+	guest_mem_unmap_all(&mem);
+	assert_int_equal(mem.nregions, 0);
+	assert_null(guest_mem_translate(&mem, GUEST_ADDR_GPA, 0, 1));
+	/* mincore() fails with ENOMEM on an unmapped page. */
+	assert_int_equal(mincore(map, page, &vec), -1);
+	not_owned[0] = 1; /* memory we did not own is still ours */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_translate_inside_region_returns_host_pointer,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_translate_whole_region_and_exact_end, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_translate_outside_memory_is_null, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_translate_range_crossing_regions_is_null, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_translate_len_zero_is_treated_as_one, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_translate_overflowing_range_is_null, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_translate_uva_space_uses_uva, setup, teardown),
+		cmocka_unit_test(test_empty_table_translates_nothing),
+		cmocka_unit_test_setup_teardown(test_add_rejects_empty_region, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_add_rejects_overlapping_region, setup, teardown),
+		cmocka_unit_test(test_add_rejects_more_than_max_regions),
+		cmocka_unit_test(test_unmap_all_empties_table_and_unmaps_owned),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
