@@ -145,6 +145,7 @@ int vq_start(struct virtqueue *vq, const struct guest_mem *mem)
 	}
 	vq->mem = mem;
 	vq->used_idx = READ_ONCE_U16(&vq->used->idx);
+	vq->used_published = vq->used_idx;
 	vq->signalled_used = vq->used_idx;
 	vq->signalled_valid = false;
 	vq->unsignalled = 0;
@@ -221,18 +222,19 @@ void vq_publish(struct virtqueue *vq)
 {
 	/* Release: the used elements are visible before the index that covers them. */
 	__atomic_store_n(&vq->used->idx, htole16(vq->used_idx), __ATOMIC_RELEASE);
+	vq->used_published = vq->used_idx;
 }
 
 bool vq_driver_wants_notify(struct virtqueue *vq)
 {
-	uint16_t old = vq->signalled_used, new = vq->used_idx, event;
+	uint16_t old = vq->signalled_used, new = vq->used_published, event;
 	bool valid = vq->signalled_valid;
 
 	/* Order the used index store before reading the driver's suppression state. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	vq->signalled_used = new;
 	vq->signalled_valid = true;
-	vq->unsignalled = 0;
+	vq->unsignalled = (uint16_t)(vq->used_idx - new);
 	if (!vq->event_idx)
 		return !(READ_ONCE_U16(&vq->avail->flags) & VRING_AVAIL_F_NO_INTERRUPT);
 	if (!valid)

@@ -94,6 +94,7 @@ struct virtqueue {
 	struct vring_used *used;
 	uint16_t last_avail;  /* next avail ring entry to consume */
 	uint16_t used_idx;    /* next used ring entry to write (published or not) */
+	uint16_t used_published; /* used index the driver can see (last vq_publish()) */
 	uint16_t signalled_used; /* used index at the last notification decision */
 	bool signalled_valid;
 	uint32_t unsignalled; /* used entries since the last decision (wrap guard) */
@@ -125,16 +126,17 @@ void vq_push(struct virtqueue *vq, uint16_t head, uint32_t len);
 void vq_publish(struct virtqueue *vq);
 
 /*
- * vq_driver_wants_notify() - after vq_publish(): does the driver accept a notification for
- * what was published since the last decision (flags or EVENT_IDX used_event)? Records the
- * decision point.
+ * vq_driver_wants_notify() - does the driver accept a notification for what was PUBLISHED
+ * since the last decision (flags or EVENT_IDX used_event)? Records the decision point. Entries
+ * pushed but not yet published are not covered: deciding for them would let a driver that
+ * cannot see them yet be skipped.
  */
 bool vq_driver_wants_notify(struct virtqueue *vq);
 
 /* vq_pending_since_decision() - used entries published since the last decision. */
 static inline uint16_t vq_pending_since_decision(const struct virtqueue *vq)
 {
-	return (uint16_t)(vq->used_idx - vq->signalled_used);
+	return (uint16_t)(vq->used_published - vq->signalled_used);
 }
 
 /* vq_kick_enable() - ask the driver to kick again; true if more chains arrived meanwhile. */

@@ -354,7 +354,7 @@ static void be_rx_resume(struct vnet_backend *be)
 	be->td->rx_resume_calls++;
 }
 
-static const struct vnet_backend_ops td_backend_ops = {
+const struct vnet_backend_ops td_backend_ops = {
 	.kind = "test",
 	.offload_features = BIT_ULL(VIRTIO_NET_F_CSUM) | BIT_ULL(VIRTIO_NET_F_GUEST_CSUM) |
 			    BIT_ULL(VIRTIO_NET_F_GUEST_TSO4) | BIT_ULL(VIRTIO_NET_F_GUEST_TSO6) |
@@ -376,12 +376,16 @@ void td_default_params(struct vnet_dev_params *p, uint16_t pairs)
 	p->tx_mode = VNET_TX_KICK;
 }
 
+static struct test_dev *live_devs;
+
 struct test_dev *td_create(const struct vnet_dev_params *params, uint64_t want_features)
 {
 	struct test_dev *td = calloc(1, sizeof(*td));
 
 	if (!td)
 		die("out of memory");
+	td->next_live = live_devs;
+	live_devs = td;
 	td->now = 1000000000ull; /* not 0: a deadline of 0 means "disarmed" */
 	td->ctrl_q = ~0u;
 	td->be.td = td;
@@ -445,6 +449,12 @@ void td_free(struct test_dev *td)
 {
 	if (!td)
 		return;
+	for (struct test_dev **pp = &live_devs; *pp; pp = &(*pp)->next_live) {
+		if (*pp == td) {
+			*pp = td->next_live;
+			break;
+		}
+	}
 	vnet_dev_destroy(td->dev);
 	for (unsigned i = 0; i < VNET_MAX_QUEUES; i++)
 		fake_vq_destroy(&td->vq[i]);
@@ -609,4 +619,12 @@ uint8_t td_vq_set(struct test_dev *td, uint16_t vq_index, uint32_t max_packets, 
 	put_le32(in + 6, max_packets);
 	put_le32(in + 10, max_usecs);
 	return td_exec(td, in, sizeof(in));
+}
+
+int td_cleanup(void **state)
+{
+	(void)state;
+	while (live_devs)
+		td_free(live_devs);
+	return 0;
 }

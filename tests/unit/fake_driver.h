@@ -122,6 +122,7 @@ struct vnet_backend {
 };
 
 struct test_dev {
+	struct test_dev *next_live; /* every td not yet freed, for td_cleanup() */
 	struct fake_mem mem;
 	struct vnet_dev *dev;
 	struct vnet_backend be;
@@ -145,6 +146,9 @@ struct test_dev {
 	uint64_t offloads;
 };
 
+/* td_backend_ops - the recording backend every test_dev is attached to. */
+extern const struct vnet_backend_ops td_backend_ops;
+
 /* Default feature set the harness asks for (intersected with what the device offers). */
 #define TD_BASE_FEATURES                                                                           \
 	(BIT_ULL(VIRTIO_F_VERSION_1) | BIT_ULL(VIRTIO_NET_F_MAC) | BIT_ULL(VIRTIO_NET_F_STATUS) |  \
@@ -165,6 +169,9 @@ struct test_dev *td_new(uint16_t pairs, uint64_t want_features);
 
 /* td_free() - destroy device, memory and recorded packets. */
 void td_free(struct test_dev *td);
+
+/* td_cleanup() - cmocka teardown: free every test_dev a failed test left behind. */
+int td_cleanup(void **state);
 
 /* td_advance() - move the fake clock forward, firing expired timers like a timerfd would. */
 void td_advance(struct test_dev *td, uint64_t ns);

@@ -620,31 +620,33 @@ static void test_config_write_only_mac_without_ctrl_mac_addr(void **state)
 	td_free(td);
 }
 
+#define T(fn) cmocka_unit_test_teardown(fn, td_cleanup)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_ctrl_queue_round_trip_acks_ok_with_used_len_1),
-		cmocka_unit_test(test_ctrl_queue_acks_err_for_malformed_commands),
-		cmocka_unit_test(test_ctrl_command_split_across_descriptors),
-		cmocka_unit_test(test_ctrl_queue_handles_several_commands_per_kick),
-		cmocka_unit_test(test_rx_promisc_and_allmulti_take_one_byte),
-		cmocka_unit_test(test_rx_promisc_via_control_queue),
-		cmocka_unit_test(test_mac_table_set_accepts_well_formed_tables),
-		cmocka_unit_test(test_rx_filter_follows_promisc_allmulti_and_mac_table),
-		cmocka_unit_test(test_mac_table_set_truncated_is_err),
-		cmocka_unit_test(test_mac_addr_set_changes_config_space_mac),
-		cmocka_unit_test(test_mq_vq_pairs_set_within_range),
-		cmocka_unit_test(test_mq_vq_pairs_set_out_of_range_or_malformed_is_err),
-		cmocka_unit_test(test_mq_vq_pairs_set_without_mq_is_err),
-		cmocka_unit_test(test_guest_offloads_set_negotiated_bits),
-		cmocka_unit_test(test_guest_offloads_set_bits_not_negotiated_is_err),
-		cmocka_unit_test(test_guest_offloads_set_without_feature_is_err),
-		cmocka_unit_test(test_announce_ack),
-		cmocka_unit_test(test_oversized_payloads_are_err),
-		cmocka_unit_test(test_config_read_layout),
-		cmocka_unit_test(test_config_read_past_end_is_zero_filled),
-		cmocka_unit_test(test_config_link_follows_backend),
-		cmocka_unit_test(test_config_write_only_mac_without_ctrl_mac_addr),
+		T(test_ctrl_queue_round_trip_acks_ok_with_used_len_1),
+		T(test_ctrl_queue_acks_err_for_malformed_commands),
+		T(test_ctrl_command_split_across_descriptors),
+		T(test_ctrl_queue_handles_several_commands_per_kick),
+		T(test_rx_promisc_and_allmulti_take_one_byte),
+		T(test_rx_promisc_via_control_queue),
+		T(test_mac_table_set_accepts_well_formed_tables),
+		T(test_rx_filter_follows_promisc_allmulti_and_mac_table),
+		T(test_mac_table_set_truncated_is_err),
+		T(test_mac_addr_set_changes_config_space_mac),
+		T(test_mq_vq_pairs_set_within_range),
+		T(test_mq_vq_pairs_set_out_of_range_or_malformed_is_err),
+		T(test_mq_vq_pairs_set_without_mq_is_err),
+		T(test_guest_offloads_set_negotiated_bits),
+		T(test_guest_offloads_set_bits_not_negotiated_is_err),
+		T(test_guest_offloads_set_without_feature_is_err),
+		T(test_announce_ack),
+		T(test_oversized_payloads_are_err),
+		T(test_config_read_layout),
+		T(test_config_read_past_end_is_zero_filled),
+		T(test_config_link_follows_backend),
+		T(test_config_write_only_mac_without_ctrl_mac_addr),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

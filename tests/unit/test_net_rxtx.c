@@ -494,23 +494,25 @@ static void test_rx_hostile_buffer_breaks_queue(void **state)
 	td_free(td);
 }
 
+#define T(fn) cmocka_unit_test_teardown(fn, td_cleanup)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_tx_packet_reaches_backend_byte_exact),
-		cmocka_unit_test(test_used_index_published_once_per_batch),
-		cmocka_unit_test(test_tx_back_pressure_keeps_packet_and_retries_in_order),
-		cmocka_unit_test(test_tx_backend_error_drops_packet_and_returns_buffer),
-		cmocka_unit_test(test_tx_hostile_chain_breaks_queue_after_valid_ones),
-		cmocka_unit_test(test_tx_timer_mode_sends_batch_when_timer_fires),
-		cmocka_unit_test(test_rx_non_mergeable_delivery_byte_exact),
-		cmocka_unit_test(test_rx_buffer_of_several_descriptors),
-		cmocka_unit_test(test_rx_mergeable_delivery_byte_exact_with_num_buffers),
-		cmocka_unit_test(test_rx_no_buffers_returns_0_and_resumes_after_kick),
-		cmocka_unit_test(test_rx_mergeable_waits_when_buffers_insufficient),
-		cmocka_unit_test(test_rx_oversize_packet_dropped_and_counted),
-		cmocka_unit_test(test_rx_used_index_published_once_per_flush),
-		cmocka_unit_test(test_rx_hostile_buffer_breaks_queue),
+		T(test_tx_packet_reaches_backend_byte_exact),
+		T(test_used_index_published_once_per_batch),
+		T(test_tx_back_pressure_keeps_packet_and_retries_in_order),
+		T(test_tx_backend_error_drops_packet_and_returns_buffer),
+		T(test_tx_hostile_chain_breaks_queue_after_valid_ones),
+		T(test_tx_timer_mode_sends_batch_when_timer_fires),
+		T(test_rx_non_mergeable_delivery_byte_exact),
+		T(test_rx_buffer_of_several_descriptors),
+		T(test_rx_mergeable_delivery_byte_exact_with_num_buffers),
+		T(test_rx_no_buffers_returns_0_and_resumes_after_kick),
+		T(test_rx_mergeable_waits_when_buffers_insufficient),
+		T(test_rx_oversize_packet_dropped_and_counted),
+		T(test_rx_used_index_published_once_per_flush),
+		T(test_rx_hostile_buffer_breaks_queue),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -326,6 +326,28 @@ static void test_walk_indirect_table_outside_memory(void **state)
 	assert_int_equal(walk(f, 0, true), VQ_WALK_BAD_INDIRECT);
 }
 
+static void test_walk_indirect_table_at_unaligned_address(void **state)
+{
+	struct fx *f = *state;
+	uint64_t tgpa = fake_mem_alloc(&f->mem, 64, 16) + 3;
+	struct vring_desc t[2];
+	enum vq_walk_error err;
+
+	/* The guest picks the address: the device may refuse it, but must not misread it. */
+	set_desc(&t[0], f->data, 12, VRING_DESC_F_NEXT, 1);
+	set_desc(&t[1], f->data + 64, 100, VRING_DESC_F_WRITE, 0);
+	memcpy(host(f, tgpa), t, sizeof(t));
+	set_desc(&f->fq.desc[0], tgpa, sizeof(t), VRING_DESC_F_INDIRECT, 0);
+	err = walk(f, 0, true);
+	if (err == VQ_WALK_BAD_INDIRECT)
+		return;
+	assert_int_equal(err, VQ_WALK_OK);
+	assert_int_equal(f->chain.nread, 1);
+	assert_int_equal(f->chain.nwrite, 1);
+	assert_ptr_equal(f->chain.iov[1].iov_base, host(f, f->data + 64));
+	assert_int_equal(f->chain.iov[1].iov_len, 100);
+}
+
 static void test_walk_nested_indirect(void **state)
 {
 	struct fx *f = *state;
@@ -815,6 +837,7 @@ int main(void)
 		T(test_walk_indirect_len_zero),
 		T(test_walk_indirect_len_not_multiple_of_16),
 		T(test_walk_indirect_table_outside_memory),
+		T(test_walk_indirect_table_at_unaligned_address),
 		T(test_walk_nested_indirect),
 		T(test_walk_indirect_with_next),
 		T(test_walk_readable_after_writable),

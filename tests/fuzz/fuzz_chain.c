@@ -1,0 +1,137 @@
+/* fuzz_chain.c - libFuzzer: vq_walk_chain() and vq_pop() over guest memory and rings the input controls. */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "guest_mem.h"
+#include "virtqueue.h"
+
+/*
+ * Input: a 16-byte header, then the image of 64 KiB of guest memory (zero-padded).
+ *   [0] flags: bit0 indirect_ok, bit1 EVENT_IDX, bit2 two regions, bit3 rings as UVAs
+ *   [1] log2 queue size (mod 9: 1..256)   [2..3] walker head   [4..5] vq last_avail
+ *   [6] chains to pop   [8..9] desc ring offset/16   [10..11] avail offset/2
+ *   [12..13] used offset/4   (ring offsets may point outside memory: vq_start must say no)
+ * The descriptor table the walker sees is the start of guest memory.
+ */
+#define MEM_GPA 0x100000ull
+#define MEM_UVA 0x7f0000100000ull
+#define MEM_SIZE 0x10000u
+#define GAP 0x1000u
+#define HDR_LEN 16u
+
+static _Alignas(64) uint8_t mem_buf[MEM_SIZE];
+static struct vq_chain chain;
+static volatile uint8_t sink;
+
+static uint16_t le16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+/* Read every readable byte and write every writable byte: ASan checks each iovec. */
+static void touch(const struct vq_chain *c)
+{
+	uint8_t sum = 0;
+
+	if (c->nread + c->nwrite > VQ_MAX_CHAIN)
+		abort();
+	for (unsigned i = 0; i < c->nread; i++)
+		for (size_t j = 0; j < c->iov[i].iov_len; j++)
+			sum ^= ((const uint8_t *)c->iov[i].iov_base)[j];
+	for (unsigned i = c->nread; i < c->nread + c->nwrite; i++)
+		memset(c->iov[i].iov_base, 0x5a, c->iov[i].iov_len);
+	sink = sum;
+}
+
+static void build_mem(struct guest_mem *mem, bool two)
+{
+	struct guest_mem_region r = {0};
+
+	memset(mem, 0, sizeof(*mem));
+	r.gpa = MEM_GPA;
+	r.uva = MEM_UVA;
+	r.size = two ? MEM_SIZE / 2 : MEM_SIZE;
+	r.host = mem_buf;
+	if (guest_mem_add(mem, &r) != 0)
+		abort();
+	if (!two)
+		return;
+	r.gpa = MEM_GPA + MEM_SIZE / 2 + GAP;
+	r.uva = MEM_UVA + MEM_SIZE / 2 + GAP;
+	r.host = mem_buf + MEM_SIZE / 2;
+	if (guest_mem_add(mem, &r) != 0)
+		abort();
+}
+
+/* LLVMFuzzerTestOneInput() - one walk plus up to 255 pops on a fuzz-built queue. */
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct guest_mem mem;
+	struct virtqueue vq;
+	uint8_t flags;
+	unsigned num, npop;
+	uint64_t base;
+
+	if (size < HDR_LEN)
+		return 0;
+	flags = data[0];
+	num = 1u << (data[1] % 9);
+	npop = data[6];
+	memset(mem_buf, 0, sizeof(mem_buf));
+	memcpy(mem_buf, data + HDR_LEN,
+	       size - HDR_LEN < sizeof(mem_buf) ? size - HDR_LEN : sizeof(mem_buf));
+	build_mem(&mem, flags & 4);
+
+	/* The pure walker, on the table at the start of memory (head may be out of range). */
+	if (vq_walk_chain(&mem, (const struct vring_desc *)mem_buf, num, le16(data + 2) % (num + 2),
+			  flags & 1, &chain) == VQ_WALK_OK)
+		touch(&chain);
+	(void)vq_walk_error_str((enum vq_walk_error)(data[7] % 12));
+
+	/* A queue whose rings live in that memory. */
+	memset(&vq, 0, sizeof(vq));
+	base = (flags & 8) ? MEM_UVA : MEM_GPA;
+	vq.num = (uint16_t)num;
+	vq.desc_addr = base + 16ull * le16(data + 8);
+	vq.avail_addr = base + 2ull * le16(data + 10);
+	vq.used_addr = base + 4ull * le16(data + 12);
+	vq.ring_space = (flags & 8) ? GUEST_ADDR_UVA : GUEST_ADDR_GPA;
+	vq.event_idx = flags & 2;
+	vq.indirect = flags & 1;
+	if (vq_start(&vq, &mem) != 0)
+		return 0;
+	vq.last_avail = le16(data + 4);
+	for (unsigned i = 0; i < npop; i++) {
+		int r = vq_pop(&vq, &chain);
+
+		if (r < 0) {
+			if (!vq.broken)
+				abort(); /* -1 means the queue is broken */
+			break;
+		}
+		if (r == 0)
+			break;
+		touch(&chain);
+		if (i == 3)
+			vq_unpop(&vq, 1); /* popped again next round */
+		else
+			vq_push(&vq, chain.head, (uint32_t)chain.write_len);
+		if (i % 8 == 7) {
+			vq_publish(&vq);
+			(void)vq_driver_wants_notify(&vq);
+		}
+	}
+	vq_publish(&vq);
+	(void)vq_driver_wants_notify(&vq);
+	(void)vq_pending_since_decision(&vq);
+	(void)vq_kick_enable(&vq);
+	vq_kick_disable(&vq);
+	(void)vq_has_avail(&vq);
+	vq_stop(&vq);
+	vq_reset(&vq);
+	return 0;
+}
