@@ -372,15 +372,16 @@ static void stats_rows(struct table *t, json_t *port)
 	size_t i;
 
 	json_array_foreach(json_object_get(port, "queues"), i, q) {
-		char kind[32];
+		const char *state = "off";
 
 		lat = json_object_get(q, "lateness_us");
-		/* Mark queues that are not running; "!" for a ring the guest broke. */
-		snprintf(kind, sizeof(kind), "%s%s", str_field(q, "kind"),
-			 json_is_true(json_object_get(q, "broken"))	 ? "!"
-			 : !json_is_true(json_object_get(q, "enabled")) ? "-"
-									 : "");
-		table_row(t, str_field(port, "name"), fmt_int(c[0], 24, q, "index"), kind,
+		if (json_is_true(json_object_get(q, "broken")))
+			state = "BROKEN";
+		else if (json_is_true(json_object_get(q, "enabled")) &&
+			 json_is_true(json_object_get(q, "started")))
+			state = "on";
+		table_row(t, str_field(port, "name"), fmt_int(c[0], 24, q, "index"),
+			  str_field(q, "kind"), state,
 			  fmt_int(c[1], 24, q, "packets"), fmt_int(c[2], 24, q, "bytes"),
 			  fmt_int(c[3], 24, q, "notifications"), fmt_int(c[4], 24, q, "suppressed"),
 			  fmt_int(c[5], 24, q, "held"), fmt_int(c[6], 24, q, "timer_notifications"),
@@ -392,7 +393,7 @@ static void stats_rows(struct table *t, json_t *port)
 
 static int cmd_stats(const char *path, int argc, char **argv)
 {
-	struct table t = {.ncols = 14, .align = "lrlrrrrrrrrlrr"};
+	struct table t = {.ncols = 15, .align = "lrllrrrrrrrrlrr"};
 	const char *port = NULL;
 	bool as_json = false;
 	json_t *req, *reply, *p;
@@ -427,14 +428,14 @@ static int cmd_stats(const char *path, int argc, char **argv)
 	}
 	if ((ret = request(path, req, &reply)))
 		return ret;
-	table_row(&t, "PORT", "Q", "KIND", "PACKETS", "BYTES", "NOTIF", "SUPPR", "HELD", "TIMER",
+	table_row(&t, "PORT", "Q", "KIND", "STATE", "PACKETS", "BYTES", "NOTIF", "SUPPR", "HELD", "TIMER",
 		  "MAX_PKTS", "MAX_US", "SET_BY", "LATE_P50us", "LATE_P99us");
 	json_array_foreach(json_object_get(reply, "ports"), i, p)
 		stats_rows(&t, p);
 	table_print_free(&t);
-	printf("(KIND: '-' queue disabled, '!' broken by the guest; NOTIF notifications sent,\n"
-	       " SUPPR suppressed by the guest, HELD held back by coalescing, TIMER sent when a\n"
-	       " coalescing timer fired, LATE_* how late those timers fired)\n");
+	printf("(STATE: on = enabled and running, BROKEN = stopped after a guest error; NOTIF\n"
+	       " notifications sent, SUPPR suppressed by the guest, HELD held back by coalescing,\n"
+	       " TIMER sent when a coalescing timer fired, LATE_* how late those timers fired)\n");
 	json_decref(reply);
 	return EXIT_OK;
 }
@@ -461,7 +462,7 @@ static int cmd_coalesce(const char *path, int argc, char **argv)
 						{"tx-usecs", "tx_usecs"},
 						{"tx-frames", "tx_frames"}};
 	json_t *req, *reply;
-	const char *value;
+	const char *value, *word;
 	json_int_t v;
 	size_t w;
 	int a, ret;
@@ -472,8 +473,10 @@ static int cmd_coalesce(const char *path, int argc, char **argv)
 	for (a = 1; a < argc; a++) {
 		const char *key = NULL;
 
+		word = argv[a];
 		if (strncmp(argv[a], "--queue=", 8) == 0) {
 			key = "queue";
+			word = "--queue";
 			value = argv[a] + 8;
 		} else {
 			if (strcmp(argv[a], "--queue") == 0)
@@ -496,7 +499,7 @@ static int cmd_coalesce(const char *path, int argc, char **argv)
 		if (!parse_u32(value, &v)) {
 			json_decref(req);
 			return usage_error("coalesce: bad value '%s' for %s (expected "
-					   "0..4294967295)", value, key);
+					   "0..4294967295)", value, word);
 		}
 		json_object_set_new(req, key, json_integer(v));
 	}

@@ -115,6 +115,11 @@ class Vnetd:
             fail('vnetctl %s: %s%s' % (' '.join(args), r.stdout, r.stderr))
         return r
 
+    def ports(self):
+        """{port name: port dict} from the control socket's "ports" request."""
+        data = json.loads(self.ctl('raw', '{"cmd":"ports"}').stdout)
+        return {p['name']: p for p in data['ports']}
+
     def stats(self):
         """{port name: {queue index: queue dict}} from vnetctl stats --json."""
         data = json.loads(self.ctl('stats', '--json').stdout)

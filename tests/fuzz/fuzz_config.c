@@ -1,4 +1,4 @@
-/* fuzz_config.c - libFuzzer: vnet_dev_config_read()/write() with fuzz offsets, lengths and device params. */
+/* fuzz_config.c - libFuzzer: config space reads and writes at fuzz offsets and lengths. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 17)
 		return 0;
 	log_threshold = LOG_ERR;
+	td_mem_size = 256u << 10;
 	td_default_params(&p, (uint16_t)(1 + data[6] % VNET_MAX_QUEUE_PAIRS));
 	memcpy(p.mac, data, 6);
 	p.mtu = (uint16_t)le(data + 7, 2);
@@ -75,7 +76,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		if (op & 4) {
 			vnet_dev_reset(td->dev);
-			(void)vnet_dev_set_features(td->dev, vnet_dev_offered_features(td->dev) & want);
+			(void)vnet_dev_set_features(td->dev,
+						    vnet_dev_offered_features(td->dev) & want);
 		}
 		if (op & 1) {
 			uint8_t w[BUF];

@@ -1,4 +1,4 @@
-/* fuzz_ctrl.c - libFuzzer: control commands, direct and through the control virtqueue, with fuzz features. */
+/* fuzz_ctrl.c - libFuzzer: control commands, direct and via the control queue. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 9)
 		return 0;
 	log_threshold = LOG_ERR;
+	td_mem_size = 256u << 10;
 	td_default_params(&p, (uint16_t)(1 + data[8] % 4));
 	td = td_create(&p, le64(data));
 	td_start_queues(td, 64);

@@ -1,4 +1,4 @@
-/* fake_driver.c - in-test virtio driver over fake guest memory, plus a device harness (clock, backend). */
+/* fake_driver.c - in-test virtio driver on fake guest memory, and a device harness. */
 #include "fake_driver.h"
 
 #include <errno.h>
@@ -9,7 +9,6 @@
 #include "virtio_net_defs.h"
 
 #define TD_MEM_GPA 0x100000ull
-#define TD_MEM_SIZE (4u << 20)
 #define TD_HDR_LEN 12u
 
 static void die(const char *what)
@@ -18,6 +17,7 @@ static void die(const char *what)
 	abort();
 }
 
+/* fake_mem_init() - allocate `size` zeroed bytes and register them at `gpa`. */
 void fake_mem_init(struct fake_mem *m, uint64_t gpa, uint64_t size, bool two_regions)
 {
 	struct guest_mem_region r;
@@ -54,6 +54,7 @@ void fake_mem_init(struct fake_mem *m, uint64_t gpa, uint64_t size, bool two_reg
 		die("guest_mem_add failed");
 }
 
+/* fake_mem_free() - release the buffer. */
 void fake_mem_free(struct fake_mem *m)
 {
 	free(m->buf);
@@ -68,6 +69,7 @@ static uint64_t off_to_gpa(const struct fake_mem *m, uint64_t off)
 	return m->gpa + off;
 }
 
+/* fake_mem_alloc() - zeroed guest memory; returns its GPA (aborts when out of memory). */
 uint64_t fake_mem_alloc(struct fake_mem *m, uint64_t size, uint64_t align)
 {
 	uint64_t off = (m->next + align - 1) & ~(align - 1);
@@ -81,6 +83,7 @@ uint64_t fake_mem_alloc(struct fake_mem *m, uint64_t size, uint64_t align)
 	return off_to_gpa(m, off);
 }
 
+/* fake_mem_host() - host pointer for a GPA inside the fake memory (aborts otherwise). */
 void *fake_mem_host(const struct fake_mem *m, uint64_t gpa)
 {
 	uint64_t off;
@@ -98,11 +101,13 @@ void *fake_mem_host(const struct fake_mem *m, uint64_t gpa)
 	return m->buf + off;
 }
 
+/* fake_mem_end_gpa() - first GPA after the last region. */
 uint64_t fake_mem_end_gpa(const struct fake_mem *m)
 {
 	return off_to_gpa(m, m->size - 1) + 1;
 }
 
+/* fake_vq_init() - allocate rings for a queue of `num` entries in `m`. */
 void fake_vq_init(struct fake_vq *q, struct fake_mem *m, uint16_t num)
 {
 	memset(q, 0, sizeof(*q));
@@ -125,6 +130,7 @@ void fake_vq_init(struct fake_vq *q, struct fake_mem *m, uint16_t num)
 	q->nfree = num;
 }
 
+/* fake_vq_destroy() - free the driver's bookkeeping (ring memory stays in fake_mem). */
 void fake_vq_destroy(struct fake_vq *q)
 {
 	free(q->free_stack);
@@ -135,6 +141,7 @@ void fake_vq_destroy(struct fake_vq *q)
 	q->head_descs = NULL;
 }
 
+/* fake_vq_setup_virtqueue() - copy num and ring GPAs into a device virtqueue. */
 void fake_vq_setup_virtqueue(const struct fake_vq *q, struct virtqueue *vq)
 {
 	vq->num = q->num;
@@ -151,12 +158,14 @@ static uint16_t take_desc(struct fake_vq *q)
 	return q->free_stack[--q->nfree];
 }
 
+/* fake_vq_add_head() - put an arbitrary head index in the avail ring (hostile tests). */
 void fake_vq_add_head(struct fake_vq *q, uint16_t head)
 {
 	q->avail->ring[q->avail_idx % q->num] = head;
 	q->avail_idx++;
 }
 
+/* fake_vq_add_chain() - direct chain of n buffers, put in the avail ring; returns the head. */
 int fake_vq_add_chain(struct fake_vq *q, const struct fake_buf *bufs, unsigned n)
 {
 	uint16_t idx[FAKE_MAX_CHAIN];
@@ -180,6 +189,7 @@ int fake_vq_add_chain(struct fake_vq *q, const struct fake_buf *bufs, unsigned n
 	return idx[0];
 }
 
+/* fake_vq_add_indirect() - one INDIRECT descriptor to a table of n buffers; returns the head. */
 int fake_vq_add_indirect(struct fake_vq *q, const struct fake_buf *bufs, unsigned n)
 {
 	uint64_t table_gpa = fake_mem_alloc(q->mem, 16ull * n, 16);
@@ -203,17 +213,20 @@ int fake_vq_add_indirect(struct fake_vq *q, const struct fake_buf *bufs, unsigne
 	return head;
 }
 
+/* fake_vq_publish() - store the shadow avail index into avail->idx. */
 void fake_vq_publish(struct fake_vq *q)
 {
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	q->avail->idx = q->avail_idx;
 }
 
+/* fake_vq_used_idx() - the device's published used index. */
 uint16_t fake_vq_used_idx(const struct fake_vq *q)
 {
 	return __atomic_load_n(&q->used->idx, __ATOMIC_ACQUIRE);
 }
 
+/* fake_vq_get_used() - next used element, freeing its descriptors; false if none. */
 bool fake_vq_get_used(struct fake_vq *q, uint32_t *id, uint32_t *len)
 {
 	struct vring_used_elem e;
@@ -228,12 +241,14 @@ bool fake_vq_get_used(struct fake_vq *q, uint32_t *id, uint32_t *len)
 		*len = e.len;
 	if (e.id < q->num) {
 		for (unsigned i = 0; i < q->head_ndesc[e.id]; i++)
-			q->free_stack[q->nfree++] = q->head_descs[(size_t)e.id * FAKE_MAX_CHAIN + i];
+			q->free_stack[q->nfree++] =
+			    q->head_descs[(size_t)e.id * FAKE_MAX_CHAIN + i];
 		q->head_ndesc[e.id] = 0;
 	}
 	return true;
 }
 
+/* fake_vq_set_no_interrupt() - set or clear VRING_AVAIL_F_NO_INTERRUPT. */
 void fake_vq_set_no_interrupt(struct fake_vq *q, bool on)
 {
 	if (on)
@@ -242,11 +257,13 @@ void fake_vq_set_no_interrupt(struct fake_vq *q, bool on)
 		q->avail->flags &= (uint16_t)~VRING_AVAIL_F_NO_INTERRUPT;
 }
 
+/* fake_vq_set_used_event() - EVENT_IDX: notify me when the used index passes `v`. */
 void fake_vq_set_used_event(struct fake_vq *q, uint16_t v)
 {
 	q->avail->ring[q->num] = v;
 }
 
+/* fake_vq_avail_event() - EVENT_IDX: the device's avail_event field. */
 uint16_t fake_vq_avail_event(const struct fake_vq *q)
 {
 	const uint16_t *p = (const uint16_t *)&q->used->ring[q->num];
@@ -256,29 +273,34 @@ uint16_t fake_vq_avail_event(const struct fake_vq *q)
 
 /* ---- Device harness ---- */
 
+/* put_le16() - store v little-endian at p. */
 void put_le16(uint8_t *p, uint16_t v)
 {
 	p[0] = (uint8_t)v;
 	p[1] = (uint8_t)(v >> 8);
 }
 
+/* put_le32() - store v little-endian at p. */
 void put_le32(uint8_t *p, uint32_t v)
 {
 	for (int i = 0; i < 4; i++)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
 
+/* put_le64() - store v little-endian at p. */
 void put_le64(uint8_t *p, uint64_t v)
 {
 	for (int i = 0; i < 8; i++)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
 
+/* get_le16() - load a little-endian u16. */
 uint16_t get_le16(const uint8_t *p)
 {
 	return (uint16_t)(p[0] | (p[1] << 8));
 }
 
+/* get_le32() - load a little-endian u32. */
 uint32_t get_le32(const uint8_t *p)
 {
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
@@ -309,9 +331,9 @@ static void env_arm_timer(void *ctx, unsigned qidx, uint64_t deadline_ns)
 }
 
 static const struct vnet_env_ops td_env_ops = {
-	.now_ns = env_now,
-	.notify = env_notify,
-	.arm_timer = env_arm_timer,
+    .now_ns = env_now,
+    .notify = env_notify,
+    .arm_timer = env_arm_timer,
 };
 
 static int be_transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt)
@@ -355,15 +377,16 @@ static void be_rx_resume(struct vnet_backend *be)
 }
 
 const struct vnet_backend_ops td_backend_ops = {
-	.kind = "test",
-	.offload_features = BIT_ULL(VIRTIO_NET_F_CSUM) | BIT_ULL(VIRTIO_NET_F_GUEST_CSUM) |
-			    BIT_ULL(VIRTIO_NET_F_GUEST_TSO4) | BIT_ULL(VIRTIO_NET_F_GUEST_TSO6) |
-			    BIT_ULL(VIRTIO_NET_F_HOST_TSO4) | BIT_ULL(VIRTIO_NET_F_HOST_TSO6),
-	.transmit = be_transmit,
-	.set_offloads = be_set_offloads,
-	.rx_resume = be_rx_resume,
+    .kind = "test",
+    .offload_features = BIT_ULL(VIRTIO_NET_F_CSUM) | BIT_ULL(VIRTIO_NET_F_GUEST_CSUM) |
+			BIT_ULL(VIRTIO_NET_F_GUEST_TSO4) | BIT_ULL(VIRTIO_NET_F_GUEST_TSO6) |
+			BIT_ULL(VIRTIO_NET_F_HOST_TSO4) | BIT_ULL(VIRTIO_NET_F_HOST_TSO6),
+    .transmit = be_transmit,
+    .set_offloads = be_set_offloads,
+    .rx_resume = be_rx_resume,
 };
 
+/* td_default_params() - a 1..pairs device with every feature allowed. */
 void td_default_params(struct vnet_dev_params *p, uint16_t pairs)
 {
 	static const uint8_t mac[6] = {0x52, 0x54, 0x00, 0x12, 0x34, 0x56};
@@ -376,8 +399,11 @@ void td_default_params(struct vnet_dev_params *p, uint16_t pairs)
 	p->tx_mode = VNET_TX_KICK;
 }
 
+size_t td_mem_size = 4u << 20;
+
 static struct test_dev *live_devs;
 
+/* td_create() - device + memory + backend, features negotiated, no queues started. */
 struct test_dev *td_create(const struct vnet_dev_params *params, uint64_t want_features)
 {
 	struct test_dev *td = calloc(1, sizeof(*td));
@@ -389,7 +415,7 @@ struct test_dev *td_create(const struct vnet_dev_params *params, uint64_t want_f
 	td->now = 1000000000ull; /* not 0: a deadline of 0 means "disarmed" */
 	td->ctrl_q = ~0u;
 	td->be.td = td;
-	fake_mem_init(&td->mem, TD_MEM_GPA, TD_MEM_SIZE, false);
+	fake_mem_init(&td->mem, TD_MEM_GPA, td_mem_size, false);
 	td->dev = vnet_dev_create(params, &td_env_ops, td);
 	if (!td->dev)
 		die("vnet_dev_create failed");
@@ -400,6 +426,7 @@ struct test_dev *td_create(const struct vnet_dev_params *params, uint64_t want_f
 	return td;
 }
 
+/* td_start_queues() - set up, start and enable every queue (control queue if negotiated). */
 void td_start_queues(struct test_dev *td, uint16_t qsize)
 {
 	unsigned pairs = vnet_dev_num_queues(td->dev) / 2;
@@ -427,6 +454,7 @@ void td_start_queues(struct test_dev *td, uint16_t qsize)
 	}
 }
 
+/* td_new() - td_create() with default params and `pairs`, then td_start_queues(256). */
 struct test_dev *td_new(uint16_t pairs, uint64_t want_features)
 {
 	struct vnet_dev_params p;
@@ -438,6 +466,7 @@ struct test_dev *td_new(uint16_t pairs, uint64_t want_features)
 	return td;
 }
 
+/* td_clear_packets() - forget recorded backend packets. */
 void td_clear_packets(struct test_dev *td)
 {
 	for (unsigned i = 0; i < td->npkts; i++)
@@ -445,6 +474,7 @@ void td_clear_packets(struct test_dev *td)
 	td->npkts = 0;
 }
 
+/* td_free() - destroy device, memory and recorded packets. */
 void td_free(struct test_dev *td)
 {
 	if (!td)
@@ -463,6 +493,7 @@ void td_free(struct test_dev *td)
 	free(td);
 }
 
+/* td_advance() - move the fake clock forward, firing expired timers like a timerfd would. */
 void td_advance(struct test_dev *td, uint64_t ns)
 {
 	bool fired;
@@ -480,6 +511,7 @@ void td_advance(struct test_dev *td, uint64_t ns)
 	} while (fired);
 }
 
+/* td_tx_queue() - like td_tx() but without the kick; returns the head of the last chain. */
 int td_tx_queue(struct test_dev *td, unsigned qidx, uint32_t len, uint8_t fill)
 {
 	struct fake_vq *q = &td->vq[qidx];
@@ -503,6 +535,7 @@ int td_tx_queue(struct test_dev *td, unsigned qidx, uint32_t len, uint8_t fill)
 	return fake_vq_add_chain(q, b, len ? 2 : 1);
 }
 
+/* td_tx() - the guest sends n packets of `len` data bytes (12-byte header + data) and kicks. */
 void td_tx(struct test_dev *td, unsigned qidx, unsigned n, uint32_t len)
 {
 	for (unsigned i = 0; i < n; i++)
@@ -511,6 +544,8 @@ void td_tx(struct test_dev *td, unsigned qidx, unsigned n, uint32_t len)
 	vnet_dev_kick(td->dev, qidx);
 }
 
+/* td_post_rx() - the guest posts n writable buffers of `size` bytes (no kick); returns first GPA.
+ */
 uint64_t td_post_rx(struct test_dev *td, unsigned qidx, unsigned n, uint32_t size)
 {
 	uint64_t first = 0;
@@ -526,6 +561,10 @@ uint64_t td_post_rx(struct test_dev *td, unsigned qidx, unsigned n, uint32_t siz
 	return first;
 }
 
+/*
+ * td_receive() - the backend delivers a frame of `len` bytes to the device's MAC (payload after
+ * the 14-byte Ethernet header filled with `fill`), then flushes like the event loop does.
+ */
 int td_receive(struct test_dev *td, uint32_t len, uint8_t fill)
 {
 	uint8_t hdr[TD_HDR_LEN] = {0};
@@ -553,6 +592,7 @@ int td_receive(struct test_dev *td, uint32_t len, uint8_t fill)
 	return r;
 }
 
+/* td_ctrl() - send a command through the control queue; returns the ack byte or -1 (no used). */
 int td_ctrl(struct test_dev *td, const uint8_t *in, size_t in_len, uint8_t *out, uint32_t out_len,
 	    uint32_t *used_len)
 {
@@ -593,6 +633,7 @@ int td_ctrl(struct test_dev *td, const uint8_t *in, size_t in_len, uint8_t *out,
 	return *ack;
 }
 
+/* td_exec() - vnet_dev_ctrl_execute() without output. */
 uint8_t td_exec(struct test_dev *td, const uint8_t *in, size_t in_len)
 {
 	uint8_t out[16];
@@ -601,6 +642,7 @@ uint8_t td_exec(struct test_dev *td, const uint8_t *in, size_t in_len)
 	return vnet_dev_ctrl_execute(td->dev, in, in_len, out, 0, &written);
 }
 
+/* td_coal_cmd() - TX_SET/RX_SET {max_packets, max_usecs} via vnet_dev_ctrl_execute(). */
 uint8_t td_coal_cmd(struct test_dev *td, uint8_t cmd, uint32_t max_packets, uint32_t max_usecs)
 {
 	uint8_t in[10] = {VIRTIO_NET_CTRL_NOTF_COAL, cmd};
@@ -610,6 +652,7 @@ uint8_t td_coal_cmd(struct test_dev *td, uint8_t cmd, uint32_t max_packets, uint
 	return td_exec(td, in, sizeof(in));
 }
 
+/* td_vq_set() - VQ_SET for one virtqueue via vnet_dev_ctrl_execute(). */
 uint8_t td_vq_set(struct test_dev *td, uint16_t vq_index, uint32_t max_packets, uint32_t max_usecs)
 {
 	uint8_t in[14] = {VIRTIO_NET_CTRL_NOTF_COAL, VIRTIO_NET_CTRL_NOTF_COAL_VQ_SET};
@@ -621,6 +664,7 @@ uint8_t td_vq_set(struct test_dev *td, uint16_t vq_index, uint32_t max_packets, 
 	return td_exec(td, in, sizeof(in));
 }
 
+/* td_cleanup() - cmocka teardown: free every test_dev a failed test left behind. */
 int td_cleanup(void **state)
 {
 	(void)state;

@@ -1,4 +1,4 @@
-/* fake_driver.h - in-test virtio driver over fake guest memory, plus a device harness (clock, backend). */
+/* fake_driver.h - in-test virtio driver on fake guest memory, and a device harness. */
 #ifndef VNETD_TEST_FAKE_DRIVER_H
 #define VNETD_TEST_FAKE_DRIVER_H
 
@@ -22,9 +22,9 @@
 
 struct fake_mem {
 	uint8_t *buf;
-	uint64_t gpa;     /* GPA of buf[0] */
+	uint64_t gpa; /* GPA of buf[0] */
 	uint64_t size;
-	uint64_t next;    /* bump allocator: offset into buf */
+	uint64_t next; /* bump allocator: offset into buf */
 	bool two_regions;
 	struct guest_mem gm;
 };
@@ -61,8 +61,8 @@ struct fake_vq {
 	struct vring_desc *desc;
 	struct vring_avail *avail;
 	struct vring_used *used;
-	uint16_t avail_idx;  /* shadow of avail->idx (published by fake_vq_publish) */
-	uint16_t last_used;  /* next used entry to read */
+	uint16_t avail_idx; /* shadow of avail->idx (published by fake_vq_publish) */
+	uint16_t last_used; /* next used entry to read */
 	uint16_t nfree;
 	uint16_t *free_stack; /* free descriptor indexes */
 	uint8_t *head_ndesc;  /* per head: descriptors the chain took */
@@ -126,9 +126,9 @@ struct test_dev {
 	struct fake_mem mem;
 	struct vnet_dev *dev;
 	struct vnet_backend be;
-	uint64_t features;  /* negotiated */
-	unsigned nqueues;   /* queues set up (including the control queue when negotiated) */
-	unsigned ctrl_q;    /* control queue index, or ~0u */
+	uint64_t features; /* negotiated */
+	unsigned nqueues;  /* queues set up (including the control queue when negotiated) */
+	unsigned ctrl_q;   /* control queue index, or ~0u */
 	struct fake_vq vq[VNET_MAX_QUEUES];
 	/* Environment. */
 	uint64_t now;
@@ -139,7 +139,7 @@ struct test_dev {
 	struct td_packet pkts[TD_MAX_PACKETS];
 	unsigned npkts;
 	unsigned tx_attempts;
-	unsigned tx_eagain;  /* the next tx_eagain transmit() calls return -EAGAIN */
+	unsigned tx_eagain; /* the next tx_eagain transmit() calls return -EAGAIN */
 	int (*tx_hook)(struct test_dev *td); /* optional: runs inside transmit() */
 	unsigned rx_resume_calls;
 	unsigned set_offloads_calls;
@@ -154,6 +154,9 @@ extern const struct vnet_backend_ops td_backend_ops;
 	(BIT_ULL(VIRTIO_F_VERSION_1) | BIT_ULL(VIRTIO_NET_F_MAC) | BIT_ULL(VIRTIO_NET_F_STATUS) |  \
 	 BIT_ULL(VIRTIO_NET_F_CTRL_VQ) | BIT_ULL(VIRTIO_NET_F_NOTF_COAL) |                         \
 	 BIT_ULL(VIRTIO_NET_F_VQ_NOTF_COAL) | BIT_ULL(VIRTIO_RING_F_INDIRECT_DESC))
+
+/* td_mem_size - bytes of fake guest memory each new test_dev gets (fuzzers use less). */
+extern size_t td_mem_size;
 
 /* td_default_params() - a 1..pairs device with every feature allowed. */
 void td_default_params(struct vnet_dev_params *p, uint16_t pairs);
@@ -182,7 +185,8 @@ void td_tx(struct test_dev *td, unsigned qidx, unsigned n, uint32_t len);
 /* td_tx_queue() - like td_tx() but without the kick; returns the head of the last chain. */
 int td_tx_queue(struct test_dev *td, unsigned qidx, uint32_t len, uint8_t fill);
 
-/* td_post_rx() - the guest posts n writable buffers of `size` bytes (no kick); returns first GPA. */
+/* td_post_rx() - the guest posts n writable buffers of `size` bytes (no kick); returns first GPA.
+ */
 uint64_t td_post_rx(struct test_dev *td, unsigned qidx, unsigned n, uint32_t size);
 
 /*
@@ -207,7 +211,7 @@ uint8_t td_vq_set(struct test_dev *td, uint16_t vq_index, uint32_t max_packets, 
 /* td_clear_packets() - forget recorded backend packets. */
 void td_clear_packets(struct test_dev *td);
 
-/* Little-endian store helpers for command payloads. */
+/* Little-endian helpers for command payloads. */
 void put_le16(uint8_t *p, uint16_t v);
 void put_le32(uint8_t *p, uint32_t v);
 void put_le64(uint8_t *p, uint64_t v);

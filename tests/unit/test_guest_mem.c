@@ -153,8 +153,8 @@ static void test_add_rejects_empty_region(void **state)
 static void test_add_rejects_overlapping_region(void **state)
 {
 	struct fixture *f = *state;
-	struct guest_mem_region r = {.gpa = GPA0 + SIZE0 - 1, .uva = 0x900000000ull, .size = 16,
-				     .host = f->buf};
+	struct guest_mem_region r = {
+	    .gpa = GPA0 + SIZE0 - 1, .uva = 0x900000000ull, .size = 16, .host = f->buf};
 
 	assert_int_equal(guest_mem_add(&f->mem, &r), -1);
 	r.gpa = GPA0 - 8;
@@ -190,9 +190,9 @@ static void test_add_rejects_more_than_max_regions(void **state)
 	assert_int_equal(mem.nregions, GUEST_MEM_MAX_REGIONS);
 	/* Every region added still translates to its own backing. */
 	for (unsigned i = 0; i < GUEST_MEM_MAX_REGIONS; i++)
-		assert_ptr_equal(guest_mem_translate(&mem, GUEST_ADDR_GPA, 0x1000ull * (i + 1) + 63,
-						     1),
-				 &backing[i][63]);
+		assert_ptr_equal(
+		    guest_mem_translate(&mem, GUEST_ADDR_GPA, 0x1000ull * (i + 1) + 63, 1),
+		    &backing[i][63]);
 }
 
 static void test_unmap_all_empties_table_and_unmaps_owned(void **state)
@@ -233,24 +233,23 @@ static void test_unmap_all_empties_table_and_unmaps_owned(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_translate_inside_region_returns_host_pointer,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_translate_whole_region_and_exact_end, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_translate_outside_memory_is_null, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_translate_range_crossing_regions_is_null, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_translate_len_zero_is_treated_as_one, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_translate_overflowing_range_is_null, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_translate_uva_space_uses_uva, setup, teardown),
-		cmocka_unit_test(test_empty_table_translates_nothing),
-		cmocka_unit_test_setup_teardown(test_add_rejects_empty_region, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_add_rejects_overlapping_region, setup, teardown),
-		cmocka_unit_test(test_add_rejects_more_than_max_regions),
-		cmocka_unit_test(test_unmap_all_empties_table_and_unmaps_owned),
+	    cmocka_unit_test_setup_teardown(test_translate_inside_region_returns_host_pointer,
+					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_translate_whole_region_and_exact_end, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_translate_outside_memory_is_null, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_translate_range_crossing_regions_is_null, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_translate_len_zero_is_treated_as_one, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_translate_overflowing_range_is_null, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_translate_uva_space_uses_uva, setup, teardown),
+	    cmocka_unit_test(test_empty_table_translates_nothing),
+	    cmocka_unit_test_setup_teardown(test_add_rejects_empty_region, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_add_rejects_overlapping_region, setup, teardown),
+	    cmocka_unit_test(test_add_rejects_more_than_max_regions),
+	    cmocka_unit_test(test_unmap_all_empties_table_and_unmaps_owned),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

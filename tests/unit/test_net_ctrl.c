@@ -1,4 +1,4 @@
-/* test_net_ctrl.c - every control-queue command (good and malformed), the control virtqueue, config space. */
+/* test_net_ctrl.c - every control command (good and malformed), control queue, config. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -95,7 +95,8 @@ static void test_ctrl_queue_acks_err_for_malformed_commands(void **state)
 {
 	struct test_dev *td = dev_with(1, 0);
 	uint8_t bad_class[3] = {0x77, 0, 0};
-	uint8_t truncated[5] = {VIRTIO_NET_CTRL_NOTF_COAL, VIRTIO_NET_CTRL_NOTF_COAL_TX_SET, 1, 2, 3};
+	uint8_t truncated[5] = {VIRTIO_NET_CTRL_NOTF_COAL, VIRTIO_NET_CTRL_NOTF_COAL_TX_SET, 1, 2,
+				3};
 	uint32_t used_len = 0;
 
 	(void)state;
@@ -107,6 +108,23 @@ static void test_ctrl_queue_acks_err_for_malformed_commands(void **state)
 			 VIRTIO_NET_ERR);
 	assert_int_equal(td_ctrl(td, truncated, 1, NULL, 0, &used_len), VIRTIO_NET_ERR);
 	assert_false(vnet_dev_queue(td->dev, td->ctrl_q)->vq.broken);
+	td_free(td);
+}
+
+static void test_ctrl_queue_completes_while_no_interrupt_set(void **state)
+{
+	struct test_dev *td = dev_with(1, 0);
+	uint8_t in[10] = {VIRTIO_NET_CTRL_NOTF_COAL, VIRTIO_NET_CTRL_NOTF_COAL_RX_SET};
+
+	(void)state;
+	/* Linux polls the control queue with VRING_AVAIL_F_NO_INTERRUPT set. */
+	fake_vq_set_no_interrupt(&td->vq[td->ctrl_q], true);
+	put_le32(in + 2, 2);
+	assert_int_equal(td_ctrl(td, in, sizeof(in), NULL, 0, NULL), VIRTIO_NET_OK);
+	assert_int_equal(td->notifies[td->ctrl_q], 0);
+	fake_vq_set_no_interrupt(&td->vq[td->ctrl_q], false);
+	assert_int_equal(td_ctrl(td, in, sizeof(in), NULL, 0, NULL), VIRTIO_NET_OK);
+	assert_int_equal(td->notifies[td->ctrl_q], 1);
 	td_free(td);
 }
 
@@ -293,8 +311,9 @@ static void test_mac_addr_set_changes_config_space_mac(void **state)
 	assert_int_equal(vnet_dev_config_read(td->dev, 0, cfg, 6), 6);
 	assert_memory_equal(cfg, new_mac, 6);
 	/* Too short changes nothing. */
-	assert_int_equal(cmd1(td, VIRTIO_NET_CTRL_MAC, VIRTIO_NET_CTRL_MAC_ADDR_SET, default_mac, 5),
-			 VIRTIO_NET_ERR);
+	assert_int_equal(
+	    cmd1(td, VIRTIO_NET_CTRL_MAC, VIRTIO_NET_CTRL_MAC_ADDR_SET, default_mac, 5),
+	    VIRTIO_NET_ERR);
 	assert_memory_equal(vnet_dev_mac(td->dev), new_mac, 6);
 	/* Unknown MAC command. */
 	assert_int_equal(cmd1(td, VIRTIO_NET_CTRL_MAC, 9, new_mac, 6), VIRTIO_NET_ERR);
@@ -420,15 +439,15 @@ static void test_guest_offloads_set_negotiated_bits(void **state)
 
 	(void)state;
 	put_le64(le, F(GUEST_CSUM));
-	assert_int_equal(cmd1(td, VIRTIO_NET_CTRL_GUEST_OFFLOADS,
-			      VIRTIO_NET_CTRL_GUEST_OFFLOADS_SET, le, 8),
-			 VIRTIO_NET_OK);
+	assert_int_equal(
+	    cmd1(td, VIRTIO_NET_CTRL_GUEST_OFFLOADS, VIRTIO_NET_CTRL_GUEST_OFFLOADS_SET, le, 8),
+	    VIRTIO_NET_OK);
 	assert_true(td->set_offloads_calls >= 1);
 	assert_int_equal(td->offloads & offl, F(GUEST_CSUM));
 	put_le64(le, 0);
-	assert_int_equal(cmd1(td, VIRTIO_NET_CTRL_GUEST_OFFLOADS,
-			      VIRTIO_NET_CTRL_GUEST_OFFLOADS_SET, le, 8),
-			 VIRTIO_NET_OK);
+	assert_int_equal(
+	    cmd1(td, VIRTIO_NET_CTRL_GUEST_OFFLOADS, VIRTIO_NET_CTRL_GUEST_OFFLOADS_SET, le, 8),
+	    VIRTIO_NET_OK);
 	assert_int_equal(td->offloads & offl, 0);
 	td_free(td);
 }
@@ -443,18 +462,18 @@ static void test_guest_offloads_set_bits_not_negotiated_is_err(void **state)
 	assert_int_equal(td->features & F(GUEST_TSO6), 0);
 	calls = td->set_offloads_calls;
 	put_le64(le, F(GUEST_CSUM) | F(GUEST_TSO6));
-	assert_int_equal(cmd1(td, VIRTIO_NET_CTRL_GUEST_OFFLOADS,
-			      VIRTIO_NET_CTRL_GUEST_OFFLOADS_SET, le, 8),
-			 VIRTIO_NET_ERR);
+	assert_int_equal(
+	    cmd1(td, VIRTIO_NET_CTRL_GUEST_OFFLOADS, VIRTIO_NET_CTRL_GUEST_OFFLOADS_SET, le, 8),
+	    VIRTIO_NET_ERR);
 	put_le64(le, BIT_ULL(63));
-	assert_int_equal(cmd1(td, VIRTIO_NET_CTRL_GUEST_OFFLOADS,
-			      VIRTIO_NET_CTRL_GUEST_OFFLOADS_SET, le, 8),
-			 VIRTIO_NET_ERR);
+	assert_int_equal(
+	    cmd1(td, VIRTIO_NET_CTRL_GUEST_OFFLOADS, VIRTIO_NET_CTRL_GUEST_OFFLOADS_SET, le, 8),
+	    VIRTIO_NET_ERR);
 	/* Too short. */
 	put_le64(le, F(GUEST_CSUM));
-	assert_int_equal(cmd1(td, VIRTIO_NET_CTRL_GUEST_OFFLOADS,
-			      VIRTIO_NET_CTRL_GUEST_OFFLOADS_SET, le, 7),
-			 VIRTIO_NET_ERR);
+	assert_int_equal(
+	    cmd1(td, VIRTIO_NET_CTRL_GUEST_OFFLOADS, VIRTIO_NET_CTRL_GUEST_OFFLOADS_SET, le, 7),
+	    VIRTIO_NET_ERR);
 	assert_int_equal(td->set_offloads_calls, calls);
 	td_free(td);
 }
@@ -467,9 +486,9 @@ static void test_guest_offloads_set_without_feature_is_err(void **state)
 	(void)state;
 	assert_int_equal(td->features & F(CTRL_GUEST_OFFLOADS), 0);
 	put_le64(le, F(GUEST_CSUM));
-	assert_int_equal(cmd1(td, VIRTIO_NET_CTRL_GUEST_OFFLOADS,
-			      VIRTIO_NET_CTRL_GUEST_OFFLOADS_SET, le, 8),
-			 VIRTIO_NET_ERR);
+	assert_int_equal(
+	    cmd1(td, VIRTIO_NET_CTRL_GUEST_OFFLOADS, VIRTIO_NET_CTRL_GUEST_OFFLOADS_SET, le, 8),
+	    VIRTIO_NET_ERR);
 	td_free(td);
 }
 
@@ -483,9 +502,9 @@ static void test_announce_ack(void **state)
 	(void)state;
 	if (!(td->features & F(GUEST_ANNOUNCE))) {
 		/* Not offered: the driver may not send it, and the device refuses it. */
-		assert_int_equal(cmd1(td, VIRTIO_NET_CTRL_ANNOUNCE, VIRTIO_NET_CTRL_ANNOUNCE_ACK,
-				      NULL, 0),
-				 VIRTIO_NET_ERR);
+		assert_int_equal(
+		    cmd1(td, VIRTIO_NET_CTRL_ANNOUNCE, VIRTIO_NET_CTRL_ANNOUNCE_ACK, NULL, 0),
+		    VIRTIO_NET_ERR);
 		td_free(td);
 		return;
 	}
@@ -501,8 +520,8 @@ static void test_announce_ack(void **state)
 
 static void test_oversized_payloads_are_err(void **state)
 {
-	const uint64_t want = F(CTRL_RX) | F(CTRL_MAC_ADDR) | F(MQ) | F(CTRL_GUEST_OFFLOADS) |
-			      F(GUEST_CSUM);
+	const uint64_t want =
+	    F(CTRL_RX) | F(CTRL_MAC_ADDR) | F(MQ) | F(CTRL_GUEST_OFFLOADS) | F(GUEST_CSUM);
 	struct test_dev *td = dev_with(2, want);
 	uint8_t p[16] = {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 	size_t written = 0;
@@ -521,13 +540,14 @@ static void test_oversized_payloads_are_err(void **state)
 	assert_int_equal(cmd1(td, VIRTIO_NET_CTRL_MQ, VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET, p, 3),
 			 VIRTIO_NET_ERR);
 	put_le64(p, F(GUEST_CSUM));
-	assert_int_equal(cmd1(td, VIRTIO_NET_CTRL_GUEST_OFFLOADS,
-			      VIRTIO_NET_CTRL_GUEST_OFFLOADS_SET, p, 9),
-			 VIRTIO_NET_ERR);
+	assert_int_equal(
+	    cmd1(td, VIRTIO_NET_CTRL_GUEST_OFFLOADS, VIRTIO_NET_CTRL_GUEST_OFFLOADS_SET, p, 9),
+	    VIRTIO_NET_ERR);
 	memset(p, 0, sizeof(p));
 	p[0] = 4;
-	assert_int_equal(cmd1(td, VIRTIO_NET_CTRL_NOTF_COAL, VIRTIO_NET_CTRL_NOTF_COAL_TX_SET, p, 9),
-			 VIRTIO_NET_ERR);
+	assert_int_equal(
+	    cmd1(td, VIRTIO_NET_CTRL_NOTF_COAL, VIRTIO_NET_CTRL_NOTF_COAL_TX_SET, p, 9),
+	    VIRTIO_NET_ERR);
 	put_le16(in + 2, 1);
 	put_le32(in + 6, 4);
 	assert_int_equal(vnet_dev_ctrl_execute(td->dev, in, 15, NULL, 0, &written), VIRTIO_NET_ERR);
@@ -625,28 +645,29 @@ static void test_config_write_only_mac_without_ctrl_mac_addr(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		T(test_ctrl_queue_round_trip_acks_ok_with_used_len_1),
-		T(test_ctrl_queue_acks_err_for_malformed_commands),
-		T(test_ctrl_command_split_across_descriptors),
-		T(test_ctrl_queue_handles_several_commands_per_kick),
-		T(test_rx_promisc_and_allmulti_take_one_byte),
-		T(test_rx_promisc_via_control_queue),
-		T(test_mac_table_set_accepts_well_formed_tables),
-		T(test_rx_filter_follows_promisc_allmulti_and_mac_table),
-		T(test_mac_table_set_truncated_is_err),
-		T(test_mac_addr_set_changes_config_space_mac),
-		T(test_mq_vq_pairs_set_within_range),
-		T(test_mq_vq_pairs_set_out_of_range_or_malformed_is_err),
-		T(test_mq_vq_pairs_set_without_mq_is_err),
-		T(test_guest_offloads_set_negotiated_bits),
-		T(test_guest_offloads_set_bits_not_negotiated_is_err),
-		T(test_guest_offloads_set_without_feature_is_err),
-		T(test_announce_ack),
-		T(test_oversized_payloads_are_err),
-		T(test_config_read_layout),
-		T(test_config_read_past_end_is_zero_filled),
-		T(test_config_link_follows_backend),
-		T(test_config_write_only_mac_without_ctrl_mac_addr),
+	    T(test_ctrl_queue_round_trip_acks_ok_with_used_len_1),
+	    T(test_ctrl_queue_acks_err_for_malformed_commands),
+	    T(test_ctrl_queue_completes_while_no_interrupt_set),
+	    T(test_ctrl_command_split_across_descriptors),
+	    T(test_ctrl_queue_handles_several_commands_per_kick),
+	    T(test_rx_promisc_and_allmulti_take_one_byte),
+	    T(test_rx_promisc_via_control_queue),
+	    T(test_mac_table_set_accepts_well_formed_tables),
+	    T(test_rx_filter_follows_promisc_allmulti_and_mac_table),
+	    T(test_mac_table_set_truncated_is_err),
+	    T(test_mac_addr_set_changes_config_space_mac),
+	    T(test_mq_vq_pairs_set_within_range),
+	    T(test_mq_vq_pairs_set_out_of_range_or_malformed_is_err),
+	    T(test_mq_vq_pairs_set_without_mq_is_err),
+	    T(test_guest_offloads_set_negotiated_bits),
+	    T(test_guest_offloads_set_bits_not_negotiated_is_err),
+	    T(test_guest_offloads_set_without_feature_is_err),
+	    T(test_announce_ack),
+	    T(test_oversized_payloads_are_err),
+	    T(test_config_read_layout),
+	    T(test_config_read_past_end_is_zero_filled),
+	    T(test_config_link_follows_backend),
+	    T(test_config_write_only_mac_without_ctrl_mac_addr),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,4 +1,4 @@
-/* test_net_rxtx.c - data path: TX to the backend, back-pressure, RX (plain and mergeable), drops, batching. */
+/* test_net_rxtx.c - data path: TX, back-pressure, RX (plain, mergeable), drops, batching. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -35,13 +35,13 @@ static void fill_pattern(uint8_t *p, size_t len, unsigned seed)
 static void tx_header(uint8_t hdr[HDR])
 {
 	struct virtio_net_hdr_v1 h = {
-		.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM,
-		.gso_type = VIRTIO_NET_HDR_GSO_NONE,
-		.hdr_len = 0,
-		.gso_size = 0,
-		.csum_start = 34,
-		.csum_offset = 16,
-		.num_buffers = 0,
+	    .flags = VIRTIO_NET_HDR_F_NEEDS_CSUM,
+	    .gso_type = VIRTIO_NET_HDR_GSO_NONE,
+	    .hdr_len = 0,
+	    .gso_size = 0,
+	    .csum_start = 34,
+	    .csum_offset = 16,
+	    .num_buffers = 0,
 	};
 
 	memcpy(hdr, &h, HDR);
@@ -101,7 +101,8 @@ static int guarded_receive(struct test_dev *td, uint32_t len, uint8_t fill)
 	}
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	if (WIFSIGNALED(status))
-		fail_msg("vnet_dev_receive() did not return (signal %d): it loops", WTERMSIG(status));
+		fail_msg("vnet_dev_receive() did not return (signal %d): it loops",
+			 WTERMSIG(status));
 	return td_receive(td, len, fill);
 }
 
@@ -499,20 +500,20 @@ static void test_rx_hostile_buffer_breaks_queue(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		T(test_tx_packet_reaches_backend_byte_exact),
-		T(test_used_index_published_once_per_batch),
-		T(test_tx_back_pressure_keeps_packet_and_retries_in_order),
-		T(test_tx_backend_error_drops_packet_and_returns_buffer),
-		T(test_tx_hostile_chain_breaks_queue_after_valid_ones),
-		T(test_tx_timer_mode_sends_batch_when_timer_fires),
-		T(test_rx_non_mergeable_delivery_byte_exact),
-		T(test_rx_buffer_of_several_descriptors),
-		T(test_rx_mergeable_delivery_byte_exact_with_num_buffers),
-		T(test_rx_no_buffers_returns_0_and_resumes_after_kick),
-		T(test_rx_mergeable_waits_when_buffers_insufficient),
-		T(test_rx_oversize_packet_dropped_and_counted),
-		T(test_rx_used_index_published_once_per_flush),
-		T(test_rx_hostile_buffer_breaks_queue),
+	    T(test_tx_packet_reaches_backend_byte_exact),
+	    T(test_used_index_published_once_per_batch),
+	    T(test_tx_back_pressure_keeps_packet_and_retries_in_order),
+	    T(test_tx_backend_error_drops_packet_and_returns_buffer),
+	    T(test_tx_hostile_chain_breaks_queue_after_valid_ones),
+	    T(test_tx_timer_mode_sends_batch_when_timer_fires),
+	    T(test_rx_non_mergeable_delivery_byte_exact),
+	    T(test_rx_buffer_of_several_descriptors),
+	    T(test_rx_mergeable_delivery_byte_exact_with_num_buffers),
+	    T(test_rx_no_buffers_returns_0_and_resumes_after_kick),
+	    T(test_rx_mergeable_waits_when_buffers_insufficient),
+	    T(test_rx_oversize_packet_dropped_and_counted),
+	    T(test_rx_used_index_published_once_per_flush),
+	    T(test_rx_hostile_buffer_breaks_queue),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
