@@ -115,7 +115,7 @@ class Vnetd:
             fail('vnetctl %s: %s%s' % (' '.join(args), r.stdout, r.stderr))
         return r
 
-    def ports(self):
+    def port_info(self):
         """{port name: port dict} from the control socket's "ports" request."""
         data = json.loads(self.ctl('raw', '{"cmd":"ports"}').stdout)
         return {p['name']: p for p in data['ports']}

@@ -31,7 +31,9 @@ def main():
         http = ns.popen(['python3', '-m', 'http.server', '8000', '--bind', '10.79.0.1',
                          '--directory', wd], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            with QemuGuest(kit, vhost_socket=sock, mac=mac,
+            # vectors=0: QEMU 7.2 under TCG crashes in msix_set_vector_notifiers when a
+            # vhost-user device starts with MSI-X (seen here); INTx avoids that QEMU bug.
+            with QemuGuest(kit, vhost_socket=sock, mac=mac, device_opts=',vectors=0',
                            log_path=os.path.join(wd, 'qemu.log')) as g:
                 rc, out = g.run('cat /sys/class/net/eth0/address')
                 check(out.strip() == mac, 'QEMU guest eth0 has the MAC')
@@ -42,23 +44,33 @@ def main():
                 check(r.returncode == 0, 'host pings the QEMU guest')
 
                 url = 'http://10.79.0.1:8000/blob'
-                s0 = vd.stats()
                 rc, out = g.run('wget -q -O - %s | sha256sum' % url, timeout=600)
                 check(rc == 0 and out.split()[0] == blob_sha, '%d MB host->guest byte-exact' % SIZE_MB)
-                s1 = vd.stats()
-                vd.ctl('coalesce', 'p0', 'rx-usecs', '2000', 'rx-frames', '64',
-                       'tx-usecs', '2000', 'tx-frames', '64')
-                st = vd.stats()['p0']
-                check(st[0]['max_usecs'] == 2000 and st[0]['set_by'] == 'host',
-                      'vnetctl coalesce set rx queue 0 (set by host)')
-                s2 = vd.stats()
+
+                # Paced stream (the guest is interrupt-driven), without and with host coalescing.
+                g.run('iperf3 -s -D', check=True)
+                counts = []
+                for usecs, frames in ((0, 0), (2000, 64)):
+                    if usecs:
+                        vd.ctl('coalesce', 'p0', 'rx-usecs', str(usecs), 'rx-frames', str(frames),
+                               'tx-usecs', str(usecs), 'tx-frames', str(frames))
+                        st = vd.stats()['p0']
+                        check(st[0]['max_usecs'] == usecs and st[0]['set_by'] == 'host',
+                              'vnetctl coalesce set rx queue 0 (set by host)')
+                    a = vd.stats()
+                    ns.run(['iperf3', '-c', '10.79.0.2', '-u', '-b', '5M', '-t', '3', '-l', '1400',
+                            '--pacing-timer', '100'], check=False, timeout=120)
+                    b = vd.stats()
+                    counts.append((counter_delta(a, b, 'p0', 0, 'notifications'),
+                                   counter_delta(a, b, 'p0', 0, 'packets')))
+                print('QEMU paced RX: %d notifications / %d packets without, %d / %d with host '
+                      'coalescing' % (counts[0] + counts[1]))
+                off = counts[0][0] / max(counts[0][1], 1)
+                on = counts[1][0] / max(counts[1][1], 1)
+                check(on < off, 'host-side coalescing lowers RX notifications per packet '
+                      '(%.3f -> %.3f)' % (off, on))
                 rc, out = g.run('wget -q -O - %s | sha256sum' % url, timeout=600)
-                check(rc == 0 and out.split()[0] == blob_sha, 'same transfer with coalescing is byte-exact')
-                s3 = vd.stats()
-                off = counter_delta(s0, s1, 'p0', 0, 'notifications')
-                on = counter_delta(s2, s3, 'p0', 0, 'notifications')
-                print('QEMU RX notifications: %d without, %d with host-side coalescing' % (off, on))
-                check(on < off, 'host-side coalescing lowers the RX notification count')
+                check(rc == 0 and out.split()[0] == blob_sha, 'transfer with coalescing is byte-exact')
         finally:
             http.kill()
         check(vd.alive(), 'vnetd still running')

@@ -40,7 +40,7 @@ def main():
                 st = vd.stats()
                 check(st['p0'][0]['packets'] > 0, 'traffic flowed before the kill')
             for _ in range(50):
-                if not vd.ports()['p0']['connected']:
+                if not vd.port_info()['p0']['connected']:
                     break
                 time.sleep(0.1)
             fds_after = open_fds(vd.proc.pid)

@@ -182,11 +182,10 @@ void td_advance(struct test_dev *td, uint64_t ns);
 /* td_tx() - the guest sends n packets of `len` data bytes (12-byte header + data) and kicks. */
 void td_tx(struct test_dev *td, unsigned qidx, unsigned n, uint32_t len);
 
-/* td_tx_queue() - like td_tx() but without the kick; returns the head of the last chain. */
+/* td_tx_queue() - queue one packet (data filled with `fill`), no publish/kick; returns its head. */
 int td_tx_queue(struct test_dev *td, unsigned qidx, uint32_t len, uint8_t fill);
 
-/* td_post_rx() - the guest posts n writable buffers of `size` bytes (no kick); returns first GPA.
- */
+/* td_post_rx() - post n writable buffers of `size` bytes (no kick); returns the first GPA. */
 uint64_t td_post_rx(struct test_dev *td, unsigned qidx, unsigned n, uint32_t size);
 
 /*
