@@ -29,7 +29,7 @@ static uint8_t ctrl_rx(struct vnet_dev *dev, uint8_t cmd, const uint8_t *p, size
 	struct vnet_rx_filter *f = &dev->filter;
 	bool on;
 
-	if (!dev_has(dev, VIRTIO_NET_F_CTRL_RX) || len < 1)
+	if (!dev_has(dev, VIRTIO_NET_F_CTRL_RX) || len != 1)
 		return VIRTIO_NET_ERR;
 	on = p[0] != 0;
 	switch (cmd) {
@@ -77,11 +77,11 @@ static size_t parse_mac_table(const uint8_t *p, size_t len, uint8_t (*table)[6],
 static uint8_t ctrl_mac(struct vnet_dev *dev, uint8_t cmd, const uint8_t *p, size_t len)
 {
 	struct vnet_rx_filter f = dev->filter;
-	size_t used;
+	size_t used, mc_used;
 
 	switch (cmd) {
 	case VIRTIO_NET_CTRL_MAC_ADDR_SET:
-		if (!dev_has(dev, VIRTIO_NET_F_CTRL_MAC_ADDR) || len < 6)
+		if (!dev_has(dev, VIRTIO_NET_F_CTRL_MAC_ADDR) || len != 6)
 			return VIRTIO_NET_ERR;
 		memcpy(dev->mac, p, 6);
 		return VIRTIO_NET_OK;
@@ -89,8 +89,10 @@ static uint8_t ctrl_mac(struct vnet_dev *dev, uint8_t cmd, const uint8_t *p, siz
 		if (!dev_has(dev, VIRTIO_NET_F_CTRL_RX))
 			return VIRTIO_NET_ERR;
 		used = parse_mac_table(p, len, f.uc, &f.n_uc, &f.uc_overflow);
-		if (!used ||
-		    !parse_mac_table(p + used, len - used, f.mc, &f.n_mc, &f.mc_overflow))
+		if (!used)
+			return VIRTIO_NET_ERR;
+		mc_used = parse_mac_table(p + used, len - used, f.mc, &f.n_mc, &f.mc_overflow);
+		if (!mc_used || used + mc_used != len)
 			return VIRTIO_NET_ERR;
 		dev->filter = f; /* all or nothing */
 		return VIRTIO_NET_OK;
@@ -103,7 +105,7 @@ static uint8_t ctrl_mq(struct vnet_dev *dev, uint8_t cmd, const uint8_t *p, size
 {
 	uint16_t pairs;
 
-	if (!dev_has(dev, VIRTIO_NET_F_MQ) || cmd != VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET || len < 2)
+	if (!dev_has(dev, VIRTIO_NET_F_MQ) || cmd != VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET || len != 2)
 		return VIRTIO_NET_ERR;
 	pairs = get_le16(p);
 	if (pairs < VIRTIO_NET_CTRL_MQ_VQ_PAIRS_MIN || pairs > dev->params.queue_pairs)
@@ -118,7 +120,7 @@ static uint8_t ctrl_guest_offloads(struct vnet_dev *dev, uint8_t cmd, const uint
 	uint64_t v;
 
 	if (!dev_has(dev, VIRTIO_NET_F_CTRL_GUEST_OFFLOADS) ||
-	    cmd != VIRTIO_NET_CTRL_GUEST_OFFLOADS_SET || len < 8)
+	    cmd != VIRTIO_NET_CTRL_GUEST_OFFLOADS_SET || len != 8)
 		return VIRTIO_NET_ERR;
 	memcpy(&v, p, 8);
 	v = le64toh(v);
@@ -168,7 +170,7 @@ static uint8_t ctrl_notf_coal(struct vnet_dev *dev, uint8_t cmd, const uint8_t *
 	switch (cmd) {
 	case VIRTIO_NET_CTRL_NOTF_COAL_TX_SET:
 	case VIRTIO_NET_CTRL_NOTF_COAL_RX_SET:
-		if (!dev_has(dev, VIRTIO_NET_F_NOTF_COAL) || len < sizeof(wire))
+		if (!dev_has(dev, VIRTIO_NET_F_NOTF_COAL) || len != sizeof(wire))
 			return VIRTIO_NET_ERR;
 		params.max_packets = get_le32(p);
 		params.max_usecs = get_le32(p + 4);
@@ -178,7 +180,7 @@ static uint8_t ctrl_notf_coal(struct vnet_dev *dev, uint8_t cmd, const uint8_t *
 		return VIRTIO_NET_OK;
 	case VIRTIO_NET_CTRL_NOTF_COAL_VQ_SET:
 		if (!dev_has(dev, VIRTIO_NET_F_VQ_NOTF_COAL) ||
-		    len < sizeof(struct virtio_net_ctrl_coal_vq))
+		    len != sizeof(struct virtio_net_ctrl_coal_vq))
 			return VIRTIO_NET_ERR;
 		q = coal_vq(dev, p);
 		if (!q)
@@ -188,7 +190,7 @@ static uint8_t ctrl_notf_coal(struct vnet_dev *dev, uint8_t cmd, const uint8_t *
 		dev_apply_coal(dev, q, &params, COAL_SET_GUEST);
 		return VIRTIO_NET_OK;
 	case VIRTIO_NET_CTRL_NOTF_COAL_VQ_GET:
-		if (!dev_has(dev, VIRTIO_NET_F_VQ_NOTF_COAL) || len < 4 || out_len < sizeof(wire))
+		if (!dev_has(dev, VIRTIO_NET_F_VQ_NOTF_COAL) || len != 4 || out_len < sizeof(wire))
 			return VIRTIO_NET_ERR;
 		q = coal_vq(dev, p);
 		if (!q)

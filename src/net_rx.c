@@ -65,11 +65,15 @@ void vnet_dev_rx_flush(struct vnet_dev *dev)
 			net_rx_flush_queue(dev, &dev->queues[i]);
 }
 
-/* No buffers: ask for a kick; if buffers arrived meanwhile, the caller may try again. */
-static bool rx_wait_for_buffers(struct vnet_queue *q)
+/*
+ * Not enough buffers: ask for a kick. If the driver added buffers since the attempt that
+ * failed (avail index moved past `seen`), the caller may try again; else it waits.
+ */
+static bool rx_wait_for_buffers(struct vnet_queue *q, uint16_t seen)
 {
 	q->rx_waiting = true;
-	if (vq_kick_enable(&q->vq)) {
+	vq_kick_enable(&q->vq);
+	if (!q->vq.broken && vq_avail_idx(&q->vq) != seen) {
 		q->rx_waiting = false;
 		return true;
 	}
@@ -148,7 +152,7 @@ static int rx_place(struct vnet_dev *dev, struct vnet_queue *q, struct virtio_ne
 		dev->rx_slots[nslots].head = c->head;
 		dev->rx_slots[nslots++].len = (uint32_t)(hdr_part + n);
 	}
-	hdr->num_buffers = htole16(mergeable ? (uint16_t)nslots : 0);
+	hdr->num_buffers = htole16(mergeable ? (uint16_t)nslots : 1); /* spec: 1 without MRG_RXBUF */
 	iov_copy_to(hdr_iov, nhdr_iov, 0, hdr, dev->hdr_len);
 	for (unsigned i = 0; i < nslots; i++)
 		vq_push(&q->vq, dev->rx_slots[i].head, dev->rx_slots[i].len);
@@ -180,8 +184,12 @@ int vnet_dev_receive(struct vnet_dev *dev, const struct iovec *iov, unsigned iov
 	memcpy(&hdr, head, sizeof(hdr));
 
 	do {
+		uint16_t seen = vq_avail_idx(&q->vq);
+
 		r = rx_place(dev, q, &hdr, iov, iovcnt, total - VNET_HDR_LEN);
-	} while (r == 0 && rx_wait_for_buffers(q));
+		if (r == 0 && !rx_wait_for_buffers(q, seen))
+			break;
+	} while (r == 0);
 	if (r == 0)
 		return 0;
 	if (r < 0) {

@@ -46,7 +46,7 @@ void notify_decide(struct vnet_dev *dev, struct vnet_queue *q, enum notify_event
 		break;
 	case COAL_HOLD:
 		if (ev == NOTIFY_COMPLETED)
-			q->stats.held++;
+			q->stats.held += packets;
 		q->coal_deadline_ns = deadline;
 		break;
 	case COAL_DUE:

@@ -9,7 +9,6 @@
 /* Guest memory is shared with a running driver: every ring field is read exactly once. */
 #define READ_ONCE_U16(p) le16toh(__atomic_load_n((p), __ATOMIC_RELAXED))
 #define READ_ONCE_U32(p) le32toh(__atomic_load_n((p), __ATOMIC_RELAXED))
-#define READ_ONCE_U64(p) le64toh(__atomic_load_n((p), __ATOMIC_RELAXED))
 #define WRITE_ONCE_U16(p, v) __atomic_store_n((p), htole16(v), __ATOMIC_RELAXED)
 #define WRITE_ONCE_U32(p, v) __atomic_store_n((p), htole32(v), __ATOMIC_RELAXED)
 
@@ -33,15 +32,20 @@ const char *vq_walk_error_str(enum vq_walk_error err)
 	return walk_error_names[err];
 }
 
-/* Copy one descriptor out of guest memory; only the copy is checked and used. */
+/*
+ * Copy one descriptor out of guest memory; only the copy is checked and used. memcpy: an
+ * indirect table may sit at any guest address, aligned or not.
+ */
 static struct vring_desc desc_read(const struct vring_desc *table, unsigned idx)
 {
 	struct vring_desc d;
 
-	d.addr = READ_ONCE_U64(&table[idx].addr);
-	d.len = READ_ONCE_U32(&table[idx].len);
-	d.flags = READ_ONCE_U16(&table[idx].flags);
-	d.next = READ_ONCE_U16(&table[idx].next);
+	memcpy(&d, (const uint8_t *)table + (size_t)idx * sizeof(d), sizeof(d));
+	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* the copy is taken once, here */
+	d.addr = le64toh(d.addr);
+	d.len = le32toh(d.len);
+	d.flags = le16toh(d.flags);
+	d.next = le16toh(d.next);
 	return d;
 }
 
@@ -167,6 +171,11 @@ void vq_mark_broken(struct virtqueue *vq, const char *what)
 	if (!vq->broken)
 		log_guest("queue %u: %s; queue stopped until the device is reset", vq->index, what);
 	vq->broken = true;
+}
+
+uint16_t vq_avail_idx(struct virtqueue *vq)
+{
+	return le16toh(__atomic_load_n(&vq->avail->idx, __ATOMIC_ACQUIRE));
 }
 
 bool vq_has_avail(struct virtqueue *vq)

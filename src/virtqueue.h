@@ -116,6 +116,9 @@ int vq_pop(struct virtqueue *vq, struct vq_chain *chain);
 /* vq_unpop() - give back the last n popped chains (they will be popped again). */
 void vq_unpop(struct virtqueue *vq, unsigned n);
 
+/* vq_avail_idx() - the driver's avail index now (started queue only). */
+uint16_t vq_avail_idx(struct virtqueue *vq);
+
 /* vq_has_avail() - whether the driver made chains available that we have not popped. */
 bool vq_has_avail(struct virtqueue *vq);
 
