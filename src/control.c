@@ -84,7 +84,7 @@ int control_listen(const char *path)
 		return -1;
 	}
 	if (chmod(path, 0600) < 0 || listen(fd, 16) < 0) {
-		log_err("control: %s: %s", path, strerror(errno));
+		log_err("control: %s: %s", addr.sun_path, strerror(errno));
 		unlink(path);
 		close(fd);
 		return -1;

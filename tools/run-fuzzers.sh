@@ -6,7 +6,7 @@ build=$1 mode=$2 n=$3
 top=$(cd "$(dirname "$0")/.." && pwd)
 status=0
 for bin in "$build"/tests/fuzz/fuzz_*; do
-	[ -x "$bin" ] || continue
+	[ -f "$bin" ] && [ -x "$bin" ] || continue
 	name=$(basename "$bin")
 	corpus_seed="$top/tests/fuzz/corpus/${name#fuzz_}"
 	work="$build/fuzz-corpus/${name#fuzz_}"
