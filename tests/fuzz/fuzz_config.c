@@ -55,7 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 17)
 		return 0;
 	log_threshold = LOG_ERR;
-	td_mem_size = 256u << 10;
+	td_mem_size = 4096; /* no rings here */
 	td_default_params(&p, (uint16_t)(1 + data[6] % VNET_MAX_QUEUE_PAIRS));
 	memcpy(p.mac, data, 6);
 	p.mtu = (uint16_t)le(data + 7, 2);

@@ -55,6 +55,7 @@ static void run_queued(struct test_dev *td, const uint8_t *in, size_t len, uint3
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	static struct test_dev *devs[4]; /* one per queue-pair count, reused across inputs */
 	struct vnet_dev_params p;
 	struct test_dev *td;
 	size_t off = 9;
@@ -64,8 +65,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	log_threshold = LOG_ERR;
 	td_mem_size = 256u << 10;
-	td_default_params(&p, (uint16_t)(1 + data[8] % 4));
-	td = td_create(&p, le64(data));
+	td = devs[data[8] % 4];
+	if (!td) {
+		td_default_params(&p, (uint16_t)(1 + data[8] % 4));
+		td = devs[data[8] % 4] = td_create(&p, le64(data));
+	} else {
+		td_recycle(td, le64(data));
+	}
 	td_start_queues(td, 64);
 	while (off + 2 <= size && ncmds++ < MAX_CMDS) {
 		size_t len = data[off];
@@ -98,6 +104,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 	}
 	td_advance(td, 10000000000ull);
-	td_free(td);
 	return 0;
 }

@@ -426,6 +426,31 @@ struct test_dev *td_create(const struct vnet_dev_params *params, uint64_t want_f
 	return td;
 }
 
+/*
+ * td_recycle() - reset a test_dev for reuse (fuzzers: one device per process instead of one
+ * per input): device reset, guest memory wiped, features negotiated again.
+ */
+void td_recycle(struct test_dev *td, uint64_t want_features)
+{
+	vnet_dev_reset(td->dev);
+	for (unsigned i = 0; i < VNET_MAX_QUEUES; i++) {
+		fake_vq_destroy(&td->vq[i]);
+		td->notifies[i] = 0;
+		td->deadline[i] = 0;
+		td->arm_calls[i] = 0;
+	}
+	td_clear_packets(td);
+	memset(td->mem.buf, 0, td->mem.size);
+	td->mem.next = 64;
+	td->now = 1000000000ull;
+	td->ctrl_q = ~0u;
+	td->tx_attempts = td->tx_eagain = td->rx_resume_calls = td->set_offloads_calls = 0;
+	td->tx_hook = NULL;
+	td->features = vnet_dev_offered_features(td->dev) & want_features;
+	if (vnet_dev_set_features(td->dev, td->features) != 0)
+		die("vnet_dev_set_features refused a subset of the offered features");
+}
+
 /* td_start_queues() - set up, start and enable every queue (control queue if negotiated). */
 void td_start_queues(struct test_dev *td, uint16_t qsize)
 {

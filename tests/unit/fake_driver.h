@@ -164,6 +164,9 @@ void td_default_params(struct vnet_dev_params *p, uint16_t pairs);
 /* td_create() - device + memory + backend, features negotiated, no queues started. */
 struct test_dev *td_create(const struct vnet_dev_params *params, uint64_t want_features);
 
+/* td_recycle() - reset a test_dev for reuse with newly negotiated features. */
+void td_recycle(struct test_dev *td, uint64_t want_features);
+
 /* td_start_queues() - set up, start and enable every queue (control queue if negotiated). */
 void td_start_queues(struct test_dev *td, uint16_t qsize);
 
