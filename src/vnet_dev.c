@@ -38,11 +38,14 @@ bool dev_queue_usable(const struct vnet_queue *q)
 	return q->enabled && q->vq.started && !q->vq.broken;
 }
 
-size_t iov_copy_to(const struct iovec *iov, unsigned cnt, size_t off, const void *buf, size_t len)
+/* Copy between a flat buffer and iov starting at byte off; to_iov picks the direction. */
+static size_t iov_copy(const struct iovec *iov, unsigned cnt, size_t off, uint8_t *buf, size_t len,
+		       bool to_iov)
 {
 	size_t done = 0;
 
 	for (unsigned i = 0; i < cnt && done < len; i++) {
+		uint8_t *base = iov[i].iov_base;
 		size_t n;
 
 		if (off >= iov[i].iov_len) {
@@ -52,32 +55,24 @@ size_t iov_copy_to(const struct iovec *iov, unsigned cnt, size_t off, const void
 		n = iov[i].iov_len - off;
 		if (n > len - done)
 			n = len - done;
-		memcpy((uint8_t *)iov[i].iov_base + off, (const uint8_t *)buf + done, n);
+		if (to_iov)
+			memcpy(base + off, buf + done, n);
+		else
+			memcpy(buf + done, base + off, n);
 		done += n;
 		off = 0;
 	}
 	return done;
 }
 
+size_t iov_copy_to(const struct iovec *iov, unsigned cnt, size_t off, const void *buf, size_t len)
+{
+	return iov_copy(iov, cnt, off, (uint8_t *)(uintptr_t)buf, len, true);
+}
+
 size_t iov_copy_from(const struct iovec *iov, unsigned cnt, size_t off, void *buf, size_t len)
 {
-	size_t done = 0;
-
-	for (unsigned i = 0; i < cnt && done < len; i++) {
-		size_t n;
-
-		if (off >= iov[i].iov_len) {
-			off -= iov[i].iov_len;
-			continue;
-		}
-		n = iov[i].iov_len - off;
-		if (n > len - done)
-			n = len - done;
-		memcpy((uint8_t *)buf + done, (const uint8_t *)iov[i].iov_base + off, n);
-		done += n;
-		off = 0;
-	}
-	return done;
+	return iov_copy(iov, cnt, off, buf, len, false);
 }
 
 static void assign_queue_kinds(struct vnet_dev *dev);

@@ -1,5 +1,6 @@
 """Shared pieces of the end-to-end tests: guest kit, vnetd in a private namespace, vnetctl, skips."""
 
+import hashlib
 import json
 import os
 import shutil
@@ -128,6 +129,14 @@ class Vnetd:
 
 def counter_delta(before, after, port, queue, key):
     return after[port][queue][key] - before[port][queue][key]
+
+
+def make_blob(path, size_mb):
+    """Write size_mb MiB of random bytes to path; returns their sha256 (hex)."""
+    data = os.urandom(size_mb << 20)
+    with open(path, 'wb') as f:
+        f.write(data)
+    return hashlib.sha256(data).hexdigest()
 
 
 def workdir(name):

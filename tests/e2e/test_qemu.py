@@ -1,12 +1,11 @@
 """A QEMU 7.2 TCG guest on vnetd (-netdev vhost-user, memfd memory): link, ping through a tap,
 and host-side coalescing (vnetctl coalesce) lowers its notification counters on a transfer."""
 
-import hashlib
 import os
 import shutil
 import subprocess
 
-from harness import (Netns, QemuGuest, Vnetd, check, counter_delta, guest_kit,
+from harness import (Netns, QemuGuest, Vnetd, check, counter_delta, guest_kit, make_blob,
                      require_root_and_tun, skip, workdir)
 
 SIZE_MB = 8
@@ -20,10 +19,7 @@ def main():
     wd = workdir('qemu')
     sock = os.path.join(wd, 'p0.sock')
     blob = os.path.join(wd, 'blob')
-    with open(blob, 'wb') as f:
-        f.write(os.urandom(SIZE_MB << 20))
-    with open(blob, 'rb') as f:
-        blob_sha = hashlib.sha256(f.read()).hexdigest()
+    blob_sha = make_blob(blob, SIZE_MB)
     mac = '52:54:00:79:00:02'
     with Netns('vnetd-e2e-qemu') as ns, \
             Vnetd(ns, ['socket=%s,tap=vtap0,mac=%s,offloads=off' % (sock, mac)], wd) as vd:

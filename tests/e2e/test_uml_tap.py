@@ -1,12 +1,11 @@
 """UML guest on a vnetd tap port: link + MAC, ping both ways, guest ethtool -C reaches vnetd,
 byte-exact 20 MB transfers both ways, and coalescing cuts RX/TX notifications to <= 1/5."""
 
-import hashlib
 import os
 import subprocess
 
-from harness import (Netns, UmlGuest, Vnetd, check, counter_delta, guest_kit, require_root_and_tun,
-                     workdir)
+from harness import (Netns, UmlGuest, Vnetd, check, counter_delta, guest_kit, make_blob,
+                     require_root_and_tun, workdir)
 
 MAC = '52:54:00:77:00:02'
 HOST_IP, GUEST_IP = '10.77.0.1', '10.77.0.2'
@@ -34,10 +33,7 @@ def main():
     wd = workdir('uml-tap')
     sock = os.path.join(wd, 'p0.sock')
     blob = os.path.join(wd, 'blob')
-    with open(blob, 'wb') as f:
-        f.write(os.urandom(SIZE_MB << 20))
-    with open(blob, 'rb') as f:
-        blob_sha = hashlib.sha256(f.read()).hexdigest()
+    blob_sha = make_blob(blob, SIZE_MB)
 
     with Netns('vnetd-e2e-uml') as ns, \
             Vnetd(ns, ['socket=%s,tap=vtap0,mac=%s' % (sock, MAC)], wd) as vd:
