@@ -154,11 +154,16 @@ struct vnet_dev *vnet_dev_create(const struct vnet_dev_params *params, const str
 	dev->env = env;
 	dev->env_ctx = env_ctx;
 	dev->nqueues = 2u * params->queue_pairs + 1;
+	dev->queues = calloc(dev->nqueues, sizeof(*dev->queues));
+	if (!dev->queues) {
+		free(dev);
+		return NULL;
+	}
 	dev->host_rx_set = params->host_coal_rx_set;
 	dev->host_rx = params->host_coal_rx;
 	dev->host_tx_set = params->host_coal_tx_set;
 	dev->host_tx = params->host_coal_tx;
-	for (unsigned i = 0; i < VNET_MAX_QUEUES; i++) {
+	for (unsigned i = 0; i < dev->nqueues; i++) {
 		struct vnet_queue *q = &dev->queues[i];
 
 		q->vq.index = i;
@@ -173,6 +178,9 @@ struct vnet_dev *vnet_dev_create(const struct vnet_dev_params *params, const str
 
 void vnet_dev_destroy(struct vnet_dev *dev)
 {
+	if (!dev)
+		return;
+	free(dev->queues);
 	free(dev);
 }
 

@@ -53,7 +53,7 @@ struct vnet_dev {
 	struct coal_params host_tx, host_rx;
 	struct vnet_rx_slot rx_slots[VNET_RX_MAX_BUFFERS];
 	struct iovec tx_iov[VQ_MAX_CHAIN + 1];
-	struct vnet_queue queues[VNET_MAX_QUEUES];
+	struct vnet_queue *queues; /* nqueues of them */
 };
 
 /* What made notify_decide() run. */
