@@ -1,0 +1,982 @@
+"""A hostile vhost-user frontend (malicious VMM and driver) against one vnetd with two switch ports.
+
+Each case connects to port p0 and does one bad thing. After every case:
+  (1) vnetd is still running,
+  (2) it logged a clear line about it (or the case says why no line is expected),
+  (3) the case's own verdict: the bad queue is stopped ("broken" in stats, or not started), the
+      request was refused (REPLY_ACK != 0, connection kept) or the connection was dropped,
+  (4) port p1 still works: a good frontend sets it up, gets OK for a control TX_SET and has a
+      transmitted packet counted,
+  (5) a NEW good frontend on p0 works (full setup, control command acked OK),
+  (6) vnetd's fd count is back to its idle value and no guest memfd is still mapped.
+Every case runs even if an earlier one failed (vnetd is restarted if it died); exit 1 if any
+check failed. Needs no root and no guest: switch ports create no interface.
+"""
+
+import json
+import os
+import re
+import struct
+import subprocess
+import sys
+import threading
+import time
+import traceback
+
+from harness import SKIP, VNETCTL, VNETD, Vnetd, workdir
+import vhost_user_client as vu
+from vhost_user_client import (CTRL_Q, RX_Q, TX_Q, VRING_DESC_F_INDIRECT, VRING_DESC_F_NEXT,
+                               VRING_DESC_F_WRITE, GuestMemory, VhostUserClient,
+                               VirtioNetFrontend, VhostUserError, ether_frame)
+
+MACS = ['52:54:00:77:00:01', '52:54:00:77:00:02']
+BCAST = 'ff:ff:ff:ff:ff:ff'
+P1_SERVED_WITHIN = 1.0   # s: how long p1 may wait while p0 stalls a message (normally ~20 ms)
+NEXT, WRITE, INDIRECT = VRING_DESC_F_NEXT, VRING_DESC_F_WRITE, VRING_DESC_F_INDIRECT
+WITH_INDIRECT = vu.DEFAULT_FEATURES | (1 << vu.VIRTIO_RING_F_INDIRECT_DESC)
+U64 = 2**64
+
+
+class _NoNs:
+    """vnetd with only switch ports needs no namespace: it creates no interface."""
+
+    def popen(self, argv, **kw):
+        kw.setdefault('start_new_session', True)
+        return subprocess.Popen(argv, **kw)
+
+
+class Result:
+    def __init__(self, name):
+        self.name = name
+        self.failures = []
+
+    def check(self, cond, what):
+        print(('    ok   ' if cond else '    FAIL ') + what, flush=True)
+        if not cond:
+            self.failures.append(what)
+        return cond
+
+    def note(self, what):
+        print('    --   ' + what, flush=True)
+
+
+class Env:
+    """The vnetd under test, its log, and the hostile objects of the running case."""
+
+    def __init__(self, wd):
+        self.wd = wd
+        self.socks = [os.path.join(wd, 'p%d.sock' % i) for i in range(2)]
+        self.vd = None
+        self.idle_fds = None
+        self.hostile = []
+
+    # -- vnetd --
+    def start(self):
+        ports = ['socket=%s,switch,mac=%s' % (s, m) for s, m in zip(self.socks, MACS)]
+        ctl = os.path.join(self.wd, 'control.sock')
+        if os.path.exists(ctl):
+            os.unlink(ctl)  # a dead vnetd's socket would make __enter__ return too early
+        self.vd = Vnetd(_NoNs(), ports, self.wd).__enter__()
+        time.sleep(0.1)
+        self.idle_fds = self.fd_count()
+
+    def stop(self):
+        if self.vd:
+            self.vd.stop()
+
+    def pid(self):
+        return self.vd.proc.pid
+
+    def fd_count(self):
+        return len(os.listdir('/proc/%d/fd' % self.pid()))
+
+    def memfd_maps(self):
+        with open('/proc/%d/maps' % self.pid()) as f:
+            return [line.strip() for line in f if 'memfd:' in line]
+
+    def log_size(self):
+        try:
+            return os.path.getsize(self.vd.log_path)
+        except OSError:
+            return 0
+
+    def log_since(self, offset):
+        with open(self.vd.log_path, 'rb') as f:
+            f.seek(offset)
+            return f.read().decode(errors='replace')
+
+    def wait_log(self, offset, regex, timeout=1.5):
+        deadline = time.monotonic() + timeout
+        while True:
+            m = re.search(regex, self.log_since(offset))
+            if m or time.monotonic() > deadline:
+                return m
+            time.sleep(0.05)
+
+    def _ctl(self, request):
+        """One control-socket request; raises (never exits) if vnetd does not answer."""
+        r = self.vd.ctl('raw', json.dumps(request), check=False)
+        if r.returncode != 0:
+            raise VhostUserError('vnetctl raw %s: %s' % (json.dumps(request), (r.stdout + r.stderr).strip()))
+        return json.loads(r.stdout)
+
+    def stats(self, port):
+        data = self._ctl({'cmd': 'stats', 'port': port})
+        return {q['index']: q for q in data['ports'][0]['queues']}
+
+    def connected(self, port):
+        return {p['name']: p for p in self._ctl({'cmd': 'ports'})['ports']}[port]['connected']
+
+    def settled_fd_count(self, want, timeout=1.0):
+        """fd count once vnetd has closed the control connections vnetctl just hung up."""
+        deadline = time.monotonic() + timeout
+        while True:
+            n = self.fd_count()
+            if n == want or time.monotonic() > deadline:
+                return n
+            time.sleep(0.02)
+
+    def wait_disconnected(self, port, timeout=4.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.vd.alive():
+                return False
+            try:
+                if not self.connected(port):
+                    return True
+            except VhostUserError:
+                pass  # vnetd busy: ask again
+            time.sleep(0.02)
+        return False
+
+    def wait_queue(self, port, q, key, value=True, timeout=2.0):
+        deadline = time.monotonic() + timeout
+        while True:
+            st = self.stats(port)[q]
+            if st[key] == value or time.monotonic() > deadline:
+                return st
+            time.sleep(0.02)
+
+    # -- hostile objects of the running case (closed after it) --
+    def frontend(self, port=0, **kw):
+        f = VirtioNetFrontend(self.socks[port], **kw)
+        self.hostile.append(f)
+        return f
+
+    def client(self, port=0):
+        c = VhostUserClient(self.socks[port])
+        self.hostile.append(c)
+        return c
+
+    def close_hostile(self):
+        for h in self.hostile:
+            try:
+                h.close()
+            except Exception:
+                pass
+        self.hostile = []
+
+    # -- the good frontends --
+    def good_p1(self, res, what='p1'):
+        """(4): p1 set up from scratch, TX_SET acked OK, one transmitted packet counted."""
+        t0 = time.monotonic()  # the stats request counts too: vnetd must answer it meanwhile
+        try:
+            before = self.stats('p1')[TX_Q]['packets']
+            with VirtioNetFrontend(self.socks[1]) as f:
+                f.setup()
+                ack = f.coal_tx_set(4, 20)
+                sent = f.transmit(ether_frame(BCAST, MACS[1]))
+            dt = time.monotonic() - t0
+        except (VhostUserError, OSError) as e:
+            res.check(False, '%s: good frontend works (%s)' % (what, e))
+            return None
+        try:
+            after = self.stats('p1')[TX_Q]['packets']
+        except VhostUserError as e:
+            res.check(False, '%s: stats (%s)' % (what, e))
+            return None
+        res.check(ack == vu.VIRTIO_NET_OK and sent and after == before + 1,
+                  '%s: good frontend: TX_SET ack %r, packet counted %d -> %d (%.0f ms)'
+                  % (what, ack, before, after, dt * 1000))
+        self.wait_disconnected('p1')
+        return dt
+
+    def good_p0(self, res):
+        """(5): a new good connection on p0 works."""
+        if not res.check(self.wait_disconnected('p0'), 'p0: previous frontend gone'):
+            return
+        try:
+            with VirtioNetFrontend(self.socks[0]) as f:
+                f.setup()
+                ack = f.coal_tx_set(8, 50)
+                sent = f.transmit(ether_frame(BCAST, MACS[0]))
+            res.check(ack == vu.VIRTIO_NET_OK and sent,
+                      'p0: new good frontend: TX_SET ack %r, packet sent %r' % (ack, sent))
+        except (VhostUserError, OSError) as e:
+            res.check(False, 'p0: new good frontend works (%s)' % e)
+        self.wait_disconnected('p0')
+
+    def p1_latency(self, timeout=10.0):
+        """Seconds until a new p1 frontend gets its GET_FEATURES answered (None: not in timeout)."""
+        t0 = time.monotonic()
+        try:
+            c = VhostUserClient(self.socks[1], timeout=timeout)
+            try:
+                c.get_features()
+            finally:
+                c.close()
+        except (VhostUserError, OSError):
+            return None
+        return time.monotonic() - t0
+
+    def p1_broadcast(self):
+        """A good p1 guest sends one broadcast: the switch floods it to p0's RX queue."""
+        with VirtioNetFrontend(self.socks[1]) as f:
+            f.setup()
+            f.transmit(ether_frame(BCAST, MACS[1]))
+        self.wait_disconnected('p1')
+
+
+# =============================================================================================
+# Case helpers
+# =============================================================================================
+def expect_broken(env, res, q, what):
+    st = env.wait_queue('p0', q, 'broken', True)
+    res.check(st['broken'], 'p0 queue %d (%s) is broken after %s' % (q, st['kind'], what))
+
+
+def expect_dropped(env, res, c, what):
+    res.check(c.wait_closed(3.0), 'vnetd dropped the connection after %s' % what)
+
+
+def expect_alive_conn(res, c, what):
+    """The connection still answers requests (GET_QUEUE_NUM)."""
+    try:
+        n = c.get_queue_num()
+        res.check(n == 3, 'connection kept after %s (GET_QUEUE_NUM = %d)' % (what, n))
+    except (VhostUserError, OSError) as e:
+        res.check(False, 'connection kept after %s (%s)' % (what, e))
+
+
+def refused(res, ack, what):
+    res.check(ack not in (0, None), '%s refused with REPLY_ACK %r' % (what, ack))
+
+
+def buf(f, n=256):
+    return f.mem.alloc(n)
+
+
+# =============================================================================================
+# Cases. Each is (name, function(env, res), log regex or None, why no log line is expected).
+# =============================================================================================
+CASES = []
+
+
+def case(name, log=None, nolog=None):
+    def reg(fn):
+        CASES.append((name, fn, log, nolog))
+        return fn
+    return reg
+
+
+# ---- bad descriptor chains on TX, RX (when receiving) and the control queue ----
+def chain_case(name, q, build, err, features=vu.DEFAULT_FEATURES):
+    def fn(env, res):
+        f = env.frontend(features=features).setup()
+        ring = f.rings[q]
+        build(f, ring, WRITE if q == RX_Q else 0)
+        ring.kick()
+        if q == RX_Q:
+            env.p1_broadcast()  # the walker only meets RX chains when a packet arrives
+        expect_broken(env, res, q, name)
+        expect_alive_conn(res, f.vu, name)
+    CASES.append((name, fn, r'queue %d: %s; queue stopped' % (q, re.escape(err)), None))
+
+
+def self_loop(f, r, w):
+    r.set_desc(0, buf(f), 64, NEXT | w, 0)
+    r.put_avail(0)
+
+
+def two_cycle(f, r, w):
+    b = buf(f)
+    r.set_desc(0, b, 32, NEXT | w, 1)
+    r.set_desc(1, b + 32, 32, NEXT | w, 0)
+    r.put_avail(0)
+
+
+for _q, _qn in ((TX_Q, 'TX'), (RX_Q, 'RX'), (CTRL_Q, 'ctrl')):
+    chain_case('descriptor self-loop on %s' % _qn, _q, self_loop, 'chain too long (loop?)')
+    chain_case('descriptor 2-cycle on %s' % _qn, _q, two_cycle, 'chain too long (loop?)')
+
+
+def addr_outside(f, r, w):
+    r.set_desc(0, f.mem.gpa_base + f.mem.size + 0x1000, 64, w)
+    r.put_avail(0)
+
+
+def addr_below(f, r, w):
+    r.set_desc(0, 0x1000, 64, w)
+    r.put_avail(0)
+
+
+def addr_straddles_end(f, r, w):
+    r.set_desc(0, f.mem.gpa_base + f.mem.size - 16, 64, w)
+    r.put_avail(0)
+
+
+def addr_overflow(f, r, w):
+    r.set_desc(0, U64 - 16, 64, w)  # addr + len wraps past 2^64
+    r.put_avail(0)
+
+
+def len_max(f, r, w):
+    r.set_desc(0, f.mem.gpa_base, 0xffffffff, w)
+    r.put_avail(0)
+
+
+def len_max_overflow(f, r, w):
+    r.set_desc(0, U64 - 0x1000, 0xffffffff, w)
+    r.put_avail(0)
+
+
+chain_case('TX buffer outside guest memory', TX_Q, addr_outside, 'buffer outside guest memory')
+chain_case('TX buffer below guest memory', TX_Q, addr_below, 'buffer outside guest memory')
+chain_case('TX buffer straddling the end of memory', TX_Q, addr_straddles_end,
+           'buffer outside guest memory')
+chain_case('TX buffer range overflowing 64 bits', TX_Q, addr_overflow,
+           'buffer outside guest memory')
+chain_case('RX buffer range overflowing 64 bits', RX_Q, addr_overflow,
+           'buffer outside guest memory')
+chain_case('ctrl buffer outside guest memory', CTRL_Q, addr_outside,
+           'buffer outside guest memory')
+chain_case('TX descriptor length 0xffffffff', TX_Q, len_max, 'buffer outside guest memory')
+chain_case('TX length 0xffffffff at 2^64-4096', TX_Q, len_max_overflow,
+           'buffer outside guest memory')
+chain_case('RX descriptor length 0xffffffff', RX_Q, len_max, 'buffer outside guest memory')
+
+
+def avail_jump(f, r, w):
+    r.set_avail_idx(r.num + 1)
+
+
+def avail_jump_max(f, r, w):
+    r.set_avail_idx(0xffff)
+
+
+def head_eq_size(f, r, w):
+    r.set_desc(0, buf(f), 64, w)
+    r.put_avail(r.num)
+
+
+def head_ffff(f, r, w):
+    r.put_avail(0xffff)
+
+
+def next_out_of_range(f, r, w):
+    r.set_desc(0, buf(f), 64, NEXT | w, r.num)
+    r.put_avail(0)
+
+
+chain_case('TX avail index jump beyond queue size', TX_Q, avail_jump,
+           'avail index moved by more than the queue size')
+chain_case('ctrl avail index jump to 0xffff', CTRL_Q, avail_jump_max,
+           'avail index moved by more than the queue size')
+chain_case('TX head index == queue size', TX_Q, head_eq_size, 'head index out of range')
+chain_case('ctrl head index 0xffff', CTRL_Q, head_ffff, 'head index out of range')
+chain_case('RX head index == queue size', RX_Q, head_eq_size, 'head index out of range')
+chain_case('TX next index == queue size', TX_Q, next_out_of_range, 'next index out of range')
+
+
+def indirect_table(f, r, w, entries):
+    """Descriptor 0 of r points at an indirect table holding `entries` (addr, len, flags, next)."""
+    t = f.mem.alloc(16 * len(entries), 16)
+    for i, (a, ln, fl, nx) in enumerate(entries):
+        f.mem.write(t + 16 * i, vu.DESC.pack(a, ln, fl, nx))
+    return t
+
+
+def indirect_plain(f, r, w):
+    t = indirect_table(f, r, w, [(buf(f), 64, w, 0)])
+    r.set_desc(0, t, 16, INDIRECT)
+    r.put_avail(0)
+
+
+def indirect_nested(f, r, w):
+    inner = indirect_table(f, r, w, [(buf(f), 64, w, 0)])
+    outer = indirect_table(f, r, w, [(inner, 16, INDIRECT, 0)])
+    r.set_desc(0, outer, 16, INDIRECT)
+    r.put_avail(0)
+
+
+def indirect_with_next(f, r, w):
+    t = indirect_table(f, r, w, [(buf(f), 64, w, 0)])
+    r.set_desc(0, t, 16, INDIRECT | NEXT, 1)
+    r.set_desc(1, buf(f), 64, w)
+    r.put_avail(0)
+
+
+def indirect_loop(f, r, w):
+    b = buf(f)
+    t = indirect_table(f, r, w, [(b, 32, NEXT | w, 1), (b + 32, 32, NEXT | w, 0)])
+    r.set_desc(0, t, 32, INDIRECT)
+    r.put_avail(0)
+
+
+def indirect_bad_len(f, r, w):
+    t = indirect_table(f, r, w, [(buf(f), 64, w, 0)])
+    r.set_desc(0, t, 17, INDIRECT)
+    r.put_avail(0)
+
+
+def indirect_outside(f, r, w):
+    r.set_desc(0, f.mem.gpa_base + f.mem.size, 32, INDIRECT)
+    r.put_avail(0)
+
+
+chain_case('TX INDIRECT not negotiated', TX_Q, indirect_plain,
+           'indirect descriptor not negotiated')
+chain_case('ctrl INDIRECT not negotiated', CTRL_Q, indirect_plain,
+           'indirect descriptor not negotiated')
+chain_case('TX nested INDIRECT', TX_Q, indirect_nested,
+           'nested indirect or indirect with next', WITH_INDIRECT)
+chain_case('RX nested INDIRECT', RX_Q, indirect_nested,
+           'nested indirect or indirect with next', WITH_INDIRECT)
+chain_case('TX INDIRECT with NEXT', TX_Q, indirect_with_next,
+           'nested indirect or indirect with next', WITH_INDIRECT)
+chain_case('TX loop inside an indirect table', TX_Q, indirect_loop, 'chain too long (loop?)',
+           WITH_INDIRECT)
+chain_case('TX indirect table length 17', TX_Q, indirect_bad_len, 'bad indirect table',
+           WITH_INDIRECT)
+chain_case('TX indirect table outside memory', TX_Q, indirect_outside, 'bad indirect table',
+           WITH_INDIRECT)
+
+
+def ctrl_read_after_write(f, r, w):
+    b = buf(f)
+    f.mem.write(b, bytes([vu.CTRL_NOTF_COAL, vu.NOTF_COAL_TX_SET]))
+    r.set_desc(0, b + 64, 1, WRITE | NEXT, 1)
+    r.set_desc(1, b, 2, 0)
+    r.put_avail(0)
+
+
+chain_case('ctrl readable descriptor after writable', CTRL_Q, ctrl_read_after_write,
+           'readable descriptor after writable one')
+
+
+# ---- zero lengths: not an error of the ring; the packet / command is refused ----
+@case('TX descriptor length 0', log=r'queue 1: TX packet of 0 bytes dropped')
+def tx_len0(env, res):
+    f = env.frontend().setup()
+    r = f.rings[TX_Q]
+    dropped = env.stats('p0')[TX_Q]['dropped']
+    r.set_desc(0, buf(f), 0, 0)
+    r.put_avail(0)
+    r.kick()
+    used = r.get_used(2.0)
+    res.check(used is not None and used[1] == 0, 'the empty packet was returned (used %r)' % (used,))
+    res.check(env.stats('p0')[TX_Q]['dropped'] == dropped + 1, 'counted as dropped')
+    res.check(f.transmit(ether_frame(BCAST, MACS[0])), 'TX queue keeps working afterwards')
+    res.check(not env.stats('p0')[TX_Q]['broken'], 'TX queue not broken (a 0-byte packet is legal)')
+
+
+@case('ctrl descriptors of length 0', log=r'queue 2: control command without a writable ack')
+def ctrl_len0(env, res):
+    f = env.frontend().setup()
+    r = f.rings[CTRL_Q]
+    b = buf(f)
+    r.set_desc(0, b, 0, NEXT, 1)
+    r.set_desc(1, b + 16, 0, WRITE)
+    r.put_avail(0)
+    r.kick()
+    used = r.get_used(2.0)
+    res.check(used is not None, 'command completed (no ack possible) %r' % (used,))
+    res.check(f.coal_tx_set(1, 1) == vu.VIRTIO_NET_OK, 'next command on the same queue acked OK')
+
+
+# ---- ring addresses ----
+def ring_addr_case(name, override, log):
+    def fn(env, res):
+        f = env.frontend()
+        f.negotiate()
+        f.set_mem()
+        for q in (RX_Q, CTRL_Q):
+            f.setup_ring(f.make_ring(q))
+        r = f.make_ring(TX_Q)
+        kw = override(f, r)
+        try:
+            f.setup_ring(r, **kw)
+            res.note('SET_VRING_ADDR/KICK acked OK; the queue is to stay stopped')
+        except VhostUserError as e:
+            res.note('setup refused: %s' % e)
+        r.kick()
+        st = env.stats('p0')[TX_Q]
+        res.check(not st['started'], 'p0 TX queue not started (started=%r)' % st['started'])
+        res.check(f.coal_tx_set(2, 2) == vu.VIRTIO_NET_OK, 'control queue still works')
+        expect_alive_conn(res, f.vu, name)
+    CASES.append((name, fn, log, None))
+
+
+OUTSIDE = r'queue 1: ring outside guest memory'
+ring_addr_case('desc ring outside memory', lambda f, r: {'desc': 0xdead0000}, OUTSIDE)
+ring_addr_case('used ring range overflowing 64 bits', lambda f, r: {'used': U64 - 8}, OUTSIDE)
+ring_addr_case('avail ring straddling the end of memory',
+               lambda f, r: {'avail': f.mem.uva(f.mem.gpa_base + f.mem.size - 4)}, OUTSIDE)
+ring_addr_case('ring given as guest-physical, not user address',
+               lambda f, r: {'desc': r.desc, 'used': r.used, 'avail': r.avail}, OUTSIDE)
+ring_addr_case('misaligned desc ring', lambda f, r: {'desc': f.mem.uva(r.desc) + 8},
+               r'queue 1: misaligned ring addresses')
+
+
+# ---- SET_VRING_NUM ----
+@case('SET_VRING_NUM 0, 65536, 3, 1000, 0xffffffff', log=r'queue 1: bad size')
+def vring_num(env, res):
+    f = env.frontend()
+    f.negotiate()
+    for n in (0, 65536, 3, 1000, 0xffffffff):
+        refused(res, f.vu.set_vring_num(TX_Q, n), 'SET_VRING_NUM %d' % n)
+    f.set_mem()
+    for q in (RX_Q, TX_Q, CTRL_Q):
+        f.setup_ring(f.make_ring(q))
+    res.check(f.transmit(ether_frame(BCAST, MACS[0])), 'good sizes afterwards: TX works')
+
+
+@case('ring index out of range (200) in ring requests', log=r'queue 200 out of range')
+def ring_index(env, res):
+    c = env.client()
+    c.set_protocol_features(1 << vu.PROTOCOL_F_REPLY_ACK)
+    e = os.eventfd(0)
+    try:
+        refused(res, c.set_vring_num(200, 64), 'SET_VRING_NUM index 200')
+        refused(res, c.set_vring_kick(200, e), 'SET_VRING_KICK index 200')
+        refused(res, c.set_vring_enable(200, True), 'SET_VRING_ENABLE index 200')
+    finally:
+        os.close(e)
+    expect_alive_conn(res, c, 'ring index 200')
+
+
+@case('SET_FEATURES with bits never offered', log=r'SET_FEATURES 0x[0-9a-f]+ refused')
+def bad_features(env, res):
+    c = env.client()
+    c.set_protocol_features(1 << vu.PROTOCOL_F_REPLY_ACK)
+    refused(res, c.set_features((1 << 63) | (1 << vu.VIRTIO_F_VERSION_1)), 'SET_FEATURES bit 63')
+
+
+# ---- SET_MEM_TABLE ----
+def mem_client(env):
+    c = env.client()
+    c.set_protocol_features(1 << vu.PROTOCOL_F_REPLY_ACK)
+    return c
+
+
+@case('SET_MEM_TABLE with 0 regions', log=r'bad SET_MEM_TABLE message \(5\): bad number of memory')
+def mem0(env, res):
+    c = mem_client(env)
+    c.send(vu.SET_MEM_TABLE, c.mem_table_payload([], 0), flags=vu.VERSION | vu.FLAG_NEED_REPLY)
+    expect_dropped(env, res, c, 'SET_MEM_TABLE with 0 regions')
+
+
+@case('SET_MEM_TABLE with 9 regions (8 fds)',
+      log=r'bad SET_MEM_TABLE message \(5\): bad number of memory')
+def mem9(env, res):
+    c = mem_client(env)
+    mems = [GuestMemory(4096, gpa=0x100000 * (i + 1), uva=0x7f0000000000 + 0x100000 * i)
+            for i in range(8)]
+    env.hostile += mems
+    c.send(vu.SET_MEM_TABLE, c.mem_table_payload([m.region() for m in mems], 9),
+           fds=[m.fd for m in mems], flags=vu.VERSION | vu.FLAG_NEED_REPLY)
+    expect_dropped(env, res, c, 'nregions 9')
+
+
+@case('SET_MEM_TABLE with 9 regions and 9 fds', log=r'message with more than 8 fds')
+def mem9fds(env, res):
+    c = mem_client(env)
+    mems = [GuestMemory(4096, gpa=0x100000 * (i + 1), uva=0x7f0000000000 + 0x100000 * i)
+            for i in range(9)]
+    env.hostile += mems
+    c.send(vu.SET_MEM_TABLE, c.mem_table_payload([m.region() for m in mems[:8]], 9),
+           fds=[m.fd for m in mems], flags=vu.VERSION | vu.FLAG_NEED_REPLY)
+    expect_dropped(env, res, c, '9 fds')
+
+
+def mem_refused_case(name, make, log):
+    def fn(env, res):
+        c = mem_client(env)
+        regions, fds, cleanup = make(env)
+        try:
+            refused(res, c.set_mem_table(regions, fds), name)
+        finally:
+            for fd in cleanup:
+                os.close(fd)
+        expect_alive_conn(res, c, name)
+    CASES.append((name, fn, log, None))
+
+
+def _pipe(env):
+    r, w = os.pipe()
+    return [(0x40000000, 1 << 20, 0x7f5500000000, 0)], [r], [r, w]
+
+
+def _devnull(env):
+    fd = os.open('/dev/null', os.O_RDWR)
+    return [(0x40000000, 1 << 20, 0x7f5500000000, 0)], [fd], [fd]
+
+
+def _memfd_region(env, region):
+    m = GuestMemory(1 << 20)
+    env.hostile.append(m)
+    return [region(m)], [m.fd], []
+
+
+mem_refused_case('SET_MEM_TABLE with a pipe fd', _pipe, r'SET_MEM_TABLE: mmap of \d+ bytes')
+mem_refused_case('SET_MEM_TABLE with /dev/null', _devnull, r'SET_MEM_TABLE: mmap of \d+ bytes')
+mem_refused_case('SET_MEM_TABLE region of size 0',
+                 lambda env: _memfd_region(env, lambda m: (m.gpa_base, 0, m.uva_base, 0)),
+                 r'SET_MEM_TABLE: empty region')
+mem_refused_case('SET_MEM_TABLE mmap_offset beyond the file',
+                 lambda env: _memfd_region(env, lambda m: (m.gpa_base, 4096, m.uva_base, 2 << 20)),
+                 r'SET_MEM_TABLE: file of 1048576 bytes, region needs')
+mem_refused_case('SET_MEM_TABLE region larger than the file',
+                 lambda env: _memfd_region(env, lambda m: (m.gpa_base, 4 << 20, m.uva_base, 0)),
+                 r'SET_MEM_TABLE: file of 1048576 bytes, region needs')
+mem_refused_case('SET_MEM_TABLE mmap_offset + size overflowing 64 bits',
+                 lambda env: _memfd_region(env, lambda m: (m.gpa_base, 8192, m.uva_base, U64 - 4096)),
+                 r'SET_MEM_TABLE: region wraps around')
+mem_refused_case('SET_MEM_TABLE guest address + size overflowing 64 bits',
+                 lambda env: _memfd_region(env, lambda m: (U64 - 4096, 8192, m.uva_base, 0)),
+                 r'SET_MEM_TABLE: region wraps around')
+
+
+@case('SET_MEM_TABLE with overlapping regions', log=r'SET_MEM_TABLE: region 1 overlaps another')
+def mem_overlap(env, res):
+    c = mem_client(env)
+    a, b = GuestMemory(1 << 20), GuestMemory(1 << 20)
+    env.hostile += [a, b]
+    refused(res, c.set_mem_table([a.region(), b.region()], [a.fd, b.fd]), 'overlapping regions')
+    expect_alive_conn(res, c, 'overlapping regions')
+
+
+@case('memfd shrunk to 0 after SET_MEM_TABLE, then kick',
+      log=r'vnetd: (warning|error): .*(memory|memfd|seal|SIGBUS|bus error|truncat|shr[iu]nk)')
+def mem_shrunk(env, res):
+    """The frontend owns the memfd: it can ftruncate it after vnetd mapped it. Touching the
+    mapping then raises SIGBUS in vnetd unless it refused unsealed memory (F_SEAL_SHRINK) or
+    handles the fault. Either a refused SET_MEM_TABLE or a broken queue / dropped connection
+    is fine; a dead daemon is not."""
+    f = env.frontend()
+    f.negotiate()
+    try:
+        f.set_mem()
+    except VhostUserError as e:
+        res.check(True, 'SET_MEM_TABLE of an unsealed memfd refused (%s)' % e)
+        return
+    for q in (RX_Q, TX_Q, CTRL_Q):
+        f.setup_ring(f.make_ring(q))
+    r = f.rings[TX_Q]
+    b = buf(f, 128)
+    f.mem.write(b, bytes(12) + ether_frame(BCAST, MACS[0]))
+    r.put_avail(r.add_chain([(b, 12 + 41, False)]))
+    os.ftruncate(f.mem.fd, 0)  # from here on, never touch f.mem (we would SIGBUS ourselves)
+    r.kick()
+    time.sleep(0.3)
+    if not res.check(env.vd.alive(), 'vnetd survived guest memory shrinking under it'):
+        return
+    st = env.stats('p0')[TX_Q]
+    res.check(st['broken'] or f.vu.wait_closed(1.0), 'TX queue broken or connection dropped')
+
+
+# ---- truncated and malformed messages ----
+@case('truncated payload, then close', log=r'SET_VRING_NUM: truncated payload')
+def trunc_close(env, res):
+    c = env.client()
+    c.send(vu.SET_VRING_NUM, struct.pack('=I', 1), size=8)
+    c.close()
+
+
+@case('truncated header (5 bytes), then close', log=r'truncated message header')
+def trunc_hdr_close(env, res):
+    c = env.client()
+    c.send_raw(struct.pack('=IB', vu.SET_OWNER, 1))
+    c.close()
+
+
+def stall_case(name, partial, log):
+    def fn(env, res):
+        c = env.client()
+        c.send_raw(partial)
+        t0 = time.monotonic()
+        time.sleep(0.1)
+        dt = env.p1_latency()
+        res.check(dt is not None and dt < P1_SERVED_WITHIN,
+                  'p1 served while p0 stalls mid-message: GET_FEATURES answered after %s (limit %.1f s)'
+                  % ('%.2f s' % dt if dt is not None else 'never', P1_SERVED_WITHIN))
+        time.sleep(max(0.0, 2.2 - (time.monotonic() - t0)))  # stall > 2 s in all
+        expect_dropped(env, res, c, 'a stall of %.1f s' % (time.monotonic() - t0))
+    CASES.append((name, fn, log, None))
+
+
+stall_case('truncated payload, then stall > 2 s',
+           vu.HDR.pack(vu.SET_VRING_NUM, vu.VERSION, 8) + struct.pack('=I', 1),
+           r'SET_VRING_NUM: truncated payload')
+stall_case('truncated header, then stall > 2 s', struct.pack('=IB', vu.SET_OWNER, 1),
+           r'truncated message header')
+
+
+@case('payload trickled 1 byte per 1.2 s for 5 s', log=r'SET_VRING_ADDR: truncated payload')
+def trickle(env, res):
+    """Every byte restarts vnetd's 2 s wait for the rest of the message: the daemon must not
+    stay blocked in that read (p1 must be served meanwhile) nor wait forever for the message."""
+    c = env.client()
+    c.send_raw(vu.HDR.pack(vu.SET_VRING_ADDR, vu.VERSION, 40))
+    stop = threading.Event()
+
+    def drip():
+        for _ in range(4):
+            if stop.wait(1.2):
+                return
+            try:
+                c.send_raw(b'\0')
+            except (OSError, VhostUserError):
+                return
+
+    th = threading.Thread(target=drip, daemon=True)
+    th.start()
+    time.sleep(0.1)
+    dt = env.p1_latency()
+    res.check(dt is not None and dt < P1_SERVED_WITHIN,
+              'p1 served while p0 trickles a message: GET_FEATURES answered after %s '
+              '(limit %.1f s; the trickle lasts 4.8 s)'
+              % ('%.2f s' % dt if dt is not None else 'never', P1_SERVED_WITHIN))
+    stop.set()
+    th.join()
+
+
+@case('unknown request numbers (0, 99, 1000, 0xffffffff, GET_MAX_MEM_SLOTS, IOTLB_MSG)',
+      log=r'unsupported request')
+def unknown_requests(env, res):
+    c = env.client()
+    c.set_protocol_features(1 << vu.PROTOCOL_F_REPLY_ACK)
+    for req in (0, 99, 1000, 0xffffffff, vu.GET_MAX_MEM_SLOTS, 22):
+        refused(res, c.request(req, struct.pack('=Q', 0)), 'request %d' % req)
+    e1, e2 = os.eventfd(0), os.eventfd(0)
+    refused(res, c.request(77, b'x' * 40, fds=[e1, e2]), 'request 77 with 2 fds')
+    os.close(e1)
+    os.close(e2)
+    expect_alive_conn(res, c, 'unknown requests')
+
+
+@case('unknown request with a 1000-byte payload', log=r'UNKNOWN: payload of 1000 bytes')
+def unknown_big(env, res):
+    c = env.client()
+    c.send(4242, b'\0' * 1000)
+    expect_dropped(env, res, c, 'a 1000-byte payload')
+
+
+def version_case(name, flags, log):
+    def fn(env, res):
+        c = env.client()
+        c.send(vu.GET_FEATURES, flags=flags)
+        expect_dropped(env, res, c, 'flags 0x%x' % flags)
+    CASES.append((name, fn, log, None))
+
+
+version_case('version 0 in flags', 0, r'bad GET_FEATURES message \(1\): bad version')
+version_case('version 2 in flags', 2, r'bad GET_FEATURES message \(1\): bad version')
+version_case('version 3 + garbage flag bits', 0xfffffff3, r'bad GET_FEATURES message \(1\): bad version')
+version_case('REPLY flag on a request', vu.VERSION | vu.FLAG_REPLY,
+             r'bad GET_FEATURES message \(1\): reply flag on a request')
+
+
+@case('wrong fd count (SET_VRING_KICK with 2 fds)',
+      log=r'bad SET_VRING_KICK message \(12\): wrong number of fds')
+def wrong_fds(env, res):
+    c = env.client()
+    e1, e2 = os.eventfd(0), os.eventfd(0)
+    c.send(vu.SET_VRING_KICK, struct.pack('=Q', 1), fds=[e1, e2])
+    os.close(e1)
+    os.close(e2)
+    expect_dropped(env, res, c, 'two fds on SET_VRING_KICK')
+
+
+@case('kicks before memory and rings are set', nolog='kicks on a queue that is not ready are ignored')
+def early_kicks(env, res):
+    f = env.frontend()
+    f.negotiate()
+    rings = [f.make_ring(q) for q in (RX_Q, TX_Q, CTRL_Q)]
+    # Kick fd first, nothing else: then size/addresses, still no memory.
+    for r in rings:
+        f.vu.set_vring_kick(r.index, r.kick_fd)
+        r.kick()
+    time.sleep(0.05)
+    for r in rings:
+        f.setup_ring(r)
+        r.kick()
+    b = buf(f, 128)
+    f.mem.write(b, bytes(12) + ether_frame(BCAST, MACS[0]))
+    tx = f.rings[TX_Q]
+    tx.put_avail(tx.add_chain([(b, 12 + 41, False)]))
+    tx.kick()
+    time.sleep(0.1)
+    st = env.stats('p0')
+    res.check(not any(q['started'] or q['broken'] for q in st.values()),
+              'no queue started or broken without memory')
+    f.set_mem()
+    res.check(tx.get_used(2.0) is not None, 'the packet queued before SET_MEM_TABLE is sent after it')
+    res.check(f.coal_tx_set(3, 3) == vu.VIRTIO_NET_OK, 'control command acked OK afterwards')
+
+
+# ---- control commands ----
+@case('control command with a read-only ack buffer',
+      log=r'queue 2: control command without a writable ack byte')
+def ctrl_ro_ack(env, res):
+    f = env.frontend().setup()
+    r = f.rings[CTRL_Q]
+    h, p, a = buf(f, 2), buf(f, 8), buf(f, 1)
+    f.mem.write(h, bytes([vu.CTRL_NOTF_COAL, vu.NOTF_COAL_TX_SET]))
+    f.mem.write(p, struct.pack('<II', 1, 1))
+    f.mem.write(a, b'\xee')
+    r.put_avail(r.add_chain([(h, 2, False), (p, 8, False), (a, 1, False)]))
+    r.kick()
+    used = r.get_used(2.0)
+    res.check(used is not None and used[1] == 0, 'completed with used length 0 (%r)' % (used,))
+    res.check(f.mem.read(a, 1) == b'\xee', 'read-only ack buffer untouched')
+    res.check(not env.stats('p0')[CTRL_Q]['broken'], 'control queue not broken')
+    res.check(f.coal_tx_set(5, 5) == vu.VIRTIO_NET_OK, 'next command acked OK')
+
+
+@case('control commands with truncated payloads',
+      log=r'control command class 6 cmd 0 \(4 bytes\) answered ERR')
+def ctrl_truncated(env, res):
+    f = env.frontend(features=vu.DEFAULT_FEATURES | (1 << vu.VIRTIO_NET_F_VQ_NOTF_COAL)).setup()
+    for what, cls, cmd, payload in (
+            ('TX_SET with 4 of 8 bytes', vu.CTRL_NOTF_COAL, vu.NOTF_COAL_TX_SET, b'\1\0\0\0'),
+            ('RX_SET with no payload', vu.CTRL_NOTF_COAL, vu.NOTF_COAL_RX_SET, b''),
+            ('VQ_SET with 6 of 12 bytes', vu.CTRL_NOTF_COAL, vu.NOTF_COAL_VQ_SET, b'\1\0\0\0\1\0'),
+            ('TX_SET with 9 bytes', vu.CTRL_NOTF_COAL, vu.NOTF_COAL_TX_SET, b'\1' * 9)):
+        ack = f.ctrl(cls, cmd, payload)
+        res.check(ack == vu.VIRTIO_NET_ERR, '%s: ack ERR (%r)' % (what, ack))
+    # Only the class byte: a 1-byte header.
+    r = f.rings[CTRL_Q]
+    h, a = buf(f, 1), buf(f, 1)
+    f.mem.write(h, bytes([vu.CTRL_NOTF_COAL]))
+    f.mem.write(a, b'\xee')
+    r.put_avail(r.add_chain([(h, 1, False), (a, 1, True)]))
+    r.kick()
+    r.get_used(2.0)
+    res.check(f.mem.read(a, 1)[0] == vu.VIRTIO_NET_ERR, '1-byte command (class only): ack ERR')
+    # Longer than vnetd reads (4096).
+    h = buf(f, 5000)
+    f.mem.write(h, bytes([vu.CTRL_NOTF_COAL, vu.NOTF_COAL_TX_SET]) + bytes(4998))
+    f.mem.write(a, b'\xee')
+    r.put_avail(r.add_chain([(h, 5000, False), (a, 1, True)]))
+    r.kick()
+    r.get_used(2.0)
+    res.check(f.mem.read(a, 1)[0] == vu.VIRTIO_NET_ERR, '5000-byte command: ack ERR')
+    res.check(not env.stats('p0')[CTRL_Q]['broken'], 'control queue not broken')
+    res.check(f.coal_tx_set(6, 6) == vu.VIRTIO_NET_OK, 'a good command afterwards: ack OK')
+
+
+@case('disconnect in the middle of control commands (x10) and of TX (x5)',
+      nolog='an ordinary disconnect (info line only)')
+def ctrl_disconnect(env, res):
+    for i in range(15):
+        f = VirtioNetFrontend(env.socks[0]).setup()
+        q = CTRL_Q if i < 10 else TX_Q
+        r = f.rings[q]
+        b = buf(f, 128)
+        if q == CTRL_Q:
+            f.mem.write(b, bytes([vu.CTRL_NOTF_COAL, vu.NOTF_COAL_TX_SET]) + struct.pack('<II', 1, 1))
+            r.put_avail(r.add_chain([(b, 10, False), (b + 64, 1, True)]))
+        else:
+            f.mem.write(b, bytes(12) + ether_frame(BCAST, MACS[0]))
+            for _ in range(8):
+                r.put_avail(r.add_chain([(b, 12 + 41, False)]))
+        r.kick()
+        f.close()  # socket, kick/call fds and memory gone at once
+        if not env.wait_disconnected('p0'):
+            break
+    res.check(env.vd.alive() and not env.connected('p0'), 'vnetd took 15 abrupt disconnects')
+
+
+# =============================================================================================
+def run_case(env, name, fn, log, nolog):
+    print('--- %s' % name, flush=True)
+    res = Result(name)
+    mark = env.log_size()
+    try:
+        fn(env, res)
+    except Exception as e:  # a case that cannot even run is a failure, not a crash of the test
+        res.check(False, 'case raised %s: %s' % (type(e).__name__, e))
+        traceback.print_exc()
+    finally:
+        env.close_hostile()
+    alive = res.check(env.vd.alive(), '(1) vnetd still running')
+    if log:
+        m = env.wait_log(mark, log)
+        res.check(bool(m), '(2) logged: %s' % (m.group(0).strip() if m else '/%s/ (no such line)' % log))
+    else:
+        res.note('(2) no log line expected: %s' % nolog)
+    if not alive:
+        res.note('vnetd died (rc %r); log tail:\n%s' % (env.vd.proc.poll(), env.log_since(mark)[-1500:]))
+        env.stop()
+        env.start()
+        return res
+    env.good_p1(res, '(4) p1')
+    env.good_p0(res)
+    env.wait_disconnected('p0')
+    env.wait_disconnected('p1')
+    fds = env.settled_fd_count(env.idle_fds)
+    maps = env.memfd_maps()
+    res.check(fds == env.idle_fds and not maps,
+              '(6) fds back to idle (%d, idle %d), no memfd mapped (%d)' % (fds, env.idle_fds, len(maps)))
+    if fds != env.idle_fds:
+        env.idle_fds = fds  # report each leak once, at the case that caused it
+    return res
+
+
+def main():
+    for exe in (VNETD, VNETCTL):
+        if not os.access(exe, os.X_OK):
+            print('FAIL: %s not built (run make)' % exe)
+            return 1
+    if not (hasattr(os, 'memfd_create') and hasattr(os, 'eventfd')):
+        print('SKIP: needs Python >= 3.10 on Linux (os.memfd_create, os.eventfd)')
+        return SKIP
+    t_start = time.monotonic()
+    env = Env(workdir('hostile'))
+    env.start()
+    idle_first = env.idle_fds
+    print('vnetd pid %d, idle fds %d, log %s' % (env.pid(), idle_first, env.vd.log_path))
+    results = []
+    only = sys.argv[1:]
+    try:
+        last = 0.0
+        for name, fn, log, nolog in CASES:
+            if only and not any(o.lower() in name.lower() for o in only):
+                continue
+            # vnetd rate-limits guest log lines to 5/s per call site: keep cases >= 0.25 s apart.
+            time.sleep(max(0.0, 0.25 - (time.monotonic() - last)))
+            last = time.monotonic()
+            results.append(run_case(env, name, fn, log, nolog))
+        final = Result('final')
+        final.check(env.vd.alive(), 'vnetd still running at the end')
+        if env.vd.alive():
+            fds, maps = env.settled_fd_count(env.idle_fds), env.memfd_maps()
+            final.check(fds == env.idle_fds, 'fd count at the end %d == idle %d' % (fds, env.idle_fds))
+            final.check(not maps, 'no memfd mappings left in /proc/PID/maps %s' % maps)
+        results.append(final)
+    finally:
+        env.stop()
+    dt = time.monotonic() - t_start
+    bad = [r for r in results if r.failures]
+    print('\nhostile-frontend summary: %d cases (incl. final checks), %d failed, %.1f s'
+          % (len(results), len(bad), dt))
+    for r in results:
+        print('  %-4s %s' % ('FAIL' if r.failures else 'ok', r.name))
+        for f in r.failures:
+            print('         - ' + f)
+    return 1 if bad else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
