@@ -292,7 +292,8 @@ static bool stop_if_started(struct vu_conn *c, unsigned qidx, struct vnet_queue 
  */
 static bool protocol_features_negotiated(const struct vu_conn *c)
 {
-	return c->protocol_features != 0;
+	/* Rings start disabled once bit 30 is negotiated (protocol features imply it). */
+	return c->protocol_bit_accepted || c->protocol_features != 0;
 }
 
 /* ---- memory table ---- */
@@ -566,6 +567,7 @@ static enum vu_result handle_set_features(struct vu_conn *c, const struct vu_msg
 		return VU_FAIL;
 	}
 	c->features_set = true;
+	c->protocol_bit_accepted = m->p.u64 & BIT_ULL(VHOST_USER_F_PROTOCOL_FEATURES);
 	return VU_OK;
 }
 
@@ -749,6 +751,7 @@ void vu_conn_close(struct vu_conn *c)
 	guest_mem_unmap_all(&c->mem);
 	c->protocol_features = 0;
 	c->features_set = false;
+	c->protocol_bit_accepted = false;
 	c->owner_set = false;
 }
 

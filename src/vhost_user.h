@@ -29,6 +29,7 @@ struct vu_conn {
 	int backend_req_fd;          /* SET_BACKEND_REQ_FD channel, -1 if none */
 	uint64_t protocol_features;  /* negotiated */
 	bool features_set;           /* SET_FEATURES seen */
+	bool protocol_bit_accepted;  /* SET_FEATURES carried VHOST_USER_F_PROTOCOL_FEATURES */
 	bool owner_set;
 	struct guest_mem mem;
 	struct vnet_dev *dev;
