@@ -573,13 +573,18 @@ int control_client_writable(struct control_client *c)
 		c->out_off += (size_t)n;
 	}
 	c->out_off = c->out_len = 0;
+	if (c->out_cap > 256 * 1024) { /* a big reply went out: do not keep its buffer */
+		free(c->out);
+		c->out = NULL;
+		c->out_cap = 0;
+	}
 	return c->eof ? -1 : 0;
 }
 
 /* queue_output() - append text and a newline, then send what the socket takes. */
 static int queue_output(struct control_client *c, const char *text)
 {
-	size_t len = strlen(text), need = c->out_len + len + 1;
+	size_t len = strlen(text), need = c->out_len + len + 1, cap;
 	char *grown;
 
 	if (need > CONTROL_MAX_OUTBUF) {
@@ -587,11 +592,12 @@ static int queue_output(struct control_client *c, const char *text)
 		return -1;
 	}
 	if (need > c->out_cap) {
-		grown = realloc(c->out, need);
+		cap = c->out_cap * 2 > need ? c->out_cap * 2 : need;
+		grown = realloc(c->out, cap);
 		if (!grown)
 			return -1;
 		c->out = grown;
-		c->out_cap = need;
+		c->out_cap = cap;
 	}
 	memcpy(c->out + c->out_len, text, len);
 	c->out[c->out_len + len] = '\n';

@@ -11,6 +11,7 @@
 
 #include "control.h"
 #include "event_loop.h"
+#include "guest_fault.h"
 #include "log.h"
 #include "port_internal.h"
 #include "sandbox.h"
@@ -113,7 +114,7 @@ static int setup(struct daemon *d, const struct vnetd_options *opts)
 	sigset_t mask;
 
 	d->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (d->epfd < 0)
+	if (d->epfd < 0 || guest_fault_install() < 0)
 		return -1;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);

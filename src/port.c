@@ -286,6 +286,9 @@ void port_handle_event(struct port *p, struct ev_ref ref, uint32_t events)
 		}
 		break;
 	case EV_KICK:
+		/* An earlier event of this batch may have closed the fd (and its number reused). */
+		if (!p->connected || ref.queue >= VNET_MAX_QUEUES || p->conn.q[ref.queue].kick != ref.fd)
+			break;
 		drain_fd(ref.fd);
 		vnet_dev_kick(p->dev, ref.queue);
 		break;
@@ -305,4 +308,9 @@ void port_handle_event(struct port *p, struct ev_ref ref, uint32_t events)
 void port_flush(struct port *p)
 {
 	vnet_dev_rx_flush(p->dev);
+	if (p->connected && p->conn.mem_fault) {
+		log_warn("%s: the frontend shrank guest memory under us (SIGBUS); dropping it",
+			 p->name);
+		port_disconnect(p);
+	}
 }

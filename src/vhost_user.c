@@ -11,12 +11,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "guest_fault.h"
 #include "log.h"
 #include "vhost_user_msg.h"
 #include "virtio_net_defs.h"
 
 /* How long the rest of a message (or a reply) may take once its first byte has arrived. */
-#define VU_IO_TIMEOUT_MS 2000
 
 /* MQ, REPLY_ACK, BACKEND_REQ (UML needs it), CONFIG (MAC, link), RESET_DEVICE. */
 #define VU_OFFERED_PROTOCOL_FEATURES                                                               \
@@ -65,42 +65,10 @@ static int take_fd(struct vu_rx *rx, unsigned i)
 
 /* ---- socket I/O ---- */
 
-/* wait_fd() - wait for events on fd, bounded; 0 ready, -1 timeout or error. */
-static int wait_fd(int fd, short events)
-{
-	struct pollfd p = {.fd = fd, .events = events};
-	int r;
-
-	do
-		r = poll(&p, 1, VU_IO_TIMEOUT_MS);
-	while (r < 0 && errno == EINTR);
-	return r > 0 ? 0 : -1;
-}
-
-/* read_full() - the rest of a message: exactly len bytes; EOF, error or timeout: -1. */
-static int read_full(int fd, uint8_t *buf, size_t len)
-{
-	size_t got = 0;
-
-	while (got < len) {
-		ssize_t n = read(fd, buf + got, len - got);
-
-		if (n > 0) {
-			got += (size_t)n;
-			continue;
-		}
-		if (n == 0)
-			return -1;
-		if (errno == EINTR)
-			continue;
-		if ((errno == EAGAIN || errno == EWOULDBLOCK) && wait_fd(fd, POLLIN) == 0)
-			continue;
-		return -1;
-	}
-	return 0;
-}
-
-/* write_full() - send all of buf (no SIGPIPE); error or timeout: -1. */
+/*
+ * write_full() - send all of a (small) reply without blocking: a frontend that lets its socket
+ * buffer fill up instead of reading replies is dropped rather than allowed to stall the loop.
+ */
 static int write_full(int fd, const uint8_t *buf, size_t len)
 {
 	size_t done = 0;
@@ -114,25 +82,24 @@ static int write_full(int fd, const uint8_t *buf, size_t len)
 		}
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && wait_fd(fd, POLLOUT) == 0)
-			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			log_guest("vhost-user: frontend does not read its replies; dropping it");
 		return -1;
 	}
 	return 0;
 }
 
 /*
- * recv_header() - read the 12-byte header and the fds sent with it (SCM_RIGHTS, at most 8).
- * Returns 1 with the header in hdr, 0 if nothing was there to read, -1 on EOF or error (no fds
- * left open).
+ * recv_some() - read at most len bytes into buf, appending any fds (SCM_RIGHTS) to fds/nfds.
+ * Returns bytes read, 0 if nothing was there, -1 on EOF, error or too many fds.
  */
-static int recv_header(int sock, uint8_t *hdr, int *fds, unsigned *nfds)
+static ssize_t recv_some(int sock, uint8_t *buf, size_t len, int *fds, unsigned *nfds)
 {
 	union {
 		char buf[CMSG_SPACE(VU_MAX_FDS * sizeof(int))];
 		struct cmsghdr align;
 	} cbuf;
-	struct iovec iov = {.iov_base = hdr, .iov_len = VU_HDR_SIZE};
+	struct iovec iov = {.iov_base = buf, .iov_len = len};
 	struct msghdr mh = {
 		.msg_iov = &iov,
 		.msg_iovlen = 1,
@@ -143,7 +110,6 @@ static int recv_header(int sock, uint8_t *hdr, int *fds, unsigned *nfds)
 	bool too_many = false;
 	ssize_t n;
 
-	*nfds = 0;
 	do
 		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
@@ -172,22 +138,15 @@ static int recv_header(int sock, uint8_t *hdr, int *fds, unsigned *nfds)
 			}
 		}
 	}
-	if (n == 0) {
-		close_rx_fds(fds, *nfds);
-		log_debug("vhost-user: frontend closed the connection");
-		return -1;
-	}
 	if (too_many || (mh.msg_flags & MSG_CTRUNC)) {
-		close_rx_fds(fds, *nfds);
 		log_guest("vhost-user: message with more than %u fds", VU_MAX_FDS);
 		return -1;
 	}
-	if ((size_t)n < VU_HDR_SIZE && read_full(sock, hdr + n, VU_HDR_SIZE - (size_t)n) < 0) {
-		close_rx_fds(fds, *nfds);
-		log_warn("vhost-user: truncated message header");
+	if (n == 0) {
+		log_debug("vhost-user: frontend closed the connection");
 		return -1;
 	}
-	return 1;
+	return n;
 }
 
 /* send_reply() - a reply to `request` with `size` payload bytes; 0 or -1 (disconnect). */
@@ -299,7 +258,17 @@ static bool protocol_features_negotiated(const struct vu_conn *c)
 /* ---- memory table ---- */
 
 /* map_region() - mmap one SET_MEM_TABLE region into out; 0, or -1 (logged, nothing mapped). */
-static int map_region(const struct vu_mem_region *r, int fd, struct guest_mem_region *out)
+/* Unmap a table, first taking its mappings off the SIGBUS watch list. */
+static void unmap_table(struct guest_mem *mem)
+{
+	for (unsigned i = 0; i < mem->nregions; i++)
+		if (mem->regions[i].mmap_base)
+			guest_fault_unwatch(mem->regions[i].mmap_base);
+	guest_mem_unmap_all(mem);
+}
+
+static int map_region(struct vu_conn *c, const struct vu_mem_region *r, int fd,
+		      struct guest_mem_region *out)
 {
 	uint64_t len;
 	struct stat st;
@@ -332,6 +301,12 @@ static int map_region(const struct vu_mem_region *r, int fd, struct guest_mem_re
 			  strerror(errno));
 		return -1;
 	}
+	/* The frontend keeps the fd and may still shrink the file: watch for SIGBUS. */
+	if (guest_fault_watch(base, (size_t)len, &c->mem_fault) < 0) {
+		log_err("vhost-user: SET_MEM_TABLE: too many guest mappings");
+		munmap(base, (size_t)len);
+		return -1;
+	}
 	memset(out, 0, sizeof(*out));
 	out->gpa = r->guest_phys_addr;
 	out->uva = r->userspace_addr;
@@ -358,10 +333,11 @@ static enum vu_result handle_set_mem_table(struct vu_conn *c, struct vu_rx *rx)
 	for (unsigned i = 0; i < t->nregions; i++) {
 		struct guest_mem_region reg;
 
-		if (map_region(&t->regions[i], rx->fds[i], &reg) < 0)
+		if (map_region(c, &t->regions[i], rx->fds[i], &reg) < 0)
 			goto fail;
 		if (guest_mem_add(&nm, &reg) < 0) {
 			log_guest("vhost-user: SET_MEM_TABLE: region %u overlaps another", i);
+			guest_fault_unwatch(reg.mmap_base);
 			munmap(reg.mmap_base, reg.mmap_len);
 			goto fail;
 		}
@@ -384,12 +360,12 @@ static enum vu_result handle_set_mem_table(struct vu_conn *c, struct vu_rx *rx)
 		if (q && (was_started[i] || c->q[i].kick >= 0))
 			try_start(c, i, q);
 	}
-	guest_mem_unmap_all(&old);
+	unmap_table(&old);
 	log_info("vhost-user: memory table set, %u region(s)", c->mem.nregions);
 	return VU_OK;
 
 fail:
-	guest_mem_unmap_all(&nm);
+	unmap_table(&nm);
 	return VU_FAIL;
 }
 
@@ -675,7 +651,7 @@ void vu_conn_init(struct vu_conn *c, int sock, struct vnet_dev *dev, const struc
 	c->dev = dev;
 	c->ops = ops;
 	c->ctx = ctx;
-	/* A frontend that stalls mid-message must not block the whole daemon (see wait_fd()). */
+	/* A frontend that stalls mid-message must not block the whole daemon: never wait. */
 	fl = fcntl(sock, F_GETFL);
 	if (fl >= 0 && !(fl & O_NONBLOCK) && fcntl(sock, F_SETFL, fl | O_NONBLOCK) < 0)
 		log_warn("vhost-user: cannot make socket non-blocking: %s", strerror(errno));
@@ -690,32 +666,51 @@ void vu_conn_init(struct vu_conn *c, int sock, struct vnet_dev *dev, const struc
  */
 int vu_conn_handle_readable(struct vu_conn *c)
 {
-	uint8_t buf[VU_HDR_SIZE + VU_MSG_MAX_PAYLOAD];
 	struct vu_rx rx;
 	enum vu_result res;
 	const char *why;
-	uint32_t request, size;
-	int r;
+	uint32_t request, size = 0;
+	size_t want;
+	ssize_t n;
 
+	_Static_assert(sizeof(c->rxbuf) >= VU_HDR_SIZE + VU_MSG_MAX_PAYLOAD, "rxbuf too small");
+	_Static_assert(sizeof(c->rxfds) / sizeof(c->rxfds[0]) == VU_MAX_FDS, "rxfds size");
 	if (c->sock < 0 || !c->dev)
 		return -1;
-	r = recv_header(c->sock, buf, rx.fds, &rx.nfds);
-	if (r <= 0)
-		return r;
-	memcpy(&request, buf, sizeof(request));
-	memcpy(&size, buf + 8, sizeof(size));
+	/* Read only what the current message still needs; a partial one waits for more input. */
+	if (c->rxlen >= VU_HDR_SIZE)
+		memcpy(&size, c->rxbuf + 8, sizeof(size));
+	want = c->rxlen < VU_HDR_SIZE ? VU_HDR_SIZE - c->rxlen : VU_HDR_SIZE + size - c->rxlen;
+	n = recv_some(c->sock, c->rxbuf + c->rxlen, want, c->rxfds, &c->nrxfds);
+	if (n < 0 && c->rxlen >= VU_HDR_SIZE) {
+		memcpy(&request, c->rxbuf, sizeof(request));
+		log_guest("vhost-user: %s: truncated payload (%zu of %u bytes) at disconnect",
+			  vu_request_name(request), c->rxlen - VU_HDR_SIZE, size);
+	} else if (n < 0 && c->rxlen) {
+		log_guest("vhost-user: truncated message header (%zu of %u bytes) at disconnect",
+			  c->rxlen, VU_HDR_SIZE);
+	}
+	if (n <= 0)
+		return n < 0 ? -1 : 0;
+	c->rxlen += (size_t)n;
+	if (c->rxlen < VU_HDR_SIZE)
+		return 0;
+	memcpy(&request, c->rxbuf, sizeof(request));
+	memcpy(&size, c->rxbuf + 8, sizeof(size));
 	if (size > VU_MSG_MAX_PAYLOAD) {
 		log_guest("vhost-user: %s: payload of %u bytes (max %u)", vu_request_name(request),
 			  size, VU_MSG_MAX_PAYLOAD);
-		close_rx_fds(rx.fds, rx.nfds);
 		return -1;
 	}
-	if (read_full(c->sock, buf + VU_HDR_SIZE, size) < 0) {
-		log_warn("vhost-user: %s: truncated payload", vu_request_name(request));
-		close_rx_fds(rx.fds, rx.nfds);
-		return -1;
-	}
-	if (vu_msg_parse(buf, VU_HDR_SIZE + size, rx.nfds, &rx.msg, &why) < 0) {
+	if (c->rxlen < VU_HDR_SIZE + size)
+		return 0;
+
+	/* A whole message: take it (and its fds) out of the connection's receive state. */
+	memcpy(rx.fds, c->rxfds, sizeof(rx.fds));
+	rx.nfds = c->nrxfds;
+	c->nrxfds = 0;
+	c->rxlen = 0;
+	if (vu_msg_parse(c->rxbuf, VU_HDR_SIZE + size, rx.nfds, &rx.msg, &why) < 0) {
 		log_guest("vhost-user: bad %s message (%u): %s", vu_request_name(request), request,
 			  why);
 		close_rx_fds(rx.fds, rx.nfds);
@@ -746,9 +741,13 @@ void vu_conn_close(struct vu_conn *c)
 		return; /* never initialised */
 	vnet_dev_reset(c->dev); /* queues stop before their memory goes away */
 	drop_queue_fds(c);
+	close_rx_fds(c->rxfds, c->nrxfds);
+	c->nrxfds = 0;
+	c->rxlen = 0;
 	close_fd(&c->backend_req_fd);
 	close_fd(&c->sock);
-	guest_mem_unmap_all(&c->mem);
+	unmap_table(&c->mem);
+	c->mem_fault = 0;
 	c->protocol_features = 0;
 	c->features_set = false;
 	c->protocol_bit_accepted = false;

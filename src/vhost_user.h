@@ -2,6 +2,7 @@
 #ifndef VNETD_VHOST_USER_H
 #define VNETD_VHOST_USER_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -37,6 +38,12 @@ struct vu_conn {
 	const struct vu_owner_ops *ops;
 	void *ctx;
 	uint64_t messages;           /* handled, for stats */
+	volatile sig_atomic_t mem_fault; /* guest memory shrank under us (SIGBUS): drop frontend */
+	/* The message being received: bytes and fds gathered so far (never blocks the loop). */
+	uint8_t rxbuf[12 + 512];
+	size_t rxlen;
+	int rxfds[8];
+	unsigned nrxfds;
 };
 
 /* vu_conn_init() - take ownership of an accepted socket for device dev (dev is reset). */

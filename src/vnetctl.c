@@ -165,12 +165,23 @@ static char *read_reply_line(int fd)
  */
 static int transact(const char *path, const char *request, char **text, json_t **reply)
 {
+	size_t len = strlen(request);
+	char *line = malloc(len + 1);
 	json_error_t jerr;
-	int fd = ctl_connect(path);
+	int fd, ret;
 
+	if (!line) {
+		fprintf(stderr, "vnetctl: out of memory\n");
+		return EXIT_USAGE;
+	}
+	memcpy(line, request, len);
+	line[len] = '\n'; /* one write: the daemon may answer before a separate newline */
+	fd = ctl_connect(path);
+	ret = fd < 0 ? -1 : send_all(fd, line, len + 1);
+	free(line);
 	if (fd < 0)
 		return EXIT_USAGE;
-	if (send_all(fd, request, strlen(request)) < 0 || send_all(fd, "\n", 1) < 0) {
+	if (ret < 0) {
 		fprintf(stderr, "vnetctl: sending to %s: %s\n", path, strerror(errno));
 		close(fd);
 		return EXIT_USAGE;
@@ -185,6 +196,7 @@ static int transact(const char *path, const char *request, char **text, json_t *
 			*reply ? "not an object" : jerr.text);
 		json_decref(*reply);
 		free(*text);
+		*text = NULL;
 		return EXIT_USAGE;
 	}
 	return 0;
@@ -327,7 +339,7 @@ static json_t *port_value(const char *arg)
 
 static int cmd_ports(const char *path, int argc, char **argv)
 {
-	struct table t = {.ncols = 9, .align = "lrllllrll"};
+	struct table t = {.ncols = 10, .align = "lrllllrlll"};
 	char idx[24], conn[48], pairs[48];
 	json_t *reply, *p;
 	size_t i;
@@ -338,7 +350,7 @@ static int cmd_ports(const char *path, int argc, char **argv)
 	if ((ret = request(path, json_pack("{s:s}", "cmd", "ports"), &reply)))
 		return ret;
 	table_row(&t, "PORT", "IDX", "BACKEND", "MAC", "CONNECTED", "LINK", "PAIRS", "COAL",
-		  "SOCKET");
+		  "FEATURES", "SOCKET");
 	json_array_foreach(json_object_get(reply, "ports"), i, p) {
 		char backend[48];
 		bool notf = json_is_true(json_object_get(p, "notf_coal"));
@@ -357,10 +369,12 @@ static int cmd_ports(const char *path, int argc, char **argv)
 		table_row(&t, str_field(p, "name"), fmt_int(idx, sizeof(idx), p, "index"), backend,
 			  str_field(p, "mac"), conn,
 			  json_is_true(json_object_get(p, "link_up")) ? "up" : "down", pairs,
-			  notf ? (vq ? "notf+vq" : "notf") : "off", str_field(p, "socket"));
+			  notf ? (vq ? "notf+vq" : "notf") : "off", str_field(p, "features"),
+			  str_field(p, "socket"));
 	}
 	table_print_free(&t);
-	printf("(PAIRS: active/configured queue pairs; COAL: coalescing the guest negotiated)\n");
+	printf("(PAIRS: active/configured queue pairs; COAL and FEATURES: what the guest "
+	       "negotiated)\n");
 	json_decref(reply);
 	return EXIT_OK;
 }

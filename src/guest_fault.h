@@ -1,0 +1,21 @@
+/* guest_fault.h - survive SIGBUS from guest memory a frontend truncated after mapping it. */
+#ifndef VNETD_GUEST_FAULT_H
+#define VNETD_GUEST_FAULT_H
+
+#include <signal.h>
+#include <stddef.h>
+
+/* guest_fault_install() - install the SIGBUS handler (once, before the sandbox); 0 or -1. */
+int guest_fault_install(void);
+
+/*
+ * guest_fault_watch() - a guest mapping [base, base + len): a SIGBUS inside it replaces the
+ * faulting page with a private zero page and sets *flag, which the owner checks after each
+ * event (and then drops the frontend). 0, or -1 when the table is full.
+ */
+int guest_fault_watch(void *base, size_t len, volatile sig_atomic_t *flag);
+
+/* guest_fault_unwatch() - forget the mapping starting at base (before munmap). */
+void guest_fault_unwatch(void *base);
+
+#endif
