@@ -1,0 +1,665 @@
+#!/usr/bin/env python3
+"""make bench: what notification coalescing costs and saves, measured on real guests.
+
+For each coalescing profile (none, light, moderate, aggressive), a User-Mode Linux guest on a
+vnetd tap port (in a private network namespace this script creates and deletes) sets the
+profile with its own `ethtool -C eth0 ...`, then:
+  - bulk TCP with iperf3: TX = guest -> host, RX = host -> guest (iperf3 server in the guest,
+    client in the namespace, -R for TX);
+  - per run: throughput; CPU seconds of the guest (the whole linux.uml process tree) and of
+    vnetd from /proc/<pid>/stat (utime+stime+cutime+cstime), as % of the run and per Gbit;
+    vnetd notifications per second per queue (vnetctl stats --json) and guest interrupts per
+    second (/proc/interrupts in the guest, the virtio-uml line);
+  - request/response latency: sockperf UDP ping-pong (server in the guest), RTT p50/p99;
+  - deadline accuracy: vnetd's per-queue lateness of timer-driven notifications (p50/p99).
+Runs are interleaved (rep 1: none, light, ...; rep 2: ...) so slow drifts of the machine's
+load hit every profile alike; median and min-max over the reps are reported.
+
+Peer (same run, side by side): QEMU 7.2 TCG guests, (a) QEMU's own userspace virtio-net on a
+tap (`-netdev tap,vhost=off`, cannot coalesce: its ethtool -C fails, recorded), (b) the same
+guest on vnetd through `-netdev vhost-user` with host-side profiles (`vnetctl coalesce`).
+
+Outputs: a table on the terminal, results/bench-<date>.json + results/latest.json (all raw runs
+and summaries), results/latest.md (the tables in markdown) and results/latest.png (gnuplot).
+Python 3 standard library only; runs as root on Debian 12.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(TOP, 'tests', 'e2e'))
+import harness  # noqa: E402
+from harness import Netns, QemuGuest, UmlGuest, Vnetd, GuestError  # noqa: E402
+
+HOST_IP, GUEST_IP = '10.86.0.1', '10.86.0.2'
+NETNS = 'vnetd-bench'
+SOCKPERF_PORT = 11111
+CLK_TCK = os.sysconf('SC_CLK_TCK')
+
+# name -> (label, rx_usecs, rx_frames, tx_usecs, tx_frames).  "none": Linux 6.1 refuses to
+# change tx-frames between 0 and non-zero while the interface is up (napi_tx weight), so the
+# "off" setting keeps tx-frames 1 (usecs 0 = notify after every packet per the spec).
+PROFILES = {
+    'none': ('Without coalescing', 0, 0, 0, 1),
+    'light': ('LIGHT (RX 100 µs/5, TX 150 µs/5)', 100, 5, 150, 5),
+    'moderate': ('MODERATE (RX 1000 µs/10, TX 2000 µs/20)', 1000, 10, 2000, 20),
+    'aggressive': ('AGGRESSIVE (RX 5000 µs/50, TX 5000 µs/50)', 5000, 50, 5000, 50),
+}
+# What vnetd should then hold for the queues: a zero in either value means "every packet".
+TARGETS = {'irq_reduction': 0.90, 'throughput_retention': 0.98, 'cpu_per_gbit_reduction': 0.30}
+# QEMU's tap peer with the same virtio features as vnetd's offloads=off port (see README).
+NO_OFFLOADS = (',csum=off,guest_csum=off,host_tso4=off,host_tso6=off,host_ecn=off,host_ufo=off,'
+               'guest_tso4=off,guest_tso6=off,guest_ecn=off,guest_ufo=off')
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# prerequisites
+
+APT = {'ip': 'iproute2', 'iperf3': 'iperf3', 'sockperf': 'sockperf', 'gnuplot': 'gnuplot-nox',
+       'qemu-system-x86_64': 'qemu-system-x86'}
+
+
+def check_prereqs(args):
+    problems, missing = [], []
+    if os.geteuid() != 0:
+        problems.append('must run as root (network namespaces, tap devices)')
+    if not os.path.exists('/dev/net/tun'):
+        problems.append('no /dev/net/tun on this machine')
+    need = ['ip', 'iperf3', 'sockperf', 'gnuplot'] + (['qemu-system-x86_64'] if args.peer else [])
+    for exe in need:
+        if shutil.which(exe) is None:
+            missing.append(APT[exe])
+    for exe in (harness.VNETD, harness.VNETCTL):
+        if not os.access(exe, os.X_OK):
+            problems.append('%s not built (run make)' % exe)
+    if missing:
+        problems.append('missing packages; install them with:\n    apt-get install -y %s'
+                        % ' '.join(sorted(set(missing))))
+    if problems:
+        for p in problems:
+            log('bench: ' + p)
+        sys.exit(1)
+
+
+# ---------------------------------------------------------------------------------------------
+# measurements
+
+def proc_table():
+    """{pid: (ppid, utime+stime+cutime+cstime ticks)} for every process."""
+    table = {}
+    for d in os.listdir('/proc'):
+        if not d.isdigit():
+            continue
+        try:
+            with open('/proc/%s/stat' % d) as f:
+                s = f.read()
+        except OSError:
+            continue
+        f = s[s.rindex(')') + 2:].split()
+        table[int(d)] = (int(f[1]), sum(int(x) for x in f[11:15]))
+    return table
+
+
+def tree_cpu(table, root):
+    """CPU seconds of root and all its live descendants (reaped ones are in c{u,s}time)."""
+    kids = {}
+    for pid, (ppid, _) in table.items():
+        kids.setdefault(ppid, []).append(pid)
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        if pid in table:
+            total += table[pid][1]
+        todo += kids.get(pid, [])
+    return total / CLK_TCK
+
+
+def machine_busy():
+    with open('/proc/stat') as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    idle = v[3] + v[4]
+    return sum(v) - idle, sum(v)
+
+
+def guest_irqs(g, pattern):
+    rc, out = g.run("grep -E '%s' /proc/interrupts" % pattern, timeout=60)
+    line = out.strip().splitlines()[0] if rc == 0 and out.strip() else ''
+    nums = []
+    for tok in line.split()[1:]:
+        if not tok.isdigit():
+            break
+        nums.append(int(tok))
+    if not nums:
+        raise GuestError('no %r line in the guest /proc/interrupts: %r' % (pattern, out))
+    return sum(nums)
+
+
+def queue_stats(vd):
+    p0 = vd.stats()['p0']
+    return {'rx': p0[0], 'tx': p0[1]}
+
+
+class Subject:
+    """One guest on one backend: what to sample and how to set a profile."""
+
+    def __init__(self, name, guest, irq_pattern, vd=None):
+        self.name, self.g, self.irq_pattern, self.vd = name, guest, irq_pattern, vd
+
+    def cpu(self, table):
+        guest = tree_cpu(table, self.g.proc.pid)
+        vnetd = tree_cpu(table, self.vd.proc.pid) if self.vd else 0.0
+        return guest, vnetd
+
+    def measure(self, fn):
+        """Run fn() (the load) between two samples; returns (fn result, measurement dict)."""
+        irq0 = guest_irqs(self.g, self.irq_pattern)
+        if self.vd:
+            self.vd.ctl('reset-stats')
+        tab0, busy0, t0 = proc_table(), machine_busy(), time.monotonic()
+        result = fn()
+        t1, busy1, tab1 = time.monotonic(), machine_busy(), proc_table()
+        st = queue_stats(self.vd) if self.vd else None
+        irq1 = guest_irqs(self.g, self.irq_pattern)
+        (g0, v0), (g1, v1) = self.cpu(tab0), self.cpu(tab1)
+        wall = t1 - t0
+        m = {'wall_s': round(wall, 3), 'guest_cpu_s': round(g1 - g0, 3),
+             'vnetd_cpu_s': round(v1 - v0, 3), 'guest_irqs': irq1 - irq0,
+             'irq_per_s': (irq1 - irq0) / wall,
+             'machine_busy_pct': 100.0 * (busy1[0] - busy0[0]) / max(busy1[1] - busy0[1], 1)
+             * os.cpu_count()}
+        m['cpu_s'] = m['guest_cpu_s'] + m['vnetd_cpu_s']
+        m['cpu_pct'] = 100.0 * m['cpu_s'] / wall
+        m['guest_cpu_pct'] = 100.0 * m['guest_cpu_s'] / wall
+        m['vnetd_cpu_pct'] = 100.0 * m['vnetd_cpu_s'] / wall
+        if st:
+            for q in ('rx', 'tx'):
+                s = st[q]
+                m[q] = {k: s[k] for k in ('packets', 'bytes', 'kicks', 'notifications', 'suppressed',
+                                          'held', 'timer_notifications', 'dropped', 'rx_no_buffers',
+                                          'max_usecs', 'max_packets', 'set_by', 'lateness_us')}
+                m['notif_%s_per_s' % q] = s['notifications'] / wall
+        return result, m
+
+
+def run_iperf(ns, direction, duration):
+    """iperf3 client in the namespace against the server in the guest; TX (guest->host) = -R."""
+    argv = ['iperf3', '-c', GUEST_IP, '-t', str(duration), '-J', '--connect-timeout', '5000']
+    if direction == 'tx':
+        argv.append('-R')
+    try:
+        r = ns.run(argv, check=False, timeout=duration + 30)
+    except subprocess.TimeoutExpired:
+        return {'error': 'iperf3 client timed out after %ss' % (duration + 30)}
+    try:
+        j = json.loads(r.stdout)
+    except ValueError:
+        return {'error': 'iperf3 gave no JSON: %s %s' % (r.stdout[-300:], r.stderr[-300:])}
+    if j.get('error') or 'sum_received' not in j.get('end', {}):
+        return {'error': 'iperf3: %s' % j.get('error', 'no sum_received')}
+    rcv, snd = j['end']['sum_received'], j['end'].get('sum_sent', {})
+    return {'gbps': rcv['bits_per_second'] / 1e9, 'bytes': rcv['bytes'],
+            'seconds': rcv['seconds'], 'retransmits': snd.get('retransmits')}
+
+
+PCT_RE = re.compile(r'percentile (\d+\.\d+) =\s*([\d.]+)')
+
+
+def run_sockperf(ns, duration):
+    """sockperf UDP ping-pong (64-byte messages) against the guest's server; RTT in µs."""
+    argv = ['sockperf', 'ping-pong', '-i', GUEST_IP, '-p', str(SOCKPERF_PORT), '-t', str(duration),
+            '-m', '64', '--full-rtt']
+    try:
+        r = ns.run(argv, check=False, timeout=duration + 30)
+    except subprocess.TimeoutExpired:
+        return {'error': 'sockperf timed out'}
+    out = re.sub(r'\x1b\[[0-9;]*m', '', r.stdout + r.stderr)
+    pct = {float(a): float(b) for a, b in PCT_RE.findall(out)}
+    n = re.search(r'Total (\d+) observations', out)
+    if 50.0 not in pct or 99.0 not in pct:
+        return {'error': 'sockperf output not understood: ' + out[-400:]}
+    return {'rtt_p50_us': pct[50.0], 'rtt_p99_us': pct[99.0], 'rtt_p999_us': pct.get(99.9),
+            'observations': int(n.group(1)) if n else None}
+
+
+# ---------------------------------------------------------------------------------------------
+# guests
+
+def guest_net_setup(g, timeout=120):
+    g.run('ip link set eth0 up && ip addr add %s/24 dev eth0' % GUEST_IP, check=True)
+    g.run('for i in $(seq 100); do [ "$(cat /sys/class/net/eth0/operstate)" = up ] && break; '
+          'sleep 0.2; done', timeout=timeout)
+    rc, out = g.run('ping -c 3 -W 10 %s' % HOST_IP, timeout=timeout)
+    if rc != 0:
+        raise GuestError('guest cannot ping the host: ' + out)
+    g.run('iperf3 -s -D --logfile /tmp/iperf3.log', check=True)
+    g.run('sockperf server -i %s -p %d --daemonize >/tmp/sockperf.log 2>&1' % (GUEST_IP, SOCKPERF_PORT),
+          check=True)
+    time.sleep(0.5)
+
+
+def restart_guest_servers(g):
+    g.run('killall iperf3 sockperf; sleep 0.5; iperf3 -s -D --logfile /tmp/iperf3.log; '
+          'sockperf server -i %s -p %d --daemonize >/tmp/sockperf.log 2>&1' % (GUEST_IP, SOCKPERF_PORT),
+          timeout=60)
+    time.sleep(0.5)
+
+
+def apply_guest_profile(g, vd, prof):
+    _, ru, rf, tu, tf = PROFILES[prof]
+    cmd = 'ethtool -C eth0 rx-usecs %d rx-frames %d tx-usecs %d tx-frames %d' % (ru, rf, tu, tf)
+    rc, out = g.run(cmd, timeout=60)
+    st = queue_stats(vd)
+    got = {q: (st[q]['max_usecs'], st[q]['max_packets'], st[q]['set_by']) for q in ('rx', 'tx')}
+    ok = rc == 0 and got['rx'][:2] == (ru, rf) and got['tx'][:2] == (tu, tf)
+    if not ok:
+        log('  WARNING: %s -> rc %d %s; vnetd holds rx %s tx %s' % (cmd, rc, out.strip(),
+                                                                   got['rx'], got['tx']))
+    return {'command': cmd, 'rc': rc, 'output': out.strip(), 'vnetd': got, 'ok': ok}
+
+
+def apply_host_profile(vd, prof):
+    _, ru, rf, tu, tf = PROFILES[prof]
+    args = ['coalesce', 'p0', 'rx-usecs', str(ru), 'rx-frames', str(rf), 'tx-usecs', str(tu),
+            'tx-frames', str(tf)]
+    r = vd.ctl(*args, check=False)
+    st = queue_stats(vd)
+    got = {q: (st[q]['max_usecs'], st[q]['max_packets'], st[q]['set_by']) for q in ('rx', 'tx')}
+    ok = r.returncode == 0 and got['rx'][:2] == (ru, rf) and got['tx'][:2] == (tu, tf)
+    if not ok:
+        log('  WARNING: vnetctl %s -> %s; vnetd holds %s' % (' '.join(args), r.stderr.strip(), got))
+    return {'command': 'vnetctl ' + ' '.join(args), 'rc': r.returncode, 'vnetd': got, 'ok': ok}
+
+
+def measure_profile(subj, ns, prof, args, rep, runs, duration, rr_duration):
+    """Bulk runs in every direction, then ping-pong; appends run dicts to runs."""
+    for d in args.directions:
+        for attempt in (1, 2):
+            res, m = subj.measure(lambda: run_iperf(ns, d, duration))
+            if 'error' not in res:
+                break
+            log('  %s %s %s rep %d: %s%s' % (subj.name, prof, d, rep, res['error'],
+                                            ', retrying' if attempt == 1 else ''))
+            restart_guest_servers(subj.g)
+        m.update(res)
+        if 'gbps' in res:
+            gbit = res['bytes'] * 8 / 1e9
+            m['cpu_s_per_gbit'] = m['cpu_s'] / gbit if gbit else None
+            m['irq_per_gbit'] = m['guest_irqs'] / gbit if gbit else None
+        runs.append(dict(setup=subj.name, profile=prof, kind='bulk', direction=d, rep=rep, **m))
+        log('  %-10s %-10s %s rep %d: %s' % (subj.name, prof, d, rep, short(m)))
+    if rr_duration:
+        res, m = subj.measure(lambda: run_sockperf(ns, rr_duration))
+        if 'error' in res:
+            log('  %s %s rr rep %d: %s' % (subj.name, prof, rep, res['error']))
+            restart_guest_servers(subj.g)
+        m.update(res)
+        runs.append(dict(setup=subj.name, profile=prof, kind='rr', direction='rr', rep=rep, **m))
+        log('  %-10s %-10s rr rep %d: %s' % (subj.name, prof, rep, short(m)))
+
+
+def short(m):
+    if 'error' in m:
+        return 'ERROR ' + m['error']
+    if 'gbps' in m:
+        s = '%.3f Gbit/s, cpu %.0f%% (%.2f s/Gbit), %.0f irq/s' % (
+            m['gbps'], m['cpu_pct'], m.get('cpu_s_per_gbit') or 0, m['irq_per_s'])
+    else:
+        s = 'rtt p50 %.0f p99 %.0f us, %.0f irq/s' % (m['rtt_p50_us'], m['rtt_p99_us'], m['irq_per_s'])
+    if 'notif_rx_per_s' in m:
+        s += ', notif/s rx %.0f tx %.0f' % (m['notif_rx_per_s'], m['notif_tx_per_s'])
+    return s
+
+
+def bench_uml(args, kit, wd, runs, info):
+    sock = os.path.join(wd, 'uml.sock')
+    with Netns(NETNS) as ns, Vnetd(ns, ['socket=%s,tap=vtap0' % sock], wd) as vd:
+        ns.run('ip addr add %s/24 dev vtap0 && ip link set vtap0 up' % HOST_IP)
+        with UmlGuest(kit, sock, log_path=os.path.join(wd, 'uml.log')) as g:
+            log('UML guest booted in %.1f s on vnetd port p0 (tap in namespace %s)'
+                % (g.boot_time, NETNS))
+            info['guest_kernel'] = g.run('uname -r')[1].strip()
+            guest_net_setup(g)
+            subj = Subject('uml-vnetd', g, 'virtio-uml', vd)
+            info['applied'] = []
+            for rep in range(1, args.reps + 1):
+                for prof in args.profiles:
+                    a = apply_guest_profile(g, vd, prof)
+                    a.update(rep=rep, profile=prof)
+                    info['applied'].append(a)
+                    measure_profile(subj, ns, prof, args, rep, runs, args.duration, args.rr_duration)
+        if not vd.alive():
+            log('WARNING: vnetd died during the UML benchmark')
+            info['vnetd_died'] = True
+
+
+def bench_peer(args, kit, wd, runs, info):
+    """QEMU TCG: userspace virtio-net on a tap vs the same guest on vnetd (host-side profiles)."""
+    dur, rr = args.peer_duration, min(args.rr_duration, 2) if args.rr_duration else 0
+    sock = os.path.join(wd, 'qemu.sock')
+    light = PROFILES['light']
+    try_cmd = 'ethtool -C eth0 rx-usecs %d rx-frames %d tx-usecs %d tx-frames %d' % light[1:]
+    with Netns(NETNS) as ns:
+        # (a) QEMU's own virtio-net on a tap, no vhost: no coalescing possible.
+        ns.add_tap('qtap0', HOST_IP + '/24')
+        with QemuGuest(kit, tap='qtap0', netns=NETNS, device_opts=',vectors=0' + NO_OFFLOADS,
+                       log_path=os.path.join(wd, 'qemu-tap.log')) as g:
+            log('QEMU guest (tap, vhost=off) booted in %.1f s' % g.boot_time)
+            guest_net_setup(g)
+            rc, out = g.run(try_cmd, timeout=60)
+            info['qemu_tap_ethtool_C'] = {'command': try_cmd, 'rc': rc, 'output': out.strip()}
+            log('  QEMU tap: `%s` -> rc %d: %s' % (try_cmd, rc, out.strip()))
+            subj = Subject('qemu-tap', g, 'virtio')
+            for rep in range(1, args.peer_reps + 1):
+                measure_profile(subj, ns, 'none', args, rep, runs, dur, rr)
+        ns.run('ip link del qtap0', check=False)
+        # (b) the same guest on vnetd via vhost-user; QEMU keeps the control queue, so the
+        # profiles are set from the host.  offloads=off: see README (Benchmark, peer).
+        with Vnetd(ns, ['socket=%s,tap=vtap1,offloads=off' % sock], wd) as vd:
+            ns.run('ip addr add %s/24 dev vtap1 && ip link set vtap1 up' % HOST_IP)
+            with QemuGuest(kit, vhost_socket=sock, device_opts=',vectors=0',
+                           log_path=os.path.join(wd, 'qemu-vhost-user.log')) as g:
+                log('QEMU guest (vhost-user on vnetd) booted in %.1f s' % g.boot_time)
+                guest_net_setup(g)
+                rc, out = g.run(try_cmd, timeout=60)
+                info['qemu_vhost_user_ethtool_C'] = {'command': try_cmd, 'rc': rc,
+                                                     'output': out.strip()}
+                log('  QEMU vhost-user: guest `%s` -> rc %d: %s' % (try_cmd, rc, out.strip()))
+                subj = Subject('qemu-vnetd', g, 'virtio', vd)
+                info['peer_applied'] = []
+                for rep in range(1, args.peer_reps + 1):
+                    for prof in args.profiles:
+                        a = apply_host_profile(vd, prof)
+                        a.update(rep=rep, profile=prof)
+                        info['peer_applied'].append(a)
+                        measure_profile(subj, ns, prof, args, rep, runs, dur, rr)
+
+
+# ---------------------------------------------------------------------------------------------
+# summaries, table, chart
+
+BULK_KEYS = ('gbps', 'cpu_pct', 'guest_cpu_pct', 'vnetd_cpu_pct', 'cpu_s_per_gbit', 'irq_per_s',
+             'irq_per_gbit', 'notif_rx_per_s', 'notif_tx_per_s', 'machine_busy_pct')
+RR_KEYS = ('rtt_p50_us', 'rtt_p99_us', 'irq_per_s', 'notif_rx_per_s', 'notif_tx_per_s')
+
+
+def spread(vals):
+    vals = [v for v in vals if v is not None]
+    if not vals:
+        return None
+    return {'median': statistics.median(vals), 'min': min(vals), 'max': max(vals), 'n': len(vals)}
+
+
+def lateness(runs, q):
+    """Median over runs of the per-run lateness p50/p99 of queue q, and the sample count."""
+    ls = [r[q]['lateness_us'] for r in runs if q in r and r[q]['lateness_us']['samples']]
+    if not ls:
+        return {'samples': 0, 'p50': None, 'p99': None, 'max': None}
+    return {'samples': sum(x['samples'] for x in ls),
+            'p50': statistics.median(x['p50'] for x in ls),
+            'p99': statistics.median(x['p99'] for x in ls),
+            'max': max(x['max'] for x in ls)}
+
+
+def summarize(runs, setups, profiles, directions):
+    out = {}
+    for s in setups:
+        for p in profiles:
+            rs = [r for r in runs if r['setup'] == s and r['profile'] == p]
+            if not rs:
+                continue
+            e = out.setdefault(s, {}).setdefault(p, {})
+            for d in directions:
+                b = [r for r in rs if r['kind'] == 'bulk' and r['direction'] == d and 'gbps' in r]
+                e[d] = {k: spread([r.get(k) for r in b]) for k in BULK_KEYS}
+                e[d]['failed_runs'] = len([r for r in rs if r['kind'] == 'bulk' and
+                                           r['direction'] == d and 'gbps' not in r])
+                e[d]['lateness'] = {q: lateness(b, q) for q in ('rx', 'tx')}
+            rr = [r for r in rs if r['kind'] == 'rr' and 'rtt_p50_us' in r]
+            e['rr'] = {k: spread([r.get(k) for r in rr]) for k in RR_KEYS}
+            e['rr']['lateness'] = {q: lateness(rr, q) for q in ('rx', 'tx')}
+    return out
+
+
+def med(x):
+    return x['median'] if x else None
+
+
+def ratios(summary, directions):
+    out = {}
+    s = summary.get('uml-vnetd', {})
+    for d in directions:
+        try:
+            none, aggr, mod = s['none'][d], s['aggressive'][d], s['moderate'][d]
+        except KeyError:
+            continue
+        r = {}
+        if med(none['irq_per_s']) and med(aggr['irq_per_s']) is not None:
+            r['irq_reduction'] = 1 - med(aggr['irq_per_s']) / med(none['irq_per_s'])
+        if med(none['gbps']) and med(aggr['gbps']) is not None:
+            r['throughput_retention'] = med(aggr['gbps']) / med(none['gbps'])
+        if med(none['cpu_s_per_gbit']) and med(mod['cpu_s_per_gbit']) is not None:
+            r['cpu_per_gbit_reduction'] = 1 - med(mod['cpu_s_per_gbit']) / med(none['cpu_s_per_gbit'])
+        if med(none['notif_rx_per_s']) is not None:
+            tot = [med(x['notif_rx_per_s']) + med(x['notif_tx_per_s']) for x in (none, aggr)]
+            if tot[0]:
+                r['notification_reduction'] = 1 - tot[1] / tot[0]
+        r['met'] = {k: r[k] >= v for k, v in TARGETS.items() if k in r}
+        out[d] = r
+    return out
+
+
+def fmt(x, spec, rng=True):
+    if not x:
+        return '–'
+    s = spec % x['median']
+    if rng and x['n'] > 1:
+        s += ' (' + spec % x['min'] + '–' + spec % x['max'] + ')'
+    return s
+
+
+def fmt_lat(l):
+    if not l or not l['samples']:
+        return '–'
+    return '%.0f / %.0f' % (l['p50'], l['p99'])
+
+
+def table_md(summary, setup, profiles, directions, cpu_label):
+    head = ('| Profile | Dir | Throughput Gbit/s | CPU %% (%s) | CPU s per Gbit | IRQ/s | '
+            'notif/s rx / tx | RTT p50 / p99 µs | lateness p50 / p99 µs |' % cpu_label)
+    lines = [head, '|' + '---|' * 9]
+    for p in profiles:
+        e = summary.get(setup, {}).get(p)
+        if not e:
+            continue
+        for i, d in enumerate(directions):
+            x = e[d]
+            rr = e['rr']
+            if i == 0:
+                rtt = ('%.0f / %.0f' % (med(rr['rtt_p50_us']), med(rr['rtt_p99_us']))
+                       if rr['rtt_p50_us'] else '–')
+                lat = fmt_lat(rr['lateness']['rx'])
+            else:
+                rtt = lat = '″'
+            notif = ('%.0f / %.0f' % (med(x['notif_rx_per_s']), med(x['notif_tx_per_s']))
+                     if x['notif_rx_per_s'] else '–')
+            lines.append('| %s | %s | %s | %s | %s | %s | %s | %s | %s |' % (
+                p if i == 0 else '', d.upper(), fmt(x['gbps'], '%.3f'), fmt(x['cpu_pct'], '%.0f', False),
+                fmt(x['cpu_s_per_gbit'], '%.2f'), fmt(x['irq_per_s'], '%.0f'), notif, rtt, lat))
+    return '\n'.join(lines)
+
+
+def ratios_md(rat):
+    names = {'irq_reduction': ('guest IRQ/s reduction, aggressive vs none', '≥ 90 %'),
+             'throughput_retention': ('throughput retained, aggressive vs none', '≥ 98 %'),
+             'cpu_per_gbit_reduction': ('CPU s per Gbit reduction, moderate vs none', '≥ 30 %'),
+             'notification_reduction': ('vnetd notifications/s (rx+tx) reduction, aggressive vs none',
+                                        '(info)')}
+    lines = ['| Target | %s | target |' % ' | '.join(d.upper() for d in rat), '|---|' + '---|' * (len(rat) + 1)]
+    for k, (label, tgt) in names.items():
+        cells = []
+        for d in rat:
+            v = rat[d].get(k)
+            if v is None:
+                cells.append('–')
+            else:
+                met = rat[d]['met'].get(k)
+                cells.append('%.1f %%%s' % (100 * v, '' if met is None else (' ✔' if met else ' ✘')))
+        lines.append('| %s | %s | %s |' % (label, ' | '.join(cells), tgt))
+    return '\n'.join(lines)
+
+
+def chart(summary, profiles, directions, path_png, path_dat):
+    s = summary.get('uml-vnetd', {})
+    profs = [p for p in profiles if p in s]
+    metrics = [('gbps', 'Throughput (Gbit/s)'), ('cpu_s_per_gbit', 'CPU s per Gbit (guest+vnetd)'),
+               ('irq_per_s', 'Guest IRQ/s')]
+    with open(path_dat, 'w') as f:
+        f.write('# profile ' + ' '.join('%s_%s med min max' % (m, d) for m, _ in metrics
+                                          for d in directions) + '\n')
+        for p in profs:
+            cols = []
+            for m, _ in metrics:
+                for d in directions:
+                    x = s[p][d][m]
+                    cols += ['%g' % x['median'], '%g' % x['min'], '%g' % x['max']] if x else ['0'] * 3
+            f.write('%s %s\n' % (p, ' '.join(cols)))
+    nd = len(directions)
+    gp = ['set terminal pngcairo size 1500,480 font "sans,10"',
+          'set output "%s"' % path_png,
+          'set multiplot layout 1,3 title "vnetd coalescing profiles, UML guest (guest ethtool -C); '
+          'median, bars = min-max"',
+          'set style data histogram', 'set style histogram errorbars gap 1 lw 1',
+          'set style fill solid 0.6 border -1', 'set boxwidth 0.9', 'set yrange [0:*]',
+          'set grid ytics', 'set key top right', 'set xtics nomirror']
+    for mi, (m, title) in enumerate(metrics):
+        plots = []
+        for di, d in enumerate(directions):
+            c = 2 + 3 * (mi * nd + di)
+            plots.append('"%s" using %d:%d:%d:xtic(1) title "%s"' % (path_dat, c, c + 1, c + 2,
+                                                                     d.upper()))
+        gp += ['set title "%s"' % title, 'plot ' + ', '.join(plots)]
+    gp.append('unset multiplot')
+    r = subprocess.run(['gnuplot'], input='\n'.join(gp) + '\n', text=True, capture_output=True)
+    if r.returncode != 0:
+        log('gnuplot failed: ' + r.stderr)
+    return r.returncode == 0
+
+
+# ---------------------------------------------------------------------------------------------
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--duration', type=float, default=5, help='seconds per iperf3 run (default 5)')
+    ap.add_argument('--reps', type=int, default=3, help='repetitions per profile (default 3)')
+    ap.add_argument('--profiles', default='none,light,moderate,aggressive')
+    ap.add_argument('--direction', default='both', choices=('tx', 'rx', 'both'),
+                    help='tx = guest->host, rx = host->guest (default both)')
+    ap.add_argument('--rr-duration', type=float, default=3,
+                    help='seconds per sockperf ping-pong run, 0 = skip (default 3)')
+    ap.add_argument('--out', help='JSON output (default results/bench-<date>.json); latest.* go '
+                    'next to it')
+    ap.add_argument('--quick', action='store_true', help='demo-sized: 2 s runs, 1 rep, no peer')
+    ap.add_argument('--peer', dest='peer', action='store_true', default=True,
+                    help='also run the QEMU peer comparison (default)')
+    ap.add_argument('--no-peer', dest='peer', action='store_false')
+    ap.add_argument('--peer-duration', type=float, default=5, help='seconds per QEMU run (default 5)')
+    ap.add_argument('--peer-reps', type=int, default=1)
+    args = ap.parse_args()
+    if args.quick:
+        args.duration, args.reps, args.peer, args.rr_duration = 2, 1, False, 1.5
+    args.profiles = [p.strip() for p in args.profiles.split(',') if p.strip()]
+    for p in args.profiles:
+        if p not in PROFILES:
+            ap.error('unknown profile %r (known: %s)' % (p, ', '.join(PROFILES)))
+    args.directions = ['tx', 'rx'] if args.direction == 'both' else [args.direction]
+    # duration is passed to iperf3 -t, which wants an integer number of seconds
+    args.duration = max(1, int(round(args.duration)))
+    args.peer_duration = max(1, int(round(args.peer_duration)))
+
+    check_prereqs(args)
+    t_start = time.monotonic()
+    now = datetime.datetime.now()
+    out = args.out or os.path.join(TOP, 'results', 'bench-%s.json' % now.strftime('%Y%m%d-%H%M%S'))
+    resdir = os.path.dirname(os.path.abspath(out))
+    os.makedirs(resdir, exist_ok=True)
+
+    kit = harness.guest_kit()
+    wd = harness.workdir('bench')
+    load0 = os.getloadavg()
+    log('bench: %s, %d CPUs, load average %.2f %.2f %.2f; work dir %s'
+        % (platform.node(), os.cpu_count(), *load0, wd))
+    if load0[0] > 0.5 * os.cpu_count():
+        log('bench: WARNING: the machine is busy (load %.2f): numbers will be noisy' % load0[0])
+
+    runs, info = [], {}
+    bench_uml(args, kit, wd, runs, info)
+    if args.peer:
+        try:
+            bench_peer(args, kit, wd, runs, info)
+        except GuestError as e:
+            log('bench: peer comparison failed: %s' % str(e)[:1500])
+            info['peer_error'] = str(e)[:3000]
+
+    setups = ['uml-vnetd', 'qemu-tap', 'qemu-vnetd']
+    summary = summarize(runs, setups, list(PROFILES), args.directions)
+    rat = ratios(summary, args.directions)
+    elapsed = time.monotonic() - t_start
+    load1 = os.getloadavg()
+    with open('/proc/cpuinfo') as f:
+        cpu_model = next((l.split(':', 1)[1].strip() for l in f if l.startswith('model name')), '?')
+    commit = subprocess.run(['git', '-C', TOP, 'rev-parse', '--short', 'HEAD'], capture_output=True,
+                            text=True).stdout.strip()
+    meta = {'date': now.isoformat(timespec='seconds'), 'host': platform.node(),
+            'kernel': platform.release(), 'cpus': os.cpu_count(), 'cpu_model': cpu_model,
+            'kvm_used': False, 'loadavg_start': load0, 'loadavg_end': load1,
+            'elapsed_s': round(elapsed, 1), 'vnetd_commit': commit,
+            'args': {k: v for k, v in vars(args).items()}, 'profiles': PROFILES,
+            'targets': TARGETS, 'clk_tck': CLK_TCK}
+    result = {'meta': meta, 'info': info, 'summary': summary, 'ratios': rat, 'runs': runs}
+
+    md = ['### UML guest on vnetd (tap), profile set by the guest\'s `ethtool -C`', '',
+          table_md(summary, 'uml-vnetd', args.profiles, args.directions, 'guest+vnetd'), '',
+          ratios_md(rat)]
+    if args.peer and 'qemu-vnetd' in summary:
+        md += ['', '### Peer: QEMU 7.2 TCG guest, userspace virtio-net (tap, vhost=off) vs vnetd '
+               '(vhost-user, host-side `vnetctl coalesce`)', '',
+               '`qemu-tap` (cannot coalesce):', '',
+               table_md(summary, 'qemu-tap', ['none'], args.directions, 'QEMU'), '',
+               '`qemu-vnetd`:', '',
+               table_md(summary, 'qemu-vnetd', args.profiles, args.directions, 'QEMU+vnetd')]
+    md += ['', 'Measured %s on %s (%d CPUs, %s), load average %.2f at start, %.2f at end; '
+           '%d s runs x %d reps (peer %d s x %d); `make bench` took %.0f s.'
+           % (meta['date'], meta['host'], meta['cpus'], cpu_model, load0[0], load1[0],
+              args.duration, args.reps, args.peer_duration, args.peer_reps, elapsed)]
+    md = '\n'.join(md) + '\n'
+
+    for path in (out, os.path.join(resdir, 'latest.json')):
+        with open(path, 'w') as f:
+            json.dump(result, f, indent=1, sort_keys=False, default=str)
+    with open(os.path.join(resdir, 'latest.md'), 'w') as f:
+        f.write(md)
+    chart(summary, args.profiles, args.directions, os.path.join(resdir, 'latest.png'),
+          os.path.join(resdir, 'latest.dat'))
+    log('\n' + md)
+    log('wrote %s, %s, %s, %s' % (out, os.path.join(resdir, 'latest.json'),
+                                  os.path.join(resdir, 'latest.md'), os.path.join(resdir, 'latest.png')))
+    shutil.rmtree(wd, ignore_errors=True)
+
+
+if __name__ == '__main__':
+    main()
