@@ -579,6 +579,8 @@ def main():
     ap.add_argument('--no-peer', dest='peer', action='store_false')
     ap.add_argument('--peer-duration', type=float, default=5, help='seconds per QEMU run (default 5)')
     ap.add_argument('--peer-reps', type=int, default=1)
+    ap.add_argument('--no-uml', dest='uml', action='store_false', default=True,
+                    help='skip the UML benchmark (peer only)')
     args = ap.parse_args()
     if args.quick:
         args.duration, args.reps, args.peer, args.rr_duration = 2, 1, False, 1.5
@@ -607,7 +609,8 @@ def main():
         log('bench: WARNING: the machine is busy (load %.2f): numbers will be noisy' % load0[0])
 
     runs, info = [], {}
-    bench_uml(args, kit, wd, runs, info)
+    if args.uml:
+        bench_uml(args, kit, wd, runs, info)
     if args.peer:
         try:
             bench_peer(args, kit, wd, runs, info)
@@ -653,8 +656,9 @@ def main():
             json.dump(result, f, indent=1, sort_keys=False, default=str)
     with open(os.path.join(resdir, 'latest.md'), 'w') as f:
         f.write(md)
-    chart(summary, args.profiles, args.directions, os.path.join(resdir, 'latest.png'),
-          os.path.join(resdir, 'latest.dat'))
+    if 'uml-vnetd' in summary:
+        chart(summary, args.profiles, args.directions, os.path.join(resdir, 'latest.png'),
+              os.path.join(resdir, 'latest.dat'))
     log('\n' + md)
     log('wrote %s, %s, %s, %s' % (out, os.path.join(resdir, 'latest.json'),
                                   os.path.join(resdir, 'latest.md'), os.path.join(resdir, 'latest.png')))
