@@ -77,8 +77,9 @@ class Vnetd:
         argv += ['--control', self.control] + self.extra
         self.log = open(self.log_path, 'ab')
         self.proc = self.ns.popen(argv, stdout=self.log, stderr=subprocess.STDOUT)
-        for _ in range(100):
-            if os.path.exists(self.control):
+        for _ in range(200):
+            # "ready:" is logged once setup (and the sandbox) is complete.
+            if os.path.exists(self.control) and 'ready:' in self.log_tail(100000):
                 return self
             if self.proc.poll() is not None:
                 break
