@@ -27,6 +27,10 @@ asan: $(ASAN_BUILD)/build.ninja
 	ninja -C $(ASAN_BUILD)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		meson test -C $(ASAN_BUILD) --print-errorlogs
+	# The hostile-frontend test against vnetd built with ASan+LSan+UBSan (no seccomp there).
+	VNETD_BUILD=$(abspath $(ASAN_BUILD)) VNETD_EXTRA_ARGS=--no-sandbox \
+		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		$(PYTHON) tests/e2e/test_hostile_frontend.py
 
 $(FUZZ_BUILD)/build.ninja:
 	CC=clang meson setup $(FUZZ_BUILD) -Dfuzz=true

@@ -66,7 +66,9 @@ class Vnetd:
         self.workdir = workdir
         self.control = os.path.join(workdir, 'control.sock')
         self.ports = ports
-        self.extra = list(extra)
+        # VNETD_EXTRA_ARGS: e.g. "--no-sandbox" for sanitizer builds (LeakSanitizer needs
+        # calls the seccomp filter refuses).
+        self.extra = list(extra) + os.environ.get('VNETD_EXTRA_ARGS', '').split()
         self.log_path = os.path.join(workdir, 'vnetd.log')
         self.proc = None
 
@@ -87,21 +89,27 @@ class Vnetd:
         fail('vnetd did not start; log:\n' + self.log_tail())
 
     def __exit__(self, *exc):
-        self.stop()
+        rc = self.stop()
+        if exc[0] is None and rc != 0:
+            fail('vnetd exited with status %s on SIGTERM (sanitizer report or crash?); log:\n%s'
+                 % (rc, self.log_tail()))
         return False
 
     def alive(self):
         return self.proc.poll() is None
 
     def stop(self):
+        """SIGTERM, wait; returns vnetd's exit status (0 = clean shutdown)."""
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             try:
-                self.proc.wait(10)
+                self.proc.wait(20)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        self.log.close()
+        if not self.log.closed:
+            self.log.close()
+        return self.proc.returncode if self.proc else 0
 
     def log_tail(self, n=3000):
         try:

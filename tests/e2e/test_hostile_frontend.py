@@ -81,8 +81,8 @@ class Env:
         self.idle_fds = self.fd_count()
 
     def stop(self):
-        if self.vd:
-            self.vd.stop()
+        """Stop vnetd; returns its exit status (0: clean, no sanitizer report)."""
+        return self.vd.stop() if self.vd else 0
 
     def pid(self):
         return self.vd.proc.pid
@@ -975,9 +975,11 @@ def main():
             fds, maps = env.settled_fd_count(env.idle_fds), env.memfd_maps()
             final.check(fds == env.idle_fds, 'fd count at the end %d == idle %d' % (fds, env.idle_fds))
             final.check(not maps, 'no memfd mappings left in /proc/PID/maps %s' % maps)
-        results.append(final)
     finally:
-        env.stop()
+        rc = env.stop()
+    final.check(rc == 0, 'vnetd shut down cleanly on SIGTERM (status %s; a sanitizer build '
+                'reports leaks or errors here)' % rc)
+    results.append(final)
     dt = time.monotonic() - t_start
     bad = [r for r in results if r.failures]
     print('\nhostile-frontend summary: %d cases (incl. final checks), %d failed, %.1f s'
