@@ -602,6 +602,11 @@ def main():
 
     kit = harness.guest_kit()
     wd = harness.workdir('bench')
+    # Private copies: other work may rebuild build/ while the benchmark runs.
+    for name in ('VNETD', 'VNETCTL'):
+        dst = os.path.join(wd, os.path.basename(getattr(harness, name)))
+        shutil.copy2(getattr(harness, name), dst)
+        setattr(harness, name, dst)
     load0 = os.getloadavg()
     log('bench: %s, %d CPUs, load average %.2f %.2f %.2f; work dir %s'
         % (platform.node(), os.cpu_count(), *load0, wd))
@@ -625,8 +630,8 @@ def main():
     load1 = os.getloadavg()
     with open('/proc/cpuinfo') as f:
         cpu_model = next((l.split(':', 1)[1].strip() for l in f if l.startswith('model name')), '?')
-    commit = subprocess.run(['git', '-C', TOP, 'rev-parse', '--short', 'HEAD'], capture_output=True,
-                            text=True).stdout.strip()
+    commit = subprocess.run(['git', '-C', TOP, 'describe', '--always', '--dirty'],
+                            capture_output=True, text=True).stdout.strip()
     meta = {'date': now.isoformat(timespec='seconds'), 'host': platform.node(),
             'kernel': platform.release(), 'cpus': os.cpu_count(), 'cpu_model': cpu_model,
             'kvm_used': False, 'loadavg_start': load0, 'loadavg_end': load1,
