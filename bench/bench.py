@@ -202,9 +202,9 @@ def run_iperf(ns, direction, duration):
     if direction == 'tx':
         argv.append('-R')
     try:
-        r = ns.run(argv, check=False, timeout=duration + 30)
+        r = ns.run(argv, check=False, timeout=duration + 20)
     except subprocess.TimeoutExpired:
-        return {'error': 'iperf3 client timed out after %ss' % (duration + 30)}
+        return {'error': 'iperf3 client timed out after %ss' % (duration + 20)}
     try:
         j = json.loads(r.stdout)
     except ValueError:
@@ -285,6 +285,24 @@ def apply_host_profile(vd, prof):
     return {'command': 'vnetctl ' + ' '.join(args), 'rc': r.returncode, 'vnetd': got, 'ok': ok}
 
 
+class Stalled(Exception):
+    """The guest no longer answers on the network (see README: RX stall); later runs would
+    only time out, so the setup stops here and the results so far are kept."""
+
+
+def check_reachable(subj, ns, what):
+    r = ns.run(['ping', '-c', '3', '-W', '2', GUEST_IP], check=False, timeout=30)
+    if r.returncode == 0:
+        return
+    st = {}
+    if subj.vd:
+        p0 = subj.vd.stats()['p0']
+        st = {q: {k: v for k, v in p0[i].items() if k != 'lateness_us'}
+              for i, q in ((0, 'rx'), (1, 'tx'))}
+    raise Stalled('%s: %s: the guest no longer answers ping after a failed run; vnetd queues: %s'
+                  % (subj.name, what, json.dumps(st)))
+
+
 def measure_profile(subj, ns, prof, args, rep, runs, duration, rr_duration):
     """Bulk runs in every direction, then ping-pong; appends run dicts to runs."""
     for d in args.directions:
@@ -294,6 +312,7 @@ def measure_profile(subj, ns, prof, args, rep, runs, duration, rr_duration):
                 break
             log('  %s %s %s rep %d: %s%s' % (subj.name, prof, d, rep, res['error'],
                                             ', retrying' if attempt == 1 else ''))
+            check_reachable(subj, ns, '%s %s rep %d' % (prof, d, rep))
             restart_guest_servers(subj.g)
         m.update(res)
         if 'gbps' in res:
@@ -306,6 +325,7 @@ def measure_profile(subj, ns, prof, args, rep, runs, duration, rr_duration):
         res, m = subj.measure(lambda: run_sockperf(ns, rr_duration))
         if 'error' in res:
             log('  %s %s rr rep %d: %s' % (subj.name, prof, rep, res['error']))
+            check_reachable(subj, ns, '%s rr rep %d' % (prof, rep))
             restart_guest_servers(subj.g)
         m.update(res)
         runs.append(dict(setup=subj.name, profile=prof, kind='rr', direction='rr', rep=rep, **m))
@@ -615,10 +635,17 @@ def main():
 
     runs, info = [], {}
     if args.uml:
-        bench_uml(args, kit, wd, runs, info)
+        try:
+            bench_uml(args, kit, wd, runs, info)
+        except Stalled as e:
+            log('bench: UML benchmark stopped early: %s' % e)
+            info['uml_stalled'] = str(e)
     if args.peer:
         try:
             bench_peer(args, kit, wd, runs, info)
+        except Stalled as e:
+            log('bench: peer comparison stopped early: %s' % e)
+            info['peer_stalled'] = str(e)
         except GuestError as e:
             log('bench: peer comparison failed: %s' % str(e)[:1500])
             info['peer_error'] = str(e)[:3000]
