@@ -30,7 +30,7 @@ from harness import (GuestError, Netns, UmlGuest, Vnetd, check, guest_kit, requi
                      workdir)
 
 HOST_IP, GUEST_IP = '10.82.0.1', '10.82.0.2'
-NS = 'vnetd-e2e-churn'
+NS = 'vnetd-e2e-churn'       # + '-PID', see private_netns()
 MAC = '52:54:00:82:00:02'
 
 # Runs in the guest (busybox ash); the changes are logged to /tmp/churn.log, counts to /tmp/churn.count.
@@ -87,6 +87,23 @@ echo done > /tmp/in.done
 
 STAT_KEYS = ('packets', 'bytes', 'kicks', 'notifications', 'suppressed', 'held',
              'timer_notifications', 'dropped', 'rx_no_buffers')
+
+
+
+def private_netns(prefix):
+    """A namespace name of this run only, PREFIX-PID: Netns() deletes an existing namespace of
+    the same name as stale, so a fixed name would let two concurrent runs of this test (a
+    developer's and a CI clone's) kill each other's vnetd. Namespaces PREFIX-PID of runs that
+    died (PID gone) are removed here instead."""
+    try:
+        names = os.listdir('/run/netns')
+    except FileNotFoundError:
+        names = []
+    for n in names:
+        pid = n[len(prefix) + 1:]
+        if n.startswith(prefix + '-') and pid.isdigit() and not os.path.exists('/proc/' + pid):
+            Netns(n).delete()
+    return '%s-%d' % (prefix, os.getpid())
 
 
 def put_script(g, path, text):
@@ -207,7 +224,8 @@ def main():
     del blob
     t_start = time.monotonic()
 
-    with Netns(NS) as ns, Vnetd(ns, ['socket=%s,tap=vtap0,mac=%s' % (sock, MAC)], wd) as vd:
+    with Netns(private_netns(NS)) as ns, \
+            Vnetd(ns, ['socket=%s,tap=vtap0,mac=%s' % (sock, MAC)], wd) as vd:
         ns.run('ip addr add %s/24 dev vtap0 && ip link set vtap0 up' % HOST_IP)
         http = ns.popen(['python3', '-m', 'http.server', '8000', '--bind', HOST_IP, '--directory', wd],
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -252,7 +270,7 @@ def main():
                 """The guest's view of host->guest: check the transfers finished since the last
                 poll and the one in flight; returns the output lines of `first`, if given."""
                 nonlocal in_seen
-                head = [first] if first else []
+                head = [first] if first else []     # first must print exactly one line
                 cmd = '; '.join(head + ['cat /proc/uptime', 'cat /tmp/in.cur 2>/dev/null || echo -',
                                         'tail -n +%d /tmp/in.log 2>/dev/null' % (in_seen + 1)])
                 try:
@@ -296,15 +314,13 @@ def main():
             while True:
                 now = time.monotonic()
                 finishing = now - t0 >= seconds
-                if finishing:
-                    g.run('touch /tmp/stop', check=True)
                 if not vd.alive():
                     print('FAIL vnetd died; log:\n' + vd.log_tail())
                     raise SystemExit(1)
                 for q in port_stats().values():
                     if q['broken']:
                         dump_and_fail('queue %d (%s) is broken' % (q['index'], q['kind']))
-                poll_guest()
+                poll_guest('touch /tmp/stop; echo stopping' if finishing else None)
                 if out_thread.error:
                     dump_and_fail(out_thread.error)
                 if finishing:
