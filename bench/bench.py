@@ -589,8 +589,8 @@ def main():
     ap.add_argument('--profiles', default='none,light,moderate,aggressive')
     ap.add_argument('--direction', default='both', choices=('tx', 'rx', 'both'),
                     help='tx = guest->host, rx = host->guest (default both)')
-    ap.add_argument('--rr-duration', type=float, default=3,
-                    help='seconds per sockperf ping-pong run, 0 = skip (default 3)')
+    ap.add_argument('--rr-duration', type=float, default=2,
+                    help='seconds per sockperf ping-pong run, 0 = skip (default 2)')
     ap.add_argument('--out', help='JSON output (default results/bench-<date>.json); latest.* go '
                     'next to it')
     ap.add_argument('--quick', action='store_true', help='demo-sized: 2 s runs, 1 rep, no peer')
