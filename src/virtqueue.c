@@ -256,8 +256,13 @@ bool vq_kick_enable(struct virtqueue *vq)
 {
 	if (!vq->started || vq->broken)
 		return false;
+	/*
+	 * avail_event = the driver's avail index now, not last_avail: when we stopped short of
+	 * the end (a packet that needs more buffers than are there), the driver's next additions
+	 * start at its avail index, and only an event inside them makes it kick.
+	 */
 	if (vq->event_idx)
-		WRITE_ONCE_U16((uint16_t *)&vq->used->ring[vq->num], vq->last_avail); /* avail_event */
+		WRITE_ONCE_U16((uint16_t *)&vq->used->ring[vq->num], vq_avail_idx(vq));
 	else
 		WRITE_ONCE_U16(&vq->used->flags, 0);
 	/* Order our store before re-reading avail->idx, or a kick could be lost. */

@@ -142,7 +142,10 @@ static inline uint16_t vq_pending_since_decision(const struct virtqueue *vq)
 	return (uint16_t)(vq->used_published - vq->signalled_used);
 }
 
-/* vq_kick_enable() - ask the driver to kick again; true if more chains arrived meanwhile. */
+/*
+ * vq_kick_enable() - ask the driver to kick when it adds chains after those it has made
+ * available now; true if there are chains we have not popped (check again before sleeping).
+ */
 bool vq_kick_enable(struct virtqueue *vq);
 
 /* vq_kick_disable() - tell the driver kicks are not needed now (best effort). */
