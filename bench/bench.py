@@ -351,7 +351,7 @@ def bench_uml(args, kit, wd, runs, info):
         ns.run('ip addr add %s/24 dev vtap0 && ip link set vtap0 up' % HOST_IP)
         with UmlGuest(kit, sock, log_path=os.path.join(wd, 'uml.log')) as g:
             log('UML guest booted in %.1f s on vnetd port p0 (tap in namespace %s)'
-                % (g.boot_time, NETNS))
+                % (g.boot_time, ns.name))
             info['guest_kernel'] = g.run('uname -r')[1].strip()
             guest_net_setup(g)
             subj = Subject('uml-vnetd', g, 'virtio-uml', vd)
@@ -376,7 +376,7 @@ def bench_peer(args, kit, wd, runs, info):
     with Netns(NETNS) as ns:
         # (a) QEMU's own virtio-net on a tap, no vhost: no coalescing possible.
         ns.add_tap('qtap0', HOST_IP + '/24')
-        with QemuGuest(kit, tap='qtap0', netns=NETNS, device_opts=',vectors=0' + NO_OFFLOADS,
+        with QemuGuest(kit, tap='qtap0', netns=ns.name, device_opts=',vectors=0' + NO_OFFLOADS,
                        log_path=os.path.join(wd, 'qemu-tap.log')) as g:
             log('QEMU guest (tap, vhost=off) booted in %.1f s' % g.boot_time)
             guest_net_setup(g)

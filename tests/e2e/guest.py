@@ -273,12 +273,28 @@ class QemuGuest(_Guest):
 class Netns:
     """A throw-away network namespace: created on enter, its processes killed and it deleted on exit."""
 
-    def __init__(self, name):
-        self.name = name
+    def __init__(self, prefix, exact=False):
+        # PREFIX-PID: two concurrent runs of one test (a developer's and a CI clone's) must
+        # not share, and so delete, each other's namespace.
+        self.prefix = prefix
+        self.name = prefix if exact else '%s-%d' % (prefix, os.getpid())
+
+    def _remove_stale(self):
+        """Delete PREFIX-PID namespaces whose run died (PID gone)."""
+        try:
+            names = os.listdir('/run/netns')
+        except FileNotFoundError:
+            return
+        for n in names:
+            pid = n[len(self.prefix) + 1:]
+            if n.startswith(self.prefix + '-') and pid.isdigit() and \
+                    not os.path.exists('/proc/' + pid):
+                Netns(n, exact=True).delete()
 
     def __enter__(self):
+        self._remove_stale()
         if os.path.exists('/run/netns/' + self.name):
-            self.delete()                    # stale from an earlier crashed run
+            self.delete()                    # stale from an earlier run with this PID
         subprocess.run(['ip', 'netns', 'add', self.name], check=True)
         self.run('ip link set lo up')
         return self

@@ -30,7 +30,7 @@ from harness import (GuestError, Netns, UmlGuest, Vnetd, check, guest_kit, requi
                      workdir)
 
 HOST_IP, GUEST_IP = '10.82.0.1', '10.82.0.2'
-NS = 'vnetd-e2e-churn'       # + '-PID', see private_netns()
+NS = 'vnetd-e2e-churn'  # Netns appends -PID
 MAC = '52:54:00:82:00:02'
 
 # Runs in the guest (busybox ash); the changes are logged to /tmp/churn.log, counts to /tmp/churn.count.
@@ -88,22 +88,6 @@ echo done > /tmp/in.done
 STAT_KEYS = ('packets', 'bytes', 'kicks', 'notifications', 'suppressed', 'held',
              'timer_notifications', 'dropped', 'rx_no_buffers')
 
-
-
-def private_netns(prefix):
-    """A namespace name of this run only, PREFIX-PID: Netns() deletes an existing namespace of
-    the same name as stale, so a fixed name would let two concurrent runs of this test (a
-    developer's and a CI clone's) kill each other's vnetd. Namespaces PREFIX-PID of runs that
-    died (PID gone) are removed here instead."""
-    try:
-        names = os.listdir('/run/netns')
-    except FileNotFoundError:
-        names = []
-    for n in names:
-        pid = n[len(prefix) + 1:]
-        if n.startswith(prefix + '-') and pid.isdigit() and not os.path.exists('/proc/' + pid):
-            Netns(n).delete()
-    return '%s-%d' % (prefix, os.getpid())
 
 
 def put_script(g, path, text):
@@ -224,7 +208,7 @@ def main():
     del blob
     t_start = time.monotonic()
 
-    with Netns(private_netns(NS)) as ns, \
+    with Netns(NS) as ns, \
             Vnetd(ns, ['socket=%s,tap=vtap0,mac=%s' % (sock, MAC)], wd) as vd:
         ns.run('ip addr add %s/24 dev vtap0 && ip link set vtap0 up' % HOST_IP)
         http = ns.popen(['python3', '-m', 'http.server', '8000', '--bind', HOST_IP, '--directory', wd],

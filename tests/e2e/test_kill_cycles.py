@@ -25,7 +25,7 @@ from harness import (Netns, UmlGuest, Vnetd, check, fail, guest_kit, require_roo
                      workdir)
 
 HOST_IP, GUEST_IP = '10.81.0.1', '10.81.0.2'
-NS = 'vnetd-e2e-cycles'      # + '-PID', see private_netns()
+NS = 'vnetd-e2e-cycles'  # Netns appends -PID
 GUEST_MEM_MB = 256
 RSS_GROWTH_LIMIT_KB = 2048
 BLOB_MB = 8
@@ -57,22 +57,6 @@ http.server.ThreadingHTTPServer((sys.argv[1], 8000), H).serve_forever()
 
 MAPS_RE = re.compile(r'^([0-9a-f]+)-([0-9a-f]+)\s+(\S+)\s+\S+\s+\S+\s+\d+\s*(.*)$')
 
-
-
-def private_netns(prefix):
-    """A namespace name of this run only, PREFIX-PID: Netns() deletes an existing namespace of
-    the same name as stale, so a fixed name would let two concurrent runs of this test (a
-    developer's and a CI clone's) kill each other's vnetd. Namespaces PREFIX-PID of runs that
-    died (PID gone) are removed here instead."""
-    try:
-        names = os.listdir('/run/netns')
-    except FileNotFoundError:
-        names = []
-    for n in names:
-        pid = n[len(prefix) + 1:]
-        if n.startswith(prefix + '-') and pid.isdigit() and not os.path.exists('/proc/' + pid):
-            Netns(n).delete()
-    return '%s-%d' % (prefix, os.getpid())
 
 
 def proc_snapshot(pid):
@@ -180,7 +164,7 @@ def main():
     del blob
 
     t_start = time.monotonic()
-    with Netns(private_netns(NS)) as ns, Vnetd(ns, ['socket=%s,tap=vtap0' % sock], wd) as vd:
+    with Netns(NS) as ns, Vnetd(ns, ['socket=%s,tap=vtap0' % sock], wd) as vd:
         ns.run('ip addr add %s/24 dev vtap0 && ip link set vtap0 up' % HOST_IP)
         http = ns.popen(['python3', '-c', SERVER, HOST_IP, wd], stdout=subprocess.DEVNULL,
                         stderr=subprocess.DEVNULL)
