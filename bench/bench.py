@@ -678,9 +678,11 @@ def main():
                '`qemu-vnetd`:', '',
                table_md(summary, 'qemu-vnetd', args.profiles, args.directions, 'QEMU+vnetd')]
     md += ['', 'Measured %s on %s (%d CPUs, %s), load average %.2f at start, %.2f at end; '
-           '%d s runs x %d reps (peer %d s x %d); `make bench` took %.0f s.'
+           '%d s runs x %d reps%s; bench.py took %.0f s.'
            % (meta['date'], meta['host'], meta['cpus'], cpu_model, load0[0], load1[0],
-              args.duration, args.reps, args.peer_duration, args.peer_reps, elapsed)]
+              args.duration, args.reps,
+              ' (QEMU peer %d s x %d)' % (args.peer_duration, args.peer_reps) if args.peer else
+              ', no QEMU peer', elapsed)]
     md = '\n'.join(md) + '\n'
 
     for path in (out, os.path.join(resdir, 'latest.json')):
