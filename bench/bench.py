@@ -615,6 +615,9 @@ def main():
 
     check_prereqs(args)
     t_start = time.monotonic()
+    # The tree's commit when the binaries are copied (other work may commit meanwhile).
+    commit = subprocess.run(['git', '-C', TOP, 'describe', '--always', '--dirty'],
+                            capture_output=True, text=True).stdout.strip()
     now = datetime.datetime.now()
     out = args.out or os.path.join(TOP, 'results', 'bench-%s.json' % now.strftime('%Y%m%d-%H%M%S'))
     resdir = os.path.dirname(os.path.abspath(out))
@@ -657,8 +660,6 @@ def main():
     load1 = os.getloadavg()
     with open('/proc/cpuinfo') as f:
         cpu_model = next((l.split(':', 1)[1].strip() for l in f if l.startswith('model name')), '?')
-    commit = subprocess.run(['git', '-C', TOP, 'describe', '--always', '--dirty'],
-                            capture_output=True, text=True).stdout.strip()
     meta = {'date': now.isoformat(timespec='seconds'), 'host': platform.node(),
             'kernel': platform.release(), 'cpus': os.cpu_count(), 'cpu_model': cpu_model,
             'kvm_used': False, 'loadavg_start': load0, 'loadavg_end': load1,
