@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reproduce the vnetd RX stall seen while benchmarking (report for src/ owners).
+"""Reproduce the vnetd RX stall seen while benchmarking (fixed in 087ff9d; kept as a check).
 
 A UML guest on a vnetd tap port raises its TCP buffers (tcp_rmem/tcp_wmem max 16 MB) so the host
 can outrun it, then receives bulk TCP (iperf3 host -> guest) RUNS times with PROFILE (none,
