@@ -189,7 +189,7 @@ int daemon_run(const struct vnetd_options *opts)
 			dispatch(&d, ev_ref_unpack(events[i].data.u64), events[i].events);
 		/* Batch: received packets become visible once per loop iteration. */
 		for (unsigned i = 0; i < d.nports; i++)
-			port_flush(d.ports[i]);
+			port_after_events(d.ports[i]);
 	}
 	log_info("shutting down");
 	teardown(&d, opts);

@@ -305,7 +305,7 @@ void port_handle_event(struct port *p, struct ev_ref ref, uint32_t events)
 	}
 }
 
-void port_flush(struct port *p)
+void port_after_events(struct port *p)
 {
 	vnet_dev_rx_flush(p->dev);
 	if (p->connected && p->conn.mem_fault) {

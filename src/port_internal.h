@@ -32,7 +32,8 @@ void port_destroy(struct port *p);
 /* port_handle_event() - dispatch one epoll event that belongs to this port. */
 void port_handle_event(struct port *p, struct ev_ref ref, uint32_t events);
 
-/* port_flush() - publish received packets (called after each batch of events). */
-void port_flush(struct port *p);
+/* port_after_events() - after each batch of events: publish received packets, and drop a
+ * frontend whose guest memory faulted (SIGBUS) during the batch. */
+void port_after_events(struct port *p);
 
 #endif
