@@ -22,7 +22,7 @@ def main():
     blob_sha = make_blob(blob, SIZE_MB)
     mac = '52:54:00:79:00:02'
     with Netns('vnetd-e2e-qemu') as ns, \
-            Vnetd(ns, ['socket=%s,tap=vtap0,mac=%s,offloads=off' % (sock, mac)], wd) as vd:
+            Vnetd(ns, ['socket=%s,tap=vtap0,mac=%s' % (sock, mac)], wd) as vd:
         ns.run('ip addr add 10.79.0.1/24 dev vtap0 && ip link set vtap0 up')
         http = ns.popen(['python3', '-m', 'http.server', '8000', '--bind', '10.79.0.1',
                          '--directory', wd], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
