@@ -1,0 +1,296 @@
+"""Machinery of the hostile-frontend test: vnetd with two switch ports, good and bad clients,
+per-case checks (see test_hostile_frontend.py)."""
+
+import json
+import os
+import re
+import struct
+import subprocess
+import sys
+import threading
+import time
+import traceback
+
+from harness import SKIP, VNETCTL, VNETD, Vnetd, workdir
+import vhost_user_client as vu
+from vhost_user_client import (CTRL_Q, RX_Q, TX_Q, VRING_DESC_F_INDIRECT, VRING_DESC_F_NEXT,
+                               VRING_DESC_F_WRITE, GuestMemory, VhostUserClient,
+                               VirtioNetFrontend, VhostUserError, ether_frame)
+
+MACS = ['52:54:00:77:00:01', '52:54:00:77:00:02']
+BCAST = 'ff:ff:ff:ff:ff:ff'
+P1_SERVED_WITHIN = 1.0   # s: how long p1 may wait while p0 stalls a message (normally ~20 ms)
+NEXT, WRITE, INDIRECT = VRING_DESC_F_NEXT, VRING_DESC_F_WRITE, VRING_DESC_F_INDIRECT
+WITH_INDIRECT = vu.DEFAULT_FEATURES | (1 << vu.VIRTIO_RING_F_INDIRECT_DESC)
+U64 = 2**64
+
+
+class _NoNs:
+    """vnetd with only switch ports needs no namespace: it creates no interface."""
+
+    def popen(self, argv, **kw):
+        kw.setdefault('start_new_session', True)
+        return subprocess.Popen(argv, **kw)
+
+
+class Result:
+    def __init__(self, name):
+        self.name = name
+        self.failures = []
+
+    def check(self, cond, what):
+        print(('    ok   ' if cond else '    FAIL ') + what, flush=True)
+        if not cond:
+            self.failures.append(what)
+        return cond
+
+    def note(self, what):
+        print('    --   ' + what, flush=True)
+
+
+class Env:
+    """The vnetd under test, its log, and the hostile objects of the running case."""
+
+    def __init__(self, wd):
+        self.wd = wd
+        self.socks = [os.path.join(wd, 'p%d.sock' % i) for i in range(2)]
+        self.vd = None
+        self.idle_fds = None
+        self.hostile = []
+
+    # -- vnetd --
+    def start(self):
+        ports = ['socket=%s,switch,mac=%s' % (s, m) for s, m in zip(self.socks, MACS)]
+        ctl = os.path.join(self.wd, 'control.sock')
+        if os.path.exists(ctl):
+            os.unlink(ctl)  # a dead vnetd's socket would make __enter__ return too early
+        self.vd = Vnetd(_NoNs(), ports, self.wd).__enter__()
+        time.sleep(0.1)
+        self.idle_fds = self.fd_count()
+
+    def stop(self):
+        """Stop vnetd; returns its exit status (0: clean, no sanitizer report)."""
+        return self.vd.stop() if self.vd else 0
+
+    def pid(self):
+        return self.vd.proc.pid
+
+    def fd_count(self):
+        return len(os.listdir('/proc/%d/fd' % self.pid()))
+
+    def memfd_maps(self):
+        with open('/proc/%d/maps' % self.pid()) as f:
+            return [line.strip() for line in f if 'memfd:' in line]
+
+    def log_size(self):
+        try:
+            return os.path.getsize(self.vd.log_path)
+        except OSError:
+            return 0
+
+    def log_since(self, offset):
+        with open(self.vd.log_path, 'rb') as f:
+            f.seek(offset)
+            return f.read().decode(errors='replace')
+
+    def wait_log(self, offset, regex, timeout=1.5):
+        deadline = time.monotonic() + timeout
+        while True:
+            m = re.search(regex, self.log_since(offset))
+            if m or time.monotonic() > deadline:
+                return m
+            time.sleep(0.05)
+
+    def _ctl(self, request):
+        """One control-socket request; raises (never exits) if vnetd does not answer."""
+        r = self.vd.ctl('raw', json.dumps(request), check=False)
+        if r.returncode != 0:
+            raise VhostUserError('vnetctl raw %s: %s' % (json.dumps(request), (r.stdout + r.stderr).strip()))
+        return json.loads(r.stdout)
+
+    def stats(self, port):
+        data = self._ctl({'cmd': 'stats', 'port': port})
+        return {q['index']: q for q in data['ports'][0]['queues']}
+
+    def connected(self, port):
+        return {p['name']: p for p in self._ctl({'cmd': 'ports'})['ports']}[port]['connected']
+
+    def settled_fd_count(self, want, timeout=1.0):
+        """fd count once vnetd has closed the control connections vnetctl just hung up."""
+        deadline = time.monotonic() + timeout
+        while True:
+            n = self.fd_count()
+            if n == want or time.monotonic() > deadline:
+                return n
+            time.sleep(0.02)
+
+    def wait_disconnected(self, port, timeout=4.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.vd.alive():
+                return False
+            try:
+                if not self.connected(port):
+                    return True
+            except VhostUserError:
+                pass  # vnetd busy: ask again
+            time.sleep(0.02)
+        return False
+
+    def wait_queue(self, port, q, key, value=True, timeout=2.0):
+        deadline = time.monotonic() + timeout
+        while True:
+            st = self.stats(port)[q]
+            if st[key] == value or time.monotonic() > deadline:
+                return st
+            time.sleep(0.02)
+
+    # -- hostile objects of the running case (closed after it) --
+    def frontend(self, port=0, **kw):
+        f = VirtioNetFrontend(self.socks[port], **kw)
+        self.hostile.append(f)
+        return f
+
+    def client(self, port=0):
+        c = VhostUserClient(self.socks[port])
+        self.hostile.append(c)
+        return c
+
+    def close_hostile(self):
+        for h in self.hostile:
+            try:
+                h.close()
+            except Exception:
+                pass
+        self.hostile = []
+
+    # -- the good frontends --
+    def good_p1(self, res, what='p1'):
+        """(4): p1 set up from scratch, TX_SET acked OK, one transmitted packet counted."""
+        t0 = time.monotonic()  # the stats request counts too: vnetd must answer it meanwhile
+        try:
+            before = self.stats('p1')[TX_Q]['packets']
+            with VirtioNetFrontend(self.socks[1]) as f:
+                f.setup()
+                ack = f.coal_tx_set(4, 20)
+                sent = f.transmit(ether_frame(BCAST, MACS[1]))
+            dt = time.monotonic() - t0
+        except (VhostUserError, OSError) as e:
+            res.check(False, '%s: good frontend works (%s)' % (what, e))
+            return None
+        try:
+            after = self.stats('p1')[TX_Q]['packets']
+        except VhostUserError as e:
+            res.check(False, '%s: stats (%s)' % (what, e))
+            return None
+        res.check(ack == vu.VIRTIO_NET_OK and sent and after == before + 1,
+                  '%s: good frontend: TX_SET ack %r, packet counted %d -> %d (%.0f ms)'
+                  % (what, ack, before, after, dt * 1000))
+        self.wait_disconnected('p1')
+        return dt
+
+    def good_p0(self, res):
+        """(5): a new good connection on p0 works."""
+        if not res.check(self.wait_disconnected('p0'), 'p0: previous frontend gone'):
+            return
+        try:
+            with VirtioNetFrontend(self.socks[0]) as f:
+                f.setup()
+                ack = f.coal_tx_set(8, 50)
+                sent = f.transmit(ether_frame(BCAST, MACS[0]))
+            res.check(ack == vu.VIRTIO_NET_OK and sent,
+                      'p0: new good frontend: TX_SET ack %r, packet sent %r' % (ack, sent))
+        except (VhostUserError, OSError) as e:
+            res.check(False, 'p0: new good frontend works (%s)' % e)
+        self.wait_disconnected('p0')
+
+    def p1_latency(self, timeout=10.0):
+        """Seconds until a new p1 frontend gets its GET_FEATURES answered (None: not in timeout)."""
+        t0 = time.monotonic()
+        try:
+            c = VhostUserClient(self.socks[1], timeout=timeout)
+            try:
+                c.get_features()
+            finally:
+                c.close()
+        except (VhostUserError, OSError):
+            return None
+        return time.monotonic() - t0
+
+    def p1_broadcast(self):
+        """A good p1 guest sends one broadcast: the switch floods it to p0's RX queue."""
+        with VirtioNetFrontend(self.socks[1]) as f:
+            f.setup()
+            f.transmit(ether_frame(BCAST, MACS[1]))
+        self.wait_disconnected('p1')
+
+
+# =============================================================================================
+# Case helpers
+# =============================================================================================
+def expect_broken(env, res, q, what):
+    st = env.wait_queue('p0', q, 'broken', True)
+    res.check(st['broken'], 'p0 queue %d (%s) is broken after %s' % (q, st['kind'], what))
+
+
+def expect_dropped(env, res, c, what):
+    res.check(c.wait_closed(3.0), 'vnetd dropped the connection after %s' % what)
+
+
+def expect_alive_port(env, res, what):
+    """Port p1 still answers at once (the loop is not blocked)."""
+    dt = env.p1_latency()
+    res.check(dt is not None and dt < P1_SERVED_WITHIN,
+              'p1 answers at once after %s (%s)' % (what, '%.2f s' % dt if dt else 'never'))
+
+
+def expect_alive_conn(res, c, what):
+    """The connection still answers requests (GET_QUEUE_NUM)."""
+    try:
+        n = c.get_queue_num()
+        res.check(n == 3, 'connection kept after %s (GET_QUEUE_NUM = %d)' % (what, n))
+    except (VhostUserError, OSError) as e:
+        res.check(False, 'connection kept after %s (%s)' % (what, e))
+
+
+def refused(res, ack, what):
+    res.check(ack not in (0, None), '%s refused with REPLY_ACK %r' % (what, ack))
+
+
+def buf(f, n=256):
+    return f.mem.alloc(n)
+
+
+def run_case(env, name, fn, log, nolog):
+    print('--- %s' % name, flush=True)
+    res = Result(name)
+    mark = env.log_size()
+    try:
+        fn(env, res)
+    except Exception as e:  # a case that cannot even run is a failure, not a crash of the test
+        res.check(False, 'case raised %s: %s' % (type(e).__name__, e))
+        traceback.print_exc()
+    finally:
+        env.close_hostile()
+    alive = res.check(env.vd.alive(), '(1) vnetd still running')
+    if log:
+        m = env.wait_log(mark, log)
+        res.check(bool(m), '(2) logged: %s' % (m.group(0).strip() if m else '/%s/ (no such line)' % log))
+    else:
+        res.note('(2) no log line expected: %s' % nolog)
+    if not alive:
+        res.note('vnetd died (rc %r); log tail:\n%s' % (env.vd.proc.poll(), env.log_since(mark)[-1500:]))
+        env.stop()
+        env.start()
+        return res
+    env.good_p1(res, '(4) p1')
+    env.good_p0(res)
+    env.wait_disconnected('p0')
+    env.wait_disconnected('p1')
+    fds = env.settled_fd_count(env.idle_fds)
+    maps = env.memfd_maps()
+    res.check(fds == env.idle_fds and not maps,
+              '(6) fds back to idle (%d, idle %d), no memfd mapped (%d)' % (fds, env.idle_fds, len(maps)))
+    if fds != env.idle_fds:
+        env.idle_fds = fds  # report each leak once, at the case that caused it
+    return res
