@@ -454,6 +454,7 @@ static enum vu_result handle_vring_fd(struct vu_conn *c, struct vu_rx *rx)
 	const struct vu_msg *m = &rx->msg;
 	bool nofd = (m->p.u64 & VU_VRING_NOFD) != 0;
 	struct vnet_queue *q;
+	struct stat st;
 	unsigned qidx;
 	int fd;
 
@@ -474,6 +475,7 @@ static enum vu_result handle_vring_fd(struct vu_conn *c, struct vu_rx *rx)
 	case VU_SET_VRING_CALL:
 		close_fd(&c->q[qidx].call);
 		c->q[qidx].call = fd;
+		c->q[qidx].call_is_socket = fd >= 0 && fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
 		break;
 	default: /* VU_SET_VRING_ERR */
 		close_fd(&c->q[qidx].err);
@@ -764,8 +766,9 @@ void vu_conn_notify(struct vu_conn *c, unsigned qidx)
 	if (qidx >= VNET_MAX_QUEUES || (fd = c->q[qidx].call) < 0)
 		return;
 	/* UML's call fds are socketpair ends: no SIGPIPE, never block. Eventfds take write(). */
-	n = send(fd, &one, sizeof(one), MSG_NOSIGNAL | MSG_DONTWAIT);
-	if (n < 0 && errno == ENOTSOCK)
+	if (c->q[qidx].call_is_socket)
+		n = send(fd, &one, sizeof(one), MSG_NOSIGNAL | MSG_DONTWAIT);
+	else
 		n = write(fd, &one, sizeof(one));
 	if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EPIPE &&
 	    errno != ECONNRESET && errno != EINTR)

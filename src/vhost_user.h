@@ -21,6 +21,7 @@ struct vu_owner_ops {
 struct vu_queue_fds {
 	int kick; /* eventfd the frontend signals; -1 if none */
 	int call; /* eventfd or socketpair end we write 8 bytes to; -1 if none */
+	bool call_is_socket; /* decided once at SET_VRING_CALL, not per notification */
 	int err;  /* eventfd for queue errors; -1 if none */
 };
 
