@@ -8,7 +8,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'tests', 'e2e'))
-from harness import Netns, UmlGuest, Vnetd, guest_kit, require_root_and_tun, workdir  # noqa: E402
+from harness import (Netns, UmlGuest, Vnetd, guest_kit, make_blob,  # noqa: E402
+                     require_root_and_tun, workdir)
 
 HOST_IP, GUEST_IP = '10.76.0.1', '10.76.0.2'
 PROFILES = [('off', 'rx-usecs 0 rx-frames 0 tx-usecs 0 tx-frames 1'),
@@ -27,8 +28,7 @@ def main():
     kit = guest_kit()
     wd = workdir('demo')
     sock = os.path.join(wd, 'p0.sock')
-    with open(os.path.join(wd, 'blob'), 'wb') as f:
-        f.write(os.urandom(16 << 20))
+    make_blob(os.path.join(wd, 'blob'), 16)
     rows = []
     with Netns('vnetd-demo') as ns, Vnetd(ns, ['socket=%s,tap=vtap0' % sock], wd) as vd:
         ns.run('ip addr add %s/24 dev vtap0 && ip link set vtap0 up' % HOST_IP)

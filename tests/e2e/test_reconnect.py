@@ -4,7 +4,8 @@ import os
 import subprocess
 import time
 
-from harness import (Netns, UmlGuest, Vnetd, check, guest_kit, require_root_and_tun, workdir)
+from harness import (Netns, UmlGuest, Vnetd, check, guest_kit, make_blob, require_root_and_tun,
+                     workdir)
 
 
 def open_fds(pid):
@@ -16,8 +17,7 @@ def main():
     kit = guest_kit()
     wd = workdir('reconnect')
     sock = os.path.join(wd, 'p0.sock')
-    with open(os.path.join(wd, 'blob'), 'wb') as f:
-        f.write(os.urandom(64 << 20))
+    make_blob(os.path.join(wd, 'blob'), 64)
     with Netns('vnetd-e2e-reconn') as ns, Vnetd(ns, ['socket=%s,tap=vtap0' % sock], wd) as vd:
         ns.run('ip addr add 10.78.0.1/24 dev vtap0 && ip link set vtap0 up')
         http = ns.popen(['python3', '-m', 'http.server', '8000', '--bind', '10.78.0.1',
