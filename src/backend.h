@@ -2,6 +2,7 @@
 #ifndef VNETD_BACKEND_H
 #define VNETD_BACKEND_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/uio.h>
 
@@ -19,8 +20,11 @@ struct vnet_backend_ops {
 	int (*transmit)(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt);
 	/* The guest's receive offloads changed (negotiated or CTRL_GUEST_OFFLOADS). */
 	void (*set_offloads)(struct vnet_backend *be, uint64_t guest_features);
-	/* The guest posted receive buffers after vnet_dev_receive() returned 0: deliver again. */
-	void (*rx_resume)(struct vnet_backend *be);
+	/*
+	 * The guest posted receive buffers after vnet_dev_receive() returned 0: deliver again, at
+	 * most one budget (VNET_BUDGET_*). True: packets are left; call again later.
+	 */
+	bool (*rx_resume)(struct vnet_backend *be);
 };
 
 #endif

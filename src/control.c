@@ -189,7 +189,7 @@ static json_t *port_info(struct port *p)
 	snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
 		 m[5]);
 	snprintf(feat, sizeof(feat), "0x%" PRIx64, features);
-	return json_pack("{s:s,s:I,s:o,s:s,s:o,s:b,s:o,s:s,s:b,s:s,s:b,s:b,s:i,s:i}",
+	return json_pack("{s:s,s:I,s:o,s:s,s:o,s:b,s:o,s:s,s:b,s:s,s:b,s:b,s:i,s:i,s:b}",
 			 "name", port_name(p), "index", (json_int_t)port_index(p),
 			 "socket", lossy_string(cfg->socket_path),
 			 "backend", cfg->backend == PORT_BACKEND_TAP ? "tap" : "switch",
@@ -200,7 +200,8 @@ static json_t *port_info(struct port *p)
 			 "notf_coal", (features & BIT_ULL(VIRTIO_NET_F_NOTF_COAL)) != 0,
 			 "vq_notf_coal", (features & BIT_ULL(VIRTIO_NET_F_VQ_NOTF_COAL)) != 0,
 			 "queue_pairs", (int)cfg->dev.queue_pairs,
-			 "active_pairs", (int)vnet_dev_active_pairs(dev));
+			 "active_pairs", (int)vnet_dev_active_pairs(dev), "coal_persist",
+			 vnet_dev_coal_persist(dev));
 }
 
 static json_t *cmd_ports(struct port *const *ports, unsigned nports, json_t *req)
@@ -245,8 +246,9 @@ static json_t *lateness_summary(const struct vnet_queue_stats *st)
 static json_t *queue_stats(const struct vnet_queue *q, unsigned index)
 {
 	const struct vnet_queue_stats *st = &q->stats;
+	json_t *o;
 
-	return json_pack("{s:i,s:s,s:b,s:b,s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:I,s:I,s:s,"
+	o = json_pack("{s:i,s:s,s:b,s:b,s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:I,s:I,s:s,"
 			 "s:o}",
 			 "index", (int)index, "kind", vnet_queue_kind_name(q->kind),
 			 "enabled", q->enabled, "started", q->vq.started, "broken", q->vq.broken,
@@ -259,6 +261,11 @@ static json_t *queue_stats(const struct vnet_queue *q, unsigned index)
 			 "max_usecs", (json_int_t)q->coal.params.max_usecs,
 			 "set_by", coal_setter_name(q->coal.setter),
 			 "lateness_us", lateness_summary(st));
+	if (o) {
+		json_object_set_new(o, "yields", ju64(st->yields));
+		json_object_set_new(o, "stop_notifications", ju64(st->stop_notifications));
+	}
+	return o;
 }
 
 static json_t *port_stats(struct port *p)

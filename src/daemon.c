@@ -27,6 +27,7 @@ struct daemon {
 	unsigned nports;
 	struct port *ports[VNETD_MAX_PORTS];
 	struct vnet_switch *sw;
+	struct run_queue rq; /* queues that yielded at their budget, oldest first */
 	struct control_client *clients[MAX_CONTROL_CLIENTS];
 	bool stop;
 };
@@ -101,6 +102,7 @@ static void dispatch(struct daemon *d, struct ev_ref ref, uint32_t events)
 	case EV_KICK:
 	case EV_QUEUE_TIMER:
 	case EV_TAP:
+	case EV_QUEUE_RUN:
 		if (ref.port < d->nports)
 			port_handle_event(d->ports[ref.port], ref, events);
 		break;
@@ -114,7 +116,8 @@ static int setup(struct daemon *d, const struct vnetd_options *opts)
 	sigset_t mask;
 
 	d->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (d->epfd < 0 || guest_fault_install() < 0)
+	if (d->epfd < 0 || guest_fault_install() < 0 ||
+	    run_queue_init(&d->rq, VNETD_MAX_PORTS * VNET_MAX_QUEUES) < 0)
 		return -1;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
@@ -132,7 +135,7 @@ static int setup(struct daemon *d, const struct vnetd_options *opts)
 			if (!d->sw)
 				return -1;
 		}
-		d->ports[i] = port_create(i, &opts->ports[i], d->epfd, d->sw);
+		d->ports[i] = port_create(i, &opts->ports[i], d->epfd, &d->rq, d->sw);
 		if (!d->ports[i])
 			return -1;
 		d->nports = i + 1;
@@ -162,6 +165,7 @@ static void teardown(struct daemon *d, const struct vnetd_options *opts)
 		close(d->signal_fd);
 	if (d->epfd >= 0)
 		close(d->epfd);
+	run_queue_free(&d->rq);
 }
 
 int daemon_run(const struct vnetd_options *opts)
@@ -176,7 +180,9 @@ int daemon_run(const struct vnetd_options *opts)
 	}
 	log_info("ready: %u port(s), control socket %s", d.nports, opts->control_path);
 	while (!d.stop) {
-		int n = epoll_wait(d.epfd, events, MAX_EVENTS, -1);
+		/* Work left over from budgets: look at the other fds without sleeping, then run it. */
+		unsigned pending = run_queue_len(&d.rq);
+		int n = epoll_wait(d.epfd, events, MAX_EVENTS, pending ? 0 : -1);
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -187,6 +193,9 @@ int daemon_run(const struct vnetd_options *opts)
 		}
 		for (int i = 0; i < n; i++)
 			dispatch(&d, ev_ref_unpack(events[i].data.u64), events[i].events);
+		/* One budget each for what waited before this round; re-queued work goes behind. */
+		for (struct ev_ref ref; pending-- && run_queue_pop(&d.rq, &ref);)
+			dispatch(&d, ref, 0);
 		/* Batch: received packets become visible once per loop iteration. */
 		for (unsigned i = 0; i < d.nports; i++)
 			port_after_events(d.ports[i]);

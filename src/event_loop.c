@@ -1,7 +1,8 @@
-/* event_loop.c - epoll registration helpers with typed references. */
+/* event_loop.c - epoll registration helpers with typed references, and the run queue. */
 #include "event_loop.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 uint64_t ev_ref_pack(struct ev_ref ref)
@@ -41,4 +42,38 @@ void event_loop_del(int epfd, int fd)
 {
 	if (fd >= 0)
 		epoll_ctl(epfd, EPOLL_CTL_DEL, fd, NULL);
+}
+
+int run_queue_init(struct run_queue *rq, unsigned cap)
+{
+	rq->ring = calloc(cap ? cap : 1, sizeof(*rq->ring));
+	rq->cap = cap ? cap : 1;
+	rq->head = rq->len = 0;
+	return rq->ring ? 0 : -ENOMEM;
+}
+
+void run_queue_free(struct run_queue *rq)
+{
+	free(rq->ring);
+	rq->ring = NULL;
+	rq->cap = rq->head = rq->len = 0;
+}
+
+bool run_queue_push(struct run_queue *rq, struct ev_ref ref)
+{
+	if (rq->len == rq->cap)
+		return false;
+	rq->ring[(rq->head + rq->len) % rq->cap] = ref;
+	rq->len++;
+	return true;
+}
+
+bool run_queue_pop(struct run_queue *rq, struct ev_ref *ref)
+{
+	if (!rq->len)
+		return false;
+	*ref = rq->ring[rq->head];
+	rq->head = (rq->head + 1) % rq->cap;
+	rq->len--;
+	return true;
 }

@@ -2,6 +2,7 @@
 #ifndef VNETD_EVENT_LOOP_H
 #define VNETD_EVENT_LOOP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/epoll.h>
 
@@ -17,6 +18,7 @@ enum ev_kind {
 	EV_KICK,            /* kick fd of queue `queue` of port `port` */
 	EV_QUEUE_TIMER,     /* timerfd of queue `queue` of port `port` */
 	EV_TAP,             /* tap fd of port `port` */
+	EV_QUEUE_RUN,       /* run queue entry: queue `queue` of port `port` has work left */
 };
 
 /* Typed reference carried in epoll_event.data.u64. */
@@ -41,5 +43,34 @@ int event_loop_mod(int epfd, int fd, uint32_t events, struct ev_ref ref);
 
 /* event_loop_del() - unregister fd (ignores fds that were not registered). */
 void event_loop_del(int epfd, int fd);
+
+/*
+ * A FIFO of work that stopped at its budget (fairness): the loop polls epoll without waiting
+ * while it is non-empty and runs the entries that were queued before each round, so work
+ * re-queued during a round waits behind everything else that is ready. Owners make sure an
+ * entry is queued at most once, so `cap` entries (one per queue) never overflow.
+ */
+struct run_queue {
+	struct ev_ref *ring;
+	unsigned cap, head, len;
+};
+
+/* run_queue_init() - room for cap entries; 0 or -ENOMEM. */
+int run_queue_init(struct run_queue *rq, unsigned cap);
+
+/* run_queue_free() - release the ring. */
+void run_queue_free(struct run_queue *rq);
+
+/* run_queue_push() - append ref; false if full (a bug: logged by the caller). */
+bool run_queue_push(struct run_queue *rq, struct ev_ref ref);
+
+/* run_queue_pop() - take the oldest entry; false if empty. */
+bool run_queue_pop(struct run_queue *rq, struct ev_ref *ref);
+
+/* run_queue_len() - entries waiting. */
+static inline unsigned run_queue_len(const struct run_queue *rq)
+{
+	return rq->len;
+}
 
 #endif

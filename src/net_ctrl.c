@@ -132,22 +132,6 @@ static uint8_t ctrl_guest_offloads(struct vnet_dev *dev, uint8_t cmd, const uint
 	return VIRTIO_NET_OK;
 }
 
-/* Apply TX_SET or RX_SET to every queue of that kind and remember it for re-enable. */
-static void coal_set_all(struct vnet_dev *dev, enum vnet_queue_kind kind,
-			 const struct coal_params *p)
-{
-	if (kind == VNET_QUEUE_TX) {
-		dev->guest_tx = *p;
-		dev->guest_tx_set = true;
-	} else {
-		dev->guest_rx = *p;
-		dev->guest_rx_set = true;
-	}
-	for (unsigned i = 0; i < dev->nqueues; i++)
-		if (dev->queues[i].kind == kind)
-			dev_apply_coal(dev, &dev->queues[i], p, COAL_SET_GUEST);
-}
-
 /* The queue a VQ_SET / VQ_GET names, or NULL (control queue, out of range, not enabled). */
 static struct vnet_queue *coal_vq(struct vnet_dev *dev, const uint8_t *p)
 {
@@ -174,9 +158,9 @@ static uint8_t ctrl_notf_coal(struct vnet_dev *dev, uint8_t cmd, const uint8_t *
 			return VIRTIO_NET_ERR;
 		params.max_packets = get_le32(p);
 		params.max_usecs = get_le32(p + 4);
-		coal_set_all(dev,
-			     cmd == VIRTIO_NET_CTRL_NOTF_COAL_TX_SET ? VNET_QUEUE_TX : VNET_QUEUE_RX,
-			     &params);
+		dev_set_kind_coal(dev,
+				  cmd == VIRTIO_NET_CTRL_NOTF_COAL_TX_SET ? VNET_QUEUE_TX : VNET_QUEUE_RX,
+				  &params, COAL_SET_GUEST);
 		return VIRTIO_NET_OK;
 	case VIRTIO_NET_CTRL_NOTF_COAL_VQ_SET:
 		if (!dev_has(dev, VIRTIO_NET_F_VQ_NOTF_COAL) ||
@@ -272,12 +256,14 @@ static uint32_t ctrl_run_chain(struct vnet_dev *dev, struct vnet_queue *q)
 	return (uint32_t)c->write_len;
 }
 
-void net_ctrl_process(struct vnet_dev *dev, struct vnet_queue *q)
+bool net_ctrl_process(struct vnet_dev *dev, struct vnet_queue *q)
 {
+	uint32_t total = 0;
+
 	for (;;) {
 		uint32_t done = 0;
 
-		while (vq_pop(&q->vq, &q->chain) == 1) {
+		while (done < VNET_BUDGET_CTRL - total && vq_pop(&q->vq, &q->chain) == 1) {
 			vq_push(&q->vq, q->chain.head, ctrl_run_chain(dev, q));
 			done++;
 		}
@@ -285,7 +271,12 @@ void net_ctrl_process(struct vnet_dev *dev, struct vnet_queue *q)
 			vq_publish(&q->vq);
 			notify_decide(dev, q, NOTIFY_COMPLETED, done);
 		}
-		if (q->vq.broken || !vq_kick_enable(&q->vq))
-			return;
+		total += done;
+		if (q->vq.broken)
+			return false;
+		if (total >= VNET_BUDGET_CTRL)
+			return true; /* yield: a driver that floods its control queue waits its turn */
+		if (!vq_kick_enable(&q->vq))
+			return false;
 	}
 }

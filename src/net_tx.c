@@ -68,13 +68,21 @@ static int tx_send_one(struct vnet_dev *dev, struct vnet_queue *q)
 	return 0;
 }
 
-void net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
+bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 {
+	uint32_t total = 0;
+	uint64_t bytes = 0;
+
 	for (;;) {
+		bool spent = false;
 		uint32_t done = 0;
 		int r = 0;
 
 		while (done < TX_BATCH) {
+			if (total + done >= VNET_BUDGET_PACKETS || bytes >= VNET_BUDGET_BYTES) {
+				spent = true;
+				break;
+			}
 			if (!q->tx_blocked) {
 				r = vq_pop(&q->vq, &q->chain);
 				if (r <= 0)
@@ -86,6 +94,7 @@ void net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 				break;
 			}
 			q->tx_blocked = false;
+			bytes += q->chain.read_len;
 			vq_push(&q->vq, q->chain.head, 0);
 			done++;
 		}
@@ -94,11 +103,14 @@ void net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 			vq_publish(&q->vq);
 			notify_decide(dev, q, NOTIFY_COMPLETED, done);
 		}
+		total += done;
 		if (r < 0)
-			return; /* backend full (resume later) or queue broken */
+			return false; /* backend full (resume later) or queue broken */
+		if (spent)
+			return true; /* bounded work: yield to everything else that is ready */
 		if (done == TX_BATCH)
 			continue;
 		if (!vq_kick_enable(&q->vq))
-			return;
+			return false;
 	}
 }

@@ -39,6 +39,8 @@ void notify_decide(struct vnet_dev *dev, struct vnet_queue *q, enum notify_event
 	verdict = coal_evaluate(&q->coal, now, &deadline);
 	if (verdict == COAL_HOLD && q->vq.unsignalled >= NOTIFY_WRAP_GUARD)
 		verdict = COAL_DUE;
+	if (verdict == COAL_HOLD && ev == NOTIFY_STOP)
+		verdict = COAL_DUE; /* the queue stops: nothing may stay held */
 
 	switch (verdict) {
 	case COAL_IDLE:

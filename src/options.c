@@ -44,6 +44,10 @@ static const char usage_text[] =
 	"  tx-mode=kick|timer   kick: transmit as soon as the guest kicks (default); timer: wait\n"
 	"                       tx-timer-usecs after a kick, then transmit the whole batch\n"
 	"  tx-timer-usecs=N     batching delay of tx-mode=timer, 1..1000000 us (default 50)\n"
+	"  coal-persist=on|off  host coalescing defaults (the keys below, vnetctl coalesce for all\n"
+	"                       queues of a kind) survive device resets (default off: a reset,\n"
+	"                       e.g. a new frontend, sets every parameter to 0 as the spec says);\n"
+	"                       required with the keys below\n"
 	"  rx-usecs=N           host RX coalescing: notify at most N us after the first packet\n"
 	"  rx-frames=N          host RX coalescing: notify once N packets are pending\n"
 	"  tx-usecs=N           host TX coalescing: like rx-usecs, for transmit completions\n"
@@ -59,7 +63,7 @@ static const char usage_text[] =
 	"replace each other: the last one set applies.\n"
 	"\n"
 	"Example:\n"
-	"  vnetd --port socket=/run/vm1.sock,tap=tap0,queues=2,rx-usecs=64,rx-frames=32 \\\n"
+	"  vnetd --port socket=/run/vm1.sock,tap=tap0,queues=2,coal-persist=on,rx-usecs=64,rx-frames=32 \\\n"
 	"        --port socket=/run/vm2.sock,switch --control /run/vnetd.sock\n";
 
 const char *options_usage(void)
@@ -86,6 +90,7 @@ enum port_key {
 	K_EVENT_IDX,
 	K_INDIRECT,
 	K_MRG_RXBUF,
+	K_COAL_PERSIST,
 	K_COUNT,
 };
 
@@ -99,6 +104,7 @@ static const char *const port_key_names[K_COUNT] = {
 	[K_TX_USECS] = "tx-usecs",     [K_TX_FRAMES] = "tx-frames",
 	[K_OFFLOADS] = "offloads",     [K_EVENT_IDX] = "event-idx",
 	[K_INDIRECT] = "indirect",     [K_MRG_RXBUF] = "mrg-rxbuf",
+	[K_COAL_PERSIST] = "coal-persist",
 };
 
 #define OFFLOAD_BITS                                                                               \
@@ -113,7 +119,7 @@ static const char *const port_key_names[K_COUNT] = {
 struct port_parse {
 	bool seen[K_COUNT];
 	bool mac_given;
-	bool notf_coal, vq_notf_coal, offloads, event_idx, indirect, mrg_rxbuf;
+	bool notf_coal, vq_notf_coal, offloads, event_idx, indirect, mrg_rxbuf, coal_persist;
 };
 
 static int bad_value(const char *key, const char *value, const char *expect)
@@ -291,6 +297,8 @@ static int apply_port_key(struct port_config *pc, struct port_parse *pp, enum po
 		return parse_on_off(name, value, &pp->indirect);
 	case K_MRG_RXBUF:
 		return parse_on_off(name, value, &pp->mrg_rxbuf);
+	case K_COAL_PERSIST:
+		return parse_on_off(name, value, &pp->coal_persist);
 	case K_COUNT:
 		break;
 	}
@@ -350,6 +358,14 @@ static int finish_port(struct port_config *pc, const struct port_parse *pp, unsi
 			index);
 		return -1;
 	}
+	if ((d->host_coal_rx_set || d->host_coal_tx_set) && !pp->coal_persist) {
+		fprintf(stderr,
+			"vnetd: --port p%u: rx-/tx-usecs/frames are host defaults that must outlive "
+			"device resets (the virtio spec resets coalescing to 0): add coal-persist=on\n",
+			index);
+		return -1;
+	}
+	d->coal_persist = pp->coal_persist;
 	if (!pp->notf_coal)
 		d->features_mask &= ~(BIT_ULL(VIRTIO_NET_F_NOTF_COAL) |
 				      BIT_ULL(VIRTIO_NET_F_VQ_NOTF_COAL));

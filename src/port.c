@@ -84,10 +84,28 @@ static void env_arm_timer(void *ctx, unsigned qidx, uint64_t deadline_ns)
 		log_err("%s: timerfd_settime: %s", p->name, strerror(errno));
 }
 
+static void env_schedule(void *ctx, unsigned qidx)
+{
+	struct port *p = ctx;
+
+	if (!run_queue_push(p->rq, port_ref(p, EV_QUEUE_RUN, qidx, -1)))
+		log_err("%s: run queue full; queue %u waits for its next kick", p->name, qidx);
+}
+
+static void env_queue_error(void *ctx, unsigned qidx)
+{
+	struct port *p = ctx;
+
+	if (p->connected)
+		vu_conn_signal_error(&p->conn, qidx);
+}
+
 static const struct vnet_env_ops port_env_ops = {
 	.now_ns = env_now_ns,
 	.notify = env_notify,
 	.arm_timer = env_arm_timer,
+	.schedule = env_schedule,
+	.queue_error = env_queue_error,
 };
 
 /* vhost-user connection callbacks. */
@@ -149,7 +167,7 @@ static int port_listen(struct port *p)
 }
 
 struct port *port_create(unsigned index, const struct port_config *cfg, int epfd,
-			 struct vnet_switch *sw)
+			 struct run_queue *rq, struct vnet_switch *sw)
 {
 	struct port *p = calloc(1, sizeof(*p));
 
@@ -159,6 +177,7 @@ struct port *port_create(unsigned index, const struct port_config *cfg, int epfd
 	snprintf(p->name, sizeof(p->name), "p%u", index);
 	p->cfg = *cfg;
 	p->epfd = epfd;
+	p->rq = rq;
 	p->listen_fd = -1;
 	p->conn.sock = -1;
 	for (unsigned i = 0; i < VNET_MAX_QUEUES; i++)
@@ -295,6 +314,9 @@ void port_handle_event(struct port *p, struct ev_ref ref, uint32_t events)
 	case EV_QUEUE_TIMER:
 		drain_fd(ref.fd);
 		vnet_dev_timer_expired(p->dev, ref.queue);
+		break;
+	case EV_QUEUE_RUN:
+		vnet_dev_queue_run(p->dev, ref.queue);
 		break;
 	case EV_TAP:
 		if (p->be && !p->tap_failed)

@@ -12,6 +12,7 @@ struct port {
 	char name[8];
 	struct port_config cfg;
 	int epfd;
+	struct run_queue *rq; /* the daemon's: queues that yielded at their budget */
 	int listen_fd;
 	bool connected;
 	bool tap_failed;
@@ -22,9 +23,12 @@ struct port {
 	int timer_fd[VNET_MAX_QUEUES];
 };
 
-/* port_create() - set up a port (backend, listener, timers) in epoll set epfd; NULL on error. */
+/*
+ * port_create() - set up a port (backend, listener, timers) in epoll set epfd; queues that
+ * yield go on rq. NULL on error.
+ */
 struct port *port_create(unsigned index, const struct port_config *cfg, int epfd,
-			 struct vnet_switch *sw);
+			 struct run_queue *rq, struct vnet_switch *sw);
 
 /* port_destroy() - disconnect, close every fd, free. NULL is fine. */
 void port_destroy(struct port *p);

@@ -343,23 +343,36 @@ static void switch_set_offloads(struct vnet_backend *be, uint64_t guest_features
 	(void)guest_features;
 }
 
-/* The guest posted RX buffers: deliver queued packets in order until it runs out again. */
-static void switch_rx_resume(struct vnet_backend *be)
+/*
+ * The guest posted RX buffers: deliver queued packets in order until it runs out again or one
+ * budget is spent (then true: the device runs us again after the other ready work).
+ */
+static bool switch_rx_resume(struct vnet_backend *be)
 {
 	struct switch_port *p = port_of(be);
+	unsigned done = 0;
+	size_t bytes = 0;
+	bool more = false;
 
 	if (p->resuming)
-		return;
+		return false;
 	p->resuming = true;
 	while (p->q_len) {
 		struct sw_packet *pkt = p->queue[p->q_head];
 		struct iovec iov = {.iov_base = pkt->data, .iov_len = pkt->len};
 
+		if (done >= VNET_BUDGET_PACKETS || bytes >= VNET_BUDGET_BYTES) {
+			more = true;
+			break;
+		}
 		if (!vnet_dev_receive(p->dev, &iov, 1))
 			break; /* out of buffers again: wait for the next rx_resume() */
+		done++;
+		bytes += pkt->len;
 		port_dequeue(p);
 	}
 	p->resuming = false;
+	return more;
 }
 
 /* switch_backend_ops - the ops table the device model calls. */

@@ -107,10 +107,17 @@ static int tap_deliver(struct tap_backend *t, size_t len)
 	return vnet_dev_receive(t->dev, &iov, 1);
 }
 
-/* Read a bounded batch of packets into the guest; stop early when the guest has no buffers. */
+/*
+ * Read a bounded batch of packets (TAP_RX_BATCH, VNET_BUDGET_BYTES) into the guest; stop early
+ * when the guest has no buffers. Level-triggered epoll reports the rest on the next round.
+ */
 static void tap_rx(struct tap_backend *t)
 {
-	for (unsigned i = 0; i < TAP_RX_BATCH && !t->rx_pending && !t->failed; i++) {
+	size_t bytes = 0;
+
+	for (unsigned i = 0; i < TAP_RX_BATCH && bytes < VNET_BUDGET_BYTES && !t->rx_pending &&
+			     !t->failed;
+	     i++) {
 		ssize_t n = read(t->fd, t->rx_buf, sizeof(t->rx_buf));
 
 		if (n < 0) {
@@ -122,6 +129,7 @@ static void tap_rx(struct tap_backend *t)
 				log_warn("tap %s: read: %s", t->name, strerror(errno));
 			return;
 		}
+		bytes += (size_t)n;
 		if ((size_t)n < TAP_HDR_LEN + TAP_ETH_HLEN)
 			continue; /* nothing a guest could use */
 		if (tap_deliver(t, (size_t)n) == 0) {
@@ -209,17 +217,21 @@ static void tap_set_offloads(struct vnet_backend *be, uint64_t guest_features)
 		log_err("tap %s: TUNSETOFFLOAD 0: %s", t->name, strerror(errno));
 }
 
-/* The guest posted receive buffers: deliver the waiting packet, then read the tap again. */
-static void tap_rx_resume(struct vnet_backend *be)
+/*
+ * The guest posted receive buffers: deliver the waiting packet, then read the tap again (the
+ * event loop's next EPOLLIN: reads there are bounded per event).
+ */
+static bool tap_rx_resume(struct vnet_backend *be)
 {
 	struct tap_backend *t = tap_of(be);
 
 	if (!t->rx_pending || t->failed)
-		return;
+		return false;
 	if (tap_deliver(t, t->rx_pending) == 0)
-		return; /* still no room: wait for the next rx_resume() */
+		return false; /* still no room: wait for the next rx_resume() */
 	t->rx_pending = 0;
 	tap_update_events(t);
+	return false;
 }
 
 /* tap_backend_ops - the ops table the device model calls. */

@@ -230,6 +230,7 @@ static void try_start(struct vu_conn *c, unsigned qidx, struct vnet_queue *q)
 		return;
 	if (vnet_dev_queue_start(c->dev, qidx, &c->mem) < 0) {
 		log_guest("vhost-user: queue %u: rings not usable, queue stays stopped", qidx);
+		vu_conn_signal_error(c, qidx);
 		return;
 	}
 	vnet_dev_kick(c->dev, qidx);
@@ -245,14 +246,13 @@ static bool stop_if_started(struct vu_conn *c, unsigned qidx, struct vnet_queue 
 }
 
 /*
- * The frontend negotiated VHOST_USER_F_PROTOCOL_FEATURES, so rings start disabled until
- * SET_VRING_ENABLE. vu_conn has no field for that bit; a frontend that acked it has sent
- * SET_PROTOCOL_FEATURES, and every frontend we know then has some protocol feature set.
+ * Rings start disabled (until SET_VRING_ENABLE 1) exactly when the frontend acked
+ * VHOST_USER_F_PROTOCOL_FEATURES in SET_FEATURES (vhost-user spec, "Ring states"); otherwise a
+ * ring is enabled by its SET_VRING_KICK, whatever SET_PROTOCOL_FEATURES said.
  */
 static bool protocol_features_negotiated(const struct vu_conn *c)
 {
-	/* Rings start disabled once bit 30 is negotiated (protocol features imply it). */
-	return c->protocol_bit_accepted || c->protocol_features != 0;
+	return c->protocol_bit_accepted;
 }
 
 /* ---- memory table ---- */
@@ -754,6 +754,18 @@ void vu_conn_close(struct vu_conn *c)
 	c->features_set = false;
 	c->protocol_bit_accepted = false;
 	c->owner_set = false;
+}
+
+/* vu_conn_signal_error() - write u64 1 to queue qidx's error fd (SET_VRING_ERR), if it has one. */
+void vu_conn_signal_error(struct vu_conn *c, unsigned qidx)
+{
+	const uint64_t one = 1;
+	int fd;
+
+	if (qidx >= VNET_MAX_QUEUES || (fd = c->q[qidx].err) < 0)
+		return;
+	if (write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		log_guest("vhost-user: queue %u: error fd: %s", qidx, strerror(errno));
 }
 
 /* vu_conn_notify() - write u64 1 to queue qidx's call fd; a full or closed peer is ignored. */

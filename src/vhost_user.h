@@ -60,6 +60,9 @@ int vu_conn_handle_readable(struct vu_conn *c);
 /* vu_conn_close() - close every fd, unmap guest memory, reset the device. Idempotent. */
 void vu_conn_close(struct vu_conn *c);
 
+/* vu_conn_signal_error() - signal queue qidx's SET_VRING_ERR eventfd (the queue broke). */
+void vu_conn_signal_error(struct vu_conn *c, unsigned qidx);
+
 /* vu_conn_notify() - signal queue qidx's call fd (8 bytes, eventfd or socketpair). */
 void vu_conn_notify(struct vu_conn *c, unsigned qidx);
 

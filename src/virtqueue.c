@@ -168,9 +168,12 @@ void vq_stop(struct virtqueue *vq)
 
 void vq_mark_broken(struct virtqueue *vq, const char *what)
 {
-	if (!vq->broken)
-		log_guest("queue %u: %s; queue stopped until the device is reset", vq->index, what);
+	if (vq->broken)
+		return;
+	log_guest("queue %u: %s; queue stopped until the device is reset", vq->index, what);
 	vq->broken = true;
+	if (vq->on_broken)
+		vq->on_broken(vq->owner_ctx, vq->index);
 }
 
 uint16_t vq_avail_idx(struct virtqueue *vq)
@@ -279,7 +282,11 @@ void vq_kick_disable(struct virtqueue *vq)
 void vq_reset(struct virtqueue *vq)
 {
 	unsigned index = vq->index;
+	void (*on_broken)(void *, unsigned) = vq->on_broken;
+	void *owner_ctx = vq->owner_ctx;
 
 	memset(vq, 0, sizeof(*vq));
 	vq->index = index;
+	vq->on_broken = on_broken;
+	vq->owner_ctx = owner_ctx;
 }

@@ -99,6 +99,9 @@ struct virtqueue {
 	bool signalled_valid;
 	uint32_t unsignalled; /* used entries since the last decision (wrap guard) */
 	const struct guest_mem *mem;
+	/* Owner's hook, called once when the queue breaks (NULL: none); survives vq_reset(). */
+	void (*on_broken)(void *ctx, unsigned index);
+	void *owner_ctx;
 };
 
 /* vq_start() - translate and check ring addresses; 0, or -1 (logged) if bad. */
@@ -107,7 +110,7 @@ int vq_start(struct virtqueue *vq, const struct guest_mem *mem);
 /* vq_stop() - forget ring pointers; keeps last_avail for GET_VRING_BASE. */
 void vq_stop(struct virtqueue *vq);
 
-/* vq_mark_broken() - stop processing this queue after a guest error (NEEDS_RESET). */
+/* vq_mark_broken() - stop processing this queue after a guest error (NEEDS_RESET); tells on_broken. */
 void vq_mark_broken(struct virtqueue *vq, const char *what);
 
 /* vq_pop() - take the next available chain: 1 got one, 0 ring empty, -1 queue broken. */

@@ -102,23 +102,26 @@ static uint64_t compute_offered(const struct vnet_dev *dev)
 	return f;
 }
 
-/* Queue parameters a queue gets at reset or re-enable: last guest TX_SET/RX_SET, else host's. */
+static unsigned kind_slot(enum vnet_queue_kind kind)
+{
+	return kind == VNET_QUEUE_TX;
+}
+
+/*
+ * Parameters a queue gets after reset or a virtio re-enable: the last setting for all queues of
+ * its kind since reset (guest TX_SET/RX_SET or host), else zero (spec).
+ */
 static void queue_default_coal(const struct vnet_dev *dev, const struct vnet_queue *q,
 			       struct coal_params *p, enum coal_setter *who)
 {
-	bool rx = q->kind == VNET_QUEUE_RX;
+	const struct vnet_kind_coal *k = &dev->last[kind_slot(q->kind)];
 
 	*p = (struct coal_params){0, 0};
 	*who = COAL_SET_NONE;
-	if (q->kind == VNET_QUEUE_CTRL)
+	if (q->kind == VNET_QUEUE_CTRL || !k->set)
 		return;
-	if (rx ? dev->guest_rx_set : dev->guest_tx_set) {
-		*p = rx ? dev->guest_rx : dev->guest_tx;
-		*who = COAL_SET_GUEST;
-	} else if (rx ? dev->host_rx_set : dev->host_tx_set) {
-		*p = rx ? dev->host_rx : dev->host_tx;
-		*who = COAL_SET_HOST;
-	}
+	*p = k->params;
+	*who = k->who;
 }
 
 static void queue_reset(struct vnet_dev *dev, struct vnet_queue *q)
@@ -131,11 +134,35 @@ static void queue_reset(struct vnet_dev *dev, struct vnet_queue *q)
 	vq_reset(&q->vq);
 	q->enabled = false;
 	q->timer_deadline_ns = q->coal_deadline_ns = q->tx_deadline_ns = 0;
-	q->tx_blocked = q->rx_waiting = false;
+	q->tx_blocked = q->rx_waiting = q->reinit = q->error_signalled = false;
+	/* q->scheduled stays: the owner's run queue still holds the entry, which clears it. */
 	q->rx_unflushed = 0;
 	coal_restart(&q->coal);
 	queue_default_coal(dev, q, &p, &who);
 	coal_set_params(&q->coal, &p, who);
+}
+
+/* The queue broke (vq_mark_broken): tell the transport, which signals its error fd. */
+static void dev_queue_broken(void *ctx, unsigned qidx)
+{
+	struct vnet_dev *dev = ctx;
+	struct vnet_queue *q = vnet_dev_queue(dev, qidx);
+
+	if (!q || q->error_signalled)
+		return;
+	q->error_signalled = true;
+	if (dev->env->queue_error)
+		dev->env->queue_error(dev->env_ctx, qidx);
+}
+
+/* The queue stopped at its budget with work left: ask the owner to run it again later. */
+static void dev_schedule(struct vnet_dev *dev, struct vnet_queue *q)
+{
+	q->stats.yields++;
+	if (q->scheduled || !dev->env->schedule)
+		return;
+	q->scheduled = true;
+	dev->env->schedule(dev->env_ctx, q->vq.index);
 }
 
 struct vnet_dev *vnet_dev_create(const struct vnet_dev_params *params, const struct vnet_env_ops *env,
@@ -159,14 +186,16 @@ struct vnet_dev *vnet_dev_create(const struct vnet_dev_params *params, const str
 		free(dev);
 		return NULL;
 	}
-	dev->host_rx_set = params->host_coal_rx_set;
-	dev->host_rx = params->host_coal_rx;
-	dev->host_tx_set = params->host_coal_tx_set;
-	dev->host_tx = params->host_coal_tx;
+	dev->host[0] = (struct vnet_kind_coal){params->host_coal_rx_set, params->host_coal_rx,
+						COAL_SET_HOST};
+	dev->host[1] = (struct vnet_kind_coal){params->host_coal_tx_set, params->host_coal_tx,
+						COAL_SET_HOST};
 	for (unsigned i = 0; i < dev->nqueues; i++) {
 		struct vnet_queue *q = &dev->queues[i];
 
 		q->vq.index = i;
+		q->vq.on_broken = dev_queue_broken;
+		q->vq.owner_ctx = dev;
 		q->kind = i + 1 == dev->nqueues ? VNET_QUEUE_CTRL
 			  : (i & 1)             ? VNET_QUEUE_TX
 						: VNET_QUEUE_RX;
@@ -263,8 +292,29 @@ int vnet_dev_queue_start(struct vnet_dev *dev, unsigned qidx, const struct guest
 	q->vq.indirect = dev_has(dev, VIRTIO_RING_F_INDIRECT_DESC);
 	if (vq_start(&q->vq, mem) < 0)
 		return -1;
+	q->error_signalled = false;
+	/* Rings set up while the queue is disabled: the driver set the queue up anew. */
+	if (!q->enabled)
+		q->reinit = true;
 	q->rx_waiting = q->kind == VNET_QUEUE_RX;
 	return 0;
+}
+
+/*
+ * Nothing the driver can see may wait for a notification that never comes once the queue stops
+ * or is disabled: publish RX packets and signal held completions (the driver's suppression
+ * still applies).
+ */
+static void queue_flush_held(struct vnet_dev *dev, struct vnet_queue *q)
+{
+	uint64_t before = q->stats.notifications;
+
+	if (!q->vq.started || q->vq.broken)
+		return;
+	if (q->kind == VNET_QUEUE_RX && q->rx_unflushed)
+		net_rx_flush_queue(dev, q);
+	notify_decide(dev, q, NOTIFY_STOP, 0);
+	q->stats.stop_notifications += q->stats.notifications - before;
 }
 
 uint16_t vnet_dev_queue_stop(struct vnet_dev *dev, unsigned qidx)
@@ -273,12 +323,16 @@ uint16_t vnet_dev_queue_stop(struct vnet_dev *dev, unsigned qidx)
 
 	if (!q)
 		return 0;
-	if (q->kind == VNET_QUEUE_RX && q->rx_unflushed)
-		net_rx_flush_queue(dev, q);
+	queue_flush_held(dev, q);
+	if (q->tx_blocked) {
+		/* Popped but not sent (backend full): the driver's next base must include it. */
+		vq_unpop(&q->vq, 1);
+		q->tx_blocked = false;
+	}
 	if (q->timer_deadline_ns)
 		dev->env->arm_timer(dev->env_ctx, qidx, 0);
 	q->timer_deadline_ns = q->coal_deadline_ns = q->tx_deadline_ns = 0;
-	q->tx_blocked = false;
+	coal_restart(&q->coal);
 	vq_stop(&q->vq);
 	return q->vq.last_avail;
 }
@@ -291,32 +345,41 @@ void vnet_dev_queue_enable(struct vnet_dev *dev, unsigned qidx, bool enable)
 
 	if (!q || q->enabled == enable)
 		return;
-	q->enabled = enable;
-	if (!enable)
+	if (!enable) {
+		queue_flush_held(dev, q);
+		q->enabled = false;
 		return;
-	/* Spec: a re-enabled queue gets the last TX_SET / RX_SET values (else the host's). */
-	queue_default_coal(dev, q, &p, &who);
-	coal_set_params(&q->coal, &p, who);
+	}
+	q->enabled = true;
+	/*
+	 * Virtio re-enable (rings set up anew while disabled): the last TX_SET / RX_SET, else 0.
+	 * A vhost-user enable cycle on the same rings (e.g. QEMU switching queue pairs) keeps the
+	 * queue's own values (VQ_SET). Either way counting starts afresh.
+	 */
+	if (q->reinit) {
+		queue_default_coal(dev, q, &p, &who);
+		coal_set_params(&q->coal, &p, who);
+		q->reinit = false;
+	}
+	coal_restart(&q->coal);
+	q->coal_deadline_ns = 0;
+	queue_rearm_timer(dev, q);
 	if (q->kind == VNET_QUEUE_RX)
 		q->rx_waiting = true;
 	vnet_dev_kick(dev, qidx);
 }
 
-void vnet_dev_kick(struct vnet_dev *dev, unsigned qidx)
+/* One budget of the queue's work; schedules the rest. */
+static void queue_work(struct vnet_dev *dev, struct vnet_queue *q)
 {
-	struct vnet_queue *q = vnet_dev_queue(dev, qidx);
+	bool more = false;
 
-	if (!q)
-		return;
-	q->stats.kicks++;
-	if (!dev_queue_usable(q))
-		return;
 	switch (q->kind) {
 	case VNET_QUEUE_RX:
 		if (q->rx_waiting && vq_has_avail(&q->vq)) {
 			q->rx_waiting = false;
 			if (dev->be_ops && dev->be_ops->rx_resume)
-				dev->be_ops->rx_resume(dev->be);
+				more = dev->be_ops->rx_resume(dev->be);
 		}
 		break;
 	case VNET_QUEUE_TX:
@@ -329,12 +392,48 @@ void vnet_dev_kick(struct vnet_dev *dev, unsigned qidx)
 			}
 			break;
 		}
-		net_tx_process(dev, q);
+		more = net_tx_process(dev, q);
 		break;
 	case VNET_QUEUE_CTRL:
-		net_ctrl_process(dev, q);
+		more = net_ctrl_process(dev, q);
 		break;
 	}
+	if (more) {
+		if (q->kind == VNET_QUEUE_RX)
+			q->rx_waiting = true; /* the backend continues on the next run */
+		dev_schedule(dev, q);
+	}
+}
+
+void vnet_dev_kick(struct vnet_dev *dev, unsigned qidx)
+{
+	struct vnet_queue *q = vnet_dev_queue(dev, qidx);
+
+	if (!q)
+		return;
+	q->stats.kicks++;
+	/* Already waiting in the run queue: that run sees whatever this kick announced. */
+	if (q->scheduled || !dev_queue_usable(q))
+		return;
+	queue_work(dev, q);
+}
+
+void vnet_dev_queue_run(struct vnet_dev *dev, unsigned qidx)
+{
+	struct vnet_queue *q = vnet_dev_queue(dev, qidx);
+
+	if (!q || !q->scheduled)
+		return;
+	q->scheduled = false;
+	if (!dev_queue_usable(q))
+		return;
+	if (q->kind == VNET_QUEUE_TX) {
+		/* Continue the batch that yielded, whatever started it (kick, TX timer, resume). */
+		if (net_tx_process(dev, q))
+			dev_schedule(dev, q);
+		return;
+	}
+	queue_work(dev, q);
 }
 
 void vnet_dev_timer_expired(struct vnet_dev *dev, unsigned qidx)
@@ -348,8 +447,8 @@ void vnet_dev_timer_expired(struct vnet_dev *dev, unsigned qidx)
 	q->timer_deadline_ns = 0;
 	if (q->tx_deadline_ns && now >= q->tx_deadline_ns) {
 		q->tx_deadline_ns = 0;
-		if (dev_queue_usable(q))
-			net_tx_process(dev, q);
+		if (dev_queue_usable(q) && !q->scheduled && net_tx_process(dev, q))
+			dev_schedule(dev, q);
 	}
 	if (q->coal_deadline_ns && now >= q->coal_deadline_ns)
 		notify_decide(dev, q, NOTIFY_TIMER, 0);
@@ -361,8 +460,9 @@ void vnet_dev_tx_resume(struct vnet_dev *dev)
 	for (unsigned i = 0; i < dev->nqueues; i++) {
 		struct vnet_queue *q = &dev->queues[i];
 
-		if (q->kind == VNET_QUEUE_TX && q->tx_blocked && dev_queue_usable(q))
-			net_tx_process(dev, q);
+		if (q->kind == VNET_QUEUE_TX && q->tx_blocked && dev_queue_usable(q) &&
+		    !q->scheduled && net_tx_process(dev, q))
+			dev_schedule(dev, q);
 	}
 }
 
@@ -404,6 +504,10 @@ int vnet_dev_config_write(struct vnet_dev *dev, uint32_t offset, const void *buf
 
 void vnet_dev_reset(struct vnet_dev *dev)
 {
+	/* Completions the driver can already see are signalled before the queues go. */
+	for (unsigned i = 0; i < dev->nqueues; i++)
+		if (dev->queues[i].vq.started)
+			vnet_dev_queue_stop(dev, i);
 	dev->features = 0;
 	dev->hdr_len = VNET_HDR_LEN;
 	dev->guest_offloads = 0;
@@ -411,10 +515,21 @@ void vnet_dev_reset(struct vnet_dev *dev)
 	memcpy(dev->mac, dev->params.mac, 6);
 	memset(&dev->filter, 0, sizeof(dev->filter));
 	dev->filter.promisc = true;
-	dev->guest_tx_set = dev->guest_rx_set = false;
+	/* Spec: reset sets every coalescing parameter to 0; host defaults only on opt-in. */
+	for (unsigned k = 0; k < 2; k++)
+		dev->last[k] = dev->params.coal_persist ? dev->host[k] : (struct vnet_kind_coal){0};
 	assign_queue_kinds(dev);
 	for (unsigned i = 0; i < dev->nqueues; i++)
 		queue_reset(dev, &dev->queues[i]);
+}
+
+void dev_set_kind_coal(struct vnet_dev *dev, enum vnet_queue_kind kind, const struct coal_params *p,
+		       enum coal_setter who)
+{
+	dev->last[kind_slot(kind)] = (struct vnet_kind_coal){true, *p, who};
+	for (unsigned i = 0; i < dev->nqueues; i++)
+		if (dev->queues[i].kind == kind)
+			dev_apply_coal(dev, &dev->queues[i], p, who);
 }
 
 void dev_apply_coal(struct vnet_dev *dev, struct vnet_queue *q, const struct coal_params *p,
@@ -435,19 +550,17 @@ int vnet_dev_host_coalesce(struct vnet_dev *dev, int qidx, enum vnet_queue_kind 
 		dev_apply_coal(dev, q, params, COAL_SET_HOST);
 		return 0;
 	}
-	if (kind == VNET_QUEUE_RX) {
-		dev->host_rx = *params;
-		dev->host_rx_set = true;
-	} else if (kind == VNET_QUEUE_TX) {
-		dev->host_tx = *params;
-		dev->host_tx_set = true;
-	} else {
+	if (kind != VNET_QUEUE_RX && kind != VNET_QUEUE_TX)
 		return -1;
-	}
-	for (unsigned i = 0; i < dev->nqueues; i++)
-		if (dev->queues[i].kind == kind)
-			dev_apply_coal(dev, &dev->queues[i], params, COAL_SET_HOST);
+	/* The new host default (kept across resets only with coal_persist). */
+	dev->host[kind_slot(kind)] = (struct vnet_kind_coal){true, *params, COAL_SET_HOST};
+	dev_set_kind_coal(dev, kind, params, COAL_SET_HOST);
 	return 0;
+}
+
+bool vnet_dev_coal_persist(const struct vnet_dev *dev)
+{
+	return dev->params.coal_persist;
 }
 
 const uint8_t *vnet_dev_mac(const struct vnet_dev *dev)

@@ -33,6 +33,8 @@ struct vnet_queue_stats {
 	uint64_t timer_notifications; /* notifications sent when a coalescing deadline fired */
 	uint64_t dropped;             /* packets dropped (too big, broken chain, backend error) */
 	uint64_t rx_no_buffers;       /* times a packet waited for guest RX buffers */
+	uint64_t yields;              /* runs that stopped at the budget with work left */
+	uint64_t stop_notifications;  /* held completions signalled because the queue stopped */
 	/* Lateness of deadline-driven notifications, ring buffer of the last samples (ns). */
 	uint32_t lateness_ns[VNET_LATENESS_SAMPLES];
 	uint64_t lateness_count;
@@ -45,7 +47,20 @@ struct vnet_env_ops {
 	void (*notify)(void *ctx, unsigned qidx);
 	/* Arm queue qidx's one-shot timer at absolute time deadline_ns (CLOCK_MONOTONIC); 0 disarms. */
 	void (*arm_timer)(void *ctx, unsigned qidx, uint64_t deadline_ns);
+	/*
+	 * Queue qidx stopped after its budget with work left: call vnet_dev_queue_run() for it
+	 * later, after everything else that is ready (fairness). Called at most once until then.
+	 * NULL: the work waits for the next kick.
+	 */
+	void (*schedule)(void *ctx, unsigned qidx);
+	/* Queue qidx broke (the driver violated the ring format): signal its error fd. May be NULL. */
+	void (*queue_error)(void *ctx, unsigned qidx);
 };
+
+/* Work one queue does before it yields (the kernel's vhost-net uses the same weights). */
+#define VNET_BUDGET_PACKETS 256
+#define VNET_BUDGET_BYTES (512u * 1024u)
+#define VNET_BUDGET_CTRL 64 /* control commands per run */
 
 /* Static configuration of a device (from the command line). */
 struct vnet_dev_params {
@@ -57,6 +72,11 @@ struct vnet_dev_params {
 	uint32_t tx_timer_usecs;
 	bool host_coal_rx_set, host_coal_tx_set; /* host defaults given on the command line */
 	struct coal_params host_coal_rx, host_coal_tx;
+	/*
+	 * Host defaults survive a device reset (operator opt-in; the spec zeroes every parameter
+	 * at reset, so this is off by default and the command line requires it with host values).
+	 */
+	bool coal_persist;
 };
 
 /* One queue of the device. */
@@ -71,6 +91,9 @@ struct vnet_queue {
 	uint32_t rx_unflushed;      /* RX packets pushed but not yet published */
 	bool tx_blocked;            /* backend said -EAGAIN: `chain` holds the packet */
 	bool rx_waiting;            /* a packet waited for buffers: tell the backend on kick */
+	bool scheduled;             /* waiting in the owner's run queue (env->schedule) */
+	bool reinit;                /* rings set up while disabled: virtio re-enable on enable */
+	bool error_signalled;       /* env->queue_error was called since the queue broke */
 	struct vnet_queue_stats stats;
 	struct vq_chain chain;      /* scratch for the chain being processed */
 };
@@ -109,14 +132,24 @@ struct vnet_queue *vnet_dev_queue(struct vnet_dev *dev, unsigned qidx);
 /* vnet_dev_queue_start() - rings are configured: translate them; 0 or -1 (logged). */
 int vnet_dev_queue_start(struct vnet_dev *dev, unsigned qidx, const struct guest_mem *mem);
 
-/* vnet_dev_queue_stop() - stop a queue (GET_VRING_BASE); returns the next avail index. */
+/*
+ * vnet_dev_queue_stop() - stop a queue (GET_VRING_BASE): publish and signal what the driver can
+ * see, give back a chain popped but not sent; returns the next avail index.
+ */
 uint16_t vnet_dev_queue_stop(struct vnet_dev *dev, unsigned qidx);
 
-/* vnet_dev_queue_enable() - enable or disable a queue; re-enabled queues get TX_SET/RX_SET back. */
+/*
+ * vnet_dev_queue_enable() - enable or disable a queue. Disabling signals held completions. A
+ * queue whose rings were set up while disabled gets the last TX_SET/RX_SET (0 if none); one
+ * re-enabled on the same rings keeps its own parameters.
+ */
 void vnet_dev_queue_enable(struct vnet_dev *dev, unsigned qidx, bool enable);
 
 /* vnet_dev_kick() - the driver kicked queue qidx: process it. */
 void vnet_dev_kick(struct vnet_dev *dev, unsigned qidx);
+
+/* vnet_dev_queue_run() - continue queue qidx's work after env->schedule() (one budget). */
+void vnet_dev_queue_run(struct vnet_dev *dev, unsigned qidx);
 
 /* vnet_dev_timer_expired() - queue qidx's timer (coalescing deadline or TX batch) fired. */
 void vnet_dev_timer_expired(struct vnet_dev *dev, unsigned qidx);
@@ -141,7 +174,10 @@ uint32_t vnet_dev_config_read(const struct vnet_dev *dev, uint32_t offset, void 
 /* vnet_dev_config_write() - driver config write: only mac (without CTRL_MAC_ADDR); 0 or -1. */
 int vnet_dev_config_write(struct vnet_dev *dev, uint32_t offset, const void *buf, uint32_t len);
 
-/* vnet_dev_reset() - device reset: queues stopped, features and guest coalescing zeroed. */
+/*
+ * vnet_dev_reset() - device reset: started queues stop (held completions signalled), features
+ * and every coalescing parameter zeroed (host defaults come back only with coal_persist).
+ */
 void vnet_dev_reset(struct vnet_dev *dev);
 
 /*
@@ -157,6 +193,9 @@ uint8_t vnet_dev_ctrl_execute(struct vnet_dev *dev, const uint8_t *in, size_t in
  */
 int vnet_dev_host_coalesce(struct vnet_dev *dev, int qidx, enum vnet_queue_kind kind,
 			   const struct coal_params *params);
+
+/* vnet_dev_coal_persist() - whether host coalescing defaults survive a device reset. */
+bool vnet_dev_coal_persist(const struct vnet_dev *dev);
 
 /* Read-only views for stats and the control socket. */
 const uint8_t *vnet_dev_mac(const struct vnet_dev *dev);

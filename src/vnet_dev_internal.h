@@ -25,6 +25,13 @@ struct vnet_rx_filter {
 	uint8_t mc[VNET_MAC_TABLE_SIZE][6];
 };
 
+/* A coalescing setting for every queue of one kind, and who made it. */
+struct vnet_kind_coal {
+	bool set;
+	struct coal_params params;
+	enum coal_setter who;
+};
+
 /* Where an RX packet's header lives while its buffers are being filled. */
 struct vnet_rx_slot {
 	uint16_t head;
@@ -45,12 +52,11 @@ struct vnet_dev {
 	uint16_t active_pairs;
 	unsigned nqueues;
 	struct vnet_rx_filter filter;
-	/* Last TX_SET / RX_SET since reset, restored when a queue is re-enabled. */
-	bool guest_tx_set, guest_rx_set;
-	struct coal_params guest_tx, guest_rx;
-	/* Host defaults (command line, or vnetctl coalesce for all queues of a kind). */
-	bool host_tx_set, host_rx_set;
-	struct coal_params host_tx, host_rx;
+	/* Last setting for all queues of a kind since reset (TX_SET/RX_SET or host), [0] RX [1] TX. */
+	struct vnet_kind_coal last[2];
+	/* Host defaults (command line, or vnetctl coalesce for all queues of a kind); they
+	 * survive a reset only with params.coal_persist. */
+	struct vnet_kind_coal host[2];
 	struct vnet_rx_slot rx_slots[VNET_RX_MAX_BUFFERS];
 	struct iovec tx_iov[VQ_MAX_CHAIN + 1];
 	struct vnet_queue *queues; /* nqueues of them */
@@ -61,6 +67,7 @@ enum notify_event {
 	NOTIFY_COMPLETED,      /* packets were published to the used ring */
 	NOTIFY_TIMER,          /* the coalescing deadline passed */
 	NOTIFY_PARAMS_CHANGED, /* coalescing parameters changed */
+	NOTIFY_STOP,           /* the queue stops or is disabled: held completions are due now */
 };
 
 /*
@@ -85,11 +92,14 @@ static inline bool dev_has(const struct vnet_dev *dev, unsigned bit)
 /* dev_queue_usable() - enabled, started and not broken. */
 bool dev_queue_usable(const struct vnet_queue *q);
 
-/* net_tx_process() - move the driver's TX chains to the backend (kick, timer or resume). */
-void net_tx_process(struct vnet_dev *dev, struct vnet_queue *q);
+/*
+ * net_tx_process() - move the driver's TX chains to the backend (kick, timer or resume), at most
+ * one budget (VNET_BUDGET_PACKETS / _BYTES). True: stopped at the budget with chains left.
+ */
+bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q);
 
-/* net_ctrl_process() - execute every pending control-queue command. */
-void net_ctrl_process(struct vnet_dev *dev, struct vnet_queue *q);
+/* net_ctrl_process() - execute pending control commands, at most VNET_BUDGET_CTRL; true: more. */
+bool net_ctrl_process(struct vnet_dev *dev, struct vnet_queue *q);
 
 /* net_rx_flush_queue() - publish one RX queue's pushed packets and decide its notification. */
 void net_rx_flush_queue(struct vnet_dev *dev, struct vnet_queue *q);
@@ -99,6 +109,10 @@ size_t iov_copy_to(const struct iovec *iov, unsigned cnt, size_t off, const void
 
 /* iov_copy_from() - copy up to len bytes from iov at offset off into buf; returns bytes copied. */
 size_t iov_copy_from(const struct iovec *iov, unsigned cnt, size_t off, void *buf, size_t len);
+
+/* dev_set_kind_coal() - set every RX or TX queue and remember it for queues re-enabled later. */
+void dev_set_kind_coal(struct vnet_dev *dev, enum vnet_queue_kind kind, const struct coal_params *p,
+		       enum coal_setter who);
 
 /* dev_apply_coal() - set queue parameters and re-check at once (spec: notify if already due). */
 void dev_apply_coal(struct vnet_dev *dev, struct vnet_queue *q, const struct coal_params *p,

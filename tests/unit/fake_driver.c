@@ -330,11 +330,51 @@ static void env_arm_timer(void *ctx, unsigned qidx, uint64_t deadline_ns)
 	td->arm_calls[qidx]++;
 }
 
+static void env_schedule(void *ctx, unsigned qidx)
+{
+	struct test_dev *td = ctx;
+
+	if (qidx >= VNET_MAX_QUEUES)
+		die("schedule for a queue that does not exist");
+	if (td->scheduled[qidx])
+		die("a queue was scheduled twice before it ran");
+	td->scheduled[qidx] = true;
+	td->schedule_calls[qidx]++;
+}
+
+static void env_queue_error(void *ctx, unsigned qidx)
+{
+	struct test_dev *td = ctx;
+
+	if (qidx >= VNET_MAX_QUEUES)
+		die("error for a queue that does not exist");
+	td->queue_errors[qidx]++;
+}
+
 static const struct vnet_env_ops td_env_ops = {
     .now_ns = env_now,
     .notify = env_notify,
     .arm_timer = env_arm_timer,
+    .schedule = env_schedule,
+    .queue_error = env_queue_error,
 };
+
+/* td_run_scheduled() - one round of the owner's run queue: each scheduled queue runs once. */
+unsigned td_run_scheduled(struct test_dev *td)
+{
+	bool due[VNET_MAX_QUEUES];
+	unsigned n = 0;
+
+	memcpy(due, td->scheduled, sizeof(due));
+	for (unsigned i = 0; i < VNET_MAX_QUEUES; i++) {
+		if (!due[i])
+			continue;
+		td->scheduled[i] = false;
+		vnet_dev_queue_run(td->dev, i);
+		n++;
+	}
+	return n;
+}
 
 static int be_transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt)
 {
@@ -371,9 +411,10 @@ static void be_set_offloads(struct vnet_backend *be, uint64_t guest_features)
 	be->td->offloads = guest_features;
 }
 
-static void be_rx_resume(struct vnet_backend *be)
+static bool be_rx_resume(struct vnet_backend *be)
 {
 	be->td->rx_resume_calls++;
+	return false;
 }
 
 const struct vnet_backend_ops td_backend_ops = {

@@ -135,6 +135,9 @@ struct test_dev {
 	uint64_t notifies[VNET_MAX_QUEUES];
 	uint64_t deadline[VNET_MAX_QUEUES]; /* armed timer, 0 = none */
 	unsigned arm_calls[VNET_MAX_QUEUES];
+	bool scheduled[VNET_MAX_QUEUES];	  /* env->schedule() called, not run yet */
+	unsigned schedule_calls[VNET_MAX_QUEUES];
+	unsigned queue_errors[VNET_MAX_QUEUES]; /* env->queue_error() calls */
 	/* Backend. */
 	struct td_packet pkts[TD_MAX_PACKETS];
 	unsigned npkts;
@@ -178,6 +181,9 @@ void td_free(struct test_dev *td);
 
 /* td_cleanup() - cmocka teardown: free every test_dev a failed test left behind. */
 int td_cleanup(void **state);
+
+/* td_run_scheduled() - run every queue the device scheduled (one round); returns how many. */
+unsigned td_run_scheduled(struct test_dev *td);
 
 /* td_advance() - move the fake clock forward, firing expired timers like a timerfd would. */
 void td_advance(struct test_dev *td, uint64_t ns);
