@@ -1,57 +1,141 @@
-"""A UML frontend SIGKILLed mid-transfer: vnetd stays up, the port takes a new guest, which works."""
+"""A UML frontend SIGKILLed mid-transfer: vnetd stays up, the port takes a new guest, which works.
+
+Each of 3 rounds boots a guest on the same port, pings the host, then starts downloading a
+BLOB_MB MiB blob and polls vnetd's stats until the port's RX queue (queue 0, host -> guest) has
+moved at least KILL_AFTER_MB MiB this round but less than the blob: the transfer is really in
+progress. Then the guest is SIGKILLed. Asserted per round: vnetd survives, the port drops to
+disconnected, and the round's RX bytes are > KILL_AFTER_MB MiB and < the blob size (RX bytes are
+whole frames, so fewer than the blob's size means the blob was not all delivered: mid-transfer).
+Then: no fd leaked over the kills, and a new guest on the same port pings the host and
+downloads a SMALL_MB MiB file byte-exact (sha256).
+
+A UML guest downloads at roughly 1 GiB/s here (256 MiB in 0.2-0.3 s; 20-30 MiB arrived between
+two polls 20 ms apart): hence a 1 GiB blob and a 2 ms poll, which kills at a few MiB. Losing
+that race (the download completing before the kill) fails the test; it can never make it pass.
+"""
 
 import os
 import subprocess
 import time
 
-from harness import (Netns, UmlGuest, Vnetd, check, guest_kit, make_blob, require_root_and_tun,
-                     workdir)
+from harness import (Netns, UmlGuest, Vnetd, check, fail, guest_kit, make_blob,
+                     require_root_and_tun, workdir)
+
+HOST_IP, GUEST_IP = '10.78.0.1', '10.78.0.2'
+ROUNDS = 3
+BLOB_MB = 1024          # the download killed mid-way (make_blob sizes are MiB)
+KILL_AFTER_MB = 2       # RX bytes this round before the kill
+SMALL_MB = 4            # the final guest's byte-exact download
+START_TIMEOUT = 120     # s for the download to reach KILL_AFTER_MB
+DISCONNECT_TIMEOUT = 10  # s for the port to show disconnected after the kill
+RX = 0                  # queue 0 is RX (host -> guest), 1 is TX
 
 
 def open_fds(pid):
     return len(os.listdir('/proc/%d/fd' % pid))
 
 
+def rx_bytes(vd):
+    return vd.stats()['p0'][RX]['bytes']
+
+
+def wait_disconnected(vd, what):
+    deadline = time.monotonic() + DISCONNECT_TIMEOUT
+    while vd.port_info()['p0']['connected']:
+        if time.monotonic() > deadline:
+            fail('%s: p0 still connected %d s after the kill; vnetd log:\n%s'
+                 % (what, DISCONNECT_TIMEOUT, vd.log_tail()))
+        time.sleep(0.05)
+
+
+def kill_mid_download(vd, g, round_):
+    """Start the blob download, SIGKILL the guest once it is under way. Returns the port's RX
+    bytes before the download started, and how many had arrived since when the kill was decided."""
+    b0 = rx_bytes(vd)
+    g.run('wget -q -O /dev/null http://%s:8000/blob >/dev/null 2>&1 &' % HOST_IP, check=True)
+    deadline = time.monotonic() + START_TIMEOUT
+    try:
+        while True:
+            moved = rx_bytes(vd) - b0
+            if moved >= BLOB_MB << 20:
+                fail('round %d: %d bytes received before the kill: the %d MiB download finished '
+                     'before it could be killed (raise BLOB_MB)' % (round_, moved, BLOB_MB))
+            if moved >= KILL_AFTER_MB << 20:
+                break
+            if time.monotonic() > deadline:
+                fail('round %d: the download moved only %d bytes in %d s (want >= %d MiB before '
+                     'the kill); console:\n%s\nvnetd log:\n%s'
+                     % (round_, moved, START_TIMEOUT, KILL_AFTER_MB, g.tail(), vd.log_tail()))
+            time.sleep(0.002)
+    finally:
+        g.kill()
+    return b0, moved
+
+
+def guest_up(g):
+    g.run('ip link set eth0 up && ip addr add %s/24 dev eth0' % GUEST_IP, check=True)
+
+
+def run_rounds(kit, wd, sock, small_sha):
+    with Netns('vnetd-e2e-reconn') as ns, Vnetd(ns, ['socket=%s,tap=vtap0' % sock], wd) as vd:
+        ns.run('ip addr add %s/24 dev vtap0 && ip link set vtap0 up' % HOST_IP)
+        http = ns.popen(['python3', '-m', 'http.server', '8000', '--bind', HOST_IP,
+                         '--directory', wd], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            check(vd.stats()['p0'][RX]['kind'] == 'rx', 'p0 queue %d is the RX queue' % RX)
+            fds_idle = open_fds(vd.proc.pid)
+            for round_ in range(ROUNDS):
+                g = UmlGuest(kit, sock, log_path=os.path.join(wd, 'uml%d.log' % round_))
+                try:
+                    g.start()
+                    g.wait_ready()
+                    guest_up(g)
+                    rc, _ = g.run('ping -c 2 -W 5 %s' % HOST_IP, timeout=60)
+                    check(rc == 0, 'guest %d pings host' % round_)
+                except BaseException:
+                    g.kill()
+                    raise
+                b0, at_kill = kill_mid_download(vd, g, round_)
+                check(vd.alive(), 'vnetd survives SIGKILL of guest %d mid-transfer' % round_)
+                wait_disconnected(vd, 'round %d' % round_)
+                print('ok   port p0 disconnected after the kill', flush=True)
+                moved = rx_bytes(vd) - b0
+                check(KILL_AFTER_MB << 20 < moved < BLOB_MB << 20,
+                      'guest %d killed mid-transfer: %.1f MiB of the %d MiB blob received this '
+                      'round (%.1f MiB when the kill was decided)'
+                      % (round_, moved / 2**20, BLOB_MB, at_kill / 2**20))
+            fds_after = open_fds(vd.proc.pid)
+            check(fds_after <= fds_idle, 'no fd leaked over %d kills (%d -> %d)'
+                  % (ROUNDS, fds_idle, fds_after))
+            with UmlGuest(kit, sock, log_path=os.path.join(wd, 'uml-final.log')) as g:
+                guest_up(g)
+                rc, _ = g.run('ping -c 3 -W 5 %s' % HOST_IP, timeout=60)
+                check(rc == 0, 'a new guest on the same port pings the host')
+                rc, out = g.run('wget -q -O - http://%s:8000/small | sha256sum' % HOST_IP,
+                                timeout=120)
+                got = out.split()[0] if out.split() else ''
+                check(rc == 0 and got == small_sha,
+                      'the new guest downloads %d MiB byte-exact (sha256 %s, want %s)'
+                      % (SMALL_MB, got[:16], small_sha[:16]))
+        finally:
+            http.kill()
+        check(vd.alive(), 'vnetd still running')
+
+
 def main():
     require_root_and_tun()
     kit = guest_kit()
     wd = workdir('reconnect')
-    sock = os.path.join(wd, 'p0.sock')
-    make_blob(os.path.join(wd, 'blob'), 64)
-    with Netns('vnetd-e2e-reconn') as ns, Vnetd(ns, ['socket=%s,tap=vtap0' % sock], wd) as vd:
-        ns.run('ip addr add 10.78.0.1/24 dev vtap0 && ip link set vtap0 up')
-        http = ns.popen(['python3', '-m', 'http.server', '8000', '--bind', '10.78.0.1',
-                         '--directory', wd], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            fds_idle = open_fds(vd.proc.pid)
-            for round_ in range(3):
-                g = UmlGuest(kit, sock, log_path=os.path.join(wd, 'uml%d.log' % round_))
-                g.start()
-                g.wait_ready()
-                g.run('ip link set eth0 up && ip addr add 10.78.0.2/24 dev eth0', check=True)
-                rc, _ = g.run('ping -c 2 -W 5 10.78.0.1', timeout=60)
-                check(rc == 0, 'guest %d pings host' % round_)
-                # Start a long download and kill the guest in the middle of it.
-                g._send(b'wget -q -O /dev/null http://10.78.0.1:8000/blob\n')
-                time.sleep(1.5)
-                g.kill()
-                time.sleep(0.5)
-                check(vd.alive(), 'vnetd survives SIGKILL of guest %d mid-transfer' % round_)
-                st = vd.stats()
-                check(st['p0'][0]['packets'] > 0, 'traffic flowed before the kill')
-            for _ in range(50):
-                if not vd.port_info()['p0']['connected']:
-                    break
-                time.sleep(0.1)
-            fds_after = open_fds(vd.proc.pid)
-            check(fds_after <= fds_idle, 'no fd leaked over 3 kills (%d -> %d)' % (fds_idle, fds_after))
-            with UmlGuest(kit, sock, log_path=os.path.join(wd, 'uml-final.log')) as g:
-                g.run('ip link set eth0 up && ip addr add 10.78.0.2/24 dev eth0', check=True)
-                rc, _ = g.run('ping -c 3 -W 5 10.78.0.1', timeout=60)
-                check(rc == 0, 'a new guest on the same port works')
-        finally:
-            http.kill()
-        check(vd.alive(), 'vnetd still running')
+    try:
+        make_blob(os.path.join(wd, 'blob'), BLOB_MB)
+        small_sha = make_blob(os.path.join(wd, 'small'), SMALL_MB)
+        run_rounds(kit, wd, os.path.join(wd, 'p0.sock'), small_sha)
+    finally:
+        for f in ('blob', 'small'):     # 1 GiB: do not leave it behind in /tmp
+            try:
+                os.remove(os.path.join(wd, f))
+            except FileNotFoundError:
+                pass
 
 
 if __name__ == '__main__':
