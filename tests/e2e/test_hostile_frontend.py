@@ -13,6 +13,8 @@ Every case runs even if an earlier one failed (vnetd is restarted if it died); e
 check failed. Needs no root and no guest: switch ports create no interface.
 """
 
+import os
+import select
 import struct
 import sys
 import threading
@@ -249,6 +251,56 @@ def ctrl_len0(env, res):
     used = r.get_used(2.0)
     res.check(used is not None, 'command completed (no ack possible) %r' % (used,))
     res.check(f.coal_tx_set(1, 1) == vu.VIRTIO_NET_OK, 'next command on the same queue acked OK')
+
+
+# ---- ring states (vhost-user spec "Ring states") and the error fd ----
+@case('TX ring without PROTOCOL_FEATURES acked: enabled by its kick',
+      nolog='a legal setup: nothing to log')
+def ring_enabled_by_kick(env, res):
+    f = env.frontend()
+    vu_ = f.vu
+    vu_.get_features()
+    vu.ok(vu_.set_protocol_features(1 << vu.PROTOCOL_F_REPLY_ACK), 'SET_PROTOCOL_FEATURES')
+    vu.ok(vu_.set_owner(), 'SET_OWNER')
+    vu.ok(vu_.set_features(vu.DEFAULT_FEATURES), 'SET_FEATURES without bit 30')
+    f.features = vu.DEFAULT_FEATURES
+    f.set_mem()
+    for q in (RX_Q, TX_Q, CTRL_Q):
+        f.setup_ring(f.make_ring(q), enable=False)
+    res.check(f.transmit(ether_frame(BCAST, MACS[0])),
+              'a packet is sent with no SET_VRING_ENABLE (protocol features set, bit 30 not acked)')
+
+
+@case('TX ring with PROTOCOL_FEATURES acked: disabled until SET_VRING_ENABLE',
+      nolog='a legal setup: nothing to log')
+def ring_disabled_until_enable(env, res):
+    f = env.frontend()
+    f.negotiate()
+    f.set_mem()
+    for q in (RX_Q, TX_Q, CTRL_Q):
+        f.setup_ring(f.make_ring(q), enable=q != TX_Q)
+    res.check(not f.transmit(ether_frame(BCAST, MACS[0]), timeout=0.5),
+              'a disabled ring is not processed')
+    vu.ok(f.vu.set_vring_enable(TX_Q, True), 'SET_VRING_ENABLE')
+    res.check(f.rings[TX_Q].get_used(2.0) is not None, 'the packet is sent once the ring is enabled')
+
+
+@case('broken TX queue signals its SET_VRING_ERR fd',
+      log=r'queue 1: avail index moved by more than the queue size')
+def vring_err_fd(env, res):
+    f = env.frontend().setup()
+    err = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+    try:
+        vu.ok(f.vu._vring_fd(vu.SET_VRING_ERR, TX_Q, err), 'SET_VRING_ERR')
+        r = f.rings[TX_Q]
+        r.set_avail_idx(r.num + 1)
+        r.kick()
+        expect_broken(env, res, TX_Q, 'an avail jump')
+        ready = select.select([err], [], [], 2.0)[0]
+        res.check(bool(ready) and os.eventfd_read(err) >= 1, 'the error eventfd was signalled')
+        expect_alive_conn(res, f.vu, 'a broken queue')
+    finally:
+        os.close(err)
 
 
 # ---- ring addresses ----
