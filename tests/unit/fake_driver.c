@@ -617,7 +617,7 @@ int td_receive(struct test_dev *td, uint32_t len, uint8_t fill)
 	return r;
 }
 
-/* td_ctrl() - send a command through the control queue; returns the ack byte or -1 (no used). */
+/* td_ctrl() - send a command through the control queue (Linux layout: ack, then result). */
 int td_ctrl(struct test_dev *td, const uint8_t *in, size_t in_len, uint8_t *out, uint32_t out_len,
 	    uint32_t *used_len)
 {
@@ -633,6 +633,13 @@ int td_ctrl(struct test_dev *td, const uint8_t *in, size_t in_len, uint8_t *out,
 	b[n].len = (uint32_t)in_len;
 	b[n++].write = false;
 	memcpy(fake_mem_host(&td->mem, b[0].gpa), in, in_len);
+	/* Writable part as Linux's virtnet_send_command_reply() adds it: ack, then the result. */
+	ack_gpa = fake_mem_alloc(&td->mem, 1, 1);
+	ack = fake_mem_host(&td->mem, ack_gpa);
+	*ack = 0xee; /* neither OK nor ERR: shows whether the device wrote it */
+	b[n].gpa = ack_gpa;
+	b[n].len = 1;
+	b[n++].write = true;
 	if (out_len) {
 		out_gpa = fake_mem_alloc(&td->mem, out_len, 8);
 		memset(fake_mem_host(&td->mem, out_gpa), 0xee, out_len);
@@ -640,12 +647,6 @@ int td_ctrl(struct test_dev *td, const uint8_t *in, size_t in_len, uint8_t *out,
 		b[n].len = out_len;
 		b[n++].write = true;
 	}
-	ack_gpa = fake_mem_alloc(&td->mem, 1, 1);
-	ack = fake_mem_host(&td->mem, ack_gpa);
-	*ack = 0xee; /* neither OK nor ERR: shows whether the device wrote it */
-	b[n].gpa = ack_gpa;
-	b[n].len = 1;
-	b[n++].write = true;
 	head = fake_vq_add_chain(q, b, n);
 	fake_vq_publish(q);
 	vnet_dev_kick(td->dev, td->ctrl_q);

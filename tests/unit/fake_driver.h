@@ -197,7 +197,11 @@ uint64_t td_post_rx(struct test_dev *td, unsigned qidx, unsigned n, uint32_t siz
  */
 int td_receive(struct test_dev *td, uint32_t len, uint8_t fill);
 
-/* td_ctrl() - send a command through the control queue; returns the ack byte or -1 (no used). */
+/*
+ * td_ctrl() - send a command through the control queue, laid out like Linux does it: readable
+ * command, writable ack byte, then out_len writable result bytes (0xee-filled) when out_len > 0.
+ * Returns the ack byte or -1 (no used element).
+ */
 int td_ctrl(struct test_dev *td, const uint8_t *in, size_t in_len, uint8_t *out, uint32_t out_len,
 	    uint32_t *used_len);
 
