@@ -52,6 +52,7 @@ struct vnet_dev {
 	bool host_tx_set, host_rx_set;
 	struct coal_params host_tx, host_rx;
 	struct vnet_rx_slot rx_slots[VNET_RX_MAX_BUFFERS];
+	/* TX: the header, then at most every readable iovec of a chain (<= VQ_MAX_CHAIN). */
 	struct iovec tx_iov[VQ_MAX_CHAIN + 1];
 	struct vnet_queue *queues; /* nqueues of them */
 };
