@@ -1,4 +1,4 @@
-/* guest_mem.c - guest memory region table and the one checked guest-address translation. */
+/* guest_mem.c - guest memory region table and the one checked guest-address lookup. */
 #include "guest_mem.h"
 
 #include <sys/mman.h>
@@ -8,25 +8,63 @@ static uint64_t region_base(const struct guest_mem_region *r, enum guest_addr_sp
 	return space == GUEST_ADDR_GPA ? r->gpa : r->uva;
 }
 
-void *guest_mem_translate(const struct guest_mem *mem, enum guest_addr_space space, uint64_t addr,
-			  uint64_t len)
+/* The region holding guest address addr, and addr's offset in it (< size); NULL if none. */
+static const struct guest_mem_region *region_find(const struct guest_mem *mem,
+						  enum guest_addr_space space, uint64_t addr,
+						  uint64_t *off)
 {
-	if (len == 0)
-		len = 1;
 	for (unsigned i = 0; i < mem->nregions; i++) {
 		const struct guest_mem_region *r = &mem->regions[i];
 		uint64_t base = region_base(r, space);
-		uint64_t off;
 
-		if (addr < base)
+		if (addr < base || addr - base >= r->size)
 			continue;
-		off = addr - base;
-		/* off < size and len <= size - off: no addition, so no overflow. */
-		if (off >= r->size || len > r->size - off)
-			continue;
-		return r->host + off;
+		*off = addr - base;
+		return r; /* regions never overlap (guest_mem_add): the only one */
 	}
 	return NULL;
+}
+
+void *guest_mem_translate(const struct guest_mem *mem, enum guest_addr_space space, uint64_t addr,
+			  uint64_t len)
+{
+	uint64_t off = 0;
+	const struct guest_mem_region *r = region_find(mem, space, addr, &off);
+
+	if (len == 0)
+		len = 1;
+	/* off < size and len <= size - off: no addition, so no overflow. */
+	if (!r || len > r->size - off)
+		return NULL;
+	return r->host + off;
+}
+
+int guest_mem_translate_iov(const struct guest_mem *mem, enum guest_addr_space space,
+			    uint64_t addr, uint64_t len, struct iovec *iov, unsigned max_iov)
+{
+	unsigned n = 0;
+
+	while (len) {
+		uint64_t off = 0, take;
+		const struct guest_mem_region *r = region_find(mem, space, addr, &off);
+
+		if (!r)
+			return GUEST_MEM_BAD_ADDR;
+		if (n == max_iov)
+			return GUEST_MEM_IOV_FULL;
+		take = r->size - off; /* >= 1: off < size */
+		if (take > len)
+			take = len;
+		iov[n].iov_base = r->host + off;
+		iov[n++].iov_len = (size_t)take; /* fits: a region is memory we have mapped */
+		len -= take;
+		/*
+		 * No wrap: addr + take <= base + size, and guest_mem_add() refuses regions that
+		 * wrap. With len left, the next lookup finds the region that follows, or none.
+		 */
+		addr += take;
+	}
+	return (int)n;
 }
 
 static int ranges_overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)

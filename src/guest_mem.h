@@ -1,9 +1,10 @@
-/* guest_mem.h - guest memory region table and the one checked guest-address translation. */
+/* guest_mem.h - guest memory region table and the one checked guest-address lookup. */
 #ifndef VNETD_GUEST_MEM_H
 #define VNETD_GUEST_MEM_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #define GUEST_MEM_MAX_REGIONS 8
 
@@ -29,12 +30,27 @@ enum guest_addr_space {
 };
 
 /*
- * guest_mem_translate() - the only way to turn a guest address into a host pointer.
- * Returns a pointer to [addr, addr + len) if that whole range lies inside ONE region, else NULL.
- * len 0 is treated as 1 (the address itself must be inside a region). Overflow-safe.
+ * guest_mem_translate() - turn a guest range that must be contiguous in host memory (rings,
+ * indirect descriptor tables) into a host pointer. Returns a pointer to [addr, addr + len) if
+ * that whole range lies inside ONE region, else NULL. len 0 is treated as 1 (the address itself
+ * must be inside a region). Overflow-safe.
  */
 void *guest_mem_translate(const struct guest_mem *mem, enum guest_addr_space space, uint64_t addr,
 			  uint64_t len);
+
+/* guest_mem_translate_iov() failures. */
+#define GUEST_MEM_BAD_ADDR (-1) /* some byte of the range is in no region */
+#define GUEST_MEM_IOV_FULL (-2) /* the range needs more than max_iov iovecs */
+
+/*
+ * guest_mem_translate_iov() - turn a guest buffer into host iovecs: one per region the range
+ * runs through, so a buffer straddling adjacent regions (as DPDK's and Linux's vhost allow) is
+ * split instead of refused. Same region lookup as guest_mem_translate(). Returns the iovecs
+ * used (never an empty one; 0 for len 0), GUEST_MEM_BAD_ADDR or GUEST_MEM_IOV_FULL (iov
+ * contents then undefined). Overflow-safe.
+ */
+int guest_mem_translate_iov(const struct guest_mem *mem, enum guest_addr_space space,
+			    uint64_t addr, uint64_t len, struct iovec *iov, unsigned max_iov);
 
 /* guest_mem_add() - append a region (no mmap); returns 0, or -1 if full, empty or overlapping. */
 int guest_mem_add(struct guest_mem *mem, const struct guest_mem_region *region);

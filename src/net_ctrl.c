@@ -226,7 +226,14 @@ uint8_t vnet_dev_ctrl_execute(struct vnet_dev *dev, const uint8_t *in, size_t in
 	return ack;
 }
 
-/* Execute the command in q->chain and write the result and ack into its writable part. */
+/*
+ * Execute the command in q->chain and write the ack and result into its writable part; returns
+ * the used length. Layout (spec struct virtio_net_ctrl: ..., u8 ack, command-specific-result[]):
+ * the ack is the FIRST writable byte and the result follows it. Linux adds its status sg before
+ * the result sg (virtnet_send_command_reply()) and QEMU writes the ack at offset 0 of the
+ * writable part. The used length is what the device wrote from the start of the writable part:
+ * 1 + result bytes (QEMU reports 1 for its result-less commands), never the whole area.
+ */
 static uint32_t ctrl_run_chain(struct vnet_dev *dev, struct vnet_queue *q)
 {
 	const struct vq_chain *c = &q->chain;
@@ -246,14 +253,13 @@ static uint32_t ctrl_run_chain(struct vnet_dev *dev, struct vnet_queue *q)
 	} else {
 		ack = vnet_dev_ctrl_execute(dev, in, in_len, out, sizeof(out), &written);
 	}
-	/* Layout of the writable part: command output, then the ack byte last. */
 	if (written > c->write_len - 1) {
-		written = 0;
+		written = 0; /* no room for the result after the ack */
 		ack = VIRTIO_NET_ERR;
 	}
-	iov_copy_to(w, c->nwrite, 0, out, written);
-	iov_copy_to(w, c->nwrite, c->write_len - 1, &ack, 1);
-	return (uint32_t)c->write_len;
+	iov_copy_to(w, c->nwrite, 0, &ack, 1);
+	iov_copy_to(w, c->nwrite, 1, out, written);
+	return (uint32_t)(1 + written);
 }
 
 bool net_ctrl_process(struct vnet_dev *dev, struct vnet_queue *q)

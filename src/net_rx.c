@@ -124,6 +124,7 @@ static int rx_place(struct vnet_dev *dev, struct vnet_queue *q, struct virtio_ne
 				return -1;
 			}
 			size_t left = dev->hdr_len;
+			/* No iovec is empty, so the header takes at most hdr_len of them. */
 			for (unsigned i = 0; i < c->nwrite && left; i++) {
 				size_t take = w[i].iov_len < left ? w[i].iov_len : left;
 

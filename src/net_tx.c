@@ -1,6 +1,7 @@
 /* net_tx.c - transmit path: gather the driver's TX chains and hand packets to the backend. */
 #include "vnet_dev_internal.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <string.h>
 
@@ -21,6 +22,9 @@ static unsigned tx_build_iov(struct vnet_dev *dev, const struct vq_chain *c,
 	memset(hdr, 0, sizeof(*hdr));
 	iov_copy_from(c->iov, c->nread, 0, hdr, dev->hdr_len);
 	hdr->num_buffers = 0;
+	/* DATA_VALID / RSC_INFO mean nothing on TX (the driver MUST NOT set them; tun ignores
+	 * them): cleared, so no backend takes a guest's word that a checksum was verified. */
+	hdr->flags &= VIRTIO_NET_HDR_F_NEEDS_CSUM;
 	dev->tx_iov[n].iov_base = hdr;
 	dev->tx_iov[n++].iov_len = sizeof(*hdr);
 	for (unsigned i = 0; i < c->nread; i++) {
@@ -35,6 +39,55 @@ static unsigned tx_build_iov(struct vnet_dev *dev, const struct vq_chain *c,
 		skip = 0;
 	}
 	return n;
+}
+
+/*
+ * Whether the guest's header asks only for offloads it negotiated; else logs why (the caller
+ * drops the packet). As the spec's driver requirements and the kernel's virtio_net_hdr_to_skb()
+ * (what a tap backend does with it) have it: NEEDS_CSUM needs VIRTIO_NET_F_CSUM and
+ * csum_start + csum_offset + 2 within the frame; gso_type TCPV4 / TCPV6 / UDP needs HOST_TSO4 /
+ * HOST_TSO6 / HOST_UFO, the ECN bit HOST_ECN, and any other value (ECN alone included) is
+ * invalid; GSO also needs NEEDS_CSUM (the driver MUST set it) and a non-zero gso_size. hdr_len
+ * is only a hint and not checked. Linux guests send nothing this refuses.
+ */
+static bool tx_hdr_allowed(const struct vnet_dev *dev, const struct vnet_queue *q,
+			   const struct virtio_net_hdr_v1 *h, uint64_t frame_len)
+{
+	const char *why = NULL;
+
+	if (h->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) {
+		if (!dev_has(dev, VIRTIO_NET_F_CSUM))
+			why = "checksum offload not negotiated";
+		else if ((uint64_t)le16toh(h->csum_start) + le16toh(h->csum_offset) + 2 > frame_len)
+			why = "checksum position outside the frame";
+	}
+	if (!why && h->gso_type != VIRTIO_NET_HDR_GSO_NONE) {
+		unsigned type = h->gso_type & ~VIRTIO_NET_HDR_GSO_ECN;
+		unsigned need = 0; /* feature bit the type needs; 0: no such type */
+
+		if (type == VIRTIO_NET_HDR_GSO_TCPV4)
+			need = VIRTIO_NET_F_HOST_TSO4;
+		else if (type == VIRTIO_NET_HDR_GSO_TCPV6)
+			need = VIRTIO_NET_F_HOST_TSO6;
+		else if (type == VIRTIO_NET_HDR_GSO_UDP)
+			need = VIRTIO_NET_F_HOST_UFO;
+		if (!need)
+			why = "unknown gso_type";
+		else if (!dev_has(dev, need))
+			why = "segmentation offload not negotiated";
+		else if ((h->gso_type & VIRTIO_NET_HDR_GSO_ECN) &&
+			 !dev_has(dev, VIRTIO_NET_F_HOST_ECN))
+			why = "ECN segmentation not negotiated";
+		else if (!(h->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM))
+			why = "segmentation without NEEDS_CSUM";
+		else if (le16toh(h->gso_size) == 0)
+			why = "segmentation with gso_size 0";
+	}
+	if (!why)
+		return true;
+	log_guest("queue %u: TX packet dropped: %s (flags 0x%x gso_type 0x%x gso_size %u)",
+		  q->vq.index, why, h->flags, h->gso_type, le16toh(h->gso_size));
+	return false;
 }
 
 /* Send the chain in q->chain; -EAGAIN if the backend is full (the chain stays in q->chain). */
@@ -56,6 +109,10 @@ static int tx_send_one(struct vnet_dev *dev, struct vnet_queue *q)
 		return 0;
 	}
 	n = tx_build_iov(dev, c, &hdr);
+	if (!tx_hdr_allowed(dev, q, &hdr, c->read_len - dev->hdr_len)) {
+		q->stats.dropped++;
+		return 0;
+	}
 	r = dev->be_ops->transmit(dev->be, dev->tx_iov, n);
 	if (r == -EAGAIN)
 		return r;

@@ -59,6 +59,9 @@ void notify_decide(struct vnet_dev *dev, struct vnet_queue *q, enum notify_event
 			if (ev == NOTIFY_TIMER && fired) {
 				q->stats.timer_notifications++;
 				record_lateness(q, now, fired);
+			} else if (ev == NOTIFY_COMPLETED && fired && now >= fired) {
+				/* The packet path beat a late timer: just as late. */
+				record_lateness(q, now, fired);
 			}
 		} else {
 			q->stats.suppressed++;

@@ -23,6 +23,7 @@ static const char *const walk_error_names[] = {
 	[VQ_WALK_NESTED_INDIRECT] = "nested indirect or indirect with next",
 	[VQ_WALK_READ_AFTER_WRITE] = "readable descriptor after writable one",
 	[VQ_WALK_TOO_BIG] = "chain larger than 4 GiB",
+	[VQ_WALK_TOO_MANY_IOV] = "chain split into more than 1024 pieces of guest memory",
 };
 
 const char *vq_walk_error_str(enum vq_walk_error err)
@@ -77,6 +78,11 @@ enum vq_walk_error vq_walk_chain(const struct guest_mem *mem, const struct vring
 			if (d.len == 0 || d.len % sizeof(struct vring_desc) ||
 			    d.len / sizeof(struct vring_desc) > VQ_MAX_CHAIN)
 				return VQ_WALK_BAD_INDIRECT;
+			/*
+			 * The table is read in place through one pointer (desc_read()), so unlike
+			 * a data buffer it must lie in ONE region: a table crossing a region boundary
+			 * is refused (DPDK's vhost copies such a table into a bounce buffer instead).
+			 */
 			table = guest_mem_translate(mem, GUEST_ADDR_GPA, d.addr, d.len);
 			if (!table)
 				return VQ_WALK_BAD_INDIRECT;
@@ -93,18 +99,20 @@ enum vq_walk_error vq_walk_chain(const struct guest_mem *mem, const struct vring
 			return VQ_WALK_READ_AFTER_WRITE;
 
 		if (d.len) {
-			void *p = guest_mem_translate(mem, GUEST_ADDR_GPA, d.addr, d.len);
+			/* Data buffers may straddle adjacent regions: one iovec per region. */
 			unsigned n = out->nread + out->nwrite;
+			int got = guest_mem_translate_iov(mem, GUEST_ADDR_GPA, d.addr, d.len,
+							  &out->iov[n], VQ_MAX_CHAIN - n);
 
-			if (!p)
+			if (got == GUEST_MEM_IOV_FULL)
+				return VQ_WALK_TOO_MANY_IOV;
+			if (got < 0)
 				return VQ_WALK_BAD_ADDR;
-			out->iov[n].iov_base = p;
-			out->iov[n].iov_len = d.len;
 			if (d.flags & VRING_DESC_F_WRITE) {
-				out->nwrite++;
+				out->nwrite += (unsigned)got;
 				out->write_len += d.len;
 			} else {
-				out->nread++;
+				out->nread += (unsigned)got;
 				out->read_len += d.len;
 			}
 			if (out->read_len > UINT32_MAX || out->write_len > UINT32_MAX)
@@ -137,6 +145,11 @@ int vq_start(struct virtqueue *vq, const struct guest_mem *mem)
 		log_guest("queue %u: misaligned ring addresses", vq->index);
 		return -1;
 	}
+	/*
+	 * Rings stay on the single-range translation: their fields are read and written in place
+	 * (single atomic loads and stores, indexed arrays), so each ring must be contiguous in
+	 * host memory, i.e. inside one region (DPDK's vhost refuses a split ring too).
+	 */
 	vq->desc = guest_mem_translate(mem, vq->ring_space, vq->desc_addr, 16 * num);
 	vq->avail = guest_mem_translate(mem, vq->ring_space, vq->avail_addr, 6 + 2 * num);
 	vq->used = guest_mem_translate(mem, vq->ring_space, vq->used_addr, 6 + 8 * num);

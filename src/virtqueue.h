@@ -42,7 +42,11 @@ struct vring_used {
 	struct vring_used_elem ring[]; /* num entries, then le16 avail_event */
 };
 
-/* A walked descriptor chain: readable iovecs first, then writable ones. */
+/*
+ * A walked descriptor chain: readable iovecs first, then writable ones. A buffer straddling
+ * adjacent guest memory regions takes one iovec per region; no iovec is empty. At most
+ * VQ_MAX_CHAIN iovecs in all (more is VQ_WALK_TOO_MANY_IOV).
+ */
 struct vq_chain {
 	uint16_t head;
 	unsigned nread;      /* iov[0 .. nread) are device-readable */
@@ -64,6 +68,7 @@ enum vq_walk_error {
 	VQ_WALK_NESTED_INDIRECT,  /* INDIRECT inside an indirect table, or with NEXT */
 	VQ_WALK_READ_AFTER_WRITE, /* readable descriptor after a writable one */
 	VQ_WALK_TOO_BIG,          /* total length over 4 GiB */
+	VQ_WALK_TOO_MANY_IOV,     /* buffers split over regions need more than VQ_MAX_CHAIN iovecs */
 };
 
 /* vq_walk_error_str() - short text for a walk error. */
@@ -71,8 +76,9 @@ const char *vq_walk_error_str(enum vq_walk_error err);
 
 /*
  * vq_walk_chain() - the one descriptor-chain walker. Turns the chain starting at `head` in the
- * descriptor table `desc` (num entries, host pointer already validated) into iovecs. Each
- * descriptor is copied to a local before it is checked. Pure: touches no queue state.
+ * descriptor table `desc` (num entries, host pointer already validated) into iovecs (at most
+ * VQ_MAX_CHAIN in all). Each descriptor is copied to a local before it is checked. Pure:
+ * touches no queue state.
  */
 enum vq_walk_error vq_walk_chain(const struct guest_mem *mem, const struct vring_desc *desc,
 				 unsigned num, unsigned head, bool indirect_ok, struct vq_chain *out);

@@ -58,6 +58,7 @@ struct vnet_dev {
 	 * survive a reset only with params.coal_persist. */
 	struct vnet_kind_coal host[2];
 	struct vnet_rx_slot rx_slots[VNET_RX_MAX_BUFFERS];
+	/* TX: the header, then at most every readable iovec of a chain (<= VQ_MAX_CHAIN). */
 	struct iovec tx_iov[VQ_MAX_CHAIN + 1];
 	struct vnet_queue *queues; /* nqueues of them */
 };

@@ -11,11 +11,14 @@
 
 /*
  * Input: a 16-byte header, then the image of 64 KiB of guest memory (zero-padded).
- *   [0] flags: bit0 indirect_ok, bit1 EVENT_IDX, bit2 two regions, bit3 rings as UVAs
+ *   [0] flags: bit0 indirect_ok, bit1 EVENT_IDX, bit2 two regions, bit3 rings as UVAs,
+ *       bit4 (with bit2) the two regions adjacent in GPA and UVA, so buffers may straddle them
  *   [1] log2 queue size (mod 9: 1..256)   [2..3] walker head   [4..5] vq last_avail
  *   [6] chains to pop   [8..9] desc ring offset/16   [10..11] avail offset/2
  *   [12..13] used offset/4   (ring offsets may point outside memory: vq_start must say no)
- * The descriptor table the walker sees is the start of guest memory.
+ * The descriptor table the walker sees is the start of guest memory. Two regions: the halves of
+ * the image, 4 KiB apart in both address spaces, or adjacent; adjacent halves live in separate
+ * arrays, so an iovec that runs past the end of a region is an ASan error.
  */
 #define MEM_GPA 0x100000ull
 #define MEM_UVA 0x7f0000100000ull
@@ -24,6 +27,7 @@
 #define HDR_LEN 16u
 
 static _Alignas(64) uint8_t mem_buf[MEM_SIZE];
+static _Alignas(64) uint8_t mem_lo[MEM_SIZE / 2], mem_hi[MEM_SIZE / 2]; /* adjacent layout */
 static struct vq_chain chain;
 static volatile uint8_t sink;
 
@@ -32,12 +36,23 @@ static uint16_t le16(const uint8_t *p)
 	return (uint16_t)(p[0] | p[1] << 8);
 }
 
-/* Read every readable byte and write every writable byte: ASan checks each iovec. */
+/*
+ * Read every readable byte and write every writable byte: ASan checks each iovec. The iovecs
+ * (split or not) are never empty and add up to the chain's lengths.
+ */
 static void touch(const struct vq_chain *c)
 {
+	uint64_t read_len = 0, write_len = 0;
 	uint8_t sum = 0;
 
 	if (c->nread + c->nwrite > VQ_MAX_CHAIN)
+		abort();
+	for (unsigned i = 0; i < c->nread + c->nwrite; i++) {
+		if (c->iov[i].iov_len == 0)
+			abort();
+		*(i < c->nread ? &read_len : &write_len) += c->iov[i].iov_len;
+	}
+	if (read_len != c->read_len || write_len != c->write_len)
 		abort();
 	for (unsigned i = 0; i < c->nread; i++)
 		for (size_t j = 0; j < c->iov[i].iov_len; j++)
@@ -47,24 +62,27 @@ static void touch(const struct vq_chain *c)
 	sink = sum;
 }
 
-static void build_mem(struct guest_mem *mem, bool two)
+/* The region table; returns the host memory of guest memory's first byte. */
+static uint8_t *build_mem(struct guest_mem *mem, bool two, bool adjacent)
 {
 	struct guest_mem_region r = {0};
+	uint64_t gap = adjacent ? 0 : GAP;
 
 	memset(mem, 0, sizeof(*mem));
 	r.gpa = MEM_GPA;
 	r.uva = MEM_UVA;
 	r.size = two ? MEM_SIZE / 2 : MEM_SIZE;
-	r.host = mem_buf;
+	r.host = adjacent ? mem_lo : mem_buf;
 	if (guest_mem_add(mem, &r) != 0)
 		abort();
 	if (!two)
-		return;
-	r.gpa = MEM_GPA + MEM_SIZE / 2 + GAP;
-	r.uva = MEM_UVA + MEM_SIZE / 2 + GAP;
-	r.host = mem_buf + MEM_SIZE / 2;
+		return r.host;
+	r.gpa = MEM_GPA + MEM_SIZE / 2 + gap;
+	r.uva = MEM_UVA + MEM_SIZE / 2 + gap;
+	r.host = adjacent ? mem_hi : mem_buf + MEM_SIZE / 2;
 	if (guest_mem_add(mem, &r) != 0)
 		abort();
+	return adjacent ? mem_lo : mem_buf;
 }
 
 /* LLVMFuzzerTestOneInput() - one walk plus up to 255 pops on a fuzz-built queue. */
@@ -73,9 +91,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct guest_mem mem;
 	struct virtqueue vq;
-	uint8_t flags;
+	uint8_t flags, *table;
 	unsigned num, npop;
 	uint64_t base;
+	bool adjacent;
 
 	if (size < HDR_LEN)
 		return 0;
@@ -83,16 +102,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	flags = data[0];
 	num = 1u << (data[1] % 9);
 	npop = data[6];
+	adjacent = (flags & 4) && (flags & 16);
 	memset(mem_buf, 0, sizeof(mem_buf));
 	memcpy(mem_buf, data + HDR_LEN,
 	       size - HDR_LEN < sizeof(mem_buf) ? size - HDR_LEN : sizeof(mem_buf));
-	build_mem(&mem, flags & 4);
+	if (adjacent) {
+		memcpy(mem_lo, mem_buf, sizeof(mem_lo));
+		memcpy(mem_hi, mem_buf + sizeof(mem_lo), sizeof(mem_hi));
+	}
+	table = build_mem(&mem, flags & 4, adjacent);
 
 	/* The pure walker, on the table at the start of memory (head may be out of range). */
-	if (vq_walk_chain(&mem, (const struct vring_desc *)mem_buf, num, le16(data + 2) % (num + 2),
+	if (vq_walk_chain(&mem, (const struct vring_desc *)table, num, le16(data + 2) % (num + 2),
 			  flags & 1, &chain) == VQ_WALK_OK)
 		touch(&chain);
-	(void)vq_walk_error_str((enum vq_walk_error)(data[7] % 12));
+	(void)vq_walk_error_str((enum vq_walk_error)(data[7] % (VQ_WALK_TOO_MANY_IOV + 2)));
 
 	/* A queue whose rings live in that memory. */
 	memset(&vq, 0, sizeof(vq));

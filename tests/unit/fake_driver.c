@@ -17,39 +17,42 @@ static void die(const char *what)
 	abort();
 }
 
-/* fake_mem_init() - allocate `size` zeroed bytes and register them at `gpa`. */
+/* fake_mem_init() - `size` zeroed bytes at `gpa`: one region, or two_regions: FAKE_MEM_GAP. */
 void fake_mem_init(struct fake_mem *m, uint64_t gpa, uint64_t size, bool two_regions)
+{
+	fake_mem_init_layout(m, gpa, size, two_regions ? FAKE_MEM_GAP : FAKE_MEM_ONE);
+}
+
+/* fake_mem_init_layout() - like fake_mem_init() with any layout. */
+void fake_mem_init_layout(struct fake_mem *m, uint64_t gpa, uint64_t size,
+			  enum fake_mem_layout layout)
 {
 	struct guest_mem_region r;
 
 	memset(m, 0, sizeof(*m));
-	m->buf = calloc(1, size);
-	if (!m->buf)
-		die("out of memory");
 	m->gpa = gpa;
 	m->size = size;
-	m->two_regions = two_regions;
+	m->two_regions = layout != FAKE_MEM_ONE;
+	m->gpa_gap = layout == FAKE_MEM_GAP ? FAKE_REGION_GAP : 0;
+	m->host_gap = layout == FAKE_MEM_ADJACENT ? FAKE_HOST_GAP : 0;
+	m->buf = calloc(1, size + m->host_gap);
+	if (!m->buf)
+		die("out of memory");
+	memset(m->buf + size / 2, 0xdb, m->host_gap); /* what a device reading across finds */
 	m->next = 64; /* keep GPA `gpa` itself unused: a zero-looking address stays invalid-ish */
 	memset(&r, 0, sizeof(r));
-	if (!two_regions) {
-		r.gpa = gpa;
-		r.uva = gpa + FAKE_UVA_OFFSET;
-		r.size = size;
-		r.host = m->buf;
-		if (guest_mem_add(&m->gm, &r) != 0)
-			die("guest_mem_add failed");
-		return;
-	}
 	r.gpa = gpa;
 	r.uva = gpa + FAKE_UVA_OFFSET;
-	r.size = size / 2;
+	r.size = m->two_regions ? size / 2 : size;
 	r.host = m->buf;
 	if (guest_mem_add(&m->gm, &r) != 0)
 		die("guest_mem_add failed");
-	r.gpa = gpa + size / 2 + FAKE_REGION_GAP;
+	if (!m->two_regions)
+		return;
+	r.gpa = gpa + size / 2 + m->gpa_gap;
 	r.uva = r.gpa + FAKE_UVA_OFFSET;
 	r.size = size - size / 2;
-	r.host = m->buf + size / 2;
+	r.host = m->buf + size / 2 + m->host_gap;
 	if (guest_mem_add(&m->gm, &r) != 0)
 		die("guest_mem_add failed");
 }
@@ -61,11 +64,11 @@ void fake_mem_free(struct fake_mem *m)
 	m->buf = NULL;
 }
 
-/* Offset into buf <-> GPA, honouring the gap of the two-region layout. */
+/* Offset into the guest's bytes <-> GPA, honouring the gap of the two-region layouts. */
 static uint64_t off_to_gpa(const struct fake_mem *m, uint64_t off)
 {
 	if (m->two_regions && off >= m->size / 2)
-		return m->gpa + off + FAKE_REGION_GAP;
+		return m->gpa + off + m->gpa_gap;
 	return m->gpa + off;
 }
 
@@ -83,6 +86,18 @@ uint64_t fake_mem_alloc(struct fake_mem *m, uint64_t size, uint64_t align)
 	return off_to_gpa(m, off);
 }
 
+/* fake_mem_alloc_straddling() - FAKE_MEM_ADJACENT: `size` bytes, `before` of them in region 1. */
+uint64_t fake_mem_alloc_straddling(struct fake_mem *m, uint64_t size, uint64_t before)
+{
+	uint64_t off = m->size / 2 - before;
+
+	if (!m->two_regions || m->gpa_gap || before == 0 || before >= size || m->next > off ||
+	    off + size > m->size)
+		die("cannot place a straddling buffer");
+	m->next = off + size;
+	return off_to_gpa(m, off);
+}
+
 /* fake_mem_host() - host pointer for a GPA inside the fake memory (aborts otherwise). */
 void *fake_mem_host(const struct fake_mem *m, uint64_t gpa)
 {
@@ -92,12 +107,14 @@ void *fake_mem_host(const struct fake_mem *m, uint64_t gpa)
 		die("GPA below fake memory");
 	off = gpa - m->gpa;
 	if (m->two_regions && off >= m->size / 2) {
-		if (off < m->size / 2 + FAKE_REGION_GAP)
+		if (off < m->size / 2 + m->gpa_gap)
 			die("GPA in the gap");
-		off -= FAKE_REGION_GAP;
+		off -= m->gpa_gap;
 	}
 	if (off >= m->size)
 		die("GPA above fake memory");
+	if (m->two_regions && off >= m->size / 2)
+		off += m->host_gap;
 	return m->buf + off;
 }
 
@@ -467,6 +484,15 @@ struct test_dev *td_create(const struct vnet_dev_params *params, uint64_t want_f
 	return td;
 }
 
+/* td_set_mem_layout() - new, empty guest memory of `layout`; call before td_start_queues(). */
+void td_set_mem_layout(struct test_dev *td, enum fake_mem_layout layout)
+{
+	uint64_t gpa = td->mem.gpa, size = td->mem.size;
+
+	fake_mem_free(&td->mem);
+	fake_mem_init_layout(&td->mem, gpa, size, layout);
+}
+
 /*
  * td_recycle() - reset a test_dev for reuse (fuzzers: one device per process instead of one
  * per input): device reset, guest memory wiped, features negotiated again.
@@ -481,7 +507,7 @@ void td_recycle(struct test_dev *td, uint64_t want_features)
 		td->arm_calls[i] = 0;
 	}
 	td_clear_packets(td);
-	memset(td->mem.buf, 0, td->mem.size);
+	memset(td->mem.buf, 0, td->mem.size + td->mem.host_gap);
 	td->mem.next = 64;
 	td->now = 1000000000ull;
 	td->ctrl_q = ~0u;
@@ -658,7 +684,7 @@ int td_receive(struct test_dev *td, uint32_t len, uint8_t fill)
 	return r;
 }
 
-/* td_ctrl() - send a command through the control queue; returns the ack byte or -1 (no used). */
+/* td_ctrl() - send a command through the control queue (Linux layout: ack, then result). */
 int td_ctrl(struct test_dev *td, const uint8_t *in, size_t in_len, uint8_t *out, uint32_t out_len,
 	    uint32_t *used_len)
 {
@@ -674,6 +700,13 @@ int td_ctrl(struct test_dev *td, const uint8_t *in, size_t in_len, uint8_t *out,
 	b[n].len = (uint32_t)in_len;
 	b[n++].write = false;
 	memcpy(fake_mem_host(&td->mem, b[0].gpa), in, in_len);
+	/* Writable part as Linux's virtnet_send_command_reply() adds it: ack, then the result. */
+	ack_gpa = fake_mem_alloc(&td->mem, 1, 1);
+	ack = fake_mem_host(&td->mem, ack_gpa);
+	*ack = 0xee; /* neither OK nor ERR: shows whether the device wrote it */
+	b[n].gpa = ack_gpa;
+	b[n].len = 1;
+	b[n++].write = true;
 	if (out_len) {
 		out_gpa = fake_mem_alloc(&td->mem, out_len, 8);
 		memset(fake_mem_host(&td->mem, out_gpa), 0xee, out_len);
@@ -681,12 +714,6 @@ int td_ctrl(struct test_dev *td, const uint8_t *in, size_t in_len, uint8_t *out,
 		b[n].len = out_len;
 		b[n++].write = true;
 	}
-	ack_gpa = fake_mem_alloc(&td->mem, 1, 1);
-	ack = fake_mem_host(&td->mem, ack_gpa);
-	*ack = 0xee; /* neither OK nor ERR: shows whether the device wrote it */
-	b[n].gpa = ack_gpa;
-	b[n].len = 1;
-	b[n++].write = true;
 	head = fake_vq_add_chain(q, b, n);
 	fake_vq_publish(q);
 	vnet_dev_kick(td->dev, td->ctrl_q);

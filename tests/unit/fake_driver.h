@@ -13,24 +13,38 @@
 
 /*
  * Guest memory: one calloc'd buffer at GPA `gpa` (UVA = gpa + FAKE_UVA_OFFSET). With two regions
- * the buffer is split in half and the second half is placed FAKE_REGION_GAP bytes further up in
- * both address spaces, so nothing may cross the middle. Rings and buffers come from a bump
- * allocator. The rings are written in host order: these tests assume a little-endian host.
+ * the buffer is split in half. FAKE_MEM_GAP places the second half FAKE_REGION_GAP bytes further
+ * up in both address spaces, so nothing may cross the middle. FAKE_MEM_ADJACENT keeps the halves
+ * adjacent in GPA and UVA but not in host memory (FAKE_HOST_GAP bytes of 0xdb between them), so
+ * a buffer may straddle the middle and only a device that splits it reads it right. Rings and
+ * buffers come from a bump allocator that never straddles. The rings are written in host order:
+ * these tests assume a little-endian host.
  */
 #define FAKE_UVA_OFFSET 0x7f0000000000ull
 #define FAKE_REGION_GAP 0x100000ull
+#define FAKE_HOST_GAP 4096u
+
+enum fake_mem_layout { FAKE_MEM_ONE, FAKE_MEM_GAP, FAKE_MEM_ADJACENT };
 
 struct fake_mem {
 	uint8_t *buf;
 	uint64_t gpa; /* GPA of buf[0] */
 	uint64_t size;
-	uint64_t next; /* bump allocator: offset into buf */
+	uint64_t next; /* bump allocator: offset into the guest's `size` bytes */
 	bool two_regions;
+	uint64_t gpa_gap, host_gap; /* where the second half starts: + size / 2 + gap */
 	struct guest_mem gm;
 };
 
-/* fake_mem_init() - allocate `size` zeroed bytes and register them at `gpa`. */
+/* fake_mem_init() - `size` zeroed bytes at `gpa`: one region, or two_regions: FAKE_MEM_GAP. */
 void fake_mem_init(struct fake_mem *m, uint64_t gpa, uint64_t size, bool two_regions);
+
+/* fake_mem_init_layout() - like fake_mem_init() with any layout. */
+void fake_mem_init_layout(struct fake_mem *m, uint64_t gpa, uint64_t size,
+			  enum fake_mem_layout layout);
+
+/* fake_mem_alloc_straddling() - FAKE_MEM_ADJACENT: `size` bytes, `before` of them in region 1. */
+uint64_t fake_mem_alloc_straddling(struct fake_mem *m, uint64_t size, uint64_t before);
 
 /* fake_mem_free() - release the buffer. */
 void fake_mem_free(struct fake_mem *m);
@@ -167,6 +181,9 @@ void td_default_params(struct vnet_dev_params *p, uint16_t pairs);
 /* td_create() - device + memory + backend, features negotiated, no queues started. */
 struct test_dev *td_create(const struct vnet_dev_params *params, uint64_t want_features);
 
+/* td_set_mem_layout() - new, empty guest memory of `layout`; call before td_start_queues(). */
+void td_set_mem_layout(struct test_dev *td, enum fake_mem_layout layout);
+
 /* td_recycle() - reset a test_dev for reuse with newly negotiated features. */
 void td_recycle(struct test_dev *td, uint64_t want_features);
 
@@ -203,7 +220,11 @@ uint64_t td_post_rx(struct test_dev *td, unsigned qidx, unsigned n, uint32_t siz
  */
 int td_receive(struct test_dev *td, uint32_t len, uint8_t fill);
 
-/* td_ctrl() - send a command through the control queue; returns the ack byte or -1 (no used). */
+/*
+ * td_ctrl() - send a command through the control queue, laid out like Linux does it: readable
+ * command, writable ack byte, then out_len writable result bytes (0xee-filled) when out_len > 0.
+ * Returns the ack byte or -1 (no used element).
+ */
 int td_ctrl(struct test_dev *td, const uint8_t *in, size_t in_len, uint8_t *out, uint32_t out_len,
 	    uint32_t *used_len);
 

@@ -424,6 +424,31 @@ static void test_timer_lateness_recorded(void **state)
 	td_free(td);
 }
 
+static void test_packet_path_records_lateness_of_a_passed_deadline(void **state)
+{
+	struct test_dev *td = td_new(1, TD_BASE_FEATURES);
+
+	(void)state;
+	assert_int_equal(td_coal_cmd(td, TX_SET, 100, 50), VIRTIO_NET_OK);
+	td_tx(td, TXQ, 1, 64);
+	assert_int_equal(td->notifies[TXQ], 0);
+	assert_int_equal(td->deadline[TXQ], td->now + 50 * US);
+	/* The clock passes the deadline but the timer has not fired (a busy event loop). */
+	td->now += 50 * US + 3000;
+	td_tx(td, TXQ, 1, 64);
+	/* The completion found the deadline passed: that notification was 3 us late. */
+	assert_int_equal(td->notifies[TXQ], 1);
+	assert_int_equal(stats(td, TXQ)->timer_notifications, 0);
+	assert_int_equal(stats(td, TXQ)->lateness_count, 1);
+	assert_int_equal(stats(td, TXQ)->lateness_ns[0], 3000);
+	assert_int_equal(td->deadline[TXQ], 0);
+	/* A completion that merely holds again records nothing. */
+	td_tx(td, TXQ, 1, 64);
+	assert_int_equal(td->notifies[TXQ], 1);
+	assert_int_equal(stats(td, TXQ)->lateness_count, 1);
+	td_free(td);
+}
+
 static void test_queues_count_independently(void **state)
 {
 	struct test_dev *td = td_mq();
@@ -479,6 +504,7 @@ int main(void)
 	    T(test_mergeable_rx_counts_packets_not_buffers),
 	    T(test_packets_never_delayed_only_notifications),
 	    T(test_timer_lateness_recorded),
+	    T(test_packet_path_records_lateness_of_a_passed_deadline),
 	    T(test_queues_count_independently),
 	    T(test_timer_with_nothing_pending_does_not_notify),
 	};

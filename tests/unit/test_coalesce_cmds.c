@@ -124,8 +124,8 @@ static void test_vq_get_returns_values_in_device_writable_part(void **state)
 	(void)state;
 	assert_int_equal(td_vq_set(td, TXQ, 11, 222), VIRTIO_NET_OK);
 	put_le16(in + 2, TXQ);
-	/* Through the control queue: readable {class, cmd, vq_index, reserved}, writable coal +
-	 * ack. */
+	/* Through the control queue: readable {class, cmd, vq_index, reserved}, writable ack +
+	 * coal (the Linux layout); used len counts both. */
 	assert_int_equal(td_ctrl(td, in, sizeof(in), out, sizeof(out), &used_len), VIRTIO_NET_OK);
 	assert_int_equal(get_le32(out), 11);
 	assert_int_equal(get_le32(out + 4), 222);

@@ -1,4 +1,4 @@
-/* test_guest_mem.c - guest_mem_translate() bounds, overflow and region-table rules. */
+/* test_guest_mem.c - guest_mem_translate() / _iov() bounds, overflow and region-table rules. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -131,6 +131,106 @@ static void test_translate_uva_space_uses_uva(void **state)
 	assert_null(guest_mem_translate(&f->mem, GUEST_ADDR_UVA, UVA0 + SIZE0 - 1, 2));
 }
 
+/* ---- guest_mem_translate_iov(): buffers may straddle adjacent regions ---- */
+
+static void test_translate_iov_inside_one_region_is_one_iovec(void **state)
+{
+	struct fixture *f = *state;
+	struct iovec iov[4];
+
+	assert_int_equal(
+	    guest_mem_translate_iov(&f->mem, GUEST_ADDR_GPA, GPA0 + 0x10, 0x100, iov, 4), 1);
+	assert_ptr_equal(iov[0].iov_base, f->buf + 0x10);
+	assert_int_equal(iov[0].iov_len, 0x100);
+	/* Up to the exact end of a region is still one. */
+	assert_int_equal(guest_mem_translate_iov(&f->mem, GUEST_ADDR_GPA, GPA0, SIZE0, iov, 4), 1);
+	assert_int_equal(iov[0].iov_len, SIZE0);
+	assert_int_equal(guest_mem_translate_iov(&f->mem, GUEST_ADDR_GPA, GPA0, 0, iov, 4), 0);
+}
+
+static void test_translate_iov_splits_at_adjacent_region_boundary(void **state)
+{
+	struct fixture *f = *state;
+	struct iovec iov[4];
+
+	assert_int_equal(
+	    guest_mem_translate_iov(&f->mem, GUEST_ADDR_GPA, GPA0 + SIZE0 - 4, 16, iov, 4), 2);
+	assert_ptr_equal(iov[0].iov_base, f->buf + SIZE0 - 4);
+	assert_int_equal(iov[0].iov_len, 4);
+	assert_ptr_equal(iov[1].iov_base, f->buf + SIZE0);
+	assert_int_equal(iov[1].iov_len, 12);
+	/* Both regions whole. */
+	assert_int_equal(guest_mem_translate_iov(&f->mem, GUEST_ADDR_GPA, GPA0, 2 * SIZE0, iov, 4),
+			 2);
+	assert_int_equal(iov[0].iov_len, SIZE0);
+	assert_int_equal(iov[1].iov_len, SIZE0);
+}
+
+static void test_translate_iov_pieces_map_to_each_regions_own_memory(void **state)
+{
+	static uint8_t a[32], b[16], c[64];
+	struct guest_mem mem;
+	struct guest_mem_region r = {.gpa = 0x1000, .uva = 0x9000, .size = sizeof(a), .host = a};
+	struct iovec iov[3];
+
+	(void)state;
+	memset(&mem, 0, sizeof(mem));
+	assert_int_equal(guest_mem_add(&mem, &r), 0);
+	r = (struct guest_mem_region){.gpa = 0x1020, .uva = 0x5000, .size = sizeof(b), .host = b};
+	assert_int_equal(guest_mem_add(&mem, &r), 0);
+	r = (struct guest_mem_region){.gpa = 0x1030, .uva = 0x7000, .size = sizeof(c), .host = c};
+	assert_int_equal(guest_mem_add(&mem, &r), 0);
+	/* 0x101e .. 0x1034: 2 bytes of a, all of b, 4 bytes of c. */
+	assert_int_equal(guest_mem_translate_iov(&mem, GUEST_ADDR_GPA, 0x101e, 22, iov, 3), 3);
+	assert_ptr_equal(iov[0].iov_base, a + 30);
+	assert_int_equal(iov[0].iov_len, 2);
+	assert_ptr_equal(iov[1].iov_base, b);
+	assert_int_equal(iov[1].iov_len, 16);
+	assert_ptr_equal(iov[2].iov_base, c);
+	assert_int_equal(iov[2].iov_len, 4);
+	/* The same bytes in UVA space are not adjacent: refused. */
+	assert_int_equal(guest_mem_translate_iov(&mem, GUEST_ADDR_UVA, 0x901e, 22, iov, 3),
+			 GUEST_MEM_BAD_ADDR);
+	/* More pieces than iovecs. */
+	assert_int_equal(guest_mem_translate_iov(&mem, GUEST_ADDR_GPA, 0x101e, 22, iov, 2),
+			 GUEST_MEM_IOV_FULL);
+	assert_int_equal(guest_mem_translate_iov(&mem, GUEST_ADDR_GPA, 0x1000, 1, iov, 0),
+			 GUEST_MEM_IOV_FULL);
+}
+
+static void test_translate_iov_outside_or_into_a_gap_is_bad_addr(void **state)
+{
+	struct fixture *f = *state;
+	struct iovec iov[4];
+
+	assert_int_equal(guest_mem_translate_iov(&f->mem, GUEST_ADDR_GPA, GPA0 - 1, 2, iov, 4),
+			 GUEST_MEM_BAD_ADDR);
+	assert_int_equal(
+	    guest_mem_translate_iov(&f->mem, GUEST_ADDR_GPA, GPA0 + 2 * SIZE0 - 1, 2, iov, 4),
+	    GUEST_MEM_BAD_ADDR);
+	assert_int_equal(guest_mem_translate_iov(&f->mem, GUEST_ADDR_GPA, 0, 1, iov, 4),
+			 GUEST_MEM_BAD_ADDR);
+	/* UVA: the regions are 1 MiB apart, so crossing the end of the first is a gap. */
+	assert_int_equal(
+	    guest_mem_translate_iov(&f->mem, GUEST_ADDR_UVA, UVA0 + SIZE0 - 1, 2, iov, 4),
+	    GUEST_MEM_BAD_ADDR);
+}
+
+static void test_translate_iov_overflowing_range_is_bad_addr(void **state)
+{
+	struct fixture *f = *state;
+	struct iovec iov[4];
+
+	assert_int_equal(
+	    guest_mem_translate_iov(&f->mem, GUEST_ADDR_GPA, GPA0 + 16, UINT64_MAX, iov, 4),
+	    GUEST_MEM_BAD_ADDR);
+	assert_int_equal(guest_mem_translate_iov(&f->mem, GUEST_ADDR_GPA, UINT64_MAX, 2, iov, 4),
+			 GUEST_MEM_BAD_ADDR);
+	assert_int_equal(
+	    guest_mem_translate_iov(&f->mem, GUEST_ADDR_GPA, GPA0, 0xffffffffull, iov, 4),
+	    GUEST_MEM_BAD_ADDR);
+}
+
 static void test_empty_table_translates_nothing(void **state)
 {
 	struct guest_mem mem;
@@ -245,6 +345,15 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_translate_overflowing_range_is_null, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_translate_uva_space_uses_uva, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_translate_iov_inside_one_region_is_one_iovec,
+					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_translate_iov_splits_at_adjacent_region_boundary,
+					    setup, teardown),
+	    cmocka_unit_test(test_translate_iov_pieces_map_to_each_regions_own_memory),
+	    cmocka_unit_test_setup_teardown(test_translate_iov_outside_or_into_a_gap_is_bad_addr,
+					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_translate_iov_overflowing_range_is_bad_addr, setup,
+					    teardown),
 	    cmocka_unit_test(test_empty_table_translates_nothing),
 	    cmocka_unit_test_setup_teardown(test_add_rejects_empty_region, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_add_rejects_overlapping_region, setup, teardown),

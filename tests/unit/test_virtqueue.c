@@ -378,7 +378,7 @@ static void test_walk_direct_chain_over_max_chain_is_too_long(void **state)
 static void test_walk_error_strings_exist(void **state)
 {
 	(void)state;
-	for (int e = VQ_WALK_OK; e <= VQ_WALK_TOO_BIG; e++) {
+	for (int e = VQ_WALK_OK; e <= VQ_WALK_TOO_MANY_IOV; e++) {
 		const char *s = vq_walk_error_str((enum vq_walk_error)e);
 
 		assert_non_null(s);
