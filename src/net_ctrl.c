@@ -135,7 +135,7 @@ static uint8_t ctrl_guest_offloads(struct vnet_dev *dev, uint8_t cmd, const uint
 /* The queue a VQ_SET / VQ_GET names, or NULL (control queue, out of range, not enabled). */
 static struct vnet_queue *coal_vq(struct vnet_dev *dev, const uint8_t *p)
 {
-	struct vnet_queue *q = vnet_dev_queue(dev, get_le16(p)); /* reserved: ignored */
+	struct vnet_queue *q = dev_queue(dev, get_le16(p)); /* reserved: ignored */
 
 	if (!q || q->kind == VNET_QUEUE_CTRL || !q->enabled)
 		return NULL;

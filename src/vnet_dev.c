@@ -28,53 +28,6 @@
 	(BIT_ULL(VIRTIO_NET_F_HOST_TSO4) | BIT_ULL(VIRTIO_NET_F_HOST_TSO6) |                       \
 	 BIT_ULL(VIRTIO_NET_F_HOST_ECN) | BIT_ULL(VIRTIO_NET_F_HOST_UFO))
 
-uint64_t dev_now(const struct vnet_dev *dev)
-{
-	return dev->env->now_ns(dev->env_ctx);
-}
-
-bool dev_queue_usable(const struct vnet_queue *q)
-{
-	return q->enabled && q->vq.started && !q->vq.broken;
-}
-
-/* Copy between a flat buffer and iov starting at byte off; to_iov picks the direction. */
-static size_t iov_copy(const struct iovec *iov, unsigned cnt, size_t off, uint8_t *buf, size_t len,
-		       bool to_iov)
-{
-	size_t done = 0;
-
-	for (unsigned i = 0; i < cnt && done < len; i++) {
-		uint8_t *base = iov[i].iov_base;
-		size_t n;
-
-		if (off >= iov[i].iov_len) {
-			off -= iov[i].iov_len;
-			continue;
-		}
-		n = iov[i].iov_len - off;
-		if (n > len - done)
-			n = len - done;
-		if (to_iov)
-			memcpy(base + off, buf + done, n);
-		else
-			memcpy(buf + done, base + off, n);
-		done += n;
-		off = 0;
-	}
-	return done;
-}
-
-size_t iov_copy_to(const struct iovec *iov, unsigned cnt, size_t off, const void *buf, size_t len)
-{
-	return iov_copy(iov, cnt, off, (uint8_t *)(uintptr_t)buf, len, true);
-}
-
-size_t iov_copy_from(const struct iovec *iov, unsigned cnt, size_t off, void *buf, size_t len)
-{
-	return iov_copy(iov, cnt, off, buf, len, false);
-}
-
 static void assign_queue_kinds(struct vnet_dev *dev);
 
 static uint64_t compute_offered(const struct vnet_dev *dev)
@@ -102,28 +55,6 @@ static uint64_t compute_offered(const struct vnet_dev *dev)
 	return f;
 }
 
-static unsigned kind_slot(enum vnet_queue_kind kind)
-{
-	return kind == VNET_QUEUE_TX;
-}
-
-/*
- * Parameters a queue gets after reset or a virtio re-enable: the last setting for all queues of
- * its kind since reset (guest TX_SET/RX_SET or host), else zero (spec).
- */
-static void queue_default_coal(const struct vnet_dev *dev, const struct vnet_queue *q,
-			       struct coal_params *p, enum coal_setter *who)
-{
-	const struct vnet_kind_coal *k = &dev->last[kind_slot(q->kind)];
-
-	*p = (struct coal_params){0, 0};
-	*who = COAL_SET_NONE;
-	if (q->kind == VNET_QUEUE_CTRL || !k->set)
-		return;
-	*p = k->params;
-	*who = k->who;
-}
-
 static void queue_reset(struct vnet_dev *dev, struct vnet_queue *q)
 {
 	struct coal_params p;
@@ -138,7 +69,7 @@ static void queue_reset(struct vnet_dev *dev, struct vnet_queue *q)
 	/* q->scheduled stays: the owner's run queue still holds the entry, which clears it. */
 	q->rx_unflushed = 0;
 	coal_restart(&q->coal);
-	queue_default_coal(dev, q, &p, &who);
+	coal_policy_default(dev, q, &p, &who);
 	coal_set_params(&q->coal, &p, who);
 }
 
@@ -186,10 +117,7 @@ struct vnet_dev *vnet_dev_create(const struct vnet_dev_params *params, const str
 		free(dev);
 		return NULL;
 	}
-	dev->host[0] = (struct vnet_kind_coal){params->host_coal_rx_set, params->host_coal_rx,
-						COAL_SET_HOST};
-	dev->host[1] = (struct vnet_kind_coal){params->host_coal_tx_set, params->host_coal_tx,
-						COAL_SET_HOST};
+	coal_policy_init(dev);
 	for (unsigned i = 0; i < dev->nqueues; i++) {
 		struct vnet_queue *q = &dev->queues[i];
 
@@ -357,7 +285,7 @@ void vnet_dev_queue_enable(struct vnet_dev *dev, unsigned qidx, bool enable)
 	 * queue's own values (VQ_SET). Either way counting starts afresh.
 	 */
 	if (q->reinit) {
-		queue_default_coal(dev, q, &p, &who);
+		coal_policy_default(dev, q, &p, &who);
 		coal_set_params(&q->coal, &p, who);
 		q->reinit = false;
 	}
@@ -515,52 +443,10 @@ void vnet_dev_reset(struct vnet_dev *dev)
 	memcpy(dev->mac, dev->params.mac, 6);
 	memset(&dev->filter, 0, sizeof(dev->filter));
 	dev->filter.promisc = true;
-	/* Spec: reset sets every coalescing parameter to 0; host defaults only on opt-in. */
-	for (unsigned k = 0; k < 2; k++)
-		dev->last[k] = dev->params.coal_persist ? dev->host[k] : (struct vnet_kind_coal){0};
+	coal_policy_reset(dev);
 	assign_queue_kinds(dev);
 	for (unsigned i = 0; i < dev->nqueues; i++)
 		queue_reset(dev, &dev->queues[i]);
-}
-
-void dev_set_kind_coal(struct vnet_dev *dev, enum vnet_queue_kind kind, const struct coal_params *p,
-		       enum coal_setter who)
-{
-	dev->last[kind_slot(kind)] = (struct vnet_kind_coal){true, *p, who};
-	for (unsigned i = 0; i < dev->nqueues; i++)
-		if (dev->queues[i].kind == kind)
-			dev_apply_coal(dev, &dev->queues[i], p, who);
-}
-
-void dev_apply_coal(struct vnet_dev *dev, struct vnet_queue *q, const struct coal_params *p,
-		    enum coal_setter who)
-{
-	coal_set_params(&q->coal, p, who);
-	notify_decide(dev, q, NOTIFY_PARAMS_CHANGED, 0);
-}
-
-int vnet_dev_host_coalesce(struct vnet_dev *dev, int qidx, enum vnet_queue_kind kind,
-			   const struct coal_params *params)
-{
-	if (qidx >= 0) {
-		struct vnet_queue *q = vnet_dev_queue(dev, (unsigned)qidx);
-
-		if (!q || q->kind == VNET_QUEUE_CTRL)
-			return -1;
-		dev_apply_coal(dev, q, params, COAL_SET_HOST);
-		return 0;
-	}
-	if (kind != VNET_QUEUE_RX && kind != VNET_QUEUE_TX)
-		return -1;
-	/* The new host default (kept across resets only with coal_persist). */
-	dev->host[kind_slot(kind)] = (struct vnet_kind_coal){true, *params, COAL_SET_HOST};
-	dev_set_kind_coal(dev, kind, params, COAL_SET_HOST);
-	return 0;
-}
-
-bool vnet_dev_coal_persist(const struct vnet_dev *dev)
-{
-	return dev->params.coal_persist;
 }
 
 const uint8_t *vnet_dev_mac(const struct vnet_dev *dev)

@@ -3,6 +3,7 @@
 #define VNETD_VNET_DEV_INTERNAL_H
 
 #include "vnet_dev.h"
+#include "iov.h"
 #include "virtio_net_defs.h"
 
 #define VNET_MAC_TABLE_SIZE 64
@@ -82,7 +83,16 @@ void notify_decide(struct vnet_dev *dev, struct vnet_queue *q, enum notify_event
 void queue_rearm_timer(struct vnet_dev *dev, struct vnet_queue *q);
 
 /* dev_now() - the injected clock. */
-uint64_t dev_now(const struct vnet_dev *dev);
+static inline uint64_t dev_now(const struct vnet_dev *dev)
+{
+	return dev->env->now_ns(dev->env_ctx);
+}
+
+/* dev_queue() - queue qidx, or NULL if out of range. */
+static inline struct vnet_queue *dev_queue(struct vnet_dev *dev, unsigned qidx)
+{
+	return qidx < dev->nqueues ? &dev->queues[qidx] : NULL;
+}
 
 /* dev_has() - whether feature bit `bit` was negotiated. */
 static inline bool dev_has(const struct vnet_dev *dev, unsigned bit)
@@ -91,7 +101,10 @@ static inline bool dev_has(const struct vnet_dev *dev, unsigned bit)
 }
 
 /* dev_queue_usable() - enabled, started and not broken. */
-bool dev_queue_usable(const struct vnet_queue *q);
+static inline bool dev_queue_usable(const struct vnet_queue *q)
+{
+	return q->enabled && q->vq.started && !q->vq.broken;
+}
 
 /*
  * net_tx_process() - move the driver's TX chains to the backend (kick, timer or resume), at most
@@ -105,11 +118,18 @@ bool net_ctrl_process(struct vnet_dev *dev, struct vnet_queue *q);
 /* net_rx_flush_queue() - publish one RX queue's pushed packets and decide its notification. */
 void net_rx_flush_queue(struct vnet_dev *dev, struct vnet_queue *q);
 
-/* iov_copy_to() - copy len bytes from buf into iov at offset off; returns bytes copied. */
-size_t iov_copy_to(const struct iovec *iov, unsigned cnt, size_t off, const void *buf, size_t len);
+/* coal_policy_init() - host defaults from the device parameters (coal_policy.c). */
+void coal_policy_init(struct vnet_dev *dev);
 
-/* iov_copy_from() - copy up to len bytes from iov at offset off into buf; returns bytes copied. */
-size_t iov_copy_from(const struct iovec *iov, unsigned cnt, size_t off, void *buf, size_t len);
+/* coal_policy_reset() - device reset: forget every setting (host defaults stay with coal_persist). */
+void coal_policy_reset(struct vnet_dev *dev);
+
+/*
+ * coal_policy_default() - parameters a queue gets after reset or a virtio re-enable: the last
+ * setting for all queues of its kind since reset (guest TX_SET/RX_SET or host), else zero.
+ */
+void coal_policy_default(const struct vnet_dev *dev, const struct vnet_queue *q,
+			 struct coal_params *p, enum coal_setter *who);
 
 /* dev_set_kind_coal() - set every RX or TX queue and remember it for queues re-enabled later. */
 void dev_set_kind_coal(struct vnet_dev *dev, enum vnet_queue_kind kind, const struct coal_params *p,

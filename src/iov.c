@@ -1,0 +1,96 @@
+/* iov.c - copying between flat buffers and iovec arrays. */
+#include "iov.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Copy between a flat buffer and iov starting at byte off; to_iov picks the direction. */
+static size_t iov_copy(const struct iovec *iov, unsigned cnt, size_t off, uint8_t *buf, size_t len,
+		       bool to_iov)
+{
+	size_t done = 0;
+
+	for (unsigned i = 0; i < cnt && done < len; i++) {
+		uint8_t *base = iov[i].iov_base;
+		size_t n;
+
+		if (off >= iov[i].iov_len) {
+			off -= iov[i].iov_len;
+			continue;
+		}
+		n = iov[i].iov_len - off;
+		if (n > len - done)
+			n = len - done;
+		if (to_iov)
+			memcpy(base + off, buf + done, n);
+		else
+			memcpy(buf + done, base + off, n);
+		done += n;
+		off = 0;
+	}
+	return done;
+}
+
+size_t iov_copy_to(const struct iovec *iov, unsigned cnt, size_t off, const void *buf, size_t len)
+{
+	return iov_copy(iov, cnt, off, (uint8_t *)(uintptr_t)buf, len, true);
+}
+
+size_t iov_copy_from(const struct iovec *iov, unsigned cnt, size_t off, void *buf, size_t len)
+{
+	return iov_copy(iov, cnt, off, buf, len, false);
+}
+
+/* Advance (*i, *off) past `skip` bytes of iov. */
+static void iov_seek(const struct iovec *iov, unsigned cnt, unsigned *i, size_t *off, size_t skip)
+{
+	while (*i < cnt && skip >= iov[*i].iov_len - *off) {
+		skip -= iov[*i].iov_len - *off;
+		(*i)++;
+		*off = 0;
+	}
+	*off += skip;
+}
+
+size_t iov_copy_iov(const struct iovec *dst, unsigned dst_cnt, size_t dst_off,
+		    const struct iovec *src, unsigned src_cnt, size_t src_off, size_t len)
+{
+	unsigned di = 0, si = 0;
+	size_t doff = 0, soff = 0, done = 0;
+
+	iov_seek(dst, dst_cnt, &di, &doff, dst_off);
+	iov_seek(src, src_cnt, &si, &soff, src_off);
+	while (done < len && di < dst_cnt && si < src_cnt) {
+		size_t n = dst[di].iov_len - doff;
+
+		if (n > src[si].iov_len - soff)
+			n = src[si].iov_len - soff;
+		if (n > len - done)
+			n = len - done;
+		if (n)
+			memcpy((uint8_t *)dst[di].iov_base + doff,
+			       (const uint8_t *)src[si].iov_base + soff, n);
+		done += n;
+		doff += n;
+		soff += n;
+		if (doff == dst[di].iov_len) {
+			di++;
+			doff = 0;
+		}
+		if (soff == src[si].iov_len) {
+			si++;
+			soff = 0;
+		}
+	}
+	return done;
+}
+
+size_t iov_length(const struct iovec *iov, unsigned cnt)
+{
+	size_t n = 0;
+
+	for (unsigned i = 0; i < cnt; i++)
+		n += iov[i].iov_len;
+	return n;
+}

@@ -1,0 +1,24 @@
+/* iov.h - copying between flat buffers and iovec arrays (a leaf: calls nothing of vnetd's). */
+#ifndef VNETD_IOV_H
+#define VNETD_IOV_H
+
+#include <stddef.h>
+#include <sys/uio.h>
+
+/* iov_copy_to() - copy len bytes from buf into iov at offset off; returns bytes copied. */
+size_t iov_copy_to(const struct iovec *iov, unsigned cnt, size_t off, const void *buf, size_t len);
+
+/* iov_copy_from() - copy up to len bytes from iov at offset off into buf; returns bytes copied. */
+size_t iov_copy_from(const struct iovec *iov, unsigned cnt, size_t off, void *buf, size_t len);
+
+/*
+ * iov_copy_iov() - copy up to len bytes from src (starting at byte src_off) to dst (starting at
+ * dst_off), segment to segment with no bounce buffer; returns bytes copied.
+ */
+size_t iov_copy_iov(const struct iovec *dst, unsigned dst_cnt, size_t dst_off,
+		    const struct iovec *src, unsigned src_cnt, size_t src_off, size_t len);
+
+/* iov_length() - total bytes of the iovecs. */
+size_t iov_length(const struct iovec *iov, unsigned cnt);
+
+#endif
