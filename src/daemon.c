@@ -27,7 +27,8 @@ struct daemon {
 	unsigned nports;
 	struct port *ports[VNETD_MAX_PORTS];
 	struct vnet_switch *sw;
-	struct run_queue rq; /* queues that yielded at their budget, oldest first */
+	struct run_queue rq;     /* queues that yielded at their budget, oldest first */
+	struct run_queue flushq; /* ports holding received packets the guest cannot see yet */
 	struct control_client *clients[MAX_CONTROL_CLIENTS];
 	bool stop;
 };
@@ -117,7 +118,8 @@ static int setup(struct daemon *d, const struct vnetd_options *opts)
 
 	d->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (d->epfd < 0 || guest_fault_install() < 0 ||
-	    run_queue_init(&d->rq, VNETD_MAX_PORTS * VNET_MAX_QUEUES) < 0)
+	    run_queue_init(&d->rq, VNETD_MAX_PORTS * VNET_MAX_QUEUES) < 0 ||
+	    run_queue_init(&d->flushq, VNETD_MAX_PORTS) < 0)
 		return -1;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
@@ -135,7 +137,7 @@ static int setup(struct daemon *d, const struct vnetd_options *opts)
 			if (!d->sw)
 				return -1;
 		}
-		d->ports[i] = port_create(i, &opts->ports[i], d->epfd, &d->rq, d->sw);
+		d->ports[i] = port_create(i, &opts->ports[i], d->epfd, &d->rq, &d->flushq, d->sw);
 		if (!d->ports[i])
 			return -1;
 		d->nports = i + 1;
@@ -166,6 +168,7 @@ static void teardown(struct daemon *d, const struct vnetd_options *opts)
 	if (d->epfd >= 0)
 		close(d->epfd);
 	run_queue_free(&d->rq);
+	run_queue_free(&d->flushq);
 }
 
 int daemon_run(const struct vnetd_options *opts)
@@ -196,9 +199,14 @@ int daemon_run(const struct vnetd_options *opts)
 		/* One budget each for what waited before this round; re-queued work goes behind. */
 		for (struct ev_ref ref; pending-- && run_queue_pop(&d.rq, &ref);)
 			dispatch(&d, ref, 0);
-		/* Batch: received packets become visible once per loop iteration. */
-		for (unsigned i = 0; i < d.nports; i++)
-			port_after_events(d.ports[i]);
+		/* Batch: received packets become visible once per loop iteration, on the ports that
+		 * have some (work proportional to what is active, not to the number of ports). */
+		for (struct ev_ref ref; run_queue_pop(&d.flushq, &ref);)
+			if (ref.port < d.nports)
+				port_flush_rx(d.ports[ref.port]);
+		if (guest_fault_take())
+			for (unsigned i = 0; i < d.nports; i++)
+				port_check_fault(d.ports[i]);
 	}
 	log_info("shutting down");
 	teardown(&d, opts);

@@ -19,6 +19,7 @@ enum ev_kind {
 	EV_QUEUE_TIMER,     /* timerfd of queue `queue` of port `port` */
 	EV_TAP,             /* tap fd of port `port` */
 	EV_QUEUE_RUN,       /* run queue entry: queue `queue` of port `port` has work left */
+	EV_PORT_FLUSH,      /* flush list entry: port `port` has received packets to publish */
 };
 
 /* Typed reference carried in epoll_event.data.u64. */

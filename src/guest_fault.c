@@ -17,6 +17,9 @@ struct watched_map {
 	volatile sig_atomic_t *flag;
 };
 
+/* Set by the handler on any fault: owners then look at their own flags. */
+static volatile sig_atomic_t fault_seen;
+
 static struct watched_map maps[GUEST_FAULT_MAX_MAPS];
 static size_t page_size = 4096;
 
@@ -36,6 +39,7 @@ static void on_sigbus(int sig, siginfo_t *si, void *ucontext)
 			 0) == MAP_FAILED)
 			break;
 		*m->flag = 1;
+		fault_seen = 1;
 		return;
 	}
 	/* Not guest memory: a real bug. Fault again with the default action (core dump). */
@@ -78,4 +82,12 @@ void guest_fault_unwatch(void *base)
 	for (size_t i = 0; i < GUEST_FAULT_MAX_MAPS; i++)
 		if (maps[i].len && maps[i].base == (uintptr_t)base)
 			maps[i].len = 0;
+}
+
+int guest_fault_take(void)
+{
+	int seen = fault_seen;
+
+	fault_seen = 0;
+	return seen;
 }

@@ -266,6 +266,7 @@ bool net_ctrl_process(struct vnet_dev *dev, struct vnet_queue *q)
 {
 	uint32_t total = 0;
 
+	vq_kick_disable(&q->vq);
 	for (;;) {
 		uint32_t done = 0;
 
@@ -284,5 +285,6 @@ bool net_ctrl_process(struct vnet_dev *dev, struct vnet_queue *q)
 			return true; /* yield: a driver that floods its control queue waits its turn */
 		if (!vq_kick_enable(&q->vq))
 			return false;
+		vq_kick_disable(&q->vq);
 	}
 }

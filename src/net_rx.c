@@ -60,6 +60,7 @@ void net_rx_flush_queue(struct vnet_dev *dev, struct vnet_queue *q)
 
 void vnet_dev_rx_flush(struct vnet_dev *dev)
 {
+	dev->rx_dirty = false;
 	for (unsigned i = 0; i < dev->nqueues; i++)
 		if (dev->queues[i].rx_unflushed)
 			net_rx_flush_queue(dev, &dev->queues[i]);
@@ -199,6 +200,9 @@ int vnet_dev_receive(struct vnet_dev *dev, const struct iovec *iov, unsigned iov
 	}
 	q->stats.packets++;
 	q->stats.bytes += total - VNET_HDR_LEN;
-	q->rx_unflushed++;
+	if (!q->rx_unflushed++ && !dev->rx_dirty && dev->env->rx_dirty) {
+		dev->rx_dirty = true;
+		dev->env->rx_dirty(dev->env_ctx);
+	}
 	return 1;
 }

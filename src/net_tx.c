@@ -130,6 +130,8 @@ bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 	uint32_t total = 0;
 	uint64_t bytes = 0;
 
+	/* No kicks while we work: vq_kick_enable() re-checks before the queue goes idle. */
+	vq_kick_disable(&q->vq);
 	for (;;) {
 		bool spent = false;
 		uint32_t done = 0;
@@ -169,5 +171,6 @@ bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 			continue;
 		if (!vq_kick_enable(&q->vq))
 			return false;
+		vq_kick_disable(&q->vq); /* more arrived while enabling: keep going quietly */
 	}
 }

@@ -100,12 +100,23 @@ static void env_queue_error(void *ctx, unsigned qidx)
 		vu_conn_signal_error(&p->conn, qidx);
 }
 
+static void env_rx_dirty(void *ctx)
+{
+	struct port *p = ctx;
+
+	if (!run_queue_push(p->flushq, port_ref(p, EV_PORT_FLUSH, 0, -1))) {
+		log_err("%s: flush list full; publishing at once", p->name);
+		vnet_dev_rx_flush(p->dev);
+	}
+}
+
 static const struct vnet_env_ops port_env_ops = {
 	.now_ns = env_now_ns,
 	.notify = env_notify,
 	.arm_timer = env_arm_timer,
 	.schedule = env_schedule,
 	.queue_error = env_queue_error,
+	.rx_dirty = env_rx_dirty,
 };
 
 /* vhost-user connection callbacks. */
@@ -167,7 +178,7 @@ static int port_listen(struct port *p)
 }
 
 struct port *port_create(unsigned index, const struct port_config *cfg, int epfd,
-			 struct run_queue *rq, struct vnet_switch *sw)
+			 struct run_queue *rq, struct run_queue *flushq, struct vnet_switch *sw)
 {
 	struct port *p = calloc(1, sizeof(*p));
 
@@ -178,6 +189,7 @@ struct port *port_create(unsigned index, const struct port_config *cfg, int epfd
 	p->cfg = *cfg;
 	p->epfd = epfd;
 	p->rq = rq;
+	p->flushq = flushq;
 	p->listen_fd = -1;
 	p->conn.sock = -1;
 	for (unsigned i = 0; i < VNET_MAX_QUEUES; i++)
@@ -280,12 +292,13 @@ static void port_accept(struct port *p)
 	log_info("%s: frontend connected", p->name);
 }
 
+/* One read takes an eventfd's or timerfd's whole count: a second could only return EAGAIN. */
 static void drain_fd(int fd)
 {
 	uint64_t v;
 
-	while (read(fd, &v, sizeof(v)) == sizeof(v))
-		;
+	if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		log_warn("read of kick/timer fd %d: %s", fd, strerror(errno));
 }
 
 void port_handle_event(struct port *p, struct ev_ref ref, uint32_t events)
@@ -327,9 +340,13 @@ void port_handle_event(struct port *p, struct ev_ref ref, uint32_t events)
 	}
 }
 
-void port_after_events(struct port *p)
+void port_flush_rx(struct port *p)
 {
 	vnet_dev_rx_flush(p->dev);
+}
+
+void port_check_fault(struct port *p)
+{
 	if (p->connected && p->conn.mem_fault) {
 		log_warn("%s: the frontend shrank guest memory under us (SIGBUS); dropping it",
 			 p->name);

@@ -12,7 +12,8 @@ struct port {
 	char name[8];
 	struct port_config cfg;
 	int epfd;
-	struct run_queue *rq; /* the daemon's: queues that yielded at their budget */
+	struct run_queue *rq;     /* the daemon's: queues that yielded at their budget */
+	struct run_queue *flushq; /* the daemon's: ports with received packets to publish */
 	int listen_fd;
 	bool connected;
 	bool tap_failed;
@@ -25,10 +26,11 @@ struct port {
 
 /*
  * port_create() - set up a port (backend, listener, timers) in epoll set epfd; queues that
- * yield go on rq. NULL on error.
+ * yield go on rq, and the port goes on flushq when it has received packets to publish. NULL on
+ * error.
  */
 struct port *port_create(unsigned index, const struct port_config *cfg, int epfd,
-			 struct run_queue *rq, struct vnet_switch *sw);
+			 struct run_queue *rq, struct run_queue *flushq, struct vnet_switch *sw);
 
 /* port_destroy() - disconnect, close every fd, free. NULL is fine. */
 void port_destroy(struct port *p);
@@ -36,8 +38,10 @@ void port_destroy(struct port *p);
 /* port_handle_event() - dispatch one epoll event that belongs to this port. */
 void port_handle_event(struct port *p, struct ev_ref ref, uint32_t events);
 
-/* port_after_events() - after each batch of events: publish received packets, and drop a
- * frontend whose guest memory faulted (SIGBUS) during the batch. */
-void port_after_events(struct port *p);
+/* port_flush_rx() - publish received packets (the port asked for it on flushq). */
+void port_flush_rx(struct port *p);
+
+/* port_check_fault() - drop the frontend if its guest memory faulted (SIGBUS). */
+void port_check_fault(struct port *p);
 
 #endif

@@ -161,6 +161,7 @@ int vq_start(struct virtqueue *vq, const struct guest_mem *mem)
 		return -1;
 	}
 	vq->mem = mem;
+	vq->shadow_avail = vq->last_avail; /* forces a read of the index at the first pop */
 	vq->used_idx = READ_ONCE_U16(&vq->used->idx);
 	vq->used_published = vq->used_idx;
 	vq->signalled_used = vq->used_idx;
@@ -203,20 +204,23 @@ bool vq_has_avail(struct virtqueue *vq)
 
 int vq_pop(struct virtqueue *vq, struct vq_chain *chain)
 {
-	uint16_t avail_idx, head;
+	uint16_t head;
 	enum vq_walk_error err;
 
 	if (vq->broken)
 		return -1;
 	if (!vq->started)
 		return 0;
-	/* Acquire: ring entries and descriptors are read after the index. */
-	avail_idx = le16toh(__atomic_load_n(&vq->avail->idx, __ATOMIC_ACQUIRE));
-	if (avail_idx == vq->last_avail)
-		return 0;
-	if ((uint16_t)(avail_idx - vq->last_avail) > vq->num) {
-		vq_mark_broken(vq, "avail index moved by more than the queue size");
-		return -1;
+	/* The avail index is read once per batch: again only when what it announced is used up. */
+	if (vq->shadow_avail == vq->last_avail) {
+		/* Acquire: ring entries and descriptors are read after the index. */
+		vq->shadow_avail = le16toh(__atomic_load_n(&vq->avail->idx, __ATOMIC_ACQUIRE));
+		if (vq->shadow_avail == vq->last_avail)
+			return 0;
+		if ((uint16_t)(vq->shadow_avail - vq->last_avail) > vq->num) {
+			vq_mark_broken(vq, "avail index moved by more than the queue size");
+			return -1;
+		}
 	}
 	head = READ_ONCE_U16(&vq->avail->ring[vq->last_avail & (vq->num - 1)]);
 	err = vq_walk_chain(vq->mem, vq->desc, vq->num, head, vq->indirect, chain);

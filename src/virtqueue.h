@@ -99,6 +99,7 @@ struct virtqueue {
 	struct vring_avail *avail;
 	struct vring_used *used;
 	uint16_t last_avail;  /* next avail ring entry to consume */
+	uint16_t shadow_avail; /* driver's avail index as last read (vq_pop reads it once per batch) */
 	uint16_t used_idx;    /* next used ring entry to write (published or not) */
 	uint16_t used_published; /* used index the driver can see (last vq_publish()) */
 	uint16_t signalled_used; /* used index at the last notification decision */

@@ -309,6 +309,9 @@ static void queue_work(struct vnet_dev *dev, struct vnet_queue *q)
 			if (dev->be_ops && dev->be_ops->rx_resume)
 				more = dev->be_ops->rx_resume(dev->be);
 		}
+		/* RX kicks only matter while a packet waits for buffers (rx_wait_for_buffers). */
+		if (!q->rx_waiting && !more)
+			vq_kick_disable(&q->vq);
 		break;
 	case VNET_QUEUE_TX:
 		if (dev->params.tx_mode == VNET_TX_TIMER && !q->tx_blocked) {

@@ -55,6 +55,11 @@ struct vnet_env_ops {
 	void (*schedule)(void *ctx, unsigned qidx);
 	/* Queue qidx broke (the driver violated the ring format): signal its error fd. May be NULL. */
 	void (*queue_error)(void *ctx, unsigned qidx);
+	/*
+	 * The device holds received packets the driver cannot see yet: call vnet_dev_rx_flush()
+	 * before sleeping. Called once until that flush. NULL: the owner flushes after every event.
+	 */
+	void (*rx_dirty)(void *ctx);
 };
 
 /* Work one queue does before it yields (the kernel's vhost-net uses the same weights). */
