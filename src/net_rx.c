@@ -137,19 +137,10 @@ static int rx_place(struct vnet_dev *dev, struct vnet_queue *q, struct virtio_ne
 		hdr_part = placed < dev->hdr_len ? dev->hdr_len - placed : 0;
 		n = room - hdr_part < total - placed - hdr_part ? room - hdr_part
 							       : total - placed - hdr_part;
-		/* Frame bytes [placed + hdr_part - hdr_len, +n) go after the header part. */
-		{
-			uint8_t buf[2048];
-			size_t src_off = placed + hdr_part - dev->hdr_len, done = 0;
-
-			while (done < n) {
-				size_t chunk = n - done < sizeof(buf) ? n - done : sizeof(buf);
-
-				iov_copy_from(iov, iovcnt, VNET_HDR_LEN + src_off + done, buf, chunk);
-				iov_copy_to(w, c->nwrite, hdr_part + done, buf, chunk);
-				done += chunk;
-			}
-		}
+		/* Frame bytes [placed + hdr_part - hdr_len, +n) go after the header part: one copy,
+		 * straight from the backend's buffers (or the sender's guest memory) into ours. */
+		iov_copy_iov(w, c->nwrite, hdr_part, iov, iovcnt,
+			     VNET_HDR_LEN + placed + hdr_part - dev->hdr_len, n);
 		placed += hdr_part + n;
 		dev->rx_slots[nslots].head = c->head;
 		dev->rx_slots[nslots++].len = (uint32_t)(hdr_part + n);

@@ -3,6 +3,7 @@
 
 #include <assert.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include <sys/uio.h>
 #include <time.h>
 
+#include "iov.h"
 #include "log.h"
 #include "virtio_net_defs.h"
 #include "vnet_dev.h"
@@ -30,8 +32,15 @@ _Static_assert((SW_SETS * SW_WAYS) == SWITCH_FDB_SIZE, "FDB size must be a multi
 /* A packet copied for a port whose guest had no RX buffers: header + frame. */
 struct sw_packet {
 	size_t len;
+	size_t cap;		 /* SW_SMALL_CAP or SW_MAX_LEN */
+	struct sw_packet *next; /* in a free list */
 	uint8_t data[];
 };
+
+#define SW_SMALL_CAP (SW_HDR_LEN + 2048)
+#define SW_POOL_SMALL 1024 /* free buffers kept for reuse: no allocation per packet */
+#define SW_POOL_LARGE 32
+#define SW_MAX_IOV (1024 + 2) /* a TX chain's iovecs (VQ_MAX_CHAIN) + our header */
 
 /* One learned source MAC. */
 struct fdb_entry {
@@ -61,7 +70,11 @@ struct vnet_switch {
 	uint64_t hash_key;	/* so a guest cannot aim its source MACs at one FDB set */
 	uint64_t last_sweep_ns; /* last full scan for aged entries */
 	struct fdb_entry fdb[SW_SETS][SW_WAYS];
-	uint8_t frame[SW_MAX_LEN]; /* linear copy of the packet being forwarded */
+	/* Free packet buffers by size class ([0] small, [1] large), and how many each holds. */
+	struct sw_packet *pool[2];
+	unsigned pool_len[2];
+	/* The packet being forwarded: our zeroed header, then the sender's frame in place. */
+	struct iovec iov[SW_MAX_IOV];
 };
 
 static struct switch_port *port_of(struct vnet_backend *be)
@@ -223,8 +236,50 @@ static void fdb_forget_port(struct vnet_switch *sw, const struct switch_port *p)
 
 /* ---- Delivery --------------------------------------------------------------------------- */
 
+/* A buffer for len bytes from the pool (allocated only while the pool warms up). */
+static struct sw_packet *pkt_get(struct vnet_switch *sw, size_t len)
+{
+	unsigned k = len > SW_SMALL_CAP;
+	struct sw_packet *pkt = sw->pool[k];
+
+	if (pkt) {
+		sw->pool[k] = pkt->next;
+		sw->pool_len[k]--;
+		return pkt;
+	}
+	pkt = malloc(sizeof(*pkt) + (k ? SW_MAX_LEN : SW_SMALL_CAP));
+	if (pkt)
+		pkt->cap = k ? SW_MAX_LEN : SW_SMALL_CAP;
+	return pkt;
+}
+
+static void pkt_put(struct vnet_switch *sw, struct sw_packet *pkt)
+{
+	unsigned k = pkt->cap > SW_SMALL_CAP;
+
+	if (sw->pool_len[k] >= (k ? SW_POOL_LARGE : SW_POOL_SMALL)) {
+		free(pkt);
+		return;
+	}
+	pkt->next = sw->pool[k];
+	sw->pool[k] = pkt;
+	sw->pool_len[k]++;
+}
+
+static void pool_free(struct vnet_switch *sw)
+{
+	for (unsigned k = 0; k < 2; k++)
+		while (sw->pool[k]) {
+			struct sw_packet *pkt = sw->pool[k];
+
+			sw->pool[k] = pkt->next;
+			free(pkt);
+		}
+}
+
 /* Copy a packet to the tail of dst's queue, or drop it if the queue is full. */
-static void port_enqueue(struct switch_port *dst, const uint8_t *data, size_t len)
+static void port_enqueue(struct switch_port *dst, const struct iovec *iov, unsigned iovcnt,
+			 size_t len)
 {
 	struct sw_packet *pkt;
 
@@ -232,13 +287,12 @@ static void port_enqueue(struct switch_port *dst, const uint8_t *data, size_t le
 		dst->dropped++;
 		return;
 	}
-	pkt = malloc(sizeof(*pkt) + len);
+	pkt = pkt_get(dst->sw, len);
 	if (!pkt) {
 		dst->dropped++;
 		return;
 	}
-	pkt->len = len;
-	memcpy(pkt->data, data, len);
+	pkt->len = iov_copy_from(iov, iovcnt, 0, pkt->data, len);
 	dst->queue[(dst->q_head + dst->q_len) % SWITCH_QUEUE_PACKETS] = pkt;
 	dst->q_len++;
 	dst->q_bytes += len;
@@ -251,17 +305,19 @@ static void port_dequeue(struct switch_port *p)
 	p->q_head = (p->q_head + 1) % SWITCH_QUEUE_PACKETS;
 	p->q_len--;
 	p->q_bytes -= pkt->len;
-	free(pkt);
+	pkt_put(p->sw, pkt);
 }
 
-/* Give a packet to dst's guest; queue it if the guest has no buffers or packets wait already. */
-static void port_deliver(struct switch_port *dst, uint8_t *data, size_t len)
+/*
+ * Give a packet to dst's guest: one copy, from the sender's guest memory straight into dst's
+ * buffers. Queue a copy if dst's guest has no buffers or packets wait already (keeps order).
+ */
+static void port_deliver(struct switch_port *dst, const struct iovec *iov, unsigned iovcnt,
+			 size_t len)
 {
-	struct iovec iov = {.iov_base = data, .iov_len = len};
-
-	if (dst->q_len == 0 && vnet_dev_receive(dst->dev, &iov, 1))
+	if (dst->q_len == 0 && vnet_dev_receive(dst->dev, iov, iovcnt))
 		return;
-	port_enqueue(dst, data, len);
+	port_enqueue(dst, iov, iovcnt, len);
 }
 
 /* Sum of the iovec's lengths, saturating at SW_MAX_LEN + 1 (so no sum can wrap). */
@@ -277,13 +333,30 @@ static size_t iov_total(const struct iovec *iov, unsigned iovcnt)
 	return len;
 }
 
-static void iov_copy_out(const struct iovec *iov, unsigned iovcnt, uint8_t *buf)
+/*
+ * sw->iov = a zeroed header (flags 0, GSO_NONE, num_buffers 0) + the frame that follows the
+ * sender's header, in place. Returns the iovec count, 0 if the chain has too many pieces.
+ */
+static unsigned build_forward_iov(struct vnet_switch *sw, const struct iovec *iov, unsigned iovcnt)
 {
+	static const struct virtio_net_hdr_v1 zero_hdr;
+	size_t skip = SW_HDR_LEN;
+	unsigned n = 0;
+
+	sw->iov[n].iov_base = (void *)(uintptr_t)&zero_hdr;
+	sw->iov[n++].iov_len = SW_HDR_LEN;
 	for (unsigned i = 0; i < iovcnt; i++) {
-		if (iov[i].iov_len)
-			memcpy(buf, iov[i].iov_base, iov[i].iov_len);
-		buf += iov[i].iov_len;
+		if (skip >= iov[i].iov_len) {
+			skip -= iov[i].iov_len;
+			continue;
+		}
+		if (n == SW_MAX_IOV)
+			return 0;
+		sw->iov[n].iov_base = (uint8_t *)iov[i].iov_base + skip;
+		sw->iov[n++].iov_len = iov[i].iov_len - skip;
+		skip = 0;
 	}
+	return n;
 }
 
 /* A guest sent a packet: learn its source, forward or flood it. Never back-pressures. */
@@ -292,9 +365,11 @@ static int switch_transmit(struct vnet_backend *be, const struct iovec *iov, uns
 	struct switch_port *src = port_of(be), *dst;
 	struct vnet_switch *sw = src->sw;
 	size_t len = iov_total(iov, iovcnt);
-	struct virtio_net_hdr_v1 *hdr = (struct virtio_net_hdr_v1 *)sw->frame;
-	const uint8_t *dst_mac = sw->frame + SW_HDR_LEN;
+	uint8_t head[SW_HDR_LEN + 2 * SW_ETH_ALEN];
+	struct virtio_net_hdr_v1 hdr;
+	const uint8_t *dst_mac = head + SW_HDR_LEN;
 	const uint8_t *src_mac = dst_mac + SW_ETH_ALEN;
+	unsigned n;
 	uint64_t now;
 
 	if (len < SW_MIN_LEN || len > SW_MAX_LEN) {
@@ -303,16 +378,23 @@ static int switch_transmit(struct vnet_backend *be, const struct iovec *iov, uns
 			  src->name, len, (size_t)SW_MIN_LEN, (size_t)SW_MAX_LEN);
 		return 0;
 	}
-	iov_copy_out(iov, iovcnt, sw->frame);
+	/* Only the header and the MAC addresses are looked at; the frame is copied once, later. */
+	iov_copy_from(iov, iovcnt, 0, head, sizeof(head));
+	memcpy(&hdr, head, sizeof(hdr));
 	/* We offer no offloads: a partial checksum or a GSO frame is a guest bug. */
-	if (hdr->gso_type != VIRTIO_NET_HDR_GSO_NONE ||
-	    (hdr->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM)) {
+	if (hdr.gso_type != VIRTIO_NET_HDR_GSO_NONE || (hdr.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM)) {
 		src->dropped++;
 		log_guest("switch %s: dropped a frame using offloads (flags 0x%x gso %u)",
-			  src->name, hdr->flags, hdr->gso_type);
+			  src->name, hdr.flags, hdr.gso_type);
 		return 0;
 	}
-	memset(hdr, 0, SW_HDR_LEN); /* flags 0, GSO_NONE, num_buffers 0 */
+	n = build_forward_iov(sw, iov, iovcnt);
+	if (!n) {
+		src->dropped++;
+		log_guest("switch %s: dropped a packet in more than %d pieces", src->name,
+			  SW_MAX_IOV - 1);
+		return 0;
+	}
 
 	now = sw_now_ns();
 	fdb_learn(sw, src, src_mac, now);
@@ -322,7 +404,7 @@ static int switch_transmit(struct vnet_backend *be, const struct iovec *iov, uns
 			/* Known: one port. Behind the sender itself: filtered, as on any bridge. */
 			if (dst != src) {
 				src->forwarded++;
-				port_deliver(dst, sw->frame, len);
+				port_deliver(dst, sw->iov, n, len);
 			}
 			return 0;
 		}
@@ -331,7 +413,7 @@ static int switch_transmit(struct vnet_backend *be, const struct iovec *iov, uns
 	for (unsigned i = 0; i < SWITCH_MAX_PORTS; i++) {
 		dst = sw->ports[i];
 		if (dst && dst != src)
-			port_deliver(dst, sw->frame, len);
+			port_deliver(dst, sw->iov, n, len);
 	}
 	return 0;
 }
@@ -412,6 +494,7 @@ void switch_destroy(struct vnet_switch *sw)
 	for (unsigned i = 0; i < SWITCH_MAX_PORTS; i++)
 		if (sw->ports[i])
 			switch_detach((struct vnet_backend *)sw->ports[i]);
+	pool_free(sw);
 	free(sw);
 }
 
