@@ -263,6 +263,7 @@ static json_t *queue_stats(const struct vnet_queue *q, unsigned index)
 			 "lateness_us", lateness_summary(st));
 	if (o) {
 		json_object_set_new(o, "yields", ju64(st->yields));
+		json_object_set_new(o, "rx_direct", ju64(st->rx_direct));
 		json_object_set_new(o, "stop_notifications", ju64(st->stop_notifications));
 	}
 	return o;

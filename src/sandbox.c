@@ -115,6 +115,7 @@ static const struct sandbox_rule sandbox_allow[] = {
 	ALLOW(epoll_ctl),
 	/* data path and sockets: tap, kick/call/timer/signal fds, vhost-user, control clients */
 	ALLOW(read),
+	ALLOW(readv), /* tap RX straight into guest buffers */
 	ALLOW(write),
 	ALLOW(writev),
 	ALLOW(recvmsg),	 /* vhost-user messages with SCM_RIGHTS fds */

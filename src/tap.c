@@ -42,6 +42,7 @@ struct tap_backend {
 	bool down;		 /* the last transmit found the interface down (logged once) */
 	uint64_t guest_features; /* as of the last set_offloads() */
 	size_t rx_pending;	 /* length of the packet waiting in rx_buf for guest buffers */
+	bool rx_nobufs;		 /* the guest has no RX buffers: leave packets in the kernel */
 	uint8_t rx_buf[TAP_BUF_SIZE];
 };
 
@@ -67,7 +68,7 @@ static void tap_update_events(struct tap_backend *t)
 	uint32_t want = 0;
 
 	if (!t->failed) {
-		if (!t->rx_pending)
+		if (!t->rx_pending && !t->rx_nobufs)
 			want |= EPOLLIN;
 		if (t->tx_blocked)
 			want |= EPOLLOUT;
@@ -107,9 +108,51 @@ static int tap_deliver(struct tap_backend *t, size_t len)
 	return vnet_dev_receive(t->dev, &iov, 1);
 }
 
+/* read(), retried on EINTR; handles the errors every read path shares. -1: stop reading now. */
+static ssize_t tap_read(struct tap_backend *t, const struct iovec *iov, int iovcnt)
+{
+	ssize_t n;
+
+	do
+		n = readv(t->fd, iov, iovcnt);
+	while (n < 0 && errno == EINTR);
+	if (n >= 0)
+		return n;
+	if (errno == EBADFD)
+		tap_fail(t, "read: EBADFD");
+	else if (errno != EAGAIN)
+		log_warn("tap %s: read: %s", t->name, strerror(errno));
+	return -1;
+}
+
 /*
- * Read a bounded batch of packets (TAP_RX_BATCH, VNET_BUDGET_BYTES) into the guest; stop early
- * when the guest has no buffers. Level-triggered epoll reports the rest on the next round.
+ * One packet through rx_buf (legacy header, several queue pairs, or too few guest buffers for
+ * the largest packet): two copies, but the device places it into whatever buffers it needs.
+ * False: stop reading.
+ */
+static bool tap_rx_copy(struct tap_backend *t, size_t *bytes)
+{
+	struct iovec iov = {.iov_base = t->rx_buf, .iov_len = sizeof(t->rx_buf)};
+	ssize_t n = tap_read(t, &iov, 1);
+
+	if (n < 0)
+		return false;
+	*bytes += (size_t)n;
+	if ((size_t)n < TAP_HDR_LEN + TAP_ETH_HLEN)
+		return true; /* nothing a guest could use */
+	if (tap_deliver(t, (size_t)n) == 0) {
+		t->rx_pending = (size_t)n;
+		tap_update_events(t);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Read a bounded batch of packets (TAP_RX_BATCH, VNET_BUDGET_BYTES) into the guest, each with
+ * one readv straight into guest RX buffers the device reserved (one copy, done by the kernel).
+ * With no guest buffers the packets stay in the kernel until rx_resume(). Level-triggered
+ * epoll reports the rest on the next round.
  */
 static void tap_rx(struct tap_backend *t)
 {
@@ -118,24 +161,25 @@ static void tap_rx(struct tap_backend *t)
 	for (unsigned i = 0; i < TAP_RX_BATCH && bytes < VNET_BUDGET_BYTES && !t->rx_pending &&
 			     !t->failed;
 	     i++) {
-		ssize_t n = read(t->fd, t->rx_buf, sizeof(t->rx_buf));
+		const struct iovec *iov;
+		int niov = vnet_dev_rx_reserve(t->dev, 0, &iov);
+		ssize_t n;
 
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EBADFD)
-				tap_fail(t, "read: EBADFD");
-			else if (errno != EAGAIN)
-				log_warn("tap %s: read: %s", t->name, strerror(errno));
+		if (niov == 0) {
+			t->rx_nobufs = true;
+			tap_update_events(t);
 			return;
 		}
-		bytes += (size_t)n;
-		if ((size_t)n < TAP_HDR_LEN + TAP_ETH_HLEN)
-			continue; /* nothing a guest could use */
-		if (tap_deliver(t, (size_t)n) == 0) {
-			t->rx_pending = (size_t)n;
-			tap_update_events(t);
+		if (niov < 0) {
+			if (!tap_rx_copy(t, &bytes))
+				return;
+			continue;
 		}
+		n = tap_read(t, iov, niov);
+		if (n < 0)
+			return; /* EAGAIN: the reservation waits for the next packet */
+		bytes += (size_t)n;
+		vnet_dev_rx_commit(t->dev, (size_t)n);
 	}
 }
 
@@ -225,7 +269,13 @@ static bool tap_rx_resume(struct vnet_backend *be)
 {
 	struct tap_backend *t = tap_of(be);
 
-	if (!t->rx_pending || t->failed)
+	if (t->failed)
+		return false;
+	if (t->rx_nobufs) {
+		t->rx_nobufs = false; /* the guest posted buffers: read the kernel's queue again */
+		tap_update_events(t);
+	}
+	if (!t->rx_pending)
 		return false;
 	if (tap_deliver(t, t->rx_pending) == 0)
 		return false; /* still no room: wait for the next rx_resume() */
@@ -382,7 +432,7 @@ void tap_backend_handle_events(struct vnet_backend *be, uint32_t events)
 		vnet_dev_tx_resume(t->dev);
 		tap_update_events(t);
 	}
-	if ((events & EPOLLIN) && !t->rx_pending)
+	if ((events & EPOLLIN) && !t->rx_pending && !t->rx_nobufs)
 		tap_rx(t);
 }
 

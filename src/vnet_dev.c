@@ -252,6 +252,8 @@ uint16_t vnet_dev_queue_stop(struct vnet_dev *dev, unsigned qidx)
 	if (!q)
 		return 0;
 	queue_flush_held(dev, q);
+	if (qidx == 0)
+		net_rx_cache_release(dev, q); /* reserved, unused RX buffers go back to the ring */
 	if (q->tx_blocked) {
 		/* Popped but not sent (backend full): the driver's next base must include it. */
 		vq_unpop(&q->vq, 1);

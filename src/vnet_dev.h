@@ -34,6 +34,7 @@ struct vnet_queue_stats {
 	uint64_t dropped;             /* packets dropped (too big, broken chain, backend error) */
 	uint64_t rx_no_buffers;       /* times a packet waited for guest RX buffers */
 	uint64_t yields;              /* runs that stopped at the budget with work left */
+	uint64_t rx_direct;           /* packets the backend read straight into guest buffers */
 	uint64_t stop_notifications;  /* held completions signalled because the queue stopped */
 	/* Lateness of deadline-driven notifications, ring buffer of the last samples (ns). */
 	uint32_t lateness_ns[VNET_LATENESS_SAMPLES];
@@ -166,6 +167,22 @@ void vnet_dev_timer_expired(struct vnet_dev *dev, unsigned qidx);
  * visible to the guest at vnet_dev_rx_flush() (the event loop flushes after every event).
  */
 int vnet_dev_receive(struct vnet_dev *dev, const struct iovec *iov, unsigned iovcnt);
+
+/*
+ * vnet_dev_rx_reserve() - guest RX buffers for one packet the backend will write straight into
+ * (12-byte virtio_net_hdr_v1 first, then the frame), holding at least max_len bytes. Returns
+ * the iovec count (*iov points at them), 0 when the guest has no buffers (rx_resume() is
+ * called once it posts some), or -1 when this device cannot take it that way now (legacy
+ * header, several active queue pairs, too few buffers for max_len): use vnet_dev_receive().
+ */
+int vnet_dev_rx_reserve(struct vnet_dev *dev, size_t max_len, const struct iovec **iov);
+
+/*
+ * vnet_dev_rx_commit() - the backend wrote a packet of len bytes (header included) into the
+ * reserved buffers: complete the ones it used; the rest stay reserved for the next packet. A
+ * len larger than the reservation was truncated by the backend and is dropped (counted).
+ */
+void vnet_dev_rx_commit(struct vnet_dev *dev, size_t len);
 
 /* vnet_dev_rx_flush() - publish received packets and decide notifications; call after a burst. */
 void vnet_dev_rx_flush(struct vnet_dev *dev);

@@ -39,6 +39,22 @@ struct vnet_rx_slot {
 	uint32_t len;
 };
 
+#define VNET_RX_CACHE_IOV 1024 /* writable iovecs reserved buffers may hold (IOV_MAX for readv) */
+
+/*
+ * RX buffers popped from queue 0 for a backend that reads straight into guest memory, not
+ * used yet. They are always the last chains popped (a suffix), so a stop can give them back.
+ */
+struct vnet_rx_cache {
+	unsigned first, n;       /* chains held: slots [first, first + n) */
+	unsigned iov_first, niov; /* iovecs over them, in order: iov[iov_first, + niov) */
+	size_t bytes;            /* their writable bytes */
+	uint16_t head[VNET_RX_MAX_BUFFERS];
+	uint32_t cap[VNET_RX_MAX_BUFFERS];
+	uint16_t niov_of[VNET_RX_MAX_BUFFERS];
+	struct iovec iov[VNET_RX_CACHE_IOV];
+};
+
 struct vnet_dev {
 	struct vnet_dev_params params;
 	const struct vnet_env_ops *env;
@@ -60,6 +76,7 @@ struct vnet_dev {
 	 * survive a reset only with params.coal_persist. */
 	struct vnet_kind_coal host[2];
 	struct vnet_rx_slot rx_slots[VNET_RX_MAX_BUFFERS];
+	struct vnet_rx_cache rx_cache;
 	/* TX: the header, then at most every readable iovec of a chain (<= VQ_MAX_CHAIN). */
 	struct iovec tx_iov[VQ_MAX_CHAIN + 1];
 	struct vnet_queue *queues; /* nqueues of them */
@@ -115,6 +132,9 @@ bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q);
 
 /* net_ctrl_process() - execute pending control commands, at most VNET_BUDGET_CTRL; true: more. */
 bool net_ctrl_process(struct vnet_dev *dev, struct vnet_queue *q);
+
+/* net_rx_cache_release() - give reserved RX buffers back to the ring (queue stop, fallback). */
+void net_rx_cache_release(struct vnet_dev *dev, struct vnet_queue *q);
 
 /* net_rx_flush_queue() - publish one RX queue's pushed packets and decide its notification. */
 void net_rx_flush_queue(struct vnet_dev *dev, struct vnet_queue *q);

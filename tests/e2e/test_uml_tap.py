@@ -62,6 +62,10 @@ def main():
                 s0 = vd.stats()
                 transfer_in(ns, g, url, blob_sha)
                 s1 = vd.stats()
+                direct = s1['p0'][0]['rx_direct'] - s0['p0'][0]['rx_direct']
+                moved = s1['p0'][0]['packets'] - s0['p0'][0]['packets']
+                check(direct > 0 and direct >= moved // 2,
+                      'tap RX read straight into guest buffers (%d of %d packets)' % (direct, moved))
                 transfer_out(ns, g, up_sha)
                 s2 = vd.stats()
 
