@@ -7,7 +7,7 @@ FUZZ_SECONDS ?= 600
 PYTHON     ?= python3
 export VNETD_BUILD := $(abspath $(BUILD))
 
-.PHONY: all build check unit asan fuzz-smoke fuzz e2e demo bench clean
+.PHONY: all build check unit asan fuzz-smoke fuzz e2e demo bench bench-fairness clean
 
 all: build
 
@@ -53,6 +53,11 @@ demo: build
 
 bench: build
 	$(PYTHON) bench/bench.py
+	$(PYTHON) bench/fairness.py
+
+# One flooding guest vs the others: control-socket RTT and throughput (about 1.5 minutes).
+bench-fairness: build
+	$(PYTHON) bench/fairness.py
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

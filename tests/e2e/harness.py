@@ -4,6 +4,7 @@ import hashlib
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -56,6 +57,49 @@ def guest_kit():
     if r.returncode != 0:
         fail('guest/fetch.sh failed:\n' + r.stdout + r.stderr)
     return os.path.join(BUILD, 'guest')
+
+
+class NoNs:
+    """Stands in for a Netns: vnetd with only switch ports creates no interface, needs none."""
+
+    def popen(self, argv, **kw):
+        kw.setdefault('start_new_session', True)
+        return subprocess.Popen(argv, **kw)
+
+
+class ControlClient:
+    """One connection to vnetd's control socket (a JSON request per line, a reply per line),
+    kept open so a round trip measures vnetd, not a vnetctl process start."""
+
+    def __init__(self, path, timeout=30.0):
+        self.timeout = timeout
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+        self.sock.settimeout(timeout)
+        self.sock.connect(path)  # accepted by the kernel even while vnetd's loop is busy
+        self.buf = b''
+
+    def request(self, req, timeout=None):
+        """The reply (a dict) to req; raises socket.timeout / OSError / ValueError."""
+        self.sock.settimeout(self.timeout if timeout is None else timeout)
+        self.sock.sendall(json.dumps(req).encode() + b'\n')
+        while b'\n' not in self.buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise OSError('vnetd closed the control connection')
+            self.buf += chunk
+        line, self.buf = self.buf.split(b'\n', 1)
+        return json.loads(line)
+
+    def rtt(self, req=None, timeout=None):
+        """Seconds for one round trip of req (default {"cmd": "ports"})."""
+        t0 = time.monotonic()
+        self.request(req or {'cmd': 'ports'}, timeout)
+        return time.monotonic() - t0
+
+    def close(self):
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
 
 
 class Vnetd:

@@ -12,6 +12,7 @@ import time
 import traceback
 
 from harness import SKIP, VNETCTL, VNETD, Vnetd, workdir
+from harness import NoNs as _NoNs
 import vhost_user_client as vu
 from vhost_user_client import (CTRL_Q, RX_Q, TX_Q, VRING_DESC_F_INDIRECT, VRING_DESC_F_NEXT,
                                VRING_DESC_F_WRITE, GuestMemory, VhostUserClient,
@@ -23,14 +24,6 @@ P1_SERVED_WITHIN = 1.0   # s: how long p1 may wait while p0 stalls a message (no
 NEXT, WRITE, INDIRECT = VRING_DESC_F_NEXT, VRING_DESC_F_WRITE, VRING_DESC_F_INDIRECT
 WITH_INDIRECT = vu.DEFAULT_FEATURES | (1 << vu.VIRTIO_RING_F_INDIRECT_DESC)
 U64 = 2**64
-
-
-class _NoNs:
-    """vnetd with only switch ports needs no namespace: it creates no interface."""
-
-    def popen(self, argv, **kw):
-        kw.setdefault('start_new_session', True)
-        return subprocess.Popen(argv, **kw)
 
 
 class Result:

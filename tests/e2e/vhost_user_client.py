@@ -230,6 +230,18 @@ class SplitRing:
         self.chains[idxs[0]] = idxs
         return idxs[0]
 
+    def fill_in_order(self, bufs):
+        """Descriptor i = bufs[i] = (gpa, len, flags: 0, WRITE or INDIRECT), avail slot i =
+        head i, for every i; nothing published. For a driver loop that re-posts heads in the
+        order the device uses them (tests/e2e/ringspin.c): avail.idx = used.idx + num keeps
+        the ring full."""
+        if len(bufs) != self.num:
+            raise VhostUserError('fill_in_order needs %d buffers, got %d' % (self.num, len(bufs)))
+        for i, (addr, length, flags) in enumerate(bufs):
+            self.set_desc(i, addr, length, flags)
+            self.mem.put_u16(self.avail + 4 + 2 * i, i)
+        self.free, self.chains = [], {}  # the ring belongs to that loop from now on
+
     def kick(self):
         os.eventfd_write(self.kick_fd, 1)
 
@@ -510,8 +522,14 @@ class VirtioNetFrontend:
             return None
         return self.mem.read(ack, 1)[0]
 
-    def coal_tx_set(self, max_packets, max_usecs):
-        return self.ctrl(CTRL_NOTF_COAL, NOTF_COAL_TX_SET, struct.pack('<II', max_packets, max_usecs))
+    def coal_tx_set(self, max_packets, max_usecs, timeout=2.0):
+        return self.ctrl(CTRL_NOTF_COAL, NOTF_COAL_TX_SET, struct.pack('<II', max_packets, max_usecs),
+                         timeout)
+
+    def coal_rx_set(self, max_packets, max_usecs, timeout=2.0):
+        """VIRTIO_NET_CTRL_NOTF_COAL_RX_SET (struct virtio_net_ctrl_coal: packets, then usecs)."""
+        return self.ctrl(CTRL_NOTF_COAL, NOTF_COAL_RX_SET, struct.pack('<II', max_packets, max_usecs),
+                         timeout)
 
     # -- data path --
     def transmit(self, frame, timeout=2.0):
