@@ -127,7 +127,7 @@ static int tx_send_one(struct vnet_dev *dev, struct vnet_queue *q)
 
 bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 {
-	uint32_t total = 0;
+	uint32_t total = 0, descs = 0;
 	uint64_t bytes = 0;
 
 	/* No kicks while we work: vq_kick_enable() re-checks before the queue goes idle. */
@@ -138,7 +138,8 @@ bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 		int r = 0;
 
 		while (done < TX_BATCH) {
-			if (total + done >= VNET_BUDGET_PACKETS || bytes >= VNET_BUDGET_BYTES) {
+			if (total + done >= VNET_BUDGET_PACKETS || bytes >= VNET_BUDGET_BYTES ||
+			    descs >= VNET_BUDGET_DESCS) {
 				spent = true;
 				break;
 			}
@@ -154,6 +155,7 @@ bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 			}
 			q->tx_blocked = false;
 			bytes += q->chain.read_len;
+			descs += q->chain.ndesc;
 			vq_push(&q->vq, q->chain.head, 0);
 			done++;
 		}

@@ -60,6 +60,7 @@ enum vq_walk_error vq_walk_chain(const struct guest_mem *mem, const struct vring
 	out->head = (uint16_t)head;
 	out->nread = out->nwrite = 0;
 	out->read_len = out->write_len = 0;
+	out->ndesc = 0;
 	if (head >= num)
 		return VQ_WALK_BAD_HEAD;
 
@@ -69,6 +70,7 @@ enum vq_walk_error vq_walk_chain(const struct guest_mem *mem, const struct vring
 		/* A table of n entries can hold at most n descriptors of one chain. */
 		if (++in_table > table_size || ++total > VQ_MAX_CHAIN)
 			return VQ_WALK_TOO_LONG;
+		out->ndesc = total;
 
 		if (d.flags & VRING_DESC_F_INDIRECT) {
 			if (!indirect_ok)

@@ -53,6 +53,7 @@ struct vq_chain {
 	unsigned nwrite;     /* iov[nread .. nread + nwrite) are device-writable */
 	uint64_t read_len;   /* total bytes in readable iovecs */
 	uint64_t write_len;  /* total bytes in writable iovecs */
+	unsigned ndesc;      /* descriptors walked (indirect ones included): the chain's cost */
 	struct iovec iov[VQ_MAX_CHAIN];
 };
 

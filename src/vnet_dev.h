@@ -66,6 +66,8 @@ struct vnet_env_ops {
 /* Work one queue does before it yields (the kernel's vhost-net uses the same weights). */
 #define VNET_BUDGET_PACKETS 256
 #define VNET_BUDGET_BYTES (512u * 1024u)
+/* ... and of descriptors walked: a chain of 1024 tiny pieces costs what 1024 packets cost. */
+#define VNET_BUDGET_DESCS 1024u
 #define VNET_BUDGET_CTRL 64 /* control commands per run */
 
 /* Static configuration of a device (from the command line). */

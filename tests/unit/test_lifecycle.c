@@ -78,6 +78,28 @@ static void test_tx_flood_yields_after_byte_budget(void **state)
 	td_free(td);
 }
 
+/* Chains of many tiny pieces cost their descriptors: 1024 of them a budget. */
+static void test_tx_flood_yields_after_descriptor_budget(void **state)
+{
+	struct test_dev *td = td_new(1, TD_BASE_FEATURES);
+	struct fake_buf b[40];
+
+	(void)state;
+	td->tx_hook = recycle_packets;
+	for (unsigned i = 0; i < 40; i++)
+		b[i] = (struct fake_buf){fake_mem_alloc(&td->mem, 16, 8), 16, false};
+	for (unsigned i = 0; i < 30; i++)
+		assert_true(fake_vq_add_indirect(&td->vq[TXQ], b, 40) >= 0);
+	fake_vq_publish(&td->vq[TXQ]);
+	vnet_dev_kick(td->dev, TXQ);
+	/* 41 descriptors a chain (the indirect one too): 25 chains = 1025 >= 1024. */
+	assert_int_equal(sent(td), 25);
+	assert_true(td->scheduled[TXQ]);
+	td_run_scheduled(td);
+	assert_int_equal(sent(td), 30);
+	td_free(td);
+}
+
 static void test_tx_within_budget_does_not_yield(void **state)
 {
 	struct test_dev *td = td_new(1, TD_BASE_FEATURES);
@@ -381,6 +403,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    T(test_tx_flood_yields_after_packet_budget_then_continues),
 	    T(test_tx_flood_yields_after_byte_budget),
+	    T(test_tx_flood_yields_after_descriptor_budget),
 	    T(test_tx_within_budget_does_not_yield),
 	    T(test_tx_reposting_driver_gets_one_budget_per_round),
 	    T(test_ctrl_flood_yields_after_budget),
