@@ -32,12 +32,13 @@ static size_t iov_copy(const struct iovec *iov, unsigned cnt, size_t off, uint8_
 	return done;
 }
 
-size_t iov_copy_to(const struct iovec *iov, unsigned cnt, size_t off, const void *buf, size_t len)
+size_t iov_copy_to_slow(const struct iovec *iov, unsigned cnt, size_t off, const void *buf,
+			size_t len)
 {
 	return iov_copy(iov, cnt, off, (uint8_t *)(uintptr_t)buf, len, true);
 }
 
-size_t iov_copy_from(const struct iovec *iov, unsigned cnt, size_t off, void *buf, size_t len)
+size_t iov_copy_from_slow(const struct iovec *iov, unsigned cnt, size_t off, void *buf, size_t len)
 {
 	return iov_copy(iov, cnt, off, buf, len, false);
 }

@@ -3,13 +3,46 @@
 #define VNETD_IOV_H
 
 #include <stddef.h>
+#include <string.h>
 #include <sys/uio.h>
 
+/* iov_copy_to_slow(), iov_copy_from_slow() - the general cases of the two below. */
+size_t iov_copy_to_slow(const struct iovec *iov, unsigned cnt, size_t off, const void *buf,
+			size_t len);
+size_t iov_copy_from_slow(const struct iovec *iov, unsigned cnt, size_t off, void *buf, size_t len);
+
 /* iov_copy_to() - copy len bytes from buf into iov at offset off; returns bytes copied. */
-size_t iov_copy_to(const struct iovec *iov, unsigned cnt, size_t off, const void *buf, size_t len);
+static inline size_t iov_copy_to(const struct iovec *iov, unsigned cnt, size_t off,
+				 const void *buf, size_t len)
+{
+	while (cnt && off >= iov[0].iov_len) { /* segments wholly before off */
+		off -= iov[0].iov_len;
+		iov++;
+		cnt--;
+	}
+	/* Headers: almost always inside one segment. */
+	if (cnt && len <= iov[0].iov_len - off) {
+		memcpy((char *)iov[0].iov_base + off, buf, len);
+		return len;
+	}
+	return iov_copy_to_slow(iov, cnt, off, buf, len);
+}
 
 /* iov_copy_from() - copy up to len bytes from iov at offset off into buf; returns bytes copied. */
-size_t iov_copy_from(const struct iovec *iov, unsigned cnt, size_t off, void *buf, size_t len);
+static inline size_t iov_copy_from(const struct iovec *iov, unsigned cnt, size_t off, void *buf,
+				   size_t len)
+{
+	while (cnt && off >= iov[0].iov_len) {
+		off -= iov[0].iov_len;
+		iov++;
+		cnt--;
+	}
+	if (cnt && len <= iov[0].iov_len - off) {
+		memcpy(buf, (const char *)iov[0].iov_base + off, len);
+		return len;
+	}
+	return iov_copy_from_slow(iov, cnt, off, buf, len);
+}
 
 /*
  * iov_copy_iov() - copy up to len bytes from src (starting at byte src_off) to dst (starting at

@@ -91,7 +91,7 @@ static int rx_place(struct vnet_dev *dev, struct vnet_queue *q, struct virtio_ne
 {
 	bool mergeable = dev_has(dev, VIRTIO_NET_F_MRG_RXBUF);
 	size_t total = dev->hdr_len + frame_len, placed = 0;
-	struct iovec hdr_iov[VNET_HDR_LEN] = {{0}};
+	struct iovec hdr_iov[VNET_HDR_LEN]; /* [0, nhdr_iov) set below */
 	unsigned nslots = 0, nhdr_iov = 0;
 
 	while (placed < total) {
@@ -165,10 +165,10 @@ static void rx_delivered(struct vnet_dev *dev, struct vnet_queue *q, size_t byte
 
 int vnet_dev_receive(struct vnet_dev *dev, const struct iovec *iov, unsigned iovcnt)
 {
-	uint8_t head[VNET_HDR_LEN + 14 + 24];
+	uint8_t eth[14 + 24]; /* Ethernet header (+ IPv4 addresses and ports to pick a queue) */
 	struct virtio_net_hdr_v1 hdr;
 	struct vnet_queue *q;
-	size_t total = 0, got;
+	size_t total = 0, need = dev->active_pairs > 1 ? sizeof(eth) : 14, got;
 	int r;
 
 	/* Buffers reserved for the direct path come first: give them back (they are the suffix). */
@@ -176,19 +176,19 @@ int vnet_dev_receive(struct vnet_dev *dev, const struct iovec *iov, unsigned iov
 		net_rx_cache_release(dev, &dev->queues[0]);
 	for (unsigned i = 0; i < iovcnt; i++)
 		total += iov[i].iov_len;
-	got = iov_copy_from(iov, iovcnt, 0, head, sizeof(head));
-	if (got < VNET_HDR_LEN + 14 || total - VNET_HDR_LEN > VNET_MAX_FRAME) {
+	if (total < VNET_HDR_LEN + 14 || total - VNET_HDR_LEN > VNET_MAX_FRAME) {
 		dev->queues[0].stats.dropped++;
 		return 1;
 	}
-	q = &dev->queues[2 * rx_pick_pair(dev, head + VNET_HDR_LEN, got - VNET_HDR_LEN)];
+	iov_copy_from(iov, iovcnt, 0, &hdr, sizeof(hdr));
+	got = iov_copy_from(iov, iovcnt, VNET_HDR_LEN, eth, need);
+	q = &dev->queues[2 * rx_pick_pair(dev, eth, got)];
 	if (!dev_queue_usable(q) || !dev->be) {
 		q->stats.dropped++;
 		return 1;
 	}
-	if (!rx_filter_accepts(dev, head + VNET_HDR_LEN))
+	if (!rx_filter_accepts(dev, eth))
 		return 1;
-	memcpy(&hdr, head, sizeof(hdr));
 
 	do {
 		uint16_t seen = vq_avail_idx(&q->vq);

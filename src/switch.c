@@ -67,6 +67,9 @@ struct switch_port {
 
 struct vnet_switch {
 	struct switch_port *ports[SWITCH_MAX_PORTS];
+	/* The attached ports, densely packed: flooding visits these, not every slot. */
+	struct switch_port *attached[SWITCH_MAX_PORTS];
+	unsigned nattached;
 	uint64_t hash_key;	/* so a guest cannot aim its source MACs at one FDB set */
 	uint64_t last_sweep_ns; /* last full scan for aged entries */
 	struct fdb_entry fdb[SW_SETS][SW_WAYS];
@@ -107,8 +110,7 @@ static struct fdb_entry *fdb_set(struct vnet_switch *sw, const uint8_t *mac)
 {
 	uint64_t v = 0;
 
-	for (unsigned i = 0; i < SW_ETH_ALEN; i++)
-		v = v << 8 | mac[i];
+	memcpy(&v, mac, SW_ETH_ALEN);
 	/* Keyed mix (splitmix64 finalizer). */
 	v ^= sw->hash_key;
 	v = (v ^ (v >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -379,8 +381,8 @@ static int switch_transmit(struct vnet_backend *be, const struct iovec *iov, uns
 		return 0;
 	}
 	/* Only the header and the MAC addresses are looked at; the frame is copied once, later. */
-	iov_copy_from(iov, iovcnt, 0, head, sizeof(head));
-	memcpy(&hdr, head, sizeof(hdr));
+	iov_copy_from(iov, iovcnt, 0, &hdr, sizeof(hdr));
+	iov_copy_from(iov, iovcnt, SW_HDR_LEN, head + SW_HDR_LEN, 2 * SW_ETH_ALEN);
 	/* We offer no offloads: a partial checksum or a GSO frame is a guest bug. */
 	if (hdr.gso_type != VIRTIO_NET_HDR_GSO_NONE || (hdr.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM)) {
 		src->dropped++;
@@ -410,9 +412,9 @@ static int switch_transmit(struct vnet_backend *be, const struct iovec *iov, uns
 		}
 	}
 	src->flooded++;
-	for (unsigned i = 0; i < SWITCH_MAX_PORTS; i++) {
-		dst = sw->ports[i];
-		if (dst && dst != src)
+	for (unsigned i = 0; i < sw->nattached; i++) {
+		dst = sw->attached[i];
+		if (dst != src)
 			port_deliver(dst, sw->iov, n, len);
 	}
 	return 0;
@@ -524,6 +526,7 @@ struct vnet_backend *switch_attach(struct vnet_switch *sw, struct vnet_dev *dev,
 	p->dev = dev;
 	snprintf(p->name, sizeof(p->name), "%s", name);
 	sw->ports[slot] = p;
+	sw->attached[sw->nattached++] = p;
 	log_info("switch: port %s attached", p->name);
 	return (struct vnet_backend *)p;
 }
@@ -542,6 +545,11 @@ void switch_detach(struct vnet_backend *be)
 	while (p->q_len)
 		port_dequeue(p);
 	sw->ports[p->slot] = NULL;
+	for (unsigned i = 0; i < sw->nattached; i++)
+		if (sw->attached[i] == p) {
+			sw->attached[i] = sw->attached[--sw->nattached];
+			break;
+		}
 	log_info("switch: port %s detached", p->name);
 	p->magic = 0;
 	free(p);
