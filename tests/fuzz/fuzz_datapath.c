@@ -19,7 +19,7 @@
  *   [0] features: bit0 MRG_RXBUF, bit1 EVENT_IDX, bit2 INDIRECT_DESC, bit3 legacy (no VERSION_1),
  *       bit4 CTRL_VQ + CTRL_RX + CTRL_MAC_ADDR, bit5 NOTF_COAL + VQ_NOTF_COAL,
  *       bit6 CSUM + HOST_TSO4/6, bit7 GUEST_CSUM + GUEST_TSO4/6 + CTRL_GUEST_OFFLOADS
- *   [1] bits0-3 log2 queue size (mod 9), bit4 two queue pairs (+MQ), bits5-6 memory layout
+ *   [1] bits0-3 log2 queue size (mod 10), bit4 two queue pairs (+MQ), bits5-6 memory layout
  *       (one region / two with a gap / two adjacent), bit7 TX timer mode
  * Guest memory: the rings and an area for indirect tables sit at the bottom of region 1, data
  * above. Descriptors are only written by desc_make() and add_chain(), which keep buffers out of
@@ -391,18 +391,8 @@ static void check_used(unsigned i)
 	d->used += delta;
 }
 
-static void take_snap(struct snap *s)
-{
-	for (unsigned i = 0; i < g.nq; i++) {
-		const struct vnet_queue *dq = vnet_dev_queue(g.dev, i);
-
-		s[i] = (struct snap){dq->vq.started, dq->vq.broken, dq->enabled, dq->vq.used_idx,
-				     g.td->notifies[i], g.td->queue_errors[i]};
-		g.q[i].fresh = false;
-	}
-}
-
-static void check_op(const struct snap *s)
+/* After an op (check: what changed since the snapshot s) and before the next (s taken anew). */
+static void check_op(struct snap *s, bool check)
 {
 	for (unsigned i = 0; i < g.nq; i++) {
 		const struct vnet_queue *dq = vnet_dev_queue(g.dev, i);
@@ -412,8 +402,8 @@ static void check_op(const struct snap *s)
 		if (g.q[i].live)
 			check_used(i);
 		CHECK(dq->vq.started || !g.td->deadline[i], "timer armed for a stopped queue");
-		if (g.q[i].fresh)
-			continue;
+		if (!check || g.q[i].fresh)
+			goto snap;
 		if (b->broken) {
 			CHECK(dq->vq.broken, "broken queue works again without reset or restart");
 			CHECK(dq->vq.used_idx == b->pushed, "used element pushed on a broken queue");
@@ -427,6 +417,10 @@ static void check_op(const struct snap *s)
 			CHECK(dq->vq.used_idx == b->pushed, "used element pushed on a disabled queue");
 			CHECK(notifies == b->notifies, "notification on a disabled queue");
 		}
+snap:
+		s[i] = (struct snap){dq->vq.started, dq->vq.broken, dq->enabled, dq->vq.used_idx,
+				     notifies, g.td->queue_errors[i]};
+		g.q[i].fresh = false;
 	}
 }
 
@@ -669,6 +663,8 @@ static void direct_once(uint8_t mode, uint16_t ml, uint16_t lv, uint8_t fill)
 	CHECK(sum >= max_len && sum >= VNET_HDR_LEN + 14, "reserve: fewer bytes than asked for");
 	len = (mode & 12) == 0 ? 26 + lv % (sum - 25) /* fits */ : (mode & 12) == 4 ? sum
 	      : (mode & 12) == 8 ? sum + 1 + lv % 64u /* the backend truncated it */ : lv % 26u;
+	if (len <= sum && len > VNET_HDR_LEN + VNET_MAX_FRAME)
+		len = VNET_HDR_LEN + VNET_MAX_FRAME; /* no tap reads more than one frame */
 	/* The backend may write anywhere in the reservation. */
 	for (size_t j = 0, done = 0; j < (size_t)n; done += iov[j++].iov_len) {
 		uint8_t *p = iov[j].iov_base;
@@ -741,15 +737,12 @@ static void op_coal(struct in *in)
 	size_t written;
 	int r;
 
-	if ((mode & 3) == 0) {
-		r = vnet_dev_host_coalesce(g.dev, (int)qi, VNET_QUEUE_RX, &p);
-		CHECK(r == ((qi < g.nq && vnet_dev_queue(g.dev, qi)->kind != VNET_QUEUE_CTRL) ? 0 : -1),
-		      "host coalesce: wrong answer for the queue");
-		return;
-	}
-	if ((mode & 3) == 1) {
-		r = vnet_dev_host_coalesce(g.dev, -1, (enum vnet_queue_kind)(qs % 3), &p);
-		CHECK(r == (qs % 3 == VNET_QUEUE_CTRL ? -1 : 0), "host coalesce: wrong answer for the kind");
+	if ((mode & 3) < 2) { /* a data queue, or every queue of a data kind: 0; else -1 */
+		bool ok = (mode & 3) ? qs % 3 != VNET_QUEUE_CTRL
+				     : qi < g.nq && vnet_dev_queue(g.dev, qi)->kind != VNET_QUEUE_CTRL;
+
+		r = vnet_dev_host_coalesce(g.dev, (mode & 3) ? -1 : (int)qi, (enum vnet_queue_kind)(qs % 3), &p);
+		CHECK(r == (ok ? 0 : -1), "host coalesce: wrong answer for the queue or kind");
 		return;
 	}
 	cmd[1] = off == 6 ? VIRTIO_NET_CTRL_NOTF_COAL_VQ_SET
@@ -904,7 +897,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	timer = data[1] >> 7;
 	slot = &cache[pairs - 1][layout][timer];
 	memset(&g, 0, sizeof(g));
-	g.num = (uint16_t)(1u << ((data[1] & 15) % 9));
+	g.num = (uint16_t)(1u << ((data[1] & 15) % 10));
 	g.want = features_from(data[0], pairs);
 	if (!*slot) {
 		struct vnet_dev_params p;
@@ -927,12 +920,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	td_run_scheduled(g.td); /* entries the last input left in the run queue */
 	memset(g.td->queue_errors, 0, sizeof(g.td->queue_errors));
 	driver_start();
+	check_op(s, false);
 	while (in.off < in.n && nops++ < MAX_OPS) {
-		unsigned op = u8(&in) % OP_COUNT;
-
-		take_snap(s);
-		run_op(op, &in);
-		check_op(s);
+		run_op(u8(&in) % OP_COUNT, &in);
+		check_op(s, true);
 	}
 	return 0;
 }
