@@ -102,7 +102,8 @@ static int rx_place(struct vnet_dev *dev, struct vnet_queue *q, struct virtio_ne
 		if (r < 0)
 			return -1;
 		if (r == 0 || nslots == VNET_RX_MAX_BUFFERS) {
-			vq_unpop(&q->vq, nslots);
+			/* Give back every chain taken for this packet, the one just popped too. */
+			vq_unpop(&q->vq, nslots + (r > 0));
 			if (r == 0)
 				return 0;
 			log_guest("queue %u: packet needs more than %d RX buffers; dropped",
@@ -268,8 +269,9 @@ static int rx_cache_fill(struct vnet_dev *dev, struct vnet_queue *q, size_t max_
 		r = vq_pop(&q->vq, c);
 		if (r <= 0)
 			return r;
+		/* Any reserved chain may become the first of a packet: each must hold a header. */
 		if (!c->nwrite || rc->niov + c->nwrite > VNET_RX_CACHE_IOV ||
-		    (!rc->n && c->write_len < VNET_HDR_LEN)) {
+		    c->write_len < VNET_HDR_LEN) {
 			vq_unpop(&q->vq, 1);
 			return -1;
 		}

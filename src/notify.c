@@ -32,8 +32,11 @@ void notify_decide(struct vnet_dev *dev, struct vnet_queue *q, enum notify_event
 	uint64_t now = dev_now(dev), deadline = 0, fired = q->coal_deadline_ns;
 	enum coal_verdict verdict;
 
-	if (!q->vq.started || q->vq.broken)
+	if (!q->vq.started || q->vq.broken) {
+		q->coal_deadline_ns = 0; /* never re-armed for a queue that decides nothing */
+		queue_rearm_timer(dev, q);
 		return;
+	}
 	if (ev == NOTIFY_COMPLETED)
 		coal_add_packets(&q->coal, packets, now);
 	verdict = coal_evaluate(&q->coal, now, &deadline);

@@ -82,6 +82,9 @@ static void dev_queue_broken(void *ctx, unsigned qidx)
 	if (!q || q->error_signalled)
 		return;
 	q->error_signalled = true;
+	/* Nothing is decided for a broken queue any more: a pending deadline would re-fire. */
+	q->coal_deadline_ns = q->tx_deadline_ns = 0;
+	queue_rearm_timer(dev, q);
 	if (dev->env->queue_error)
 		dev->env->queue_error(dev->env_ctx, qidx);
 }

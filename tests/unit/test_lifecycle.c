@@ -278,6 +278,26 @@ static void test_broken_queue_signals_error_once(void **state)
 	td_free(td);
 }
 
+/* Found by fuzz_datapath: a deadline pending when the queue broke was re-armed in the past for
+ * ever (the event loop would spin). */
+static void test_broken_queue_drops_its_pending_deadline(void **state)
+{
+	struct test_dev *td = td_new(1, TD_BASE_FEATURES);
+
+	(void)state;
+	assert_int_equal(td_coal_cmd(td, TX_SET, 10, 100), VIRTIO_NET_OK);
+	td_tx(td, TXQ, 1, 64);
+	assert_true(td->deadline[TXQ] != 0);
+	fake_vq_add_head(&td->vq[TXQ], 9999);
+	fake_vq_publish(&td->vq[TXQ]);
+	vnet_dev_kick(td->dev, TXQ);
+	assert_true(vnet_dev_queue(td->dev, TXQ)->vq.broken);
+	assert_int_equal(td->deadline[TXQ], 0);
+	td_advance(td, 1000 * US);
+	assert_int_equal(td->deadline[TXQ], 0);
+	td_free(td);
+}
+
 /* ---- Spec-exact coalescing state ---- */
 
 static struct test_dev *td_with_host_defaults(bool persist)
@@ -413,6 +433,7 @@ int main(void)
 	    T(test_disable_signals_held_rx_completions),
 	    T(test_reset_signals_held_completions_first),
 	    T(test_broken_queue_signals_error_once),
+	    T(test_broken_queue_drops_its_pending_deadline),
 	    T(test_reset_zeroes_host_settings_by_default),
 	    T(test_host_defaults_survive_reset_only_with_opt_in),
 	    T(test_enable_cycle_on_same_rings_keeps_vq_set),
