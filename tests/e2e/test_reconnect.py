@@ -104,7 +104,16 @@ def run_rounds(kit, wd, sock, small_sha):
                       'guest %d killed mid-transfer: %.1f MiB of the %d MiB blob received this '
                       'round (%.1f MiB when the kill was decided)'
                       % (round_, moved / 2**20, BLOB_MB, at_kill / 2**20))
-            fds_after = open_fds(vd.proc.pid)
+            # A control connection a stats call just closed may still be open in vnetd for a
+            # moment: wait (bounded) for the count to come back, then compare the fd lists.
+            for _ in range(50):
+                fds_after = open_fds(vd.proc.pid)
+                if fds_after <= fds_idle:
+                    break
+                time.sleep(0.1)
+            if fds_after > fds_idle:
+                print('  fds now: %s' % sorted(os.readlink('/proc/%d/fd/%s' % (vd.proc.pid, f))
+                                               for f in os.listdir('/proc/%d/fd' % vd.proc.pid)))
             check(fds_after <= fds_idle, 'no fd leaked over %d kills (%d -> %d)'
                   % (ROUNDS, fds_idle, fds_after))
             with UmlGuest(kit, sock, log_path=os.path.join(wd, 'uml-final.log')) as g:
