@@ -39,8 +39,8 @@ void *guest_mem_translate(const struct guest_mem *mem, enum guest_addr_space spa
 	return r->host + off;
 }
 
-int guest_mem_translate_iov(const struct guest_mem *mem, enum guest_addr_space space,
-			    uint64_t addr, uint64_t len, struct iovec *iov, unsigned max_iov)
+int guest_mem_translate_iov_slow(const struct guest_mem *mem, enum guest_addr_space space,
+				 uint64_t addr, uint64_t len, struct iovec *iov, unsigned max_iov)
 {
 	unsigned n = 0;
 

@@ -47,10 +47,29 @@ void *guest_mem_translate(const struct guest_mem *mem, enum guest_addr_space spa
  * runs through, so a buffer straddling adjacent regions (as DPDK's and Linux's vhost allow) is
  * split instead of refused. Same region lookup as guest_mem_translate(). Returns the iovecs
  * used (never an empty one; 0 for len 0), GUEST_MEM_BAD_ADDR or GUEST_MEM_IOV_FULL (iov
- * contents then undefined). Overflow-safe.
+ * contents then undefined). Overflow-safe. Inline for the common case (one region holds it);
+ * guest_mem_translate_iov_slow() is the general one.
  */
-int guest_mem_translate_iov(const struct guest_mem *mem, enum guest_addr_space space,
-			    uint64_t addr, uint64_t len, struct iovec *iov, unsigned max_iov);
+int guest_mem_translate_iov_slow(const struct guest_mem *mem, enum guest_addr_space space,
+				 uint64_t addr, uint64_t len, struct iovec *iov, unsigned max_iov);
+
+static inline int guest_mem_translate_iov(const struct guest_mem *mem, enum guest_addr_space space,
+					  uint64_t addr, uint64_t len, struct iovec *iov,
+					  unsigned max_iov)
+{
+	/* Fast path: the whole buffer inside the first region (unsigned: addr < base wraps). */
+	if (mem->nregions && len && max_iov) {
+		const struct guest_mem_region *r = &mem->regions[0];
+		uint64_t off = addr - (space == GUEST_ADDR_GPA ? r->gpa : r->uva);
+
+		if (off < r->size && len <= r->size - off) {
+			iov->iov_base = r->host + off;
+			iov->iov_len = (size_t)len;
+			return 1;
+		}
+	}
+	return guest_mem_translate_iov_slow(mem, space, addr, len, iov, max_iov);
+}
 
 /* guest_mem_add() - append a region (no mmap); returns 0, or -1 if full, empty or overlapping. */
 int guest_mem_add(struct guest_mem *mem, const struct guest_mem_region *region);
