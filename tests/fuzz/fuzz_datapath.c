@@ -368,11 +368,11 @@ static void build_frame(uint8_t *p, size_t len, uint8_t sel, uint8_t fill)
 /* ---- Invariants ----------------------------------------------------------------------------- */
 
 /* Follow queue i's used ring: what the device published since the last look. */
-static void check_used(unsigned i)
+/* Check queue i's new used entries; `kind` is what the queue was when it completed them. */
+static void check_used_as(unsigned i, enum vnet_queue_kind kind)
 {
 	struct fake_vq *f = &g.td->vq[i];
 	struct drv_q *d = &g.q[i];
-	const struct vnet_queue *dq = vnet_dev_queue(g.dev, i);
 	uint16_t idx = __atomic_load_n(&f->used->idx, __ATOMIC_ACQUIRE);
 	uint16_t delta = (uint16_t)(idx - d->used_seen);
 
@@ -384,11 +384,16 @@ static void check_used(unsigned i)
 
 		CHECK(e.id < g.num, "used element id >= queue size");
 		/* TX completes with 0, control with ack + result, RX with at most one packet. */
-		CHECK(e.len <= (dq->kind == VNET_QUEUE_TX ? 0 : dq->kind == VNET_QUEUE_CTRL ? 65
+		CHECK(e.len <= (kind == VNET_QUEUE_TX ? 0 : kind == VNET_QUEUE_CTRL ? 65
 				: VNET_HDR_LEN + VNET_MAX_FRAME), "used length its queue kind cannot have");
 	}
 	d->used_seen = idx;
 	d->used += delta;
+}
+
+static void check_used(unsigned i)
+{
+	check_used_as(i, vnet_dev_queue(g.dev, i)->kind);
 }
 
 /* After an op (check: what changed since the snapshot s) and before the next (s taken anew). */
@@ -520,11 +525,16 @@ static void op_reset(struct in *in)
 {
 	uint8_t mode = u8(in), flip = u8(in);
 	uint64_t want = g.want;
+	enum vnet_queue_kind kinds[VNET_MAX_QUEUES];
 
+	/* A reset signals and publishes first, then gives queues their reset roles: check the
+	 * entries against the role the queue had when it completed them. */
+	for (unsigned i = 0; i < g.nq; i++)
+		kinds[i] = vnet_dev_queue(g.dev, i)->kind;
 	vnet_dev_reset(g.dev);
 	for (unsigned i = 0; i < g.nq; i++) {
 		if (g.q[i].live)
-			check_used(i);
+			check_used_as(i, kinds[i]);
 		g.q[i].live = false;
 		g.q[i].fresh = true;
 	}
