@@ -17,8 +17,9 @@ FE_MAIN, BE_MAIN = 0, 1          # frontend forwards on lcore 1, DPDK backend on
 class Stack:
     """One backend with its virtio-user traffic source, started and torn down as a unit."""
 
-    def __init__(self, kind, impl, size, wd, tools, tag, wrapper=(), seq=[0]):
+    def __init__(self, kind, impl, size, wd, tools, tag, wrapper=(), queue_size=None, seq=[0]):
         seq[0] += 1
+        self.vu_opts = ',queue_size=%d' % queue_size if queue_size else ''
         self.kind, self.impl, self.size, self.wd, self.tools = kind, impl, size, wd, tools
         self.pfx = 'vnetd-dp-%d-%d' % (os.getpid(), seq[0])
         self.tag = tag
@@ -65,8 +66,8 @@ class Stack:
         # flowgen: each port receives (and frees) what arrives and generates frames towards the
         # other port's MAC, so the switch learns both MACs and forwards (it floods only the very
         # first frames, to the one other port).
-        self._frontend(['net_virtio_user0,path=%s,queues=1,mac=%s' % (a, MAC0),
-                        'net_virtio_user1,path=%s,queues=1,mac=%s' % (b, MAC1)],
+        self._frontend(['net_virtio_user0,path=%s,queues=1,mac=%s%s' % (a, MAC0, self.vu_opts),
+                        'net_virtio_user1,path=%s,queues=1,mac=%s%s' % (b, MAC1, self.vu_opts)],
                        ['--forward-mode=flowgen', '--eth-peer=0,%s' % MAC1, '--eth-peer=1,%s' % MAC0])
 
     def _tap(self):
@@ -87,17 +88,21 @@ class Stack:
             self.ifname = 'dtap0'
             self._dpdk_backend(['net_vhost0,iface=%s,queues=1' % s, 'net_tap0,iface=%s' % self.ifname])
             P.wait_link(self.ns, self.ifname)
-        self._frontend(['net_virtio_user0,path=%s,queues=1,mac=%s' % (s, MAC0)],
+        self._frontend(['net_virtio_user0,path=%s,queues=1,mac=%s%s' % (s, MAC0, self.vu_opts)],
                        ['--forward-mode=txonly', '--port-topology=loop', '--eth-peer=0,' + TAP_PEER])
 
     # -- counters -----------------------------------------------------------------------------
     def counts(self):
         """(packets out of the backend, packets the frontend got into its TX ring) so far."""
-        fs = self.fe.port_stats()
-        accepted = sum(p['tx_packets'] for p in fs.values())
         if self.kind == 'switch':
-            return sum(p['rx_packets'] for p in fs.values()), accepted
-        return P.tap_counters(self.ns, self.ifname)['rx_packets'], accepted
+            fs = self.fe.port_stats()
+            return (sum(p['rx_packets'] for p in fs.values()),
+                    sum(p['tx_packets'] for p in fs.values()))
+        # the tap counter takes an `ip` call: read it on both sides of the source's counters
+        t0 = P.tap_counters(self.ns, self.ifname)['rx_packets']
+        accepted = sum(p['tx_packets'] for p in self.fe.port_stats().values())
+        t1 = P.tap_counters(self.ns, self.ifname)['rx_packets']
+        return (t0 + t1) / 2, accepted
 
     def sample(self):
         t0 = time.monotonic()
