@@ -101,6 +101,10 @@ def provenance():
     return {'vnetd_build': BUILD, 'vnetd_source': src, 'vnetd_commit': git(src, 'rev-parse', 'HEAD'),
             'vnetd_describe': git(src, 'describe', '--always', '--dirty'),
             'vnetd_branch': git(src, 'rev-parse', '--abbrev-ref', 'HEAD'),
+            # the newest commit that changed vnetd itself (a bench-only commit changes nothing)
+            'vnetd_src_commit': git(src, 'log', '-1', '--format=%h %s', '--', 'src', 'meson.build',
+                                    'meson_options.txt'),
+            'vnetd_src_dirty': bool(git(src, 'status', '--porcelain', '--', 'src', 'meson.build')),
             'vnetd_sha256': digest,
             'vnetd_mtime': datetime.datetime.fromtimestamp(
                 os.path.getmtime(os.path.join(BUILD, 'vnetd'))).isoformat(timespec='seconds'),
@@ -162,7 +166,7 @@ def cell(x, spec, pct=False):
         return '-'
     k = 100 if pct else 1
     if x['n'] > 1:
-        return ('%s [%s-%s]' % (spec, spec, spec)) % (k * x['median'], k * x['min'], k * x['max'])
+        return ('%s [%s..%s]' % (spec, spec, spec)) % (k * x['median'], k * x['min'], k * x['max'])
     return spec % (k * x['median'])
 
 
@@ -417,7 +421,7 @@ def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, 
                '(high: the backend is the bottleneck; ~0: the source is, and a busy-polling '
                'backend\'s Mpps/core then understates what it could do); others\' cores = CPU '
                'used meanwhile by processes outside the benchmark (the machine has %d); '
-               'median [min-max] over %d interleaved reps of %.0f s.'
+               'median [min..max] over %d interleaved reps of %.0f s.'
                % (os.cpu_count(), args.reps, args.duration)]
     errs = [r for r in runs if 'error' in r]
     skips = sorted({'%s/%s/%d: %s' % (r['backend'], r['impl'], r['size'], r['skipped'])
@@ -431,9 +435,12 @@ def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, 
         md += ['']
         md += (dp_callgrind.report(s) if 'error' not in s else
                ['callgrind %s path failed: %s' % (b, s['error'][:500])])
-    md += ['', 'vnetd %s (%s, commit %s, binary sha256 %s...); DPDK %s; %s, %d CPUs (%s), kernel %s; '
+    md += ['', 'vnetd %s (%s, commit %s; last change to vnetd\'s sources: %s%s; binary sha256 '
+           '%s...); DPDK %s; %s, %d CPUs (%s), kernel %s; '
            'load average %.2f at start, %.2f at end; took %.0f s.'
            % (prov['vnetd_describe'], prov['vnetd_build'], prov['vnetd_commit'],
+              (prov['vnetd_src_commit'] or '?').split()[0],
+              ', sources modified' if prov['vnetd_src_dirty'] else '',
               prov['vnetd_sha256'][:12], meta['dpdk'], meta['host'], meta['cpus'], cpu_model,
               meta['kernel'], load0[0], load1[0], meta['elapsed_s'])]
     if info.get('error'):
