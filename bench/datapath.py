@@ -44,6 +44,7 @@ import dp_procs as P  # noqa: E402
 from dp_procs import BenchError, JANITOR, log  # noqa: E402
 from dp_stacks import NET_TAP_MAX_FRAME, Stack, measure  # noqa: E402
 
+QUIET_CORES = 0.25
 BUILD = os.path.abspath(os.environ.get('VNETD_BUILD', os.path.join(TOP, 'build')))
 IMPLS = ('vnetd', 'dpdk')
 SKIP = 77
@@ -262,6 +263,9 @@ def parse_args():
     ap.add_argument('--duration', type=float, help='measured seconds per run (default 5)')
     ap.add_argument('--warmup', type=float, help='seconds of traffic before measuring (default 1)')
     ap.add_argument('--slices', type=int, help='sub-intervals recorded per run (default 5)')
+    ap.add_argument('--quiet-wait', type=float,
+                    help='before each run, wait up to this many seconds for the machine to be '
+                         'quiet (< %.2f cores busy with other work; default 30)' % QUIET_CORES)
     ap.add_argument('--quick', action='store_true',
                     help='development: 1 rep, 2 s runs, 0.5 s warm-up, 1 callgrind run of 50k '
                          'packets (options given explicitly still apply)')
@@ -276,9 +280,11 @@ def parse_args():
                     'datapath-latest.* files go next to it')
     args = ap.parse_args()
     # --quick changes only the defaults: explicit options win
-    defaults = dict(reps=3, duration=5, warmup=1, slices=5, cg_packets=200000, cg_runs=3)
+    defaults = dict(reps=3, duration=5, warmup=1, slices=5, cg_packets=200000, cg_runs=3,
+                    quiet_wait=30)
     if args.quick:
-        defaults.update(reps=1, duration=2, warmup=0.5, slices=2, cg_packets=50000, cg_runs=1)
+        defaults.update(reps=1, duration=2, warmup=0.5, slices=2, cg_packets=50000, cg_runs=1,
+                        quiet_wait=0)
     for k, v in defaults.items():
         if getattr(args, k) is None:
             setattr(args, k, v)
@@ -367,6 +373,20 @@ def main():
     write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, sizes)
 
 
+def wait_quiet(limit):
+    """Wait (up to limit s) until other work uses < QUIET_CORES; nothing of ours runs now."""
+    t0 = time.monotonic()
+    while True:
+        a = P.machine_ticks()
+        time.sleep(0.5)
+        b = P.machine_ticks()
+        busy = (b[0] - a[0]) / (P.CLK_TCK * 0.5)
+        waited = time.monotonic() - t0
+        if busy < QUIET_CORES or waited >= limit:
+            return round(waited, 1), round(busy, 2)
+        time.sleep(1)
+
+
 def one_measurement(args, b, impl, s, rep, wd, tools, k, total):
     run = {'backend': b, 'impl': impl, 'size': s, 'rep': rep, 'loadavg': os.getloadavg()}
     if (b, impl) == ('tap', 'dpdk') and s > NET_TAP_MAX_FRAME:
@@ -374,6 +394,7 @@ def one_measurement(args, b, impl, s, rep, wd, tools, k, total):
                           'longer ones)' % NET_TAP_MAX_FRAME)
         log('[%d/%d] %-6s %-5s %5d B  skipped: %s' % (k, total, b, impl, s, run['skipped']))
         return run
+    run['waited_s'], run['busy_before'] = wait_quiet(args.quiet_wait)
     t0 = time.monotonic()
     st = None
     try:
@@ -420,9 +441,12 @@ def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, 
                'ring full = share of the frames the source generated that found its TX ring full '
                '(high: the backend is the bottleneck; ~0: the source is, and a busy-polling '
                'backend\'s Mpps/core then understates what it could do); others\' cores = CPU '
-               'used meanwhile by processes outside the benchmark (the machine has %d); '
-               'median [min..max] over %d interleaved reps of %.0f s.'
-               % (os.cpu_count(), args.reps, args.duration)]
+               'used meanwhile by processes outside the benchmark (the machine has %d; each run '
+               'first waited up to %.0f s for other work to drop below %.2f cores: %d of %d runs '
+               'started on a busier machine); median [min..max] over %d interleaved reps of '
+               '%.0f s.' % (os.cpu_count(), args.quiet_wait, QUIET_CORES,
+                            sum(1 for r in runs if r.get('busy_before', 0) >= QUIET_CORES),
+                            sum(1 for r in runs if 'mpps' in r), args.reps, args.duration)]
     errs = [r for r in runs if 'error' in r]
     skips = sorted({'%s/%s/%d: %s' % (r['backend'], r['impl'], r['size'], r['skipped'])
                     for r in runs if 'skipped' in r})
