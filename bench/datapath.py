@@ -141,7 +141,9 @@ def agg(vals):
     return {'median': statistics.median(vals), 'min': min(vals), 'max': max(vals), 'n': len(vals)}
 
 
-def summarize(runs, backends, sizes):
+def summarize(runs, backends, sizes, keep_contended=False):
+    """Median/min/max per (backend, size, impl) over the runs no other work disturbed (all runs
+    when every one was disturbed, or with keep_contended)."""
     summary, ratios = {}, {}
     for b in backends:
         for s in sizes:
@@ -149,9 +151,12 @@ def summarize(runs, backends, sizes):
             for impl in IMPLS:
                 rs = [r for r in runs if (r['backend'], r['size'], r['impl']) == (b, s, impl)
                       and 'mpps' in r]
+                clean = [r for r in rs if not r['contended']] if not keep_contended else rs
                 if rs:
-                    summary.setdefault(key, {})[impl] = {m: agg(r.get(m) for r in rs)
-                                                         for m in METRICS}
+                    x = {m: agg(r.get(m) for r in clean or rs) for m in METRICS}
+                    x['runs_used'], x['runs'] = len(clean or rs), len(rs)
+                    x['contended_used'] = not clean
+                    summary.setdefault(key, {})[impl] = x
             v, d = summary.get(key, {}).get('vnetd'), summary.get(key, {}).get('dpdk')
             if v and d:
                 rat = {}
@@ -173,8 +178,8 @@ def cell(x, spec, pct=False):
 
 def table_md(summary, ratios, backends, sizes):
     lines = ['| backend | frame B | impl | Mpps | Gbit/s | loss % | backend cores | Mpps/core | '
-             'vnetd/DPDK Mpps | vnetd/DPDK per core | ring full % | others\' cores |',
-             '|---|---:|---|---|---|---|---|---|---:|---:|---:|---:|']
+             'vnetd/DPDK Mpps | vnetd/DPDK per core | ring full % | others\' cores | runs |',
+             '|---|---:|---|---|---|---|---|---|---:|---:|---:|---:|---:|']
     for b in backends:
         for s in sizes:
             key = '%s/%d' % (b, s)
@@ -183,14 +188,15 @@ def table_md(summary, ratios, backends, sizes):
                 if not x:
                     continue
                 r = ratios.get(key, {}) if impl == 'vnetd' else {}
-                lines.append('| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |' % (
+                lines.append('| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |' % (
                     b, s, impl, cell(x['mpps'], '%.3f'), cell(x['gbps'], '%.2f'),
                     cell(x['loss'], '%.1f', pct=True), cell(x['backend_cores'], '%.2f'),
                     cell(x['mpps_per_core'], '%.3f'),
                     '%.2f' % r['mpps'] if 'mpps' in r else '', '%.2f' % r['mpps_per_core']
                     if 'mpps_per_core' in r else '',
                     '%.0f' % (100 * x['ring_full']['median']) if x['ring_full'] else '-',
-                    '%.2f' % x['others_cores']['median'] if x['others_cores'] else '-'))
+                    '%.2f' % x['others_cores']['median'] if x['others_cores'] else '-',
+                    '%d/%d%s' % (x['runs_used'], x['runs'], '*' if x['contended_used'] else '')))
     return '\n'.join(lines)
 
 
@@ -271,6 +277,12 @@ def parse_args():
                          'packets (options given explicitly still apply)')
     ap.add_argument('--no-peer', dest='peer', action='store_false', default=True,
                     help='vnetd only, no DPDK vhost PMD runs')
+    ap.add_argument('--retries', type=int, default=2,
+                    help='re-measure a run that other work disturbed (>= %.2f cores) up to this '
+                         'many times (default 2)' % QUIET_CORES)
+    ap.add_argument('--keep-contended', action='store_true',
+                    help='summarize over disturbed runs too (default: only over undisturbed ones '
+                         'where there are any)')
     ap.add_argument('--callgrind-only', action='store_true', help='only the callgrind figure')
     ap.add_argument('--no-callgrind', dest='callgrind', action='store_false', default=True)
     ap.add_argument('--cg-packets', type=int, help='packets per callgrind run (default 200000)')
@@ -345,7 +357,11 @@ def main():
                     for s in sizes:
                         for impl in impls:
                             k += 1
-                            runs.append(one_measurement(args, b, impl, s, rep, wd, tools, k, total))
+                            for attempt in range(1 + args.retries):
+                                r = one_measurement(args, b, impl, s, rep, wd, tools, k, total)
+                                runs.append(r)
+                                if not r.get('contended'):
+                                    break
         if args.callgrind:
             for b in args.backends:
                 log('datapath: callgrind, %s path, %d x %d packets of %d B ...'
@@ -406,19 +422,20 @@ def one_measurement(args, b, impl, s, rep, wd, tools, k, total):
         if st:
             st.close()
     run['wall_s'] = round(time.monotonic() - t0, 1)
+    run['contended'] = run.get('others_cores', 0) >= QUIET_CORES
     if 'error' in run:
         log('[%d/%d] %-6s %-5s %5d B  ERROR %s' % (k, total, b, impl, s, run['error'][:400]))
     else:
         log('[%d/%d] %-6s %-5s %5d B  %7.3f Mpps %7.2f Gbit/s  loss %5.1f %%  backend %.2f cores '
-            '%7.3f Mpps/core  (others %.2f cores, load %.2f)'
+            '%7.3f Mpps/core  (others %.2f cores, load %.2f)%s'
             % (k, total, b, impl, s, run['mpps'], run['gbps'], 100 * (run['loss'] or 0),
                run['backend_cores'], run['mpps_per_core'] or 0, run['others_cores'],
-               run['loadavg'][0]))
+               run['loadavg'][0], '  DISTURBED' if run['contended'] else ''))
     return run
 
 
 def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, sizes):
-    summary, ratios = summarize(runs, args.backends, sizes)
+    summary, ratios = summarize(runs, args.backends, sizes, args.keep_contended)
     load1 = os.getloadavg()
     with open('/proc/cpuinfo') as f:
         cpu_model = next((l.split(':', 1)[1].strip() for l in f if l.startswith('model name')), '?')
@@ -443,10 +460,14 @@ def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, 
                'backend\'s Mpps/core then understates what it could do); others\' cores = CPU '
                'used meanwhile by processes outside the benchmark (the machine has %d; each run '
                'first waited up to %.0f s for other work to drop below %.2f cores: %d of %d runs '
-               'started on a busier machine); median [min..max] over %d interleaved reps of '
-               '%.0f s.' % (os.cpu_count(), args.quiet_wait, QUIET_CORES,
-                            sum(1 for r in runs if r.get('busy_before', 0) >= QUIET_CORES),
-                            sum(1 for r in runs if 'mpps' in r), args.reps, args.duration)]
+               'started on a busier machine); a run during which other work used >= %.2f cores '
+               'is "disturbed": it is re-measured (up to %d times) and left out of the summary '
+               'where undisturbed runs exist (runs = used/measured, * = only disturbed ones); '
+               'median [min..max] over %d interleaved reps of %.0f s.'
+               % (os.cpu_count(), args.quiet_wait, QUIET_CORES,
+                  sum(1 for r in runs if r.get('busy_before', 0) >= QUIET_CORES),
+                  sum(1 for r in runs if 'mpps' in r), QUIET_CORES, args.retries, args.reps,
+                  args.duration)]
     errs = [r for r in runs if 'error' in r]
     skips = sorted({'%s/%s/%d: %s' % (r['backend'], r['impl'], r['size'], r['skipped'])
                     for r in runs if 'skipped' in r})
