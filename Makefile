@@ -7,7 +7,7 @@ FUZZ_SECONDS ?= 600
 PYTHON     ?= python3
 export VNETD_BUILD := $(abspath $(BUILD))
 
-.PHONY: all build check unit asan fuzz-smoke fuzz e2e demo bench bench-fairness clean
+.PHONY: all build check unit asan fuzz-smoke fuzz e2e demo bench bench-fairness bench-datapath clean
 
 all: build
 
@@ -58,6 +58,11 @@ bench: build
 # One flooding guest vs the others: control-socket RTT and throughput (about 1.5 minutes).
 bench-fairness: build
 	$(PYTHON) bench/fairness.py
+
+# vnetd vs DPDK's vhost PMD, virtio-user (testpmd) as the source; another vnetd: BUILD=/path/to/build.
+# Options: DATAPATH_ARGS="--quick" (or --sizes, --backends, --no-peer, --callgrind-only, ...).
+bench-datapath: build
+	$(PYTHON) bench/datapath.py $(DATAPATH_ARGS)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -1,0 +1,512 @@
+#!/usr/bin/env python3
+"""make bench-datapath: vnetd's data path (Mpps, CPU per packet) vs DPDK's vhost PMD; virtio-user is the source."""
+
+# Set-ups (each started afresh for every measurement, torn down after it):
+#   switch  vnetd `--port socket=A,switch --port socket=B,switch` | peer: dpdk-testpmd with
+#           net_vhost0/1 on A and B in io forwarding. Source: one dpdk-testpmd with two
+#           virtio-user ports on A and B in flowgen mode: each port drains its RX ring and
+#           transmits to the other port's MAC (--eth-peer), so both directions are loaded and the
+#           switch forwards (after learning both MACs from the first frames). Rate = frames the
+#           source received on both ports.
+#   tap     vnetd `--port socket=T,tap=vtap0` in a network namespace this script creates | peer:
+#           testpmd net_vhost0 on T + net_tap0 (dtap0, own namespace) in io forwarding. Source: one
+#           virtio-user port in txonly. Rate = the tap's rx_packets (what the kernel got).
+# The source's forwarding lcore is CPU 1; the backend runs on CPU 0 (vnetd via taskset, DPDK's
+# forwarding lcore via --main-lcore 1). Backend CPU = utime+stime delta of the backend process
+# only (/proc/PID/stat) over the measured interval; DPDK's vhost PMD busy-polls, so it is ~1 core.
+# Repetitions are interleaved (vnetd, dpdk, vnetd, dpdk, ...); medians and min-max are reported.
+# A deterministic figure: callgrind instructions per packet of vnetd (bench/dp_callgrind.py).
+#
+# VNETD_BUILD=/path/to/build selects the vnetd under test (default: this tree's build/). Writes
+# results/datapath-<date>.json, results/datapath-latest.{json,md,png}. Needs root for the tap
+# set-up, dpdk-testpmd (Debian dpdk-dev), valgrind for the callgrind figure, gnuplot for the chart.
+
+import argparse
+import datetime
+import hashlib
+import json
+import os
+import platform
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(TOP, 'tests', 'e2e'))
+import dp_callgrind  # noqa: E402
+import dp_procs as P  # noqa: E402
+from dp_procs import BenchError, JANITOR, log  # noqa: E402
+from dp_stacks import NET_TAP_MAX_FRAME, Stack, measure  # noqa: E402
+
+QUIET_CORES = 0.25
+BUILD = os.path.abspath(os.environ.get('VNETD_BUILD', os.path.join(TOP, 'build')))
+IMPLS = ('vnetd', 'dpdk')
+SKIP = 77
+
+
+# ---------------------------------------------------------------------------------------------
+# prerequisites and provenance
+
+def check_prereqs(args):
+    if shutil.which('dpdk-testpmd') is None:
+        log('datapath: dpdk-testpmd is missing; install it with:\n    apt-get install -y dpdk-dev')
+        sys.exit(SKIP)
+    problems, missing = [], []
+    for exe in ('vnetd', 'vnetctl'):
+        if not os.access(os.path.join(BUILD, exe), os.X_OK):
+            problems.append('%s/%s not built (VNETD_BUILD=%s; run make)' % (BUILD, exe, BUILD))
+    if 'tap' in args.backends:
+        if os.geteuid() != 0:
+            problems.append('the tap set-up needs root (network namespaces); or --backends switch')
+        if not os.path.exists('/dev/net/tun'):
+            problems.append('no /dev/net/tun (tap set-up)')
+    for exe, pkg in (('ip', 'iproute2'), ('taskset', 'util-linux'), ('stdbuf', 'coreutils')):
+        if shutil.which(exe) is None:
+            missing.append(pkg)
+    if args.callgrind and shutil.which('valgrind') is None:
+        missing.append('valgrind')
+    if shutil.which('gnuplot') is None:
+        log('datapath: no gnuplot: no chart (apt-get install -y gnuplot-nox)')
+    if missing:
+        problems.append('missing packages; install them with:\n    apt-get install -y %s'
+                        % ' '.join(sorted(set(missing))))
+    if problems:
+        for p in problems:
+            log('datapath: ' + p)
+        sys.exit(1)
+
+
+def git(src, *a):
+    r = subprocess.run(['git', '-C', src] + list(a), capture_output=True, text=True)
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def provenance():
+    """Which vnetd is measured: the git state of VNETD_BUILD's source dir, and the binary's hash."""
+    src = None
+    try:
+        with open(os.path.join(BUILD, 'meson-info', 'meson-info.json')) as f:
+            src = json.load(f)['directories']['source']
+    except (OSError, ValueError, KeyError):
+        pass
+    if not src or git(src, 'rev-parse', 'HEAD') is None:
+        src = TOP
+    with open(os.path.join(BUILD, 'vnetd'), 'rb') as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    return {'vnetd_build': BUILD, 'vnetd_source': src, 'vnetd_commit': git(src, 'rev-parse', 'HEAD'),
+            'vnetd_describe': git(src, 'describe', '--always', '--dirty'),
+            'vnetd_branch': git(src, 'rev-parse', '--abbrev-ref', 'HEAD'),
+            # the newest commit that changed vnetd itself (a bench-only commit changes nothing)
+            'vnetd_src_commit': git(src, 'log', '-1', '--format=%h %s', '--', 'src', 'meson.build',
+                                    'meson_options.txt'),
+            'vnetd_src_dirty': bool(git(src, 'status', '--porcelain', '--', 'src', 'meson.build')),
+            'vnetd_sha256': digest,
+            'vnetd_mtime': datetime.datetime.fromtimestamp(
+                os.path.getmtime(os.path.join(BUILD, 'vnetd'))).isoformat(timespec='seconds'),
+            'bench_commit': git(TOP, 'describe', '--always', '--dirty')}
+
+
+def dpdk_version():
+    r = subprocess.run(['dpkg-query', '-W', '-f=${Version}', 'dpdk-dev'], capture_output=True,
+                       text=True)
+    return r.stdout.strip() or '?'
+
+
+def probe_virtio_user(wd, tools):
+    """What the virtio-user PMD reports (max RX frame, max MTU), with vnetd as its backend."""
+    st = Stack('switch', 'vnetd', 64, wd, tools, 'probe')
+    try:
+        return st.fe.port_info(0)
+    finally:
+        st.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# summaries
+
+METRICS = ('mpps', 'gbps', 'accepted_mpps', 'loss', 'backend_cores', 'mpps_per_core',
+           'frontend_cores', 'others_cores', 'ring_full')
+
+
+def agg(vals):
+    vals = [v for v in vals if v is not None]
+    if not vals:
+        return None
+    return {'median': statistics.median(vals), 'min': min(vals), 'max': max(vals), 'n': len(vals)}
+
+
+def summarize(runs, backends, sizes, keep_contended=False):
+    """Median/min/max per (backend, size, impl) over the runs no other work disturbed (all runs
+    when every one was disturbed, or with keep_contended)."""
+    summary, ratios = {}, {}
+    for b in backends:
+        for s in sizes:
+            key = '%s/%d' % (b, s)
+            for impl in IMPLS:
+                rs = [r for r in runs if (r['backend'], r['size'], r['impl']) == (b, s, impl)
+                      and 'mpps' in r]
+                clean = [r for r in rs if not r['contended']] if not keep_contended else rs
+                if rs:
+                    x = {m: agg(r.get(m) for r in clean or rs) for m in METRICS}
+                    x['runs_used'], x['runs'] = len(clean or rs), len(rs)
+                    x['contended_used'] = not clean
+                    summary.setdefault(key, {})[impl] = x
+            v, d = summary.get(key, {}).get('vnetd'), summary.get(key, {}).get('dpdk')
+            if v and d:
+                rat = {}
+                for m in ('mpps', 'mpps_per_core'):
+                    if v[m] and d[m] and d[m]['median']:
+                        rat[m] = v[m]['median'] / d[m]['median']
+                ratios[key] = rat
+    return summary, ratios
+
+
+def cell(x, spec, pct=False):
+    if not x:
+        return '-'
+    k = 100 if pct else 1
+    if x['n'] > 1:
+        return ('%s [%s..%s]' % (spec, spec, spec)) % (k * x['median'], k * x['min'], k * x['max'])
+    return spec % (k * x['median'])
+
+
+def table_md(summary, ratios, backends, sizes):
+    lines = ['| backend | frame B | impl | Mpps | Gbit/s | loss % | backend cores | Mpps/core | '
+             'vnetd/DPDK Mpps | vnetd/DPDK per core | ring full % | others\' cores | runs |',
+             '|---|---:|---|---|---|---|---|---|---:|---:|---:|---:|---:|']
+    for b in backends:
+        for s in sizes:
+            key = '%s/%d' % (b, s)
+            for impl in IMPLS:
+                x = summary.get(key, {}).get(impl)
+                if not x:
+                    continue
+                r = ratios.get(key, {}) if impl == 'vnetd' else {}
+                lines.append('| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |' % (
+                    b, s, impl, cell(x['mpps'], '%.3f'), cell(x['gbps'], '%.2f'),
+                    cell(x['loss'], '%.1f', pct=True), cell(x['backend_cores'], '%.2f'),
+                    cell(x['mpps_per_core'], '%.3f'),
+                    '%.2f' % r['mpps'] if 'mpps' in r else '', '%.2f' % r['mpps_per_core']
+                    if 'mpps_per_core' in r else '',
+                    '%.0f' % (100 * x['ring_full']['median']) if x['ring_full'] else '-',
+                    '%.2f' % x['others_cores']['median'] if x['others_cores'] else '-',
+                    '%d/%d%s' % (x['runs_used'], x['runs'], '*' if x['contended_used'] else '')))
+    return '\n'.join(lines)
+
+
+def table_term(md):
+    """The markdown table, aligned for a terminal."""
+    rows = [[c.strip() for c in l.strip('|').split('|')] for l in md.splitlines()]
+    rows = [r for r in rows if not set(''.join(r)) <= set('-:')]
+    w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    out = ['  '.join(c.ljust(w[i]) for i, c in enumerate(r)) for r in rows]
+    return '\n'.join([out[0], '-' * len(out[0])] + out[1:])
+
+
+def chart(summary, backends, sizes, path_png, path_dat):
+    """Mpps per core (top) and Mpps (bottom), vnetd vs DPDK, per frame size; one column per backend."""
+    if shutil.which('gnuplot') is None:
+        return False
+    metrics = [('mpps_per_core', 'Mpps per backend core'), ('mpps', 'Mpps (delivered)')]
+    have = set()
+    with open(path_dat, 'w') as f:
+        for b in backends:
+            f.write('# %s: size then per metric vnetd med min max dpdk med min max\n' % b)
+            for s in sizes:
+                cols = []
+                for m, _ in metrics:
+                    for impl in IMPLS:
+                        x = summary.get('%s/%d' % (b, s), {}).get(impl, {}).get(m)
+                        cols += ['%g' % x['median'], '%g' % x['min'], '%g' % x['max']] if x else \
+                            ['NaN'] * 3
+                        if x:
+                            have.add((b, m, impl))
+                f.write('%d %s\n' % (s, ' '.join(cols)))
+            f.write('\n\n')
+    gp = ['set terminal pngcairo size %d,800 font "sans,10"' % (560 * len(backends) + 80),
+          'set output "%s"' % path_png,
+          'set multiplot layout 2,%d title "vnetd vs DPDK vhost PMD, virtio-user source (testpmd); '
+          'median, bars = min-max"' % len(backends),
+          'set style data histogram', 'set style histogram errorbars gap 1 lw 1',
+          'set style fill solid 0.6 border -1', 'set boxwidth 0.9',
+          'set grid ytics', 'set key top right', 'set xlabel "frame size (bytes)"']
+    for mi, (m, title) in enumerate(metrics):
+        for bi, b in enumerate(backends):
+            plots = []
+            for ii, (impl, label, color) in enumerate((('vnetd', 'vnetd', '#1f77b4'),
+                                                       ('dpdk', 'DPDK vhost', '#ff7f0e'))):
+                c = 2 + 6 * mi + 3 * ii
+                if (b, m, impl) in have:
+                    plots.append('"%s" index %d using %d:%d:%d:xtic(1) title "%s" lc rgb "%s"'
+                                 % (path_dat, bi, c, c + 1, c + 2, label, color))
+            top = [summary.get('%s/%d' % (b, s), {}).get(impl, {}).get(m) for s in sizes
+                   for impl in IMPLS]
+            top = max([x['max'] for x in top if x] + [1e-3])
+            gp += ['set yrange [0:%g]' % (1.15 * top), 'set title "%s path: %s"' % (b, title),
+                   'plot ' + ', '.join(plots) if plots else 'set multiplot next']
+    gp.append('unset multiplot')
+    r = subprocess.run(['gnuplot'], input='\n'.join(gp) + '\n', text=True, capture_output=True)
+    if r.returncode != 0:
+        log('gnuplot failed: ' + r.stderr)
+    return r.returncode == 0
+
+
+# ---------------------------------------------------------------------------------------------
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--sizes', default='64,512,1500,max',
+                    help='frame sizes in bytes, "max" = the largest frame virtio-user takes '
+                         '(its max RX packet length); default 64,512,1500,max')
+    ap.add_argument('--backends', default='switch,tap', help='switch,tap (default both)')
+    ap.add_argument('--reps', type=int, help='interleaved repetitions (default 3)')
+    ap.add_argument('--duration', type=float, help='measured seconds per run (default 5)')
+    ap.add_argument('--warmup', type=float, help='seconds of traffic before measuring (default 1)')
+    ap.add_argument('--slices', type=int, help='sub-intervals recorded per run (default 5)')
+    ap.add_argument('--quiet-wait', type=float,
+                    help='before each run, wait up to this many seconds for the machine to be '
+                         'quiet (< %.2f cores busy with other work; default 30)' % QUIET_CORES)
+    ap.add_argument('--quick', action='store_true',
+                    help='development: 1 rep, 2 s runs, 0.5 s warm-up, 1 callgrind run of 50k '
+                         'packets (options given explicitly still apply)')
+    ap.add_argument('--no-peer', dest='peer', action='store_false', default=True,
+                    help='vnetd only, no DPDK vhost PMD runs')
+    ap.add_argument('--retries', type=int, default=2,
+                    help='re-measure a run that other work disturbed (>= %.2f cores) up to this '
+                         'many times (default 2)' % QUIET_CORES)
+    ap.add_argument('--keep-contended', action='store_true',
+                    help='summarize over disturbed runs too (default: only over undisturbed ones '
+                         'where there are any)')
+    ap.add_argument('--callgrind-only', action='store_true', help='only the callgrind figure')
+    ap.add_argument('--no-callgrind', dest='callgrind', action='store_false', default=True)
+    ap.add_argument('--cg-packets', type=int, help='packets per callgrind run (default 200000)')
+    ap.add_argument('--cg-runs', type=int, help='callgrind runs per path (default 3)')
+    ap.add_argument('--cg-size', type=int, default=64, help='frame size for callgrind (default 64)')
+    ap.add_argument('--out', help='JSON output (default results/datapath-<date>.json); the '
+                    'datapath-latest.* files go next to it')
+    args = ap.parse_args()
+    # --quick changes only the defaults: explicit options win
+    defaults = dict(reps=3, duration=5, warmup=1, slices=5, cg_packets=200000, cg_runs=3,
+                    quiet_wait=30)
+    if args.quick:
+        defaults.update(reps=1, duration=2, warmup=0.5, slices=2, cg_packets=50000, cg_runs=1,
+                        quiet_wait=0)
+    for k, v in defaults.items():
+        if getattr(args, k) is None:
+            setattr(args, k, v)
+    args.backends = [b.strip() for b in args.backends.split(',') if b.strip()]
+    for b in args.backends:
+        if b not in ('switch', 'tap'):
+            ap.error('unknown backend %r (switch, tap)' % b)
+    args.sizes = [s.strip() for s in args.sizes.split(',') if s.strip()]
+    for s in args.sizes:
+        if s != 'max' and not (s.isdigit() and 60 <= int(s) <= 65407):
+            ap.error('frame size %r: 60..65407 or max' % s)
+    if args.callgrind_only:
+        args.callgrind = True
+    return args
+
+
+def main():
+    args = parse_args()
+    check_prereqs(args)
+    t_start = time.monotonic()
+    now = datetime.datetime.now()
+    out = args.out or os.path.join(TOP, 'results', 'datapath-%s.json' % now.strftime('%Y%m%d-%H%M%S'))
+    resdir = os.path.dirname(os.path.abspath(out))
+    os.makedirs(resdir, exist_ok=True)
+    prov = provenance()
+
+    def on_signal(sig, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, on_signal)
+    wd = tempfile.mkdtemp(prefix='vnetd-datapath-')
+    JANITOR.paths.append(wd)
+    # Private copies: the tree under test may be rebuilt while we run.
+    tools = {}
+    for exe in ('vnetd', 'vnetctl'):
+        tools[exe] = os.path.join(wd, exe)
+        shutil.copy2(os.path.join(BUILD, exe), tools[exe])
+    load0 = os.getloadavg()
+    log('datapath: vnetd %s (%s), DPDK %s; %s, %d CPUs, load average %.2f %.2f %.2f; work dir %s'
+        % (prov['vnetd_describe'], prov['vnetd_build'], dpdk_version(), platform.node(),
+           os.cpu_count(), *load0, wd))
+    if load0[0] > 0.5:
+        log('datapath: WARNING: the machine is busy (load %.2f); the benchmark itself keeps 2 '
+            'cores busy, so others\' work lowers and spreads the rates' % load0[0])
+
+    runs, info, cg, sizes = [], {}, {}, []
+    try:
+        info['virtio_user'] = vu = probe_virtio_user(wd, tools)
+        max_len = vu.get('max_rx_pktlen', 9728)
+        sizes = sorted({max_len if s == 'max' else int(s) for s in args.sizes})
+        log('datapath: virtio-user reports a max RX packet length of %s B: "max" = %d B'
+            % (vu.get('max_rx_pktlen'), max_len))
+        if not args.callgrind_only:
+            impls = IMPLS if args.peer else ('vnetd',)
+            total = args.reps * len(args.backends) * len(sizes) * len(impls)
+            k = 0
+            for rep in range(args.reps):
+                for b in args.backends:
+                    for s in sizes:
+                        for impl in impls:
+                            k += 1
+                            for attempt in range(1 + args.retries):
+                                r = one_measurement(args, b, impl, s, rep, wd, tools, k, total)
+                                runs.append(r)
+                                if not r.get('contended'):
+                                    break
+        if args.callgrind:
+            for b in args.backends:
+                log('datapath: callgrind, %s path, %d x %d packets of %d B ...'
+                    % (b, args.cg_runs, args.cg_packets, args.cg_size))
+                try:
+                    cg[b] = dp_callgrind.measure(b, args.cg_size, args.cg_packets, args.cg_runs,
+                                                 wd, tools)
+                    log('  %.1f instructions per packet (runs: %s)' % (
+                        cg[b]['ir_per_packet_median'],
+                        ', '.join('%.1f' % r['ir_per_packet'] for r in cg[b]['runs'])))
+                except BenchError as e:
+                    log('datapath: callgrind %s failed: %s' % (b, e))
+                    cg[b] = {'error': str(e)[:3000]}
+    except KeyboardInterrupt:
+        log('datapath: interrupted; cleaning up')
+        info['interrupted'] = True
+        JANITOR.clean()
+        if not runs and not cg:
+            sys.exit(130)
+    except BenchError as e:
+        log('datapath: failed: %s' % e)
+        info['error'] = str(e)[:3000]
+    finally:
+        JANITOR.clean()
+    write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, sizes)
+
+
+def wait_quiet(limit):
+    """Wait (up to limit s) until other work uses < QUIET_CORES; nothing of ours runs now."""
+    t0 = time.monotonic()
+    while True:
+        a = P.machine_ticks()
+        time.sleep(0.5)
+        b = P.machine_ticks()
+        busy = (b[0] - a[0]) / (P.CLK_TCK * 0.5)
+        waited = time.monotonic() - t0
+        if busy < QUIET_CORES or waited >= limit:
+            return round(waited, 1), round(busy, 2)
+        time.sleep(1)
+
+
+def one_measurement(args, b, impl, s, rep, wd, tools, k, total):
+    run = {'backend': b, 'impl': impl, 'size': s, 'rep': rep, 'loadavg': os.getloadavg()}
+    if (b, impl) == ('tap', 'dpdk') and s > NET_TAP_MAX_FRAME:
+        run['skipped'] = ('DPDK net_tap takes frames of at most %d B (max_rx_pktlen; its TX drops '
+                          'longer ones)' % NET_TAP_MAX_FRAME)
+        log('[%d/%d] %-6s %-5s %5d B  skipped: %s' % (k, total, b, impl, s, run['skipped']))
+        return run
+    run['waited_s'], run['busy_before'] = wait_quiet(args.quiet_wait)
+    t0 = time.monotonic()
+    st = None
+    try:
+        st = Stack(b, impl, s, wd, tools, '%s/%s/%d' % (b, impl, s))
+        run.update(measure(st, args.warmup, args.duration, args.slices))
+    except BenchError as e:
+        run['error'] = str(e)[:3000]
+    finally:
+        if st:
+            st.close()
+    run['wall_s'] = round(time.monotonic() - t0, 1)
+    run['contended'] = run.get('others_cores', 0) >= QUIET_CORES
+    if 'error' in run:
+        log('[%d/%d] %-6s %-5s %5d B  ERROR %s' % (k, total, b, impl, s, run['error'][:400]))
+    else:
+        log('[%d/%d] %-6s %-5s %5d B  %7.3f Mpps %7.2f Gbit/s  loss %5.1f %%  backend %.2f cores '
+            '%7.3f Mpps/core  (others %.2f cores, load %.2f)%s'
+            % (k, total, b, impl, s, run['mpps'], run['gbps'], 100 * (run['loss'] or 0),
+               run['backend_cores'], run['mpps_per_core'] or 0, run['others_cores'],
+               run['loadavg'][0], '  DISTURBED' if run['contended'] else ''))
+    return run
+
+
+def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, sizes):
+    summary, ratios = summarize(runs, args.backends, sizes, args.keep_contended)
+    load1 = os.getloadavg()
+    with open('/proc/cpuinfo') as f:
+        cpu_model = next((l.split(':', 1)[1].strip() for l in f if l.startswith('model name')), '?')
+    meta = dict(prov, date=now.isoformat(timespec='seconds'), host=platform.node(),
+                kernel=platform.release(), cpus=os.cpu_count(), cpu_model=cpu_model,
+                dpdk=dpdk_version(), loadavg_start=load0, loadavg_end=load1,
+                elapsed_s=round(time.monotonic() - t_start, 1), args=vars(args), sizes=sizes,
+                source_mode={'switch': 'flowgen on two virtio-user ports (both directions)',
+                             'tap': 'txonly on one virtio-user port (guest -> tap)'},
+                clk_tck=P.CLK_TCK)
+    result = {'meta': meta, 'info': info, 'summary': summary, 'ratios': ratios, 'callgrind': cg,
+              'runs': runs}
+    md = ['### vnetd data path vs DPDK vhost PMD (virtio-user source)', '']
+    if summary:
+        md += [table_md(summary, ratios, args.backends, sizes), '',
+               'Mpps = frames delivered per second (switch: received by the source on both '
+               'virtio-user ports; tap: the tap\'s rx_packets); Gbit/s = Mpps x frame bytes x 8 '
+               '(L2 frame, no FCS/preamble); loss = 1 - delivered / frames the source got into '
+               'its TX rings; backend cores = utime+stime of the backend process / interval; '
+               'ring full = share of the frames the source generated that found its TX ring full '
+               '(high: the backend is the bottleneck; ~0: the source is, and a busy-polling '
+               'backend\'s Mpps/core then understates what it could do); others\' cores = CPU '
+               'used meanwhile by processes outside the benchmark (the machine has %d; each run '
+               'first waited up to %.0f s for other work to drop below %.2f cores: %d of %d runs '
+               'started on a busier machine); a run during which other work used >= %.2f cores '
+               'is "disturbed": it is re-measured (up to %d times) and left out of the summary '
+               'where undisturbed runs exist (runs = used/measured, * = only disturbed ones); '
+               'median [min..max] over %d interleaved reps of %.0f s.'
+               % (os.cpu_count(), args.quiet_wait, QUIET_CORES,
+                  sum(1 for r in runs if r.get('busy_before', 0) >= QUIET_CORES),
+                  sum(1 for r in runs if 'mpps' in r), QUIET_CORES, args.retries, args.reps,
+                  args.duration)]
+    errs = [r for r in runs if 'error' in r]
+    skips = sorted({'%s/%s/%d: %s' % (r['backend'], r['impl'], r['size'], r['skipped'])
+                    for r in runs if 'skipped' in r})
+    if skips:
+        md += ['', 'Not measured: ' + '; '.join(skips) + '.']
+    if errs:
+        md += ['', '%d run(s) failed: %s' % (len(errs), '; '.join(
+            '%s/%s/%d: %s' % (r['backend'], r['impl'], r['size'], r['error'][:200]) for r in errs))]
+    for b, s in cg.items():
+        md += ['']
+        md += (dp_callgrind.report(s) if 'error' not in s else
+               ['callgrind %s path failed: %s' % (b, s['error'][:500])])
+    md += ['', 'vnetd %s (%s, commit %s; last change to vnetd\'s sources: %s%s; binary sha256 '
+           '%s...); DPDK %s; %s, %d CPUs (%s), kernel %s; '
+           'load average %.2f at start, %.2f at end; took %.0f s.'
+           % (prov['vnetd_describe'], prov['vnetd_build'], prov['vnetd_commit'],
+              (prov['vnetd_src_commit'] or '?').split()[0],
+              ', sources modified' if prov['vnetd_src_dirty'] else '',
+              prov['vnetd_sha256'][:12], meta['dpdk'], meta['host'], meta['cpus'], cpu_model,
+              meta['kernel'], load0[0], load1[0], meta['elapsed_s'])]
+    if info.get('error'):
+        md += ['', 'stopped early: ' + info['error'][:800]]
+    md = '\n'.join(md) + '\n'
+    for path in (out, os.path.join(resdir, 'datapath-latest.json')):
+        with open(path, 'w') as f:
+            json.dump(result, f, indent=1, default=str)
+    with open(os.path.join(resdir, 'datapath-latest.md'), 'w') as f:
+        f.write(md)
+    png = os.path.join(resdir, 'datapath-latest.png')
+    have_png = summary and chart(summary, args.backends, sizes, png,
+                                 os.path.join(resdir, 'datapath-latest.dat'))
+    if summary:
+        log('\n' + table_term(table_md(summary, ratios, args.backends, sizes)))
+    log('\n' + md)
+    log('wrote %s, datapath-latest.json, datapath-latest.md%s in %s'
+        % (out, ', datapath-latest.png' if have_png else '', resdir))
+    if info.get('error') and not runs and not cg:
+        sys.exit(1)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,183 @@
+"""The measured set-ups of bench/datapath.py: backend (vnetd or DPDK vhost PMD) + virtio-user traffic."""
+
+import os
+import time
+
+import dp_procs as P
+from dp_procs import BenchError, Testpmd, Vnetd, JANITOR
+
+MAC0, MAC1 = '02:00:00:00:00:01', '02:00:00:00:00:02'
+TAP_PEER = '02:00:00:00:00:99'   # not the tap's MAC: the kernel counts the frame, then drops it
+# DPDK's net_tap reports max_rx_pktlen 1522 (no jumbo MTU through ethdev) and its TX drops
+# longer frames: no DPDK tap peer above this.
+NET_TAP_MAX_FRAME = 1522
+FE_MAIN, BE_MAIN = 0, 1          # frontend forwards on lcore 1, DPDK backend on lcore 0 (= vnetd's CPU)
+
+
+class Stack:
+    """One backend with its virtio-user traffic source, started and torn down as a unit."""
+
+    def __init__(self, kind, impl, size, wd, tools, tag, wrapper=(), queue_size=None, seq=[0]):
+        seq[0] += 1
+        self.vu_opts = ',queue_size=%d' % queue_size if queue_size else ''
+        self.kind, self.impl, self.size, self.wd, self.tools = kind, impl, size, wd, tools
+        self.pfx = 'vnetd-dp-%d-%d' % (os.getpid(), seq[0])
+        self.tag = tag
+        self.wrapper = wrapper
+        self.be = self.fe = self.ns = None
+        self.vd = None
+        try:
+            (self._switch if kind == 'switch' else self._tap)()
+        except BaseException:
+            self.close()
+            raise
+
+    # -- set-ups ------------------------------------------------------------------------------
+    def _sock(self, name):
+        path = os.path.join(self.wd, '%s-%s.sock' % (self.pfx, name))
+        if os.path.exists(path):
+            os.unlink(path)
+        return path
+
+    def _dpdk_backend(self, vdevs):
+        be = Testpmd('DPDK vhost backend', P.eal_args(self.pfx + '-be', BE_MAIN, vdevs),
+                     P.mbuf_args(self.size) + ['--forward-mode=io'],
+                     os.path.join(self.wd, 'testpmd-backend.log'), ns=self.ns)
+        self.be = be
+        be.wait_ready()
+        be.cmd('start')
+        return be
+
+    def _frontend(self, vdevs, app):
+        self.fe = Testpmd('virtio-user frontend', P.eal_args(self.pfx + '-fe', FE_MAIN, vdevs),
+                          P.mbuf_args(self.size) + app + ['--txpkts=%d' % self.size],
+                          os.path.join(self.wd, 'testpmd-frontend.log'))
+        self.fe.wait_ready()
+
+    def _switch(self):
+        a, b = self._sock('a'), self._sock('b')
+        if self.impl == 'vnetd':
+            self.vd = Vnetd(self.tools['vnetd'], self.tools['vnetctl'],
+                            ['socket=%s,switch' % a, 'socket=%s,switch' % b], self.wd,
+                            wrapper=self.wrapper)
+            self.be = self.vd
+        else:
+            self._dpdk_backend(['net_vhost0,iface=%s,queues=1' % a, 'net_vhost1,iface=%s,queues=1' % b])
+        # flowgen: each port receives (and frees) what arrives and generates frames towards the
+        # other port's MAC, so the switch learns both MACs and forwards (it floods only the very
+        # first frames, to the one other port).
+        self._frontend(['net_virtio_user0,path=%s,queues=1,mac=%s%s' % (a, MAC0, self.vu_opts),
+                        'net_virtio_user1,path=%s,queues=1,mac=%s%s' % (b, MAC1, self.vu_opts)],
+                       ['--forward-mode=flowgen', '--eth-peer=0,%s' % MAC1, '--eth-peer=1,%s' % MAC0])
+
+    def _tap(self):
+        from harness import Netns
+        s = self._sock('t')
+        self.ns = Netns('vnetd-dp-%s' % self.impl).__enter__()
+        JANITOR.nets.append(self.ns)
+        P.ns_prepare(self.ns)
+        if self.impl == 'vnetd':
+            self.ifname = 'vtap0'
+            self.vd = Vnetd(self.tools['vnetd'], self.tools['vnetctl'],
+                            ['socket=%s,tap=%s' % (s, self.ifname)], self.wd, ns=self.ns,
+                            wrapper=self.wrapper)
+            self.be = self.vd
+            P.wait_link(self.ns, self.ifname)
+            self.ns.run('ip link set %s mtu %d up' % (self.ifname, min(65521, max(1500, self.size - 14))))
+        else:
+            self.ifname = 'dtap0'
+            self._dpdk_backend(['net_vhost0,iface=%s,queues=1' % s, 'net_tap0,iface=%s' % self.ifname])
+            P.wait_link(self.ns, self.ifname)
+        self._frontend(['net_virtio_user0,path=%s,queues=1,mac=%s%s' % (s, MAC0, self.vu_opts)],
+                       ['--forward-mode=txonly', '--port-topology=loop', '--eth-peer=0,' + TAP_PEER])
+
+    # -- counters -----------------------------------------------------------------------------
+    def counts(self):
+        """(packets out of the backend, packets the frontend got into its TX ring) so far."""
+        if self.kind == 'switch':
+            fs = self.fe.port_stats()
+            return (sum(p['rx_packets'] for p in fs.values()),
+                    sum(p['tx_packets'] for p in fs.values()))
+        # the tap counter takes an `ip` call: read it on both sides of the source's counters
+        t0 = P.tap_counters(self.ns, self.ifname)['rx_packets']
+        accepted = sum(p['tx_packets'] for p in self.fe.port_stats().values())
+        t1 = P.tap_counters(self.ns, self.ifname)['rx_packets']
+        return (t0 + t1) / 2, accepted
+
+    def sample(self):
+        t0 = time.monotonic()
+        be, fe = P.proc_ticks(self.be.pid), P.proc_ticks(self.fe.pid)
+        mach = P.machine_ticks()
+        delivered, accepted = self.counts()
+        t1 = time.monotonic()
+        return {'t': (t0 + t1) / 2, 'read_s': t1 - t0, 'be': be, 'fe': fe, 'mach': mach,
+                'delivered': delivered, 'accepted': accepted}
+
+    def start_traffic(self, timeout=20):
+        """Start the source; return once frames come out of the backend."""
+        first = self.counts()[0]
+        self.fe.cmd('start')
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            time.sleep(0.1)
+            if self.counts()[0] > first:
+                return
+        raise BenchError('%s: no traffic through the backend within %d s' % (self.tag, timeout))
+
+    def close(self):
+        if self.fe:
+            self.fe.quit()
+        if self.be:
+            if self.vd:
+                self.vd.stop()
+            else:
+                self.be.quit()
+        if self.ns:
+            self.ns.__exit__(None, None, None)
+            if self.ns in JANITOR.nets:
+                JANITOR.nets.remove(self.ns)
+        self.fe = self.be = self.ns = None
+
+
+def measure(stack, warmup, duration, slices):
+    """Steady-state rates of one stack: `slices` equal sub-intervals over `duration` seconds."""
+    stack.start_traffic()
+    time.sleep(warmup)
+    vs0 = stack.vd.stats() if stack.vd else None
+    f0 = stack.fe.fwd_totals()
+    samples = [stack.sample()]
+    for _ in range(slices):
+        time.sleep(max(0.0, samples[0]['t'] + duration * len(samples) / slices - time.monotonic()))
+        samples.append(stack.sample())
+    f1 = stack.fe.fwd_totals()
+    vs1 = stack.vd.stats() if stack.vd else None
+    stack.fe.cmd('stop')
+    gen = (f1['tx'] + f1['tx_dropped']) - (f0['tx'] + f0['tx_dropped'])
+    a, b = samples[0], samples[-1]
+    dt = b['t'] - a['t']
+    ticks = P.CLK_TCK * dt
+    be_cores = (b['be'] - a['be']) / ticks
+    fe_cores = (b['fe'] - a['fe']) / ticks
+    busy = (b['mach'][0] - a['mach'][0]) / ticks  # all CPUs, in cores
+    pps = (b['delivered'] - a['delivered']) / dt
+    acc = (b['accepted'] - a['accepted']) / dt
+    run = {'dt_s': round(dt, 3), 'mpps': pps / 1e6, 'gbps': pps * stack.size * 8 / 1e9,
+           'accepted_mpps': acc / 1e6, 'loss': 1 - pps / acc if acc else None,
+           'backend_cores': be_cores, 'frontend_cores': fe_cores,
+           'others_cores': max(0.0, busy - be_cores - fe_cores),
+           'mpps_per_core': pps / 1e6 / be_cores if be_cores > 0 else None,
+           # share of generated frames that found the source's TX ring full: high = the backend
+           # is the bottleneck, ~0 = the source is (the backend keeps up)
+           'ring_full': (f1['tx_dropped'] - f0['tx_dropped']) / gen if gen > 0 else None,
+           'slices_mpps': [round((y['delivered'] - x['delivered']) / (y['t'] - x['t']) / 1e6, 4)
+                           for x, y in zip(samples, samples[1:])],
+           'max_read_s': round(max(s['read_s'] for s in samples), 4)}
+    if vs0 is not None:
+        run['vnetd'] = {k: P.queue_sum(vs1, kind, key) - P.queue_sum(vs0, kind, key)
+                        for k, kind, key in (('tx_packets', 'tx', 'packets'),
+                                             ('rx_packets', 'rx', 'packets'),
+                                             ('rx_no_buffers', 'rx', 'rx_no_buffers'),
+                                             ('tx_kicks', 'tx', 'kicks'),
+                                             ('rx_notifications', 'rx', 'notifications'),
+                                             ('tx_dropped', 'tx', 'dropped'))}
+    return run
