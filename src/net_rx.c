@@ -162,6 +162,10 @@ static void rx_delivered(struct vnet_dev *dev, struct vnet_queue *q, size_t byte
 		dev->rx_dirty = true;
 		dev->env->rx_dirty(dev->env_ctx);
 	}
+	/* A sender's whole budget may land here: publish every batch, so the guest can recycle
+	 * its buffers while the run goes on instead of running dry (then packets queue or drop). */
+	if (q->rx_unflushed >= VNET_RX_PUBLISH_BATCH)
+		net_rx_flush_queue(dev, q);
 }
 
 int vnet_dev_receive(struct vnet_dev *dev, const struct iovec *iov, unsigned iovcnt)

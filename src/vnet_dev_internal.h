@@ -10,6 +10,7 @@
 #define VNET_HDR_LEN 12            /* struct virtio_net_hdr_v1 */
 #define VNET_MAX_FRAME (65536 + 14 + 4) /* largest frame (GSO) we move */
 #define VNET_RX_MAX_BUFFERS 256    /* mergeable buffers one packet may use */
+#define VNET_RX_PUBLISH_BATCH 64   /* RX packets published at once, at most */
 
 /* Guest offload bits CTRL_GUEST_OFFLOADS may switch. */
 #define VNET_GUEST_OFFLOAD_MASK                                                                    \
