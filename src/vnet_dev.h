@@ -166,7 +166,8 @@ void vnet_dev_timer_expired(struct vnet_dev *dev, unsigned qidx);
  * vnet_dev_receive() - deliver one packet (12-byte virtio_net_hdr_v1 first) to the guest.
  * Returns 1 delivered (or dropped and counted), 0 no guest buffers now: keep the packet, the
  * backend's rx_resume() is called when the guest posts buffers. Delivered packets become
- * visible to the guest at vnet_dev_rx_flush() (the event loop flushes after every event).
+ * visible to the guest every VNET_RX_PUBLISH_BATCH packets and at vnet_dev_rx_flush() (the owner
+ * flushes after each round of events when env->rx_dirty asked it to).
  */
 int vnet_dev_receive(struct vnet_dev *dev, const struct iovec *iov, unsigned iovcnt);
 
