@@ -41,6 +41,7 @@ TOP = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(TOP, 'tests', 'e2e'))
 import harness  # noqa: E402
 from harness import Netns, QemuGuest, UmlGuest, Vnetd, GuestError  # noqa: E402
+import gnuplot  # noqa: E402 (bench/gnuplot.py)
 
 HOST_IP, GUEST_IP = '10.86.0.1', '10.86.0.2'
 NETNS = 'vnetd-bench'
@@ -574,10 +575,7 @@ def chart(summary, profiles, directions, path_png, path_dat):
                                                                      d.upper()))
         gp += ['set title "%s"' % title, 'plot ' + ', '.join(plots)]
     gp.append('unset multiplot')
-    r = subprocess.run(['gnuplot'], input='\n'.join(gp) + '\n', text=True, capture_output=True)
-    if r.returncode != 0:
-        log('gnuplot failed: ' + r.stderr)
-    return r.returncode == 0
+    return gnuplot.run(gp, log)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -43,6 +43,7 @@ import dp_callgrind  # noqa: E402
 import dp_procs as P  # noqa: E402
 from dp_procs import BenchError, JANITOR, log  # noqa: E402
 from dp_stacks import NET_TAP_MAX_FRAME, Stack, measure  # noqa: E402
+import gnuplot  # noqa: E402 (bench/gnuplot.py)
 
 QUIET_CORES = 0.25
 BUILD = os.path.abspath(os.environ.get('VNETD_BUILD', os.path.join(TOP, 'build')))
@@ -251,10 +252,7 @@ def chart(summary, backends, sizes, path_png, path_dat):
             gp += ['set yrange [0:%g]' % (1.15 * top), 'set title "%s path: %s"' % (b, title),
                    'plot ' + ', '.join(plots) if plots else 'set multiplot next']
     gp.append('unset multiplot')
-    r = subprocess.run(['gnuplot'], input='\n'.join(gp) + '\n', text=True, capture_output=True)
-    if r.returncode != 0:
-        log('gnuplot failed: ' + r.stderr)
-    return r.returncode == 0
+    return gnuplot.run(gp, log)
 
 
 # ---------------------------------------------------------------------------------------------

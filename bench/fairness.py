@@ -45,6 +45,7 @@ import harness  # noqa: E402
 import fairness_kit as fk  # noqa: E402
 from fairness_kit import MACS, Spinner  # noqa: E402
 from vhost_user_client import RX_Q, TX_Q  # noqa: E402
+import gnuplot  # noqa: E402 (bench/gnuplot.py)
 
 PHASES = ('idle', 'a-alone', 'b-alone', 'b-flood')
 LABELS = {'idle': 'idle (nothing but the probe)', 'a-alone': 'a -> c bulk, alone',
@@ -275,10 +276,7 @@ def chart(summary, png, dat):
           % (dat, GOALS['ctl_p99_ms']),
           'unset logscale y', 'set yrange [0:*]', 'set title "frames/s received by c (thousands)"',
           'plot "%s" using 5:6:7:xtic(1) lc rgb "#4060c0"' % dat, 'unset multiplot']
-    r = subprocess.run(['gnuplot'], input='\n'.join(gp) + '\n', text=True, capture_output=True)
-    if r.returncode != 0:
-        log('gnuplot failed: ' + r.stderr)
-    return r.returncode == 0
+    return gnuplot.run(gp, log)
 
 
 def main():
