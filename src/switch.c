@@ -311,13 +311,53 @@ static void port_dequeue(struct switch_port *p)
 }
 
 /*
+ * Deliver queued packets in order while p's guest has buffers, at most max_pkts / max_bytes.
+ * 0: the queue is empty; -1: the guest ran out of buffers (rx_resume() follows its next
+ * posting); 1: the budget ended first.
+ */
+static int port_drain(struct switch_port *p, unsigned max_pkts, size_t max_bytes)
+{
+	unsigned done = 0;
+	size_t bytes = 0;
+	int r = 0;
+
+	if (p->resuming)
+		return p->q_len ? -1 : 0;
+	p->resuming = true;
+	while (p->q_len) {
+		struct sw_packet *pkt = p->queue[p->q_head];
+		struct iovec iov = {.iov_base = pkt->data, .iov_len = pkt->len};
+
+		if (done >= max_pkts || bytes >= max_bytes) {
+			r = 1;
+			break;
+		}
+		if (!vnet_dev_receive(p->dev, &iov, 1)) {
+			r = -1;
+			break;
+		}
+		done++;
+		bytes += pkt->len;
+		port_dequeue(p);
+	}
+	p->resuming = false;
+	return r;
+}
+
+/*
  * Give a packet to dst's guest: one copy, from the sender's guest memory straight into dst's
- * buffers. Queue a copy if dst's guest has no buffers or packets wait already (keeps order).
+ * buffers. Packets queued earlier (dst had no buffers) go first, so order is kept and the port
+ * returns to the one-copy path as soon as its guest has buffers again; only what still does
+ * not fit is queued (a copy).
  */
 static void port_deliver(struct switch_port *dst, const struct iovec *iov, unsigned iovcnt,
 			 size_t len)
 {
-	if (dst->q_len == 0 && vnet_dev_receive(dst->dev, iov, iovcnt))
+	if (dst->q_len && port_drain(dst, SWITCH_QUEUE_PACKETS, SWITCH_QUEUE_BYTES) != 0) {
+		port_enqueue(dst, iov, iovcnt, len);
+		return;
+	}
+	if (vnet_dev_receive(dst->dev, iov, iovcnt))
 		return;
 	port_enqueue(dst, iov, iovcnt, len);
 }
@@ -427,36 +467,10 @@ static void switch_set_offloads(struct vnet_backend *be, uint64_t guest_features
 	(void)guest_features;
 }
 
-/*
- * The guest posted RX buffers: deliver queued packets in order until it runs out again or one
- * budget is spent (then true: the device runs us again after the other ready work).
- */
+/* The guest posted RX buffers: deliver queued packets, one budget (true: call again later). */
 static bool switch_rx_resume(struct vnet_backend *be)
 {
-	struct switch_port *p = port_of(be);
-	unsigned done = 0;
-	size_t bytes = 0;
-	bool more = false;
-
-	if (p->resuming)
-		return false;
-	p->resuming = true;
-	while (p->q_len) {
-		struct sw_packet *pkt = p->queue[p->q_head];
-		struct iovec iov = {.iov_base = pkt->data, .iov_len = pkt->len};
-
-		if (done >= VNET_BUDGET_PACKETS || bytes >= VNET_BUDGET_BYTES) {
-			more = true;
-			break;
-		}
-		if (!vnet_dev_receive(p->dev, &iov, 1))
-			break; /* out of buffers again: wait for the next rx_resume() */
-		done++;
-		bytes += pkt->len;
-		port_dequeue(p);
-	}
-	p->resuming = false;
-	return more;
+	return port_drain(port_of(be), VNET_BUDGET_PACKETS, VNET_BUDGET_BYTES) > 0;
 }
 
 /* switch_backend_ops - the ops table the device model calls. */
