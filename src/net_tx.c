@@ -147,6 +147,7 @@ bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 				r = vq_pop(&q->vq, &q->chain);
 				if (r <= 0)
 					break;
+				vq_prefetch_next(&q->vq); /* its data arrives while this one goes */
 			}
 			if (tx_send_one(dev, q) == -EAGAIN) {
 				q->tx_blocked = true;

@@ -234,6 +234,27 @@ int vq_pop(struct virtqueue *vq, struct vq_chain *chain)
 	return 1;
 }
 
+void vq_prefetch_next(const struct virtqueue *vq)
+{
+	struct iovec iov;
+	struct vring_desc d;
+	uint16_t head;
+
+	if (!vq->started || vq->broken || vq->shadow_avail == vq->last_avail)
+		return;
+	head = READ_ONCE_U16(&vq->avail->ring[vq->last_avail & (vq->num - 1)]);
+	if (head >= vq->num)
+		return;
+	d = desc_read(vq->desc, head);
+	if (d.flags & VRING_DESC_F_INDIRECT ||
+	    guest_mem_translate_iov(vq->mem, GUEST_ADDR_GPA, d.addr, d.len < 128 ? d.len : 128, &iov,
+				    1) != 1)
+		return;
+	__builtin_prefetch(iov.iov_base);
+	if (iov.iov_len > 64)
+		__builtin_prefetch((const char *)iov.iov_base + 64);
+}
+
 void vq_unpop(struct virtqueue *vq, unsigned n)
 {
 	vq->last_avail = (uint16_t)(vq->last_avail - n);
