@@ -16,7 +16,11 @@ struct vnet_backend_ops {
 	const char *kind; /* "tap", "switch", ... */
 	/* Offload feature bits (VIRTIO_NET_F_CSUM, GUEST_*, HOST_*) the backend can honour. */
 	uint64_t offload_features;
-	/* Send one packet. 0 sent, -EAGAIN full (retry after vnet_dev_tx_resume()), other <0 dropped. */
+	/*
+	 * Send one packet. >= 0 sent (a positive value counts further deliveries of the same
+	 * packet, e.g. a flood to several ports: they use the sender's budget), -EAGAIN full
+	 * (retry after vnet_dev_tx_resume()), other < 0 dropped.
+	 */
 	int (*transmit)(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt);
 	/* The guest's receive offloads changed (negotiated or CTRL_GUEST_OFFLOADS). */
 	void (*set_offloads)(struct vnet_backend *be, uint64_t guest_features);

@@ -90,7 +90,10 @@ static bool tx_hdr_allowed(const struct vnet_dev *dev, const struct vnet_queue *
 	return false;
 }
 
-/* Send the chain in q->chain; -EAGAIN if the backend is full (the chain stays in q->chain). */
+/*
+ * Send the chain in q->chain; -EAGAIN if the backend is full (the chain stays in q->chain),
+ * else the extra work the backend reported (0 for one delivery).
+ */
 static int tx_send_one(struct vnet_dev *dev, struct vnet_queue *q)
 {
 	const struct vq_chain *c = &q->chain;
@@ -122,12 +125,12 @@ static int tx_send_one(struct vnet_dev *dev, struct vnet_queue *q)
 	}
 	q->stats.packets++;
 	q->stats.bytes += c->read_len - dev->hdr_len;
-	return 0;
+	return r; /* > 0: further deliveries the backend made (a flood): they cost budget too */
 }
 
 bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 {
-	uint32_t total = 0, descs = 0;
+	uint32_t total = 0, descs = 0, extra = 0;
 	uint64_t bytes = 0;
 
 	/* No kicks while we work: vq_kick_enable() re-checks before the queue goes idle. */
@@ -135,11 +138,11 @@ bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 	for (;;) {
 		bool spent = false;
 		uint32_t done = 0;
-		int r = 0;
+		int r = 0, cost;
 
 		while (done < TX_BATCH) {
-			if (total + done >= VNET_BUDGET_PACKETS || bytes >= VNET_BUDGET_BYTES ||
-			    descs >= VNET_BUDGET_DESCS) {
+			if (total + done + extra >= VNET_BUDGET_PACKETS ||
+			    bytes >= VNET_BUDGET_BYTES || descs >= VNET_BUDGET_DESCS) {
 				spent = true;
 				break;
 			}
@@ -149,11 +152,13 @@ bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 					break;
 				vq_prefetch_next(&q->vq); /* its data arrives while this one goes */
 			}
-			if (tx_send_one(dev, q) == -EAGAIN) {
+			cost = tx_send_one(dev, q);
+			if (cost == -EAGAIN) {
 				q->tx_blocked = true;
 				r = -EAGAIN;
 				break;
 			}
+			extra += (uint32_t)cost;
 			q->tx_blocked = false;
 			bytes += q->chain.read_len;
 			descs += q->chain.ndesc;

@@ -414,6 +414,7 @@ static int switch_transmit(struct vnet_backend *be, const struct iovec *iov, uns
 	const uint8_t *dst_mac = head + SW_HDR_LEN;
 	const uint8_t *src_mac = dst_mac + SW_ETH_ALEN;
 	unsigned n;
+	int deliveries = 0;
 	uint64_t now;
 
 	if (len < SW_MIN_LEN || len > SW_MAX_LEN) {
@@ -454,12 +455,14 @@ static int switch_transmit(struct vnet_backend *be, const struct iovec *iov, uns
 		}
 	}
 	src->flooded++;
-	for (unsigned i = 0; i < sw->nattached; i++) {
+	for (unsigned i = 0, k = 0; i < sw->nattached; i++) {
 		dst = sw->attached[i];
 		if (dst != src)
 			port_deliver(dst, sw->iov, n, len);
+		if (dst != src && k++)
+			deliveries++;
 	}
-	return 0;
+	return deliveries; /* beyond the first: charged to the sender's budget */
 }
 
 /* Nothing to do: the switch carries fully formed frames only. */

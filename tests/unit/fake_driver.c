@@ -419,7 +419,7 @@ static int be_transmit(struct vnet_backend *be, const struct iovec *iov, unsigne
 		memcpy(p->data + p->len, iov[i].iov_base, iov[i].iov_len);
 		p->len += iov[i].iov_len;
 	}
-	return 0;
+	return (int)td->tx_cost; /* further deliveries a backend may report */
 }
 
 static void be_set_offloads(struct vnet_backend *be, uint64_t guest_features)

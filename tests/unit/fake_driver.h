@@ -157,6 +157,7 @@ struct test_dev {
 	unsigned npkts;
 	unsigned tx_attempts;
 	unsigned tx_eagain; /* the next tx_eagain transmit() calls return -EAGAIN */
+	unsigned tx_cost;   /* transmit() returns this (further deliveries of each packet) */
 	int (*tx_hook)(struct test_dev *td); /* optional: runs inside transmit() */
 	unsigned rx_resume_calls;
 	unsigned set_offloads_calls;

@@ -100,6 +100,23 @@ static void test_tx_flood_yields_after_descriptor_budget(void **state)
 	td_free(td);
 }
 
+/* A backend that delivers each packet several times (a switch flooding) charges the sender. */
+static void test_tx_flood_deliveries_count_against_the_budget(void **state)
+{
+	struct test_dev *td = td_new(1, TD_BASE_FEATURES);
+
+	(void)state;
+	td->tx_hook = recycle_packets;
+	td->tx_cost = 3; /* each packet reaches four ports */
+	post_tx(td, 100, 64);
+	vnet_dev_kick(td->dev, TXQ);
+	assert_int_equal(sent(td), VNET_BUDGET_PACKETS / 4);
+	assert_true(td->scheduled[TXQ]);
+	td_run_scheduled(td);
+	assert_int_equal(sent(td), 100);
+	td_free(td);
+}
+
 static void test_tx_within_budget_does_not_yield(void **state)
 {
 	struct test_dev *td = td_new(1, TD_BASE_FEATURES);
@@ -424,6 +441,7 @@ int main(void)
 	    T(test_tx_flood_yields_after_packet_budget_then_continues),
 	    T(test_tx_flood_yields_after_byte_budget),
 	    T(test_tx_flood_yields_after_descriptor_budget),
+	    T(test_tx_flood_deliveries_count_against_the_budget),
 	    T(test_tx_within_budget_does_not_yield),
 	    T(test_tx_reposting_driver_gets_one_budget_per_round),
 	    T(test_ctrl_flood_yields_after_budget),
