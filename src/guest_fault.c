@@ -91,3 +91,8 @@ int guest_fault_take(void)
 	fault_seen = 0;
 	return seen;
 }
+
+void guest_fault_note(void)
+{
+	fault_seen = 1;
+}

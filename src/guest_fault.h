@@ -15,6 +15,9 @@ int guest_fault_install(void);
  */
 int guest_fault_watch(void *base, size_t len, volatile sig_atomic_t *flag);
 
+/* guest_fault_note() - a fault found another way (EFAULT from a syscall): owners look too. */
+void guest_fault_note(void);
+
 /* guest_fault_take() - whether any watched mapping faulted since the last call (then clears). */
 int guest_fault_take(void);
 

@@ -69,9 +69,9 @@ size_t iov_copy_iov(const struct iovec *dst, unsigned dst_cnt, size_t dst_off,
 			n = src[si].iov_len - soff;
 		if (n > len - done)
 			n = len - done;
-		if (n)
-			memcpy((uint8_t *)dst[di].iov_base + doff,
-			       (const uint8_t *)src[si].iov_base + soff, n);
+		if (n) /* memmove: one frontend may give two ports the same memory */
+			memmove((uint8_t *)dst[di].iov_base + doff,
+				(const uint8_t *)src[si].iov_base + soff, n);
 		done += n;
 		doff += n;
 		soff += n;

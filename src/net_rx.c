@@ -223,6 +223,7 @@ void net_rx_cache_release(struct vnet_dev *dev, struct vnet_queue *q)
 		vq_unpop(&q->vq, rc->n);
 	rc->first = rc->n = rc->iov_first = rc->niov = 0;
 	rc->bytes = 0;
+	rc->short_valid = false;
 }
 
 /* Largest packet (our header included) the guest may be given now. */
@@ -230,7 +231,10 @@ static size_t rx_max_len(const struct vnet_dev *dev)
 {
 	size_t mtu = dev->params.mtu > 1500 ? dev->params.mtu : 1500;
 
-	if (dev->guest_offloads & (BIT_ULL(VIRTIO_NET_F_GUEST_TSO4) |
+	/* Mergeable buffers: hold enough for any frame (the cache keeps them across packets), so
+	 * nothing a tap hands us (QinQ, a tap MTU above ours) is ever truncated. */
+	if (dev_has(dev, VIRTIO_NET_F_MRG_RXBUF) ||
+	    dev->guest_offloads & (BIT_ULL(VIRTIO_NET_F_GUEST_TSO4) |
 				   BIT_ULL(VIRTIO_NET_F_GUEST_TSO6) |
 				   BIT_ULL(VIRTIO_NET_F_GUEST_UFO)))
 		return VNET_HDR_LEN + VNET_MAX_FRAME;
@@ -309,6 +313,11 @@ int vnet_dev_rx_reserve(struct vnet_dev *dev, size_t max_len, const struct iovec
 	}
 	if (max_len < rx_max_len(dev))
 		max_len = rx_max_len(dev);
+	/* The ring could not hold the largest packet last time: until the driver posts more,
+	 * do not walk (and give back) the same chains again for every packet. */
+	if (rc->short_valid && vq_avail_idx(&q->vq) == rc->short_avail)
+		return -1;
+	rc->short_valid = false;
 	for (;;) {
 		uint16_t seen = vq_avail_idx(&q->vq);
 		int r = rx_cache_fill(dev, q, max_len);
@@ -320,6 +329,8 @@ int vnet_dev_rx_reserve(struct vnet_dev *dev, size_t max_len, const struct iovec
 		if (r < 0 || rc->n) {
 			/* Too few or unusable buffers: the copying path waits for the packet's size. */
 			net_rx_cache_release(dev, q);
+			rc->short_valid = !q->vq.broken;
+			rc->short_avail = seen;
 			return -1;
 		}
 		if (!rx_wait_for_buffers(q, seen))

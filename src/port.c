@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "event_loop.h"
+#include "guest_fault.h"
 #include "log.h"
 #include "port_internal.h"
 #include "switch.h"
@@ -84,12 +85,14 @@ static void env_arm_timer(void *ctx, unsigned qidx, uint64_t deadline_ns)
 		log_err("%s: timerfd_settime: %s", p->name, strerror(errno));
 }
 
-static void env_schedule(void *ctx, unsigned qidx)
+static bool env_schedule(void *ctx, unsigned qidx)
 {
 	struct port *p = ctx;
 
-	if (!run_queue_push(p->rq, port_ref(p, EV_QUEUE_RUN, qidx, -1)))
-		log_err("%s: run queue full; queue %u waits for its next kick", p->name, qidx);
+	if (run_queue_push(p->rq, port_ref(p, EV_QUEUE_RUN, qidx, -1)))
+		return true;
+	log_err("%s: run queue full; queue %u waits for its next kick", p->name, qidx);
+	return false;
 }
 
 static void env_queue_error(void *ctx, unsigned qidx)
@@ -153,9 +156,21 @@ static void port_tap_failed(void *ctx, int fd)
 	p->tap_failed = true;
 }
 
+/* A readv into guest memory faulted: treat it like a SIGBUS there (port_check_fault drops). */
+static void port_tap_guest_fault(void *ctx)
+{
+	struct port *p = ctx;
+
+	if (!p->connected || p->conn.mem_fault)
+		return;
+	p->conn.mem_fault = 1;
+	guest_fault_note();
+}
+
 static const struct tap_owner_ops port_tap_ops = {
 	.set_events = port_tap_set_events,
 	.failed = port_tap_failed,
+	.guest_fault = port_tap_guest_fault,
 };
 
 static int port_listen(struct port *p)

@@ -120,8 +120,10 @@ static ssize_t tap_read(struct tap_backend *t, const struct iovec *iov, int iovc
 		return n;
 	if (errno == EBADFD)
 		tap_fail(t, "read: EBADFD");
+	else if (errno == EFAULT && t->owner && t->owner->guest_fault)
+		t->owner->guest_fault(t->owner_ctx); /* guest memory went away under the readv */
 	else if (errno != EAGAIN)
-		log_warn("tap %s: read: %s", t->name, strerror(errno));
+		log_guest("tap %s: read: %s", t->name, strerror(errno));
 	return -1;
 }
 

@@ -26,6 +26,11 @@ struct tap_owner_ops {
 	 * backend at any time after this call returns.
 	 */
 	void (*failed)(void *ctx, int fd);
+	/*
+	 * Optional: reading straight into guest memory faulted (EFAULT: the frontend shrank or
+	 * unmapped it). The owner should drop the frontend, as it does after a SIGBUS.
+	 */
+	void (*guest_fault)(void *ctx);
 };
 
 /*

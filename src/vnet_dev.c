@@ -95,8 +95,8 @@ static void dev_schedule(struct vnet_dev *dev, struct vnet_queue *q)
 	q->stats.yields++;
 	if (q->scheduled || !dev->env->schedule)
 		return;
-	q->scheduled = true;
-	dev->env->schedule(dev->env_ctx, q->vq.index);
+	/* A full run queue (cannot happen: one entry per queue fits) must not strand the queue. */
+	q->scheduled = dev->env->schedule(dev->env_ctx, q->vq.index);
 }
 
 struct vnet_dev *vnet_dev_create(const struct vnet_dev_params *params, const struct vnet_env_ops *env,
@@ -166,6 +166,7 @@ int vnet_dev_set_features(struct vnet_dev *dev, uint64_t features)
 			  (unsigned long long)features, (unsigned long long)dev->offered);
 		return -1;
 	}
+	net_rx_cache_release(dev, &dev->queues[0]); /* reserved under the old features */
 	dev->features = features;
 	dev->hdr_len = dev_has(dev, VIRTIO_F_VERSION_1) || dev_has(dev, VIRTIO_NET_F_MRG_RXBUF)
 			       ? VNET_HDR_LEN
@@ -309,7 +310,9 @@ static void queue_work(struct vnet_dev *dev, struct vnet_queue *q)
 
 	switch (q->kind) {
 	case VNET_QUEUE_RX:
-		if (q->rx_waiting && vq_has_avail(&q->vq)) {
+		/* Waiting but nothing posted yet: re-arm the kick (avail_event), then re-check, or a
+		 * run that found the ring empty would leave a stale event and lose the next kick. */
+		if (q->rx_waiting && (vq_has_avail(&q->vq) || vq_kick_enable(&q->vq))) {
 			q->rx_waiting = false;
 			if (dev->be_ops && dev->be_ops->rx_resume)
 				more = dev->be_ops->rx_resume(dev->be);

@@ -50,10 +50,10 @@ struct vnet_env_ops {
 	void (*arm_timer)(void *ctx, unsigned qidx, uint64_t deadline_ns);
 	/*
 	 * Queue qidx stopped after its budget with work left: call vnet_dev_queue_run() for it
-	 * later, after everything else that is ready (fairness). Called at most once until then.
-	 * NULL: the work waits for the next kick.
+	 * later, after everything else that is ready (fairness). Called at most once until then;
+	 * false: it could not be queued (the work then waits for the next kick). NULL: likewise.
 	 */
-	void (*schedule)(void *ctx, unsigned qidx);
+	bool (*schedule)(void *ctx, unsigned qidx);
 	/* Queue qidx broke (the driver violated the ring format): signal its error fd. May be NULL. */
 	void (*queue_error)(void *ctx, unsigned qidx);
 	/*

@@ -50,6 +50,8 @@ struct vnet_rx_cache {
 	unsigned first, n;       /* chains held: slots [first, first + n) */
 	unsigned iov_first, niov; /* iovecs over them, in order: iov[iov_first, + niov) */
 	size_t bytes;            /* their writable bytes */
+	bool short_valid;        /* the last fill found too few buffers at avail index ... */
+	uint16_t short_avail;    /* ... this one: fall back until the driver posts more */
 	uint16_t head[VNET_RX_MAX_BUFFERS];
 	uint32_t cap[VNET_RX_MAX_BUFFERS];
 	uint16_t niov_of[VNET_RX_MAX_BUFFERS];

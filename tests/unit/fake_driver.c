@@ -347,7 +347,7 @@ static void env_arm_timer(void *ctx, unsigned qidx, uint64_t deadline_ns)
 	td->arm_calls[qidx]++;
 }
 
-static void env_schedule(void *ctx, unsigned qidx)
+static bool env_schedule(void *ctx, unsigned qidx)
 {
 	struct test_dev *td = ctx;
 
@@ -357,6 +357,7 @@ static void env_schedule(void *ctx, unsigned qidx)
 		die("a queue was scheduled twice before it ran");
 	td->scheduled[qidx] = true;
 	td->schedule_calls[qidx]++;
+	return true;
 }
 
 static void env_queue_error(void *ctx, unsigned qidx)

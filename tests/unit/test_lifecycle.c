@@ -180,6 +180,84 @@ static void test_ctrl_flood_yields_after_budget(void **state)
 	td_free(td);
 }
 
+/* A backend whose queued packets run out of guest buffers right when its budget ends
+ * (review finding): the scheduled run finds the ring empty and must re-arm the kick. */
+static struct test_dev *resume_td;
+static int resume_queued, resume_budget;
+
+static int resume_rx1(void)
+{
+	uint8_t hdr[12] = {0}, data[64];
+	struct iovec iov[2] = {{hdr, 12}, {data, 64}};
+
+	memset(data, 0x55, sizeof(data));
+	memcpy(data, vnet_dev_mac(resume_td->dev), 6);
+	return vnet_dev_receive(resume_td->dev, iov, 2);
+}
+
+static int resume_xmit(struct vnet_backend *be, const struct iovec *iov, unsigned n)
+{
+	(void)be;
+	(void)iov;
+	(void)n;
+	return 0;
+}
+
+static bool resume_drain(struct vnet_backend *be)
+{
+	int done = 0;
+
+	(void)be;
+	while (resume_queued) {
+		if (done >= resume_budget)
+			return true; /* budget spent, packets left */
+		if (!resume_rx1())
+			return false; /* out of buffers: waits for the next rx_resume() */
+		resume_queued--;
+		done++;
+	}
+	return false;
+}
+
+static const struct vnet_backend_ops resume_ops = {
+    .kind = "resume-test", .transmit = resume_xmit, .rx_resume = resume_drain};
+
+static bool driver_would_kick(const struct fake_vq *q, uint16_t old)
+{
+	uint16_t ev = fake_vq_avail_event(q), nw = q->avail_idx;
+
+	return (uint16_t)(nw - ev - 1) < (uint16_t)(nw - old);
+}
+
+static void test_rx_resume_that_ends_on_budget_and_dry_ring_rearms_the_kick(void **state)
+{
+	struct test_dev *td = td_new(1, TD_BASE_FEATURES | BIT_ULL(VIRTIO_RING_F_EVENT_IDX));
+	struct fake_vq *q = &td->vq[RXQ];
+	uint32_t id, len;
+	uint16_t old;
+
+	(void)state;
+	resume_td = td;
+	resume_queued = 100;
+	resume_budget = 4;
+	vnet_dev_attach_backend(td->dev, &resume_ops, &td->be);
+	assert_int_equal(resume_rx1(), 0); /* no buffers: the packet waits, a kick is asked for */
+	old = q->avail_idx;
+	td_post_rx(td, RXQ, 4, 2048);
+	assert_true(driver_would_kick(q, old));
+	vnet_dev_kick(td->dev, RXQ); /* 4 delivered, budget spent: scheduled */
+	vnet_dev_rx_flush(td->dev);
+	assert_true(td->scheduled[RXQ]);
+	td_run_scheduled(td); /* the ring is empty now */
+	vnet_dev_rx_flush(td->dev);
+	while (fake_vq_get_used(q, &id, &len))
+		;
+	old = q->avail_idx;
+	td_post_rx(td, RXQ, 4, 2048);
+	assert_true(driver_would_kick(q, old)); /* else 96 packets wait for ever */
+	td_free(td);
+}
+
 /* ---- Nothing lost when a queue stops ---- */
 
 static int eagain_on_second_attempt(struct test_dev *td)
@@ -445,6 +523,7 @@ int main(void)
 	    T(test_tx_within_budget_does_not_yield),
 	    T(test_tx_reposting_driver_gets_one_budget_per_round),
 	    T(test_ctrl_flood_yields_after_budget),
+	    T(test_rx_resume_that_ends_on_budget_and_dry_ring_rearms_the_kick),
 	    T(test_stop_gives_back_chain_popped_while_backend_full),
 	    T(test_stop_signals_held_tx_completions),
 	    T(test_stop_honours_driver_suppression),
