@@ -2,7 +2,6 @@
 #include "port.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,7 +129,6 @@ static void port_kick_changed(void *ctx, unsigned qidx, int old_fd, int new_fd)
 	event_loop_del(p->epfd, old_fd);
 	if (new_fd < 0)
 		return;
-	fcntl(new_fd, F_SETFL, fcntl(new_fd, F_GETFL) | O_NONBLOCK);
 	if (event_loop_add(p->epfd, new_fd, EPOLLIN, port_ref(p, EV_KICK, qidx, new_fd)) < 0)
 		log_err("%s: cannot watch kick fd of queue %u", p->name, qidx);
 }

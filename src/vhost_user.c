@@ -461,6 +461,13 @@ static enum vu_result handle_vring_fd(struct vu_conn *c, struct vu_rx *rx)
 	if (!(q = conn_queue(c, m, &qidx)))
 		return VU_FAIL; /* the fd is closed by the caller */
 	fd = nofd ? -1 : take_fd(rx, 0);
+	/*
+	 * Every queue fd the frontend hands over is used without waiting: a call or error fd that
+	 * is a full blocking pipe must not stop the daemon, nor a kick fd with nothing to read.
+	 */
+	if (fd >= 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0)
+		log_guest("vhost-user: queue %u: cannot make fd non-blocking: %s", qidx,
+			  strerror(errno));
 
 	switch (m->request) {
 	case VU_SET_VRING_KICK:

@@ -303,6 +303,40 @@ def vring_err_fd(env, res):
         os.close(err)
 
 
+def full_blocking_pipe():
+    """A pipe whose write end blocks and whose buffer is already full: (read end, write end)."""
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    try:
+        while True:
+            os.write(w, b'x' * 4096)
+    except BlockingIOError:
+        pass
+    os.set_blocking(w, True)
+    return r, w
+
+
+@case('call and error fds that are full blocking pipes',
+      log=r'queue 1: avail index moved by more than the queue size')
+def blocking_pipe_fds(env, res):
+    f = env.frontend().setup()
+    r1, w1 = full_blocking_pipe()
+    r2, w2 = full_blocking_pipe()
+    try:
+        vu.ok(f.vu.set_vring_call(TX_Q, w1), 'SET_VRING_CALL (full blocking pipe)')
+        vu.ok(f.vu._vring_fd(vu.SET_VRING_ERR, TX_Q, w2), 'SET_VRING_ERR (full blocking pipe)')
+        # A completion wants a notification, a broken ring an error signal: neither may block.
+        res.check(f.transmit(ether_frame(BCAST, MACS[0])), 'a packet completes')
+        r = f.rings[TX_Q]
+        r.set_avail_idx(r.avail_idx + r.num + 1)  # more than a queue ahead of what was used
+        r.kick()
+        expect_broken(env, res, TX_Q, 'an avail jump')
+        expect_alive_port(env, res, 'full blocking pipes as call and error fds')
+    finally:
+        for fd in (r1, w1, r2, w2):
+            os.close(fd)
+
+
 # ---- ring addresses ----
 def ring_addr_case(name, override, log):
     def fn(env, res):
