@@ -65,7 +65,7 @@ static void queue_reset(struct vnet_dev *dev, struct vnet_queue *q)
 	vq_reset(&q->vq);
 	q->enabled = false;
 	q->timer_deadline_ns = q->coal_deadline_ns = q->tx_deadline_ns = 0;
-	q->tx_blocked = q->rx_waiting = q->reinit = q->error_signalled = false;
+	q->tx_blocked = q->rx_waiting = q->reinit = false;
 	/* q->scheduled stays: the owner's run queue still holds the entry, which clears it. */
 	q->rx_unflushed = 0;
 	coal_restart(&q->coal);
@@ -73,15 +73,17 @@ static void queue_reset(struct vnet_dev *dev, struct vnet_queue *q)
 	coal_set_params(&q->coal, &p, who);
 }
 
-/* The queue broke (vq_mark_broken): tell the transport, which signals its error fd. */
+/*
+ * The queue broke: vq_mark_broken() calls this once per break (a queue stays broken until it
+ * is started again). Tell the transport, which signals its error fd.
+ */
 static void dev_queue_broken(void *ctx, unsigned qidx)
 {
 	struct vnet_dev *dev = ctx;
 	struct vnet_queue *q = vnet_dev_queue(dev, qidx);
 
-	if (!q || q->error_signalled)
+	if (!q)
 		return;
-	q->error_signalled = true;
 	/* Nothing is decided for a broken queue any more: a pending deadline would re-fire. */
 	q->coal_deadline_ns = q->tx_deadline_ns = 0;
 	queue_rearm_timer(dev, q);
@@ -224,7 +226,6 @@ int vnet_dev_queue_start(struct vnet_dev *dev, unsigned qidx, const struct guest
 	q->vq.indirect = dev_has(dev, VIRTIO_RING_F_INDIRECT_DESC);
 	if (vq_start(&q->vq, mem) < 0)
 		return -1;
-	q->error_signalled = false;
 	/* Rings set up while the queue is disabled: the driver set the queue up anew. */
 	if (!q->enabled)
 		q->reinit = true;
@@ -303,6 +304,13 @@ void vnet_dev_queue_enable(struct vnet_dev *dev, unsigned qidx, bool enable)
 	vnet_dev_kick(dev, qidx);
 }
 
+/* One budget of TX work (whatever started it: kick, TX timer, resume); schedules the rest. */
+static void tx_run(struct vnet_dev *dev, struct vnet_queue *q)
+{
+	if (net_tx_process(dev, q))
+		dev_schedule(dev, q);
+}
+
 /* One budget of the queue's work; schedules the rest. */
 static void queue_work(struct vnet_dev *dev, struct vnet_queue *q)
 {
@@ -366,13 +374,10 @@ void vnet_dev_queue_run(struct vnet_dev *dev, unsigned qidx)
 	q->scheduled = false;
 	if (!dev_queue_usable(q))
 		return;
-	if (q->kind == VNET_QUEUE_TX) {
-		/* Continue the batch that yielded, whatever started it (kick, TX timer, resume). */
-		if (net_tx_process(dev, q))
-			dev_schedule(dev, q);
-		return;
-	}
-	queue_work(dev, q);
+	if (q->kind == VNET_QUEUE_TX)
+		tx_run(dev, q); /* continue the batch that yielded, TX timer mode included */
+	else
+		queue_work(dev, q);
 }
 
 void vnet_dev_timer_expired(struct vnet_dev *dev, unsigned qidx)
@@ -386,8 +391,8 @@ void vnet_dev_timer_expired(struct vnet_dev *dev, unsigned qidx)
 	q->timer_deadline_ns = 0;
 	if (q->tx_deadline_ns && now >= q->tx_deadline_ns) {
 		q->tx_deadline_ns = 0;
-		if (dev_queue_usable(q) && !q->scheduled && net_tx_process(dev, q))
-			dev_schedule(dev, q);
+		if (dev_queue_usable(q) && !q->scheduled)
+			tx_run(dev, q);
 	}
 	if (q->coal_deadline_ns && now >= q->coal_deadline_ns)
 		notify_decide(dev, q, NOTIFY_TIMER, 0);
@@ -400,8 +405,8 @@ void vnet_dev_tx_resume(struct vnet_dev *dev)
 		struct vnet_queue *q = &dev->queues[i];
 
 		if (q->kind == VNET_QUEUE_TX && q->tx_blocked && dev_queue_usable(q) &&
-		    !q->scheduled && net_tx_process(dev, q))
-			dev_schedule(dev, q);
+		    !q->scheduled)
+			tx_run(dev, q);
 	}
 }
 

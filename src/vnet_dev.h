@@ -101,7 +101,6 @@ struct vnet_queue {
 	bool rx_waiting;            /* a packet waited for buffers: tell the backend on kick */
 	bool scheduled;             /* waiting in the owner's run queue (env->schedule) */
 	bool reinit;                /* rings set up while disabled: virtio re-enable on enable */
-	bool error_signalled;       /* env->queue_error was called since the queue broke */
 	struct vnet_queue_stats stats;
 	struct vq_chain chain;      /* scratch for the chain being processed */
 };
