@@ -154,6 +154,16 @@ static int rx_place(struct vnet_dev *dev, struct vnet_queue *q, struct virtio_ne
 	return 1;
 }
 
+/*
+ * The backend's header as the guest may see it: without GUEST_CSUM the spec wants flags 0 (tun
+ * sets DATA_VALID whenever the host stack verified a checksum). num_buffers is set on placing.
+ */
+static void rx_hdr_flags(const struct vnet_dev *dev, struct virtio_net_hdr_v1 *hdr)
+{
+	if (!(dev->guest_offloads & BIT_ULL(VIRTIO_NET_F_GUEST_CSUM)))
+		hdr->flags = 0;
+}
+
 /* A packet of `bytes` frame bytes was pushed on q: count it, have the owner publish it. */
 static void rx_delivered(struct vnet_dev *dev, struct vnet_queue *q, size_t bytes)
 {
@@ -174,19 +184,19 @@ int vnet_dev_receive(struct vnet_dev *dev, const struct iovec *iov, unsigned iov
 	uint8_t eth[14 + 24]; /* Ethernet header (+ IPv4 addresses and ports to pick a queue) */
 	struct virtio_net_hdr_v1 hdr;
 	struct vnet_queue *q;
-	size_t total = 0, need = dev->active_pairs > 1 ? sizeof(eth) : 14, got;
+	size_t total, need = dev->active_pairs > 1 ? sizeof(eth) : 14, got;
 	int r;
 
 	/* Buffers reserved for the direct path come first: give them back (they are the suffix). */
 	if (dev->rx_cache.n)
 		net_rx_cache_release(dev, &dev->queues[0]);
-	for (unsigned i = 0; i < iovcnt; i++)
-		total += iov[i].iov_len;
+	total = iov_length(iov, iovcnt);
 	if (total < VNET_HDR_LEN + 14 || total - VNET_HDR_LEN > VNET_MAX_FRAME) {
 		dev->queues[0].stats.dropped++;
 		return 1;
 	}
 	iov_copy_from(iov, iovcnt, 0, &hdr, sizeof(hdr));
+	rx_hdr_flags(dev, &hdr);
 	got = iov_copy_from(iov, iovcnt, VNET_HDR_LEN, eth, need);
 	q = &dev->queues[2 * rx_pick_pair(dev, eth, got)];
 	if (!dev_queue_usable(q) || !dev->be) {
@@ -370,11 +380,10 @@ void vnet_dev_rx_commit(struct vnet_dev *dev, size_t len)
 		used_iov += rc->niov_of[slot];
 		left -= take;
 	}
-	/* tun wrote the header but not num_buffers; without GUEST_CSUM, flags must be zero. */
+	/* tun wrote the header but not num_buffers. */
 	iov_copy_from(iov, rc->niov_of[rc->first], 0, &hdr, sizeof(hdr));
 	hdr.num_buffers = htole16(mergeable ? (uint16_t)used : 1);
-	if (!(dev->guest_offloads & BIT_ULL(VIRTIO_NET_F_GUEST_CSUM)))
-		hdr.flags = 0;
+	rx_hdr_flags(dev, &hdr);
 	iov_copy_to(iov, rc->niov_of[rc->first], 0, &hdr, sizeof(hdr));
 	for (unsigned i = 0; i < used; i++) {
 		vq_push(&q->vq, dev->rx_slots[i].head, dev->rx_slots[i].len);

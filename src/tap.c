@@ -40,7 +40,6 @@ struct tap_backend {
 	bool tx_blocked;	 /* a transmit got EAGAIN: EPOLLOUT is on */
 	bool failed;		 /* the interface is gone: no more I/O */
 	bool down;		 /* the last transmit found the interface down (logged once) */
-	uint64_t guest_features; /* as of the last set_offloads() */
 	size_t rx_pending;	 /* length of the packet waiting in rx_buf for guest buffers */
 	bool rx_nobufs;		 /* the guest has no RX buffers: leave packets in the kernel */
 	uint8_t rx_buf[TAP_BUF_SIZE];
@@ -92,19 +91,11 @@ static void tap_fail(struct tap_backend *t, const char *why)
 		t->owner->failed(t->owner_ctx, t->fd);
 }
 
-/*
- * Hand the packet in rx_buf to the guest. The kernel writes a 10-byte header and skips the
- * last two bytes (num_buffers), so zero them; without GUEST_CSUM the spec wants flags zero,
- * but tun sets DATA_VALID whenever the stack verified the checksum.
- */
+/* Hand the packet in rx_buf to the guest (the device sets num_buffers and the flags it may see). */
 static int tap_deliver(struct tap_backend *t, size_t len)
 {
-	struct virtio_net_hdr_v1 *hdr = (struct virtio_net_hdr_v1 *)t->rx_buf;
 	struct iovec iov = {.iov_base = t->rx_buf, .iov_len = len};
 
-	hdr->num_buffers = 0;
-	if (!(t->guest_features & BIT_ULL(VIRTIO_NET_F_GUEST_CSUM)))
-		hdr->flags = 0;
 	return vnet_dev_receive(t->dev, &iov, 1);
 }
 
@@ -252,13 +243,11 @@ static void tap_set_offloads(struct vnet_backend *be, uint64_t guest_features)
 	struct tap_backend *t = tap_of(be);
 	unsigned long offload = tap_offload_flags(guest_features);
 
-	t->guest_features = guest_features;
 	if (t->failed || ioctl(t->fd, TUNSETOFFLOAD, offload) == 0)
 		return;
 	log_warn("tap %s: TUNSETOFFLOAD 0x%lx: %s; receive offloads off", t->name, offload,
 		 strerror(errno));
 	/* The old setting may offer more than the guest takes now: fall back to none. */
-	t->guest_features &= ~BIT_ULL(VIRTIO_NET_F_GUEST_CSUM);
 	if (ioctl(t->fd, TUNSETOFFLOAD, 0ul) < 0)
 		log_err("tap %s: TUNSETOFFLOAD 0: %s", t->name, strerror(errno));
 }

@@ -228,6 +228,28 @@ static void test_reset_gives_reserved_buffers_back(void **state)
 	td_free(td);
 }
 
+/* The flags rule lives in the device, for every backend and both receive paths. */
+static void test_copying_path_clears_flags_without_guest_csum(void **state)
+{
+	const uint64_t want[2] = {TD_BASE_FEATURES, TD_BASE_FEATURES | F(GUEST_CSUM)};
+
+	(void)state;
+	for (unsigned k = 0; k < 2; k++) {
+		struct test_dev *td = td_new(1, want[k]);
+		uint8_t pkt[HDR + 64] = {0};
+		struct iovec iov = {pkt, sizeof(pkt)};
+		uint64_t gpa = td_post_rx(td, RXQ, 1, 2048);
+
+		pkt[0] = VIRTIO_NET_HDR_F_DATA_VALID; /* flags: what tun sets for a verified sum */
+		memcpy(pkt + HDR, vnet_dev_mac(td->dev), 6);
+		assert_int_equal(vnet_dev_receive(td->dev, &iov, 1), 1);
+		vnet_dev_rx_flush(td->dev);
+		assert_int_equal(((const uint8_t *)fake_mem_host(&td->mem, gpa))[0],
+				 k ? VIRTIO_NET_HDR_F_DATA_VALID : 0);
+		td_free(td);
+	}
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_teardown(fn, td_cleanup)
@@ -242,6 +264,7 @@ int main(void)
 	    T(test_filtered_packet_consumes_nothing),
 	    T(test_several_active_pairs_use_the_copying_path),
 	    T(test_reset_gives_reserved_buffers_back),
+	    T(test_copying_path_clears_flags_without_guest_csum),
 	};
 #undef T
 	return cmocka_run_group_tests(tests, NULL, NULL);
