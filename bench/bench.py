@@ -623,11 +623,7 @@ def main():
 
     kit = harness.guest_kit()
     wd = harness.workdir('bench')
-    # Private copies: other work may rebuild build/ while the benchmark runs.
-    for name in ('VNETD', 'VNETCTL'):
-        dst = os.path.join(wd, os.path.basename(getattr(harness, name)))
-        shutil.copy2(getattr(harness, name), dst)
-        setattr(harness, name, dst)
+    harness.private_binaries(wd)
     load0 = os.getloadavg()
     log('bench: %s, %d CPUs, load average %.2f %.2f %.2f; work dir %s'
         % (platform.node(), os.cpu_count(), *load0, wd))

@@ -319,11 +319,7 @@ def main():
         exe = fk.build_ringspin(wd)
     except fk.NoCompiler as e:
         sys.exit('fairness: %s' % e)
-    # Private copies: other work may rebuild the build directory meanwhile.
-    for name in ('VNETD', 'VNETCTL'):
-        dst = os.path.join(wd, os.path.basename(getattr(harness, name)))
-        shutil.copy2(getattr(harness, name), dst)
-        setattr(harness, name, dst)
+    harness.private_binaries(wd)
     load0 = os.getloadavg()
     log('fairness: vnetd from %s at %s, last change to vnetd %s "%s"; %s, %d CPUs, load average '
         '%.2f %.2f %.2f' % (commit['source'], commit['commit'], commit['src_commit'],

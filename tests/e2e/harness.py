@@ -48,6 +48,18 @@ def require_root_and_tun():
             fail('%s not built (run make)' % exe)
 
 
+def private_binaries(wd):
+    """Copy vnetd and vnetctl into wd and use those copies (a benchmark must not run a build
+    that other work rebuilds while it runs)."""
+    global VNETD, VNETCTL
+    copies = []
+    for path in (VNETD, VNETCTL):
+        dst = os.path.join(wd, os.path.basename(path))
+        shutil.copy2(path, dst)
+        copies.append(dst)
+    VNETD, VNETCTL = copies
+
+
 def guest_kit():
     """Build (or reuse) the guest kit; skip only when packages truly cannot be fetched."""
     r = subprocess.run([os.path.join(TOP, 'guest', 'fetch.sh'), BUILD], capture_output=True,
