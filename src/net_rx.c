@@ -83,11 +83,11 @@ static bool rx_wait_for_buffers(struct vnet_queue *q, uint16_t seen)
 }
 
 /*
- * Copy one packet (guest header + frame) into as many chains as it needs. Returns 1 placed,
- * 0 no buffers (nothing consumed), -1 dropped.
+ * Copy one packet (our header, then the frame at byte off of iov) into as many chains as it
+ * needs. Returns 1 placed, 0 no buffers (nothing consumed), -1 dropped.
  */
 static int rx_place(struct vnet_dev *dev, struct vnet_queue *q, struct virtio_net_hdr_v1 *hdr,
-		    const struct iovec *iov, unsigned iovcnt, size_t frame_len)
+		    const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len)
 {
 	bool mergeable = dev_has(dev, VIRTIO_NET_F_MRG_RXBUF);
 	size_t total = dev->hdr_len + frame_len, placed = 0;
@@ -140,8 +140,8 @@ static int rx_place(struct vnet_dev *dev, struct vnet_queue *q, struct virtio_ne
 							       : total - placed - hdr_part;
 		/* Frame bytes [placed + hdr_part - hdr_len, +n) go after the header part: one copy,
 		 * straight from the backend's buffers (or the sender's guest memory) into ours. */
-		iov_copy_iov(w, c->nwrite, hdr_part, iov, iovcnt,
-			     VNET_HDR_LEN + placed + hdr_part - dev->hdr_len, n);
+		iov_copy_iov(w, c->nwrite, hdr_part, iov, iovcnt, off + placed + hdr_part - dev->hdr_len,
+			     n);
 		placed += hdr_part + n;
 		dev->rx_slots[nslots].head = c->head;
 		dev->rx_slots[nslots++].len = (uint32_t)(hdr_part + n);
@@ -179,25 +179,37 @@ static void rx_delivered(struct vnet_dev *dev, struct vnet_queue *q, size_t byte
 		net_rx_flush_queue(dev, q);
 }
 
-int vnet_dev_receive(struct vnet_dev *dev, const struct iovec *iov, unsigned iovcnt)
+int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 *hdr_in,
+			   const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len)
 {
-	uint8_t eth[14 + 24]; /* Ethernet header (+ IPv4 addresses and ports to pick a queue) */
-	struct virtio_net_hdr_v1 hdr;
+	uint8_t eth_copy[14 + 24]; /* Ethernet header (+ IPv4 addresses and ports to pick a queue) */
+	const uint8_t *eth = eth_copy;
+	struct virtio_net_hdr_v1 hdr = {0};
 	struct vnet_queue *q;
-	size_t total, need = dev->active_pairs > 1 ? sizeof(eth) : 14, got;
+	size_t need = dev->active_pairs > 1 ? sizeof(eth_copy) : 14, got = need;
 	int r;
 
 	/* Buffers reserved for the direct path come first: give them back (they are the suffix). */
 	if (dev->rx_cache.n)
 		net_rx_cache_release(dev, &dev->queues[0]);
-	total = iov_length(iov, iovcnt);
-	if (total < VNET_HDR_LEN + 14 || total - VNET_HDR_LEN > VNET_MAX_FRAME) {
+	if (frame_len < 14 || frame_len > VNET_MAX_FRAME) {
 		dev->queues[0].stats.dropped++;
 		return 1;
 	}
-	iov_copy_from(iov, iovcnt, 0, &hdr, sizeof(hdr));
-	rx_hdr_flags(dev, &hdr);
-	got = iov_copy_from(iov, iovcnt, VNET_HDR_LEN, eth, need);
+	if (hdr_in) {
+		hdr = *hdr_in;
+		rx_hdr_flags(dev, &hdr);
+	}
+	/* Look at the Ethernet header in place when one segment holds it (it nearly always does). */
+	while (iovcnt && off >= iov[0].iov_len) {
+		off -= iov[0].iov_len;
+		iov++;
+		iovcnt--;
+	}
+	if (iovcnt && need <= iov[0].iov_len - off)
+		eth = (const uint8_t *)iov[0].iov_base + off;
+	else
+		got = iov_copy_from(iov, iovcnt, off, eth_copy, need);
 	q = &dev->queues[2 * rx_pick_pair(dev, eth, got)];
 	if (!dev_queue_usable(q) || !dev->be) {
 		q->stats.dropped++;
@@ -209,7 +221,7 @@ int vnet_dev_receive(struct vnet_dev *dev, const struct iovec *iov, unsigned iov
 	do {
 		uint16_t seen = vq_avail_idx(&q->vq);
 
-		r = rx_place(dev, q, &hdr, iov, iovcnt, total - VNET_HDR_LEN);
+		r = rx_place(dev, q, &hdr, iov, iovcnt, off, frame_len);
 		if (r == 0 && !rx_wait_for_buffers(q, seen))
 			break;
 	} while (r == 0);
@@ -219,8 +231,23 @@ int vnet_dev_receive(struct vnet_dev *dev, const struct iovec *iov, unsigned iov
 		q->stats.dropped++;
 		return 1;
 	}
-	rx_delivered(dev, q, total - VNET_HDR_LEN);
+	rx_delivered(dev, q, frame_len);
 	return 1;
+}
+
+int vnet_dev_receive(struct vnet_dev *dev, const struct iovec *iov, unsigned iovcnt)
+{
+	struct virtio_net_hdr_v1 hdr;
+	size_t total = iov_length(iov, iovcnt);
+
+	if (total < VNET_HDR_LEN + 14 || total - VNET_HDR_LEN > VNET_MAX_FRAME) {
+		if (dev->rx_cache.n)
+			net_rx_cache_release(dev, &dev->queues[0]);
+		dev->queues[0].stats.dropped++;
+		return 1;
+	}
+	iov_copy_from(iov, iovcnt, 0, &hdr, sizeof(hdr));
+	return vnet_dev_receive_frame(dev, &hdr, iov, iovcnt, VNET_HDR_LEN, total - VNET_HDR_LEN);
 }
 
 /* ---- Direct receive: the backend reads straight into reserved guest buffers ---------------- */

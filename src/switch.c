@@ -19,7 +19,8 @@
 #define SW_HDR_LEN sizeof(struct virtio_net_hdr_v1)
 #define SW_ETH_ALEN 6
 #define SW_MIN_LEN (SW_HDR_LEN + 14)	/* header + Ethernet header */
-#define SW_MAX_LEN (SW_HDR_LEN + 65536) /* header + largest frame */
+#define SW_MAX_FRAME 65536
+#define SW_MAX_LEN (SW_HDR_LEN + SW_MAX_FRAME) /* header + largest frame */
 #define SW_WAYS 4			/* FDB: set-associative, LRU within a set */
 #define SW_SETS (SWITCH_FDB_SIZE / SW_WAYS)
 #define SW_NS 1000000000ull
@@ -29,18 +30,17 @@
 _Static_assert(SWITCH_MAX_PORTS < SW_NO_PORT, "port slots must fit an FDB entry");
 _Static_assert((SW_SETS * SW_WAYS) == SWITCH_FDB_SIZE, "FDB size must be a multiple of SW_WAYS");
 
-/* A packet copied for a port whose guest had no RX buffers: header + frame. */
+/* A frame copied for a port whose guest had no RX buffers (the header is a zeroed one). */
 struct sw_packet {
 	size_t len;
-	size_t cap;		 /* SW_SMALL_CAP or SW_MAX_LEN */
+	size_t cap;		 /* SW_SMALL_CAP or SW_MAX_FRAME */
 	struct sw_packet *next; /* in a free list */
 	uint8_t data[];
 };
 
-#define SW_SMALL_CAP (SW_HDR_LEN + 2048)
+#define SW_SMALL_CAP 2048
 #define SW_POOL_SMALL 1024 /* free buffers kept for reuse: no allocation per packet */
 #define SW_POOL_LARGE 32
-#define SW_MAX_IOV (1024 + 2) /* a TX chain's iovecs (VQ_MAX_CHAIN) + our header */
 
 /* One learned source MAC. */
 struct fdb_entry {
@@ -76,8 +76,6 @@ struct vnet_switch {
 	/* Free packet buffers by size class ([0] small, [1] large), and how many each holds. */
 	struct sw_packet *pool[2];
 	unsigned pool_len[2];
-	/* The packet being forwarded: our zeroed header, then the sender's frame in place. */
-	struct iovec iov[SW_MAX_IOV];
 };
 
 static struct switch_port *port_of(struct vnet_backend *be)
@@ -251,9 +249,9 @@ static struct sw_packet *pkt_get(struct vnet_switch *sw, size_t len)
 		sw->pool_len[k]--;
 		return pkt;
 	}
-	pkt = malloc(sizeof(*pkt) + (k ? SW_MAX_LEN : SW_SMALL_CAP));
+	pkt = malloc(sizeof(*pkt) + (k ? SW_MAX_FRAME : SW_SMALL_CAP));
 	if (pkt)
-		pkt->cap = k ? SW_MAX_LEN : SW_SMALL_CAP;
+		pkt->cap = k ? SW_MAX_FRAME : SW_SMALL_CAP;
 	return pkt;
 }
 
@@ -281,7 +279,7 @@ static void pool_free(struct vnet_switch *sw)
 		}
 }
 
-/* Copy a packet to the tail of dst's queue, or drop it if the queue is full. */
+/* Copy the frame (len bytes at byte SW_HDR_LEN of iov) to the tail of dst's queue, or drop it. */
 static void port_enqueue(struct switch_port *dst, const struct iovec *iov, unsigned iovcnt,
 			 size_t len)
 {
@@ -296,7 +294,7 @@ static void port_enqueue(struct switch_port *dst, const struct iovec *iov, unsig
 		dst->dropped++;
 		return;
 	}
-	pkt->len = iov_copy_from(iov, iovcnt, 0, pkt->data, len);
+	pkt->len = iov_copy_from(iov, iovcnt, SW_HDR_LEN, pkt->data, len);
 	dst->queue[(dst->q_head + dst->q_len) % SWITCH_QUEUE_PACKETS] = pkt;
 	dst->q_len++;
 	dst->q_bytes += len;
@@ -334,7 +332,7 @@ static int port_drain(struct switch_port *p, unsigned max_pkts, size_t max_bytes
 			r = 1;
 			break;
 		}
-		if (!vnet_dev_receive(p->dev, &iov, 1)) {
+		if (!vnet_dev_receive_frame(p->dev, NULL, &iov, 1, 0, pkt->len)) {
 			r = -1;
 			break;
 		}
@@ -347,8 +345,8 @@ static int port_drain(struct switch_port *p, unsigned max_pkts, size_t max_bytes
 }
 
 /*
- * Give a packet to dst's guest: one copy, from the sender's guest memory straight into dst's
- * buffers. Packets queued earlier (dst had no buffers) go first, so order is kept and the port
+ * Give a packet (the sender's chain: its header, then a frame of len bytes) to dst's guest
+ * with a zeroed header: one copy, from the sender's guest memory straight into dst's buffers. Packets queued earlier (dst had no buffers) go first, so order is kept and the port
  * returns to the one-copy path as soon as its guest has buffers again; only what still does
  * not fit is queued (a copy).
  */
@@ -359,7 +357,7 @@ static void port_deliver(struct switch_port *dst, const struct iovec *iov, unsig
 		port_enqueue(dst, iov, iovcnt, len);
 		return;
 	}
-	if (vnet_dev_receive(dst->dev, iov, iovcnt))
+	if (vnet_dev_receive_frame(dst->dev, NULL, iov, iovcnt, SW_HDR_LEN, len))
 		return;
 	port_enqueue(dst, iov, iovcnt, len);
 }
@@ -377,32 +375,6 @@ static size_t iov_total(const struct iovec *iov, unsigned iovcnt)
 	return len;
 }
 
-/*
- * sw->iov = a zeroed header (flags 0, GSO_NONE, num_buffers 0) + the frame that follows the
- * sender's header, in place. Returns the iovec count, 0 if the chain has too many pieces.
- */
-static unsigned build_forward_iov(struct vnet_switch *sw, const struct iovec *iov, unsigned iovcnt)
-{
-	static const struct virtio_net_hdr_v1 zero_hdr;
-	size_t skip = SW_HDR_LEN;
-	unsigned n = 0;
-
-	sw->iov[n].iov_base = (void *)(uintptr_t)&zero_hdr;
-	sw->iov[n++].iov_len = SW_HDR_LEN;
-	for (unsigned i = 0; i < iovcnt; i++) {
-		if (skip >= iov[i].iov_len) {
-			skip -= iov[i].iov_len;
-			continue;
-		}
-		if (n == SW_MAX_IOV)
-			return 0;
-		sw->iov[n].iov_base = (uint8_t *)iov[i].iov_base + skip;
-		sw->iov[n++].iov_len = iov[i].iov_len - skip;
-		skip = 0;
-	}
-	return n;
-}
-
 /* A guest sent a packet: learn its source, forward or flood it. Never back-pressures. */
 static int switch_transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt)
 {
@@ -411,7 +383,6 @@ static int switch_transmit(struct vnet_backend *be, const struct iovec *iov, uns
 	size_t len = iov_total(iov, iovcnt);
 	uint8_t macs[2 * SW_ETH_ALEN]; /* destination, source */
 	const uint8_t *dst_mac = macs, *src_mac = macs + SW_ETH_ALEN;
-	unsigned n;
 	int deliveries = 0;
 	uint64_t now;
 
@@ -427,13 +398,7 @@ static int switch_transmit(struct vnet_backend *be, const struct iovec *iov, uns
 	 * a checksum or GSO (tx_hdr_allowed()), and the header we forward is a zeroed one.
 	 */
 	iov_copy_from(iov, iovcnt, SW_HDR_LEN, macs, sizeof(macs));
-	n = build_forward_iov(sw, iov, iovcnt);
-	if (!n) {
-		src->dropped++;
-		log_guest("switch %s: dropped a packet in more than %d pieces", src->name,
-			  SW_MAX_IOV - 1);
-		return 0;
-	}
+	len -= SW_HDR_LEN; /* from here on: the frame's length */
 
 	now = sw_now_ns();
 	fdb_learn(sw, src, src_mac, now);
@@ -443,7 +408,7 @@ static int switch_transmit(struct vnet_backend *be, const struct iovec *iov, uns
 			/* Known: one port. Behind the sender itself: filtered, as on any bridge. */
 			if (dst != src) {
 				src->forwarded++;
-				port_deliver(dst, sw->iov, n, len);
+				port_deliver(dst, iov, iovcnt, len);
 			}
 			return 0;
 		}
@@ -452,7 +417,7 @@ static int switch_transmit(struct vnet_backend *be, const struct iovec *iov, uns
 	for (unsigned i = 0, k = 0; i < sw->nattached; i++) {
 		dst = sw->attached[i];
 		if (dst != src)
-			port_deliver(dst, sw->iov, n, len);
+			port_deliver(dst, iov, iovcnt, len);
 		if (dst != src && k++)
 			deliveries++;
 	}

@@ -106,6 +106,7 @@ struct vnet_queue {
 };
 
 struct vnet_dev;
+struct virtio_net_hdr_v1;
 
 /* vnet_dev_create() - a device in reset state; NULL on bad params (logged). */
 struct vnet_dev *vnet_dev_create(const struct vnet_dev_params *params, const struct vnet_env_ops *env,
@@ -169,6 +170,13 @@ void vnet_dev_timer_expired(struct vnet_dev *dev, unsigned qidx);
  * flushes after each round of events when env->rx_dirty asked it to).
  */
 int vnet_dev_receive(struct vnet_dev *dev, const struct iovec *iov, unsigned iovcnt);
+
+/*
+ * vnet_dev_receive_frame() - the same for a bare frame of frame_len bytes starting at byte off
+ * of iov, with the header hdr (NULL: all zero — no checksum or GSO information).
+ */
+int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 *hdr,
+			   const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len);
 
 /*
  * vnet_dev_rx_reserve() - guest RX buffers for one packet the backend will write straight into
