@@ -146,7 +146,6 @@ static int rx_place(struct vnet_dev *dev, struct vnet_queue *q, struct virtio_ne
 		dev->rx_slots[nslots].head = c->head;
 		dev->rx_slots[nslots++].len = (uint32_t)(hdr_part + n);
 	}
-	vq_prefetch_next(&q->vq); /* the next packet's buffer */
 	hdr->num_buffers = htole16(mergeable ? (uint16_t)nslots : 1); /* spec: 1 without MRG_RXBUF */
 	iov_copy_to(hdr_iov, nhdr_iov, 0, hdr, dev->hdr_len);
 	for (unsigned i = 0; i < nslots; i++)

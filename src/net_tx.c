@@ -150,7 +150,6 @@ bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 				r = vq_pop(&q->vq, &q->chain);
 				if (r <= 0)
 					break;
-				vq_prefetch_next(&q->vq); /* its data arrives while this one goes */
 			}
 			cost = tx_send_one(dev, q);
 			if (cost == -EAGAIN) {

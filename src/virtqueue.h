@@ -121,14 +121,11 @@ void vq_stop(struct virtqueue *vq);
 /* vq_mark_broken() - stop processing this queue after a guest error (NEEDS_RESET); tells on_broken. */
 void vq_mark_broken(struct virtqueue *vq, const char *what);
 
-/* vq_pop() - take the next available chain: 1 got one, 0 ring empty, -1 queue broken. */
-int vq_pop(struct virtqueue *vq, struct vq_chain *chain);
-
 /*
- * vq_prefetch_next() - hint the CPU to fetch the first buffer of the next available chain, if
- * the batch already announced one (nothing is checked or used: a wrong guess costs a miss).
+ * vq_pop() - take the next available chain: 1 got one, 0 ring empty, -1 queue broken. When the
+ * batch announced another chain, its first buffer is prefetched (a wrong guess costs a miss).
  */
-void vq_prefetch_next(const struct virtqueue *vq);
+int vq_pop(struct virtqueue *vq, struct vq_chain *chain);
 
 /* vq_unpop() - give back the last n popped chains (they will be popped again). */
 void vq_unpop(struct virtqueue *vq, unsigned n);
