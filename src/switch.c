@@ -16,11 +16,9 @@
 #include "virtio_net_defs.h"
 #include "vnet_dev.h"
 
-#define SW_HDR_LEN sizeof(struct virtio_net_hdr_v1)
 #define SW_ETH_ALEN 6
-#define SW_MIN_LEN (SW_HDR_LEN + 14)	/* header + Ethernet header */
-#define SW_MAX_FRAME 65536
-#define SW_MAX_LEN (SW_HDR_LEN + SW_MAX_FRAME) /* header + largest frame */
+#define SW_MIN_FRAME 14	   /* an Ethernet header */
+#define SW_MAX_FRAME 65536 /* the largest frame a port takes */
 #define SW_WAYS 4			/* FDB: set-associative, LRU within a set */
 #define SW_SETS (SWITCH_FDB_SIZE / SW_WAYS)
 #define SW_NS 1000000000ull
@@ -279,9 +277,9 @@ static void pool_free(struct vnet_switch *sw)
 		}
 }
 
-/* Copy the frame (len bytes at byte SW_HDR_LEN of iov) to the tail of dst's queue, or drop it. */
+/* Copy the frame (len bytes at byte off of iov) to the tail of dst's queue, or drop it. */
 static void port_enqueue(struct switch_port *dst, const struct iovec *iov, unsigned iovcnt,
-			 size_t len)
+			 size_t off, size_t len)
 {
 	struct sw_packet *pkt;
 
@@ -294,7 +292,7 @@ static void port_enqueue(struct switch_port *dst, const struct iovec *iov, unsig
 		dst->dropped++;
 		return;
 	}
-	pkt->len = iov_copy_from(iov, iovcnt, SW_HDR_LEN, pkt->data, len);
+	pkt->len = iov_copy_from(iov, iovcnt, off, pkt->data, len);
 	dst->queue[(dst->q_head + dst->q_len) % SWITCH_QUEUE_PACKETS] = pkt;
 	dst->q_len++;
 	dst->q_bytes += len;
@@ -351,45 +349,33 @@ static int port_drain(struct switch_port *p, unsigned max_pkts, size_t max_bytes
  * not fit is queued (a copy).
  */
 static void port_deliver(struct switch_port *dst, const struct iovec *iov, unsigned iovcnt,
-			 size_t len)
+			 size_t off, size_t len)
 {
 	if (dst->q_len && port_drain(dst, SWITCH_QUEUE_PACKETS, SWITCH_QUEUE_BYTES) != 0) {
-		port_enqueue(dst, iov, iovcnt, len);
+		port_enqueue(dst, iov, iovcnt, off, len);
 		return;
 	}
-	if (vnet_dev_receive_frame(dst->dev, NULL, iov, iovcnt, SW_HDR_LEN, len))
+	if (vnet_dev_receive_frame(dst->dev, NULL, iov, iovcnt, off, len))
 		return;
-	port_enqueue(dst, iov, iovcnt, len);
-}
-
-/* Sum of the iovec's lengths, saturating at SW_MAX_LEN + 1 (so no sum can wrap). */
-static size_t iov_total(const struct iovec *iov, unsigned iovcnt)
-{
-	size_t len = 0;
-
-	for (unsigned i = 0; i < iovcnt; i++) {
-		if (iov[i].iov_len > SW_MAX_LEN - len)
-			return SW_MAX_LEN + 1;
-		len += iov[i].iov_len;
-	}
-	return len;
+	port_enqueue(dst, iov, iovcnt, off, len);
 }
 
 /* A guest sent a packet: learn its source, forward or flood it. Never back-pressures. */
-static int switch_transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt)
+static int switch_transmit(struct vnet_backend *be, const struct virtio_net_hdr_v1 *hdr,
+			   const struct iovec *iov, unsigned iovcnt, size_t off, size_t len)
 {
 	struct switch_port *src = port_of(be), *dst;
 	struct vnet_switch *sw = src->sw;
-	size_t len = iov_total(iov, iovcnt);
 	uint8_t macs[2 * SW_ETH_ALEN]; /* destination, source */
 	const uint8_t *dst_mac = macs, *src_mac = macs + SW_ETH_ALEN;
 	int deliveries = 0;
 	uint64_t now;
 
-	if (len < SW_MIN_LEN || len > SW_MAX_LEN) {
+	(void)hdr;
+	if (len < SW_MIN_FRAME || len > SW_MAX_FRAME) {
 		src->dropped++;
-		log_guest("switch %s: dropped a packet of %zu bytes (header + frame: %zu to %zu)",
-			  src->name, len, (size_t)SW_MIN_LEN, (size_t)SW_MAX_LEN);
+		log_guest("switch %s: dropped a frame of %zu bytes (%d to %d)", src->name, len,
+			  SW_MIN_FRAME, SW_MAX_FRAME);
 		return 0;
 	}
 	/*
@@ -397,8 +383,7 @@ static int switch_transmit(struct vnet_backend *be, const struct iovec *iov, uns
 	 * is not: the switch offers no offloads, so the device already dropped any frame asking for
 	 * a checksum or GSO (tx_hdr_allowed()), and the header we forward is a zeroed one.
 	 */
-	iov_copy_from(iov, iovcnt, SW_HDR_LEN, macs, sizeof(macs));
-	len -= SW_HDR_LEN; /* from here on: the frame's length */
+	iov_copy_from(iov, iovcnt, off, macs, sizeof(macs));
 
 	now = sw_now_ns();
 	fdb_learn(sw, src, src_mac, now);
@@ -408,7 +393,7 @@ static int switch_transmit(struct vnet_backend *be, const struct iovec *iov, uns
 			/* Known: one port. Behind the sender itself: filtered, as on any bridge. */
 			if (dst != src) {
 				src->forwarded++;
-				port_deliver(dst, iov, iovcnt, len);
+				port_deliver(dst, iov, iovcnt, off, len);
 			}
 			return 0;
 		}
@@ -417,7 +402,7 @@ static int switch_transmit(struct vnet_backend *be, const struct iovec *iov, uns
 	for (unsigned i = 0, k = 0; i < sw->nattached; i++) {
 		dst = sw->attached[i];
 		if (dst != src)
-			port_deliver(dst, iov, iovcnt, len);
+			port_deliver(dst, iov, iovcnt, off, len);
 		if (dst != src && k++)
 			deliveries++;
 	}

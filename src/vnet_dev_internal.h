@@ -81,7 +81,6 @@ struct vnet_dev {
 	struct vnet_rx_slot rx_slots[VNET_RX_MAX_BUFFERS];
 	struct vnet_rx_cache rx_cache;
 	/* TX: the header, then at most every readable iovec of a chain (<= VQ_MAX_CHAIN). */
-	struct iovec tx_iov[VQ_MAX_CHAIN + 1];
 	struct vnet_queue *queues; /* nqueues of them */
 };
 
