@@ -112,6 +112,16 @@ static int rx_place(struct vnet_dev *dev, struct vnet_queue *q, struct virtio_ne
 		}
 		const struct iovec *w = &c->iov[c->nread];
 		room = c->write_len;
+		if (nslots == 0 && w[0].iov_len >= total) {
+			/* The common case: one buffer holds header and frame. */
+			uint8_t *buf = w[0].iov_base;
+
+			hdr->num_buffers = htole16(1);
+			memcpy(buf, hdr, dev->hdr_len);
+			iov_copy_iov(w, 1, dev->hdr_len, iov, iovcnt, off, frame_len);
+			vq_push(&q->vq, c->head, (uint32_t)total);
+			return 1;
+		}
 		if (!mergeable && room < total) {
 			vq_unpop(&q->vq, 1);
 			log_guest("queue %u: RX buffer of %zu bytes too small for %zu; dropped",

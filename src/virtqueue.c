@@ -192,8 +192,10 @@ void vq_mark_broken(struct virtqueue *vq, const char *what)
 		vq->on_broken(vq->owner_ctx, vq->index);
 }
 
-enum vq_walk_error vq_walk_chain(const struct guest_mem *mem, const struct vring_desc *desc,
-				 unsigned num, unsigned head, bool indirect_ok, struct vq_chain *out)
+/* vq_walk_chain() itself, inlined into vq_pop(): the fast path costs no call. */
+static inline __attribute__((always_inline)) enum vq_walk_error
+walk_chain(const struct guest_mem *mem, const struct vring_desc *desc, unsigned num, unsigned head,
+	   bool indirect_ok, struct vq_chain *out)
 {
 	struct vring_desc d;
 
@@ -227,6 +229,12 @@ enum vq_walk_error vq_walk_chain(const struct guest_mem *mem, const struct vring
 		}
 	}
 	return walk_chain_slow(mem, desc, num, head, indirect_ok, out, d);
+}
+
+enum vq_walk_error vq_walk_chain(const struct guest_mem *mem, const struct vring_desc *desc,
+				 unsigned num, unsigned head, bool indirect_ok, struct vq_chain *out)
+{
+	return walk_chain(mem, desc, num, head, indirect_ok, out);
 }
 
 /*
@@ -285,7 +293,7 @@ int vq_pop(struct virtqueue *vq, struct vq_chain *chain)
 		}
 	}
 	head = READ_ONCE_U16(&vq->avail->ring[vq->last_avail & (vq->num - 1)]);
-	err = vq_walk_chain(vq->mem, vq->desc, vq->num, head, vq->indirect, chain);
+	err = walk_chain(vq->mem, vq->desc, vq->num, head, vq->indirect, chain);
 	if (err != VQ_WALK_OK) {
 		vq_mark_broken(vq, vq_walk_error_str(err));
 		return -1;
