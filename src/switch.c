@@ -61,6 +61,15 @@ struct switch_port {
 	unsigned q_head, q_len;
 	size_t q_bytes;
 	uint64_t forwarded, flooded, dropped;
+	/*
+	 * Flow cache (consecutive frames of a port mostly share their addresses): the entry that
+	 * holds this port's last source MAC, and the last destination looked up with its answer
+	 * (NULL entry: unknown, flooded), valid while the FDB's generation has not moved.
+	 */
+	struct fdb_entry *src_hit;
+	uint8_t dst_mac[SW_ETH_ALEN];
+	uint64_t dst_gen;
+	struct fdb_entry *dst_hit;
 };
 
 struct vnet_switch {
@@ -70,6 +79,7 @@ struct vnet_switch {
 	unsigned nattached;
 	uint64_t hash_key;	/* so a guest cannot aim its source MACs at one FDB set */
 	uint64_t last_sweep_ns; /* last full scan for aged entries */
+	uint64_t gen;		/* bumped whenever an entry is added, moved or cleared */
 	struct fdb_entry fdb[SW_SETS][SW_WAYS];
 	/* Free packet buffers by size class ([0] small, [1] large), and how many each holds. */
 	struct sw_packet *pool[2];
@@ -133,6 +143,7 @@ static void fdb_clear(struct vnet_switch *sw, struct fdb_entry *e)
 		return;
 	sw->ports[e->port]->learned--;
 	e->port = SW_NO_PORT;
+	sw->gen++;
 }
 
 /* Forget entries not refreshed for SWITCH_FDB_AGE_SEC; at most once a second. */
@@ -171,15 +182,18 @@ static struct fdb_entry *fdb_victim(struct fdb_entry *set, const struct switch_p
 	return lru;
 }
 
-/* Remember that `mac` is behind port p. A MAC that moves to another port follows it. */
-static void fdb_learn(struct vnet_switch *sw, struct switch_port *p, const uint8_t *mac,
-		      uint64_t now)
+/*
+ * Remember that `mac` is behind port p. A MAC that moves to another port follows it. Returns
+ * the entry now holding it for p, or NULL.
+ */
+static struct fdb_entry *fdb_learn(struct vnet_switch *sw, struct switch_port *p,
+				   const uint8_t *mac, uint64_t now)
 {
 	static const uint8_t zero[SW_ETH_ALEN];
 	struct fdb_entry *set, *e = NULL;
 
 	if ((mac[0] & 1) || !memcmp(mac, zero, SW_ETH_ALEN))
-		return; /* not a valid source address */
+		return NULL; /* not a valid source address */
 	set = fdb_set(sw, mac);
 	for (unsigned w = 0; w < SW_WAYS; w++) {
 		if (fdb_used(&set[w]) && !memcmp(set[w].mac, mac, SW_ETH_ALEN)) {
@@ -189,26 +203,41 @@ static void fdb_learn(struct vnet_switch *sw, struct switch_port *p, const uint8
 	}
 	if (e && e->port == p->slot) {
 		e->last_seen_ns = now;
-		return;
+		return e;
 	}
 	if (p->learned >= SWITCH_FDB_PORT_MAX) {
 		fdb_sweep(sw, now); /* our count may include aged entries */
 		if (e && p->learned >= SWITCH_FDB_PORT_MAX)
-			return; /* at quota: the MAC stays where it was */
+			return NULL; /* at quota: the MAC stays where it was */
 	}
 	if (!e)
 		e = fdb_victim(set, p, now);
 	if (!e)
-		return; /* at quota and nothing of ours in this set: frames to it flood */
+		return NULL; /* at quota and nothing of ours in this set: frames to it flood */
 	fdb_clear(sw, e);
 	memcpy(e->mac, mac, SW_ETH_ALEN);
 	e->port = p->slot;
 	e->last_seen_ns = now;
 	p->learned++;
+	sw->gen++;
+	return e;
 }
 
-/* The port `mac` was last seen behind, or NULL (unknown or aged). */
-static struct switch_port *fdb_lookup(struct vnet_switch *sw, const uint8_t *mac, uint64_t now)
+/* fdb_learn() through p's flow cache: the same source as last time costs one compare. */
+static void learn_cached(struct vnet_switch *sw, struct switch_port *p, const uint8_t *mac,
+			 uint64_t now)
+{
+	struct fdb_entry *e = p->src_hit;
+
+	if (e && e->port == p->slot && !memcmp(e->mac, mac, SW_ETH_ALEN)) {
+		e->last_seen_ns = now;
+		return;
+	}
+	p->src_hit = fdb_learn(sw, p, mac, now);
+}
+
+/* The entry saying which port `mac` was last seen behind, or NULL (unknown or aged). */
+static struct fdb_entry *fdb_lookup(struct vnet_switch *sw, const uint8_t *mac, uint64_t now)
 {
 	struct fdb_entry *set = fdb_set(sw, mac);
 
@@ -221,9 +250,25 @@ static struct switch_port *fdb_lookup(struct vnet_switch *sw, const uint8_t *mac
 			fdb_clear(sw, e);
 			return NULL;
 		}
-		return sw->ports[e->port];
+		return e;
 	}
 	return NULL;
+}
+
+/* fdb_lookup() through p's flow cache: the port behind `mac`, NULL to flood. */
+static struct switch_port *lookup_cached(struct vnet_switch *sw, struct switch_port *p,
+					 const uint8_t *mac, uint64_t now)
+{
+	struct fdb_entry *e = p->dst_hit;
+
+	if (p->dst_gen != sw->gen || memcmp(p->dst_mac, mac, SW_ETH_ALEN) ||
+	    (e && fdb_expired(e, now))) {
+		e = fdb_lookup(sw, mac, now);
+		memcpy(p->dst_mac, mac, SW_ETH_ALEN);
+		p->dst_gen = sw->gen;
+		p->dst_hit = e;
+	}
+	return e ? sw->ports[e->port] : NULL;
 }
 
 static void fdb_forget_port(struct vnet_switch *sw, const struct switch_port *p)
@@ -386,9 +431,9 @@ static int switch_transmit(struct vnet_backend *be, const struct virtio_net_hdr_
 	iov_copy_from(iov, iovcnt, off, macs, sizeof(macs));
 
 	now = sw_now_ns();
-	fdb_learn(sw, src, src_mac, now);
+	learn_cached(sw, src, src_mac, now);
 	if (!(dst_mac[0] & 1)) {
-		dst = fdb_lookup(sw, dst_mac, now);
+		dst = lookup_cached(sw, src, dst_mac, now);
 		if (dst) {
 			/* Known: one port. Behind the sender itself: filtered, as on any bridge. */
 			if (dst != src) {
@@ -445,6 +490,7 @@ struct vnet_switch *switch_create(void)
 	if (getrandom(&sw->hash_key, sizeof(sw->hash_key), GRND_NONBLOCK) !=
 	    (ssize_t)sizeof(sw->hash_key))
 		sw->hash_key = sw_now_ns() ^ (uint64_t)(uintptr_t)sw;
+	sw->gen = 1; /* a new port's cache (generation 0) is never valid */
 	for (unsigned s = 0; s < SW_SETS; s++)
 		for (unsigned w = 0; w < SW_WAYS; w++)
 			sw->fdb[s][w].port = SW_NO_PORT;
