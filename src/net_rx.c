@@ -117,7 +117,10 @@ static int rx_place(struct vnet_dev *dev, struct vnet_queue *q, struct virtio_ne
 			uint8_t *buf = w[0].iov_base;
 
 			hdr->num_buffers = htole16(1);
-			memcpy(buf, hdr, dev->hdr_len);
+			if (dev->hdr_len == sizeof(*hdr))
+				memcpy(buf, hdr, sizeof(*hdr)); /* a constant size: two stores */
+			else
+				memcpy(buf, hdr, dev->hdr_len);
 			iov_copy_iov(w, 1, dev->hdr_len, iov, iovcnt, off, frame_len);
 			vq_push(&q->vq, c->head, (uint32_t)total);
 			return 1;
@@ -228,10 +231,8 @@ int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 
 		return 1;
 
 	do {
-		uint16_t seen = vq_avail_idx(&q->vq);
-
 		r = rx_place(dev, q, &hdr, iov, iovcnt, off, frame_len);
-		if (r == 0 && !rx_wait_for_buffers(q, seen))
+		if (r == 0 && !rx_wait_for_buffers(q, vq_avail_seen(&q->vq)))
 			break;
 	} while (r == 0);
 	if (r == 0)
@@ -365,8 +366,8 @@ int vnet_dev_rx_reserve(struct vnet_dev *dev, size_t max_len, const struct iovec
 		return -1;
 	rc->short_valid = false;
 	for (;;) {
-		uint16_t seen = vq_avail_idx(&q->vq);
 		int r = rx_cache_fill(dev, q, max_len);
+		uint16_t seen = vq_avail_seen(&q->vq); /* what the fill found */
 
 		if (r > 0) {
 			*iov = &rc->iov[rc->iov_first];

@@ -133,6 +133,15 @@ void vq_unpop(struct virtqueue *vq, unsigned n);
 /* vq_avail_idx() - the driver's avail index now (started queue only). */
 uint16_t vq_avail_idx(struct virtqueue *vq);
 
+/*
+ * vq_avail_seen() - the avail index as vq_pop() last read it (no guest memory access): after a
+ * vq_pop() that found too few chains, what vq_avail_idx() must differ from to mean "more".
+ */
+static inline uint16_t vq_avail_seen(const struct virtqueue *vq)
+{
+	return vq->shadow_avail;
+}
+
 /* vq_has_avail() - whether the driver made chains available that we have not popped. */
 bool vq_has_avail(struct virtqueue *vq);
 
