@@ -194,6 +194,8 @@ int daemon_run(const struct vnetd_options *opts)
 			status = 1;
 			break;
 		}
+		if (d.sw)
+			switch_tick(d.sw); /* the switch's clock for this round */
 		for (int i = 0; i < n; i++)
 			dispatch(&d, ev_ref_unpack(events[i].data.u64), events[i].events);
 		/* One budget each for what waited before this round; re-queued work goes behind. */

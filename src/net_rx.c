@@ -15,7 +15,7 @@ static bool mac_in(const uint8_t (*table)[6], unsigned n, const uint8_t *mac)
 }
 
 /* The CTRL_RX / CTRL_MAC receive filter (as QEMU's virtio-net applies it). */
-static bool rx_filter_accepts(const struct vnet_dev *dev, const uint8_t *dst)
+static inline bool rx_filter_accepts(const struct vnet_dev *dev, const uint8_t *dst)
 {
 	static const uint8_t bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 	const struct vnet_rx_filter *f = &dev->filter;
@@ -177,7 +177,7 @@ static void rx_hdr_flags(const struct vnet_dev *dev, struct virtio_net_hdr_v1 *h
 }
 
 /* A packet of `bytes` frame bytes was pushed on q: count it, have the owner publish it. */
-static void rx_delivered(struct vnet_dev *dev, struct vnet_queue *q, size_t bytes)
+static inline void rx_delivered(struct vnet_dev *dev, struct vnet_queue *q, size_t bytes)
 {
 	q->stats.packets++;
 	q->stats.bytes += bytes;

@@ -80,6 +80,7 @@ struct vnet_switch {
 	uint64_t hash_key;	/* so a guest cannot aim its source MACs at one FDB set */
 	uint64_t last_sweep_ns; /* last full scan for aged entries */
 	uint64_t gen;		/* bumped whenever an entry is added, moved or cleared */
+	uint64_t now_ns;	/* learning and aging clock (switch_set_clock()) */
 	struct fdb_entry fdb[SW_SETS][SW_WAYS];
 	/* Free packet buffers by size class ([0] small, [1] large), and how many each holds. */
 	struct sw_packet *pool[2];
@@ -106,8 +107,8 @@ static uint64_t sw_now_ns(void)
 {
 	struct timespec ts;
 
-	/* Learning and aging work in seconds: the coarse clock (a shared-page read, a few ns
-	 * instead of a TSC read per packet) is precise enough. */
+	/* Learning and aging work in seconds: the coarse clock (a shared-page read, no TSC
+	 * read), once per event-loop round (switch_tick()), is precise enough. */
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	return (uint64_t)ts.tv_sec * SW_NS + (uint64_t)ts.tv_nsec;
 }
@@ -393,7 +394,7 @@ static int port_drain(struct switch_port *p, unsigned max_pkts, size_t max_bytes
  * returns to the one-copy path as soon as its guest has buffers again; only what still does
  * not fit is queued (a copy).
  */
-static void port_deliver(struct switch_port *dst, const struct iovec *iov, unsigned iovcnt,
+static inline void port_deliver(struct switch_port *dst, const struct iovec *iov, unsigned iovcnt,
 			 size_t off, size_t len)
 {
 	if (dst->q_len && port_drain(dst, SWITCH_QUEUE_PACKETS, SWITCH_QUEUE_BYTES) != 0) {
@@ -430,7 +431,7 @@ static int switch_transmit(struct vnet_backend *be, const struct virtio_net_hdr_
 	 */
 	iov_copy_from(iov, iovcnt, off, macs, sizeof(macs));
 
-	now = sw_now_ns();
+	now = sw->now_ns;
 	learn_cached(sw, src, src_mac, now);
 	if (!(dst_mac[0] & 1)) {
 		dst = lookup_cached(sw, src, dst_mac, now);
@@ -491,10 +492,21 @@ struct vnet_switch *switch_create(void)
 	    (ssize_t)sizeof(sw->hash_key))
 		sw->hash_key = sw_now_ns() ^ (uint64_t)(uintptr_t)sw;
 	sw->gen = 1; /* a new port's cache (generation 0) is never valid */
+	sw->now_ns = sw_now_ns();
 	for (unsigned s = 0; s < SW_SETS; s++)
 		for (unsigned w = 0; w < SW_WAYS; w++)
 			sw->fdb[s][w].port = SW_NO_PORT;
 	return sw;
+}
+
+void switch_tick(struct vnet_switch *sw)
+{
+	sw->now_ns = sw_now_ns();
+}
+
+void switch_set_clock(struct vnet_switch *sw, uint64_t now_ns)
+{
+	sw->now_ns = now_ns;
 }
 
 /* switch_destroy() - detach what is left and free the switch. */
