@@ -84,14 +84,16 @@ static bool rx_wait_for_buffers(struct vnet_queue *q, uint16_t seen)
 
 /*
  * Copy one packet (our header, then the frame at byte off of iov) into as many chains as it
- * needs. Returns 1 placed, 0 no buffers (nothing consumed), -1 dropped.
+ * needs. Returns 1 placed, 0 no buffers (nothing consumed), -1 dropped. Out of line: the
+ * common case is rx_place_one().
  */
-static int rx_place(struct vnet_dev *dev, struct vnet_queue *q, struct virtio_net_hdr_v1 *hdr,
-		    const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len)
+static __attribute__((noinline)) int rx_place(struct vnet_dev *dev, struct vnet_queue *q,
+					      struct virtio_net_hdr_v1 *hdr, const struct iovec *iov,
+					      unsigned iovcnt, size_t off, size_t frame_len)
 {
 	bool mergeable = dev_has(dev, VIRTIO_NET_F_MRG_RXBUF);
 	size_t total = dev->hdr_len + frame_len, placed = 0;
-	struct iovec hdr_iov[VNET_HDR_LEN]; /* [0, nhdr_iov) set below */
+	struct iovec hdr_iov[VNET_HDR_LEN] = {{0}}; /* [0, nhdr_iov) set below */
 	unsigned nslots = 0, nhdr_iov = 0;
 
 	while (placed < total) {
@@ -112,19 +114,6 @@ static int rx_place(struct vnet_dev *dev, struct vnet_queue *q, struct virtio_ne
 		}
 		const struct iovec *w = &c->iov[c->nread];
 		room = c->write_len;
-		if (nslots == 0 && w[0].iov_len >= total) {
-			/* The common case: one buffer holds header and frame. */
-			uint8_t *buf = w[0].iov_base;
-
-			hdr->num_buffers = htole16(1);
-			if (dev->hdr_len == sizeof(*hdr))
-				memcpy(buf, hdr, sizeof(*hdr)); /* a constant size: two stores */
-			else
-				memcpy(buf, hdr, dev->hdr_len);
-			iov_copy_iov(w, 1, dev->hdr_len, iov, iovcnt, off, frame_len);
-			vq_push(&q->vq, c->head, (uint32_t)total);
-			return 1;
-		}
 		if (!mergeable && room < total) {
 			vq_unpop(&q->vq, 1);
 			log_guest("queue %u: RX buffer of %zu bytes too small for %zu; dropped",
@@ -166,6 +155,33 @@ static int rx_place(struct vnet_dev *dev, struct vnet_queue *q, struct virtio_ne
 	return 1;
 }
 
+/* rx_place() for the common case, inline: the next chain is one buffer holding the packet. */
+static inline int rx_place_one(struct vnet_dev *dev, struct vnet_queue *q,
+			       struct virtio_net_hdr_v1 *hdr, const struct iovec *iov,
+			       unsigned iovcnt, size_t off, size_t frame_len)
+{
+	struct vq_chain *c = &q->chain;
+	size_t total = dev->hdr_len + frame_len;
+	int r = vq_pop(&q->vq, c);
+	uint8_t *buf;
+
+	if (r <= 0)
+		return r;
+	if (c->nwrite != 1 || c->iov[c->nread].iov_len < total) {
+		vq_unpop(&q->vq, 1);
+		return rx_place(dev, q, hdr, iov, iovcnt, off, frame_len);
+	}
+	buf = c->iov[c->nread].iov_base;
+	hdr->num_buffers = htole16(1); /* 1 without MRG_RXBUF too (and then not sent) */
+	if (dev->hdr_len == sizeof(*hdr))
+		memcpy(buf, hdr, sizeof(*hdr)); /* a constant size: two stores */
+	else
+		memcpy(buf, hdr, dev->hdr_len);
+	iov_copy_iov(&c->iov[c->nread], 1, dev->hdr_len, iov, iovcnt, off, frame_len);
+	vq_push(&q->vq, c->head, (uint32_t)total);
+	return 1;
+}
+
 /*
  * The backend's header as the guest may see it: without GUEST_CSUM the spec wants flags 0 (tun
  * sets DATA_VALID whenever the host stack verified a checksum). num_buffers is set on placing.
@@ -194,11 +210,10 @@ static inline void rx_delivered(struct vnet_dev *dev, struct vnet_queue *q, size
 int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 *hdr_in,
 			   const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len)
 {
-	uint8_t eth_copy[14 + 24]; /* Ethernet header (+ IPv4 addresses and ports to pick a queue) */
-	const uint8_t *eth = eth_copy;
-	struct virtio_net_hdr_v1 hdr = {0};
+	const uint8_t *eth = dev->rx_eth;
+	struct virtio_net_hdr_v1 *hdr = &dev->rx_hdr;
 	struct vnet_queue *q;
-	size_t need = dev->active_pairs > 1 ? sizeof(eth_copy) : 14, got = need;
+	size_t need = dev->active_pairs > 1 ? sizeof(dev->rx_eth) : 14, got = need;
 	int r;
 
 	/* Buffers reserved for the direct path come first: give them back (they are the suffix). */
@@ -209,8 +224,10 @@ int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 
 		return 1;
 	}
 	if (hdr_in) {
-		hdr = *hdr_in;
-		rx_hdr_flags(dev, &hdr);
+		*hdr = *hdr_in;
+		rx_hdr_flags(dev, hdr);
+	} else {
+		memset(hdr, 0, sizeof(*hdr));
 	}
 	/* Look at the Ethernet header in place when one segment holds it (it nearly always does). */
 	while (iovcnt && off >= iov[0].iov_len) {
@@ -221,7 +238,7 @@ int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 
 	if (iovcnt && need <= iov[0].iov_len - off)
 		eth = (const uint8_t *)iov[0].iov_base + off;
 	else
-		got = iov_copy_from(iov, iovcnt, off, eth_copy, need);
+		got = iov_copy_from(iov, iovcnt, off, dev->rx_eth, need);
 	q = &dev->queues[2 * rx_pick_pair(dev, eth, got)];
 	if (!dev_queue_usable(q) || !dev->be) {
 		q->stats.dropped++;
@@ -231,7 +248,7 @@ int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 
 		return 1;
 
 	do {
-		r = rx_place(dev, q, &hdr, iov, iovcnt, off, frame_len);
+		r = rx_place_one(dev, q, hdr, iov, iovcnt, off, frame_len);
 		if (r == 0 && !rx_wait_for_buffers(q, vq_avail_seen(&q->vq)))
 			break;
 	} while (r == 0);

@@ -84,7 +84,7 @@ static bool tx_hdr_allowed(const struct vnet_dev *dev, const struct vnet_queue *
 static int tx_send_one(struct vnet_dev *dev, struct vnet_queue *q)
 {
 	const struct vq_chain *c = &q->chain;
-	struct virtio_net_hdr_v1 hdr;
+	struct virtio_net_hdr_v1 *hdr = &dev->tx_hdr;
 	int r;
 
 	if (c->read_len < dev->hdr_len || c->read_len - dev->hdr_len > VNET_MAX_FRAME) {
@@ -97,12 +97,12 @@ static int tx_send_one(struct vnet_dev *dev, struct vnet_queue *q)
 		q->stats.dropped++;
 		return 0;
 	}
-	tx_read_hdr(dev, c, &hdr);
-	if (!tx_hdr_allowed(dev, q, &hdr, c->read_len - dev->hdr_len)) {
+	tx_read_hdr(dev, c, hdr);
+	if (!tx_hdr_allowed(dev, q, hdr, c->read_len - dev->hdr_len)) {
 		q->stats.dropped++;
 		return 0;
 	}
-	r = dev->be_ops->transmit(dev->be, &hdr, c->iov, c->nread, dev->hdr_len,
+	r = dev->be_ops->transmit(dev->be, hdr, c->iov, c->nread, dev->hdr_len,
 				  c->read_len - dev->hdr_len);
 	if (r == -EAGAIN)
 		return r;

@@ -67,6 +67,7 @@ struct switch_port {
 	 * (NULL entry: unknown, flooded), valid while the FDB's generation has not moved.
 	 */
 	struct fdb_entry *src_hit;
+	uint8_t macs[2 * SW_ETH_ALEN]; /* the frame being sent: destination, source (a copy) */
 	uint8_t dst_mac[SW_ETH_ALEN];
 	uint64_t dst_gen;
 	struct fdb_entry *dst_hit;
@@ -412,8 +413,7 @@ static int switch_transmit(struct vnet_backend *be, const struct virtio_net_hdr_
 {
 	struct switch_port *src = port_of(be), *dst;
 	struct vnet_switch *sw = src->sw;
-	uint8_t macs[2 * SW_ETH_ALEN]; /* destination, source */
-	const uint8_t *dst_mac = macs, *src_mac = macs + SW_ETH_ALEN;
+	const uint8_t *dst_mac = src->macs, *src_mac = src->macs + SW_ETH_ALEN;
 	int deliveries = 0;
 	uint64_t now;
 
@@ -429,7 +429,7 @@ static int switch_transmit(struct vnet_backend *be, const struct virtio_net_hdr_
 	 * is not: the switch offers no offloads, so the device already dropped any frame asking for
 	 * a checksum or GSO (tx_hdr_allowed()), and the header we forward is a zeroed one.
 	 */
-	iov_copy_from(iov, iovcnt, off, macs, sizeof(macs));
+	iov_copy_from(iov, iovcnt, off, src->macs, sizeof(src->macs));
 
 	now = sw->now_ns;
 	learn_cached(sw, src, src_mac, now);
