@@ -106,10 +106,11 @@ static __attribute__((noinline)) int rx_place(struct vnet_dev *dev, struct vnet_
 		if (r == 0 || nslots == VNET_RX_MAX_BUFFERS) {
 			/* Give back every chain taken for this packet, the one just popped too. */
 			vq_unpop(&q->vq, nslots + (r > 0));
-			if (r == 0)
+			/* Waiting helps unless the packet already had the whole ring. */
+			if (r == 0 && nslots < q->vq.num)
 				return 0;
-			log_guest("queue %u: packet needs more than %d RX buffers; dropped",
-				  q->vq.index, VNET_RX_MAX_BUFFERS);
+			log_guest("queue %u: packet needs more than %u RX buffers; dropped",
+				  q->vq.index, r == 0 ? (unsigned)q->vq.num : VNET_RX_MAX_BUFFERS);
 			return -1;
 		}
 		const struct iovec *w = &c->iov[c->nread];
