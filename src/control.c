@@ -219,28 +219,21 @@ static json_t *cmd_ports(struct port *const *ports, unsigned nports, json_t *req
 	return json_pack("{s:b,s:o}", "ok", 1, "ports", list);
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* lateness_summary() - percentiles (nearest rank) of the retained lateness samples, in us. */
+/*
+ * lateness_summary() - nearest-rank percentiles of the lateness histogram, in us: the upper
+ * bound of the bucket (about 19% wide) holding the rank; max is exact. Every value since the
+ * last reset counts, so samples == total.
+ */
 static json_t *lateness_summary(const struct vnet_queue_stats *st)
 {
-	static uint32_t sorted[VNET_LATENESS_SAMPLES];
-	size_t n = st->lateness_count < VNET_LATENESS_SAMPLES ? (size_t)st->lateness_count
-							       : VNET_LATENESS_SAMPLES;
+	const struct lat_hist *h = &st->lateness;
 
-	if (n == 0)
+	if (h->count == 0)
 		return json_pack("{s:i,s:I,s:n,s:n,s:n}", "samples", 0, "total", (json_int_t)0,
 				 "p50", "p99", "max");
-	memcpy(sorted, st->lateness_ns, n * sizeof(sorted[0]));
-	qsort(sorted, n, sizeof(sorted[0]), cmp_u32);
-	return json_pack("{s:I,s:o,s:f,s:f,s:f}", "samples", (json_int_t)n, "total",
-			 ju64(st->lateness_count), "p50", sorted[(n * 50 + 99) / 100 - 1] / 1e3,
-			 "p99", sorted[(n * 99 + 99) / 100 - 1] / 1e3, "max", sorted[n - 1] / 1e3);
+	return json_pack("{s:o,s:o,s:f,s:f,s:f}", "samples", ju64(h->count), "total",
+			 ju64(h->count), "p50", lat_hist_percentile(h, 50) / 1e3,
+			 "p99", lat_hist_percentile(h, 99) / 1e3, "max", h->max_ns / 1e3);
 }
 
 static json_t *queue_stats(const struct vnet_queue *q, unsigned index)

@@ -6,12 +6,7 @@
 
 static void record_lateness(struct vnet_queue *q, uint64_t now, uint64_t deadline)
 {
-	uint64_t late = now > deadline ? now - deadline : 0;
-
-	if (late > UINT32_MAX)
-		late = UINT32_MAX;
-	q->stats.lateness_ns[q->stats.lateness_count % VNET_LATENESS_SAMPLES] = (uint32_t)late;
-	q->stats.lateness_count++;
+	lat_hist_add(&q->stats.lateness, now > deadline ? now - deadline : 0);
 }
 
 void queue_rearm_timer(struct vnet_dev *dev, struct vnet_queue *q)

@@ -9,11 +9,11 @@
 #include "backend.h"
 #include "coalesce.h"
 #include "guest_mem.h"
+#include "lat_hist.h"
 #include "virtqueue.h"
 
 #define VNET_MAX_QUEUE_PAIRS 16
 #define VNET_MAX_QUEUES (2 * VNET_MAX_QUEUE_PAIRS + 1)
-#define VNET_LATENESS_SAMPLES 4096
 
 enum vnet_queue_kind { VNET_QUEUE_RX, VNET_QUEUE_TX, VNET_QUEUE_CTRL };
 
@@ -36,9 +36,8 @@ struct vnet_queue_stats {
 	uint64_t yields;              /* runs that stopped at the budget with work left */
 	uint64_t rx_direct;           /* packets the backend read straight into guest buffers */
 	uint64_t stop_notifications;  /* held completions signalled because the queue stopped */
-	/* Lateness of deadline-driven notifications, ring buffer of the last samples (ns). */
-	uint32_t lateness_ns[VNET_LATENESS_SAMPLES];
-	uint64_t lateness_count;
+	/* Lateness of deadline-driven notifications (ns): read it with lat_hist_bucket(). */
+	struct lat_hist lateness;
 };
 
 /* Host-side environment injected into the device: clock, timers, notifications. */
@@ -97,12 +96,14 @@ struct vnet_queue {
 	uint64_t coal_deadline_ns;  /* coalescing deadline; 0: none */
 	uint64_t tx_deadline_ns;    /* VNET_TX_TIMER: when the waiting TX batch runs; 0: none */
 	uint32_t rx_unflushed;      /* RX packets pushed but not yet published */
-	bool tx_blocked;            /* backend said -EAGAIN: `chain` holds the packet */
+	bool tx_blocked;            /* backend said -EAGAIN (the chain went back): wait for resume */
 	bool rx_waiting;            /* a packet waited for buffers: tell the backend on kick */
 	bool scheduled;             /* waiting in the owner's run queue (env->schedule) */
 	bool reinit;                /* rings set up while disabled: virtio re-enable on enable */
 	struct vnet_queue_stats stats;
-	struct vq_chain chain;      /* scratch for the chain being processed */
+	/* Scratch for the chain being processed: the device's one (vnet_dev_create), shared by its
+	 * queues, as a device works on one chain at a time and never keeps one across events. */
+	struct vq_chain *chain;
 };
 
 struct vnet_dev;
