@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -61,7 +62,7 @@ static void control_accept(struct daemon *d)
 		close(fd);
 		return;
 	}
-	struct ev_ref ref = {.kind = EV_CONTROL_CLIENT, .queue = (uint16_t)slot, .fd = fd};
+	struct ev_ref ref = {.kind = EV_CONTROL_CLIENT, .queue = (uint8_t)slot, .fd = fd};
 	if (event_loop_add(d->epfd, fd, EPOLLIN, ref) < 0)
 		client_close(d, slot);
 }
@@ -112,10 +113,27 @@ static void dispatch(struct daemon *d, struct ev_ref ref, uint32_t events)
 	}
 }
 
+/*
+ * raise_fd_limit() - a connected port holds about a dozen fds (socket, kick/call/error
+ * eventfds, timers, tap): take the hard RLIMIT_NOFILE as the soft one (the usual soft 1024 is
+ * too few for a thousand ports). A failure is only logged; ports that do not fit fail to open.
+ */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		log_warn("cannot raise the open-file limit: %s", strerror(errno));
+}
+
 static int setup(struct daemon *d, const struct vnetd_options *opts)
 {
 	sigset_t mask;
 
+	raise_fd_limit();
 	d->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (d->epfd < 0 || guest_fault_install() < 0 ||
 	    run_queue_init(&d->rq, VNETD_MAX_PORTS * VNET_MAX_QUEUES) < 0 ||

@@ -25,8 +25,8 @@ enum ev_kind {
 /* Typed reference carried in epoll_event.data.u64. */
 struct ev_ref {
 	uint8_t kind;   /* enum ev_kind */
-	uint8_t port;   /* port index */
-	uint16_t queue; /* queue index, or client slot */
+	uint8_t queue;  /* queue index, or client slot */
+	uint16_t port;  /* port index (slot in the daemon's port table) */
 	int32_t fd;
 };
 

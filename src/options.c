@@ -23,7 +23,7 @@ static const char usage_text[] =
 	"coalescing. Each --port is one device; ports are named p0, p1, ... in order.\n"
 	"\n"
 	"Options:\n"
-	"  --port SPEC          add a port (at most 32); SPEC is a comma-separated list of keys\n"
+	"  --port SPEC          add a port (at most 1024); SPEC is a comma-separated list of keys\n"
 	"  --control PATH       control socket for vnetctl (required; created with mode 0600)\n"
 	"  --user NAME          drop privileges to user NAME once the sockets are open\n"
 	"  --no-sandbox         do not drop privileges or install the seccomp filter\n"

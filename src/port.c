@@ -50,7 +50,7 @@ uint64_t port_connections(const struct port *p)
 
 static struct ev_ref port_ref(const struct port *p, enum ev_kind kind, unsigned queue, int fd)
 {
-	return (struct ev_ref){.kind = kind, .port = (uint8_t)p->index, .queue = (uint16_t)queue, .fd = fd};
+	return (struct ev_ref){.kind = kind, .port = (uint16_t)p->index, .queue = (uint8_t)queue, .fd = fd};
 }
 
 /* Device environment: real clock, timerfds, call fds. */

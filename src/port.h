@@ -9,7 +9,7 @@
 #include "vhost_user.h"
 #include "vnet_dev.h"
 
-#define VNETD_MAX_PORTS 32
+#define VNETD_MAX_PORTS 1024 /* fits ev_ref.port (16 bits) */
 
 enum port_backend_kind { PORT_BACKEND_TAP, PORT_BACKEND_SWITCH };
 

@@ -127,6 +127,7 @@ struct vnet_dev *vnet_dev_create(const struct vnet_dev_params *params, const str
 		struct vnet_queue *q = &dev->queues[i];
 
 		q->vq.index = i;
+		q->chain = &dev->chain;
 		q->vq.on_broken = dev_queue_broken;
 		q->vq.owner_ctx = dev;
 		q->kind = i + 1 == dev->nqueues ? VNET_QUEUE_CTRL
@@ -259,11 +260,7 @@ uint16_t vnet_dev_queue_stop(struct vnet_dev *dev, unsigned qidx)
 	queue_flush_held(dev, q);
 	if (qidx == 0)
 		net_rx_cache_release(dev, q); /* reserved, unused RX buffers go back to the ring */
-	if (q->tx_blocked) {
-		/* Popped but not sent (backend full): the driver's next base must include it. */
-		vq_unpop(&q->vq, 1);
-		q->tx_blocked = false;
-	}
+	q->tx_blocked = false; /* the chain the backend refused was given back already */
 	if (q->timer_deadline_ns)
 		dev->env->arm_timer(dev->env_ctx, qidx, 0);
 	q->timer_deadline_ns = q->coal_deadline_ns = q->tx_deadline_ns = 0;

@@ -89,6 +89,7 @@ struct vnet_dev {
 	 * stack-protector canary in the TX loop). */
 	struct virtio_net_hdr_v1 tx_hdr;
 	struct vnet_queue *queues; /* nqueues of them */
+	struct vq_chain chain;     /* chain scratch of every queue (vnet_queue.chain points here) */
 };
 
 /* What made notify_decide() run. */
