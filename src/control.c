@@ -460,10 +460,62 @@ static json_t *cmd_coalesce(struct port *const *ports, unsigned nports, json_t *
 	return ok_reply();
 }
 
+/* ---- Run-time ports: the daemon does the work (control_set_port_ops) ---------------------- */
+
+static const struct control_port_ops *port_ops;
+static void *port_ops_ctx;
+
+void control_set_port_ops(const struct control_port_ops *ops, void *ctx)
+{
+	port_ops = ops;
+	port_ops_ctx = ctx;
+}
+
+static json_t *cmd_port_add(struct port *const *ports, unsigned nports, json_t *req)
+{
+	static const char *const keys[] = {"spec", NULL};
+	json_t *err = check_keys(req, "port-add", keys);
+	json_t *spec = json_object_get(req, "spec");
+	char name[16], msg[256];
+
+	(void)ports;
+	(void)nports;
+	if (err)
+		return err;
+	if (!json_is_string(spec) || strlen(json_string_value(spec)) != json_string_length(spec))
+		return error_reply("\"spec\" must be a string: a --port SPEC");
+	if (!port_ops)
+		return error_reply("run-time ports are not available");
+	if (port_ops->add(port_ops_ctx, json_string_value(spec), name, sizeof(name), msg,
+			  sizeof(msg)) < 0)
+		return error_reply("%s", msg);
+	return json_pack("{s:b,s:s}", "ok", 1, "port", name);
+}
+
+static json_t *cmd_port_del(struct port *const *ports, unsigned nports, json_t *req)
+{
+	static const char *const keys[] = {"port", NULL};
+	json_t *err = check_keys(req, "port-del", keys);
+	struct port *p;
+	char msg[256];
+
+	if (err)
+		return err;
+	if (!(p = find_port(ports, nports, json_object_get(req, "port"), &err)))
+		return err;
+	if (!port_ops)
+		return error_reply("run-time ports are not available");
+	if (port_ops->del(port_ops_ctx, p, msg, sizeof(msg)) < 0)
+		return error_reply("%s", msg);
+	return ok_reply();
+}
+
 static const struct {
 	const char *name;
 	command_fn run;
 } commands[] = {
+	{"port-add", cmd_port_add},
+	{"port-del", cmd_port_del},
 	{"ports", cmd_ports},
 	{"stats", cmd_stats},
 	{"coalesce", cmd_coalesce},
@@ -492,7 +544,7 @@ static json_t *dispatch(struct port *const *ports, unsigned nports, const char *
 			reply = commands[i].run(ports, nports, req);
 		else
 			reply = error_reply("unknown cmd '%.64s' (ports, stats, coalesce, "
-					    "reset-stats)", json_string_value(cmd));
+					    "reset-stats, port-add, port-del)", json_string_value(cmd));
 	}
 	json_decref(req);
 	return reply;

@@ -2,7 +2,9 @@
 #include "daemon.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -10,23 +12,40 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "config_file.h"
 #include "control.h"
 #include "event_loop.h"
 #include "guest_fault.h"
 #include "log.h"
+#include "options.h"
 #include "port_internal.h"
 #include "sandbox.h"
 #include "switch.h"
+#include "tap.h"
 
 #define MAX_CONTROL_CLIENTS 32
 #define MAX_EVENTS 64
+
+/* Where a port came from: a --config reload only adds, changes and removes its own. */
+enum port_origin { ORIGIN_CMDLINE, ORIGIN_CONFIG, ORIGIN_RUNTIME };
 
 struct daemon {
 	int epfd;
 	int signal_fd;
 	int control_fd;
-	unsigned nports;
+	const struct vnetd_options *opts;
+	/* Ports by slot (the index in their name and in ev_ref.port); NULL: free. */
 	struct port *ports[VNETD_MAX_PORTS];
+	/* The same, packed, for the control socket; removed ones leave at the end of a round. */
+	struct port *live[VNETD_MAX_PORTS];
+	unsigned nlive;
+	uint8_t origin[VNETD_MAX_PORTS];      /* enum port_origin */
+	char *config_spec[VNETD_MAX_PORTS];   /* ORIGIN_CONFIG: the spec it was made from */
+	bool doomed[VNETD_MAX_PORTS];         /* port-del'd: destroyed at the end of the round */
+	unsigned ndoomed;
+	bool reload;                          /* SIGHUP: re-read --config after this round */
+	int config_dir;                       /* --config's directory (O_PATH) */
+	const char *config_name;              /* ... and the file's name in it */
 	struct vnet_switch *sw;
 	struct run_queue rq;     /* queues that yielded at their budget, oldest first */
 	struct run_queue flushq; /* ports holding received packets the guest cannot see yet */
@@ -75,7 +94,7 @@ static void control_event(struct daemon *d, struct ev_ref ref, uint32_t events)
 	if (!c || control_client_fd(c) != ref.fd)
 		return;
 	if (events & EPOLLIN)
-		r = control_client_readable(c, d->ports, d->nports);
+		r = control_client_readable(c, d->live, d->nlive);
 	if (r == 0 && (events & EPOLLOUT))
 		r = control_client_writable(c);
 	if (r == 0 && (events & (EPOLLHUP | EPOLLERR)) && !(events & EPOLLIN))
@@ -87,11 +106,221 @@ static void control_event(struct daemon *d, struct ev_ref ref, uint32_t events)
 	event_loop_mod(d->epfd, ref.fd, control_client_events(c), ref);
 }
 
+/* signal_event() - SIGHUP asks for a --config reload, SIGTERM/SIGINT for the end. */
+static void signal_event(struct daemon *d)
+{
+	struct signalfd_siginfo si;
+
+	while (read(d->signal_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (si.ssi_signo == SIGHUP)
+			d->reload = true;
+		else
+			d->stop = true;
+	}
+}
+
+/* ---- Run-time ports ------------------------------------------------------------------------ */
+
+/* add_port_cfg() - create a port from cfg in `slot`; the slot, or -1 (logged). */
+static int add_port_cfg(struct daemon *d, unsigned slot, const struct port_config *cfg,
+			enum port_origin origin)
+{
+	struct port *p;
+
+	if (cfg->backend == PORT_BACKEND_SWITCH && !d->sw) {
+		d->sw = switch_create();
+		if (!d->sw)
+			return -1;
+	}
+	p = port_create(slot, cfg, d->epfd, &d->rq, &d->flushq, d->sw);
+	if (!p)
+		return -1;
+	d->ports[slot] = p;
+	d->origin[slot] = (uint8_t)origin;
+	d->doomed[slot] = false;
+	d->live[d->nlive++] = p;
+	return (int)slot;
+}
+
+static int free_slot(const struct daemon *d)
+{
+	for (unsigned i = 0; i < VNETD_MAX_PORTS; i++)
+		if (!d->ports[i])
+			return (int)i;
+	return -1;
+}
+
+/* add_port_spec() - parse SPEC against the live ports and create it; slot, or -1 (err). */
+static int add_port_spec(struct daemon *d, const char *spec, enum port_origin origin, char *err,
+			 size_t err_len)
+{
+	static const struct port_config *others[VNETD_MAX_PORTS];
+	static unsigned other_index[VNETD_MAX_PORTS];
+	static struct port_config cfg;
+	int slot = free_slot(d), r;
+	unsigned n = 0;
+
+	if (slot < 0) {
+		snprintf(err, err_len, "all %d ports are in use", VNETD_MAX_PORTS);
+		return -1;
+	}
+	for (unsigned i = 0; i < VNETD_MAX_PORTS; i++)
+		if (d->ports[i]) {
+			others[n] = port_config(d->ports[i]);
+			other_index[n++] = i;
+		}
+	if (options_runtime_port(spec, (unsigned)slot, &cfg, others, other_index, n, err,
+				 err_len) < 0)
+		return -1;
+	r = add_port_cfg(d, (unsigned)slot, &cfg, origin);
+	if (r < 0)
+		snprintf(err, err_len, "cannot set up the port (see vnetd's log)");
+	return r;
+}
+
+/* doom_port() - remove the port at the end of this round (nothing may dangle before). */
+static int doom_port(struct daemon *d, unsigned slot)
+{
+	if (d->doomed[slot])
+		return -1;
+	d->doomed[slot] = true;
+	d->ndoomed++;
+	return 0;
+}
+
+/* reap_ports() - destroy the doomed ports: frontend disconnected (held completions signalled,
+ * queues stopped as for any disconnect), tap closed, switch port detached. */
+static void reap_ports(struct daemon *d)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < VNETD_MAX_PORTS && d->ndoomed; i++) {
+		if (!d->doomed[i])
+			continue;
+		log_info("%s: removed", port_name(d->ports[i]));
+		port_destroy(d->ports[i]);
+		/* Entries the port (or its teardown) queued must not reach the slot's next port. */
+		run_queue_drop_port(&d->rq, i);
+		run_queue_drop_port(&d->flushq, i);
+		d->ports[i] = NULL;
+		d->doomed[i] = false;
+		free(d->config_spec[i]);
+		d->config_spec[i] = NULL;
+		d->ndoomed--;
+	}
+	for (unsigned i = 0; i < VNETD_MAX_PORTS; i++)
+		if (d->ports[i])
+			d->live[n++] = d->ports[i];
+	d->nlive = n;
+}
+
+static int ctl_port_add(void *ctx, const char *spec, char *name, size_t name_len, char *err,
+			size_t err_len)
+{
+	struct daemon *d = ctx;
+	int slot = add_port_spec(d, spec, ORIGIN_RUNTIME, err, err_len);
+
+	if (slot < 0)
+		return -1;
+	snprintf(name, name_len, "%s", port_name(d->ports[slot]));
+	log_info("%s: added at run time", name);
+	return 0;
+}
+
+static int ctl_port_del(void *ctx, struct port *p, char *err, size_t err_len)
+{
+	if (doom_port(ctx, port_index(p)) < 0) {
+		snprintf(err, err_len, "%s is being removed already", port_name(p));
+		return -1;
+	}
+	return 0;
+}
+
+static const struct control_port_ops daemon_port_ops = {
+	.add = ctl_port_add,
+	.del = ctl_port_del,
+};
+
+/*
+ * load_config() - apply --config: ports it no longer lists (or lists with another spec) go,
+ * new ones come; ports it lists unchanged stay untouched (their guests notice nothing). A file
+ * that does not parse changes nothing. Ports from the command line or port-add are not its own.
+ */
+static int load_config(struct daemon *d)
+{
+	static struct config_ports cp;
+	char err[256];
+	bool keep[VNETD_MAX_PORTS] = {false};
+	unsigned added = 0, removed = 0, failed = 0;
+
+	if (config_file_load(d->config_dir, d->config_name, &cp, err, sizeof(err)) < 0) {
+		log_err("config %s: %s; nothing changed", d->opts->config_path, err);
+		return -1;
+	}
+	for (unsigned i = 0; i < VNETD_MAX_PORTS; i++) {
+		bool listed = false;
+
+		if (!d->ports[i] || d->origin[i] != ORIGIN_CONFIG || d->doomed[i])
+			continue;
+		for (unsigned j = 0; j < cp.n && !listed; j++)
+			if (!keep[j] && d->config_spec[i] && strcmp(cp.spec[j], d->config_spec[i]) == 0)
+				keep[j] = listed = true;
+		if (!listed) {
+			doom_port(d, i);
+			removed++;
+		}
+	}
+	reap_ports(d); /* a changed port's socket and tap are free again for its new spec */
+	for (unsigned j = 0; j < cp.n; j++) {
+		int slot;
+
+		if (keep[j])
+			continue;
+		slot = add_port_spec(d, cp.spec[j], ORIGIN_CONFIG, err, sizeof(err));
+		if (slot < 0) {
+			log_err("config %s: port %u: %s", d->opts->config_path, j, err);
+			failed++;
+			continue;
+		}
+		d->config_spec[slot] = strdup(cp.spec[j]); /* NULL (no memory): replaced next time */
+		added++;
+	}
+	log_info("config %s: %u port(s) added, %u removed, %u unchanged, %u failed",
+		 d->opts->config_path, added, removed, cp.n - added - failed, failed);
+	return failed ? -1 : 0;
+}
+
+/*
+ * open_config_dir() - the directory of --config, kept open: SIGHUP re-reads the file by name
+ * in it (an editor's rename is seen), and the sandbox allows opening files there only.
+ */
+static int open_config_dir(struct daemon *d)
+{
+	static char dir[sizeof(d->opts->config_path)];
+	const char *path = d->opts->config_path, *slash = strrchr(path, '/');
+
+	if (slash) {
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+		d->config_name = slash + 1;
+	} else {
+		snprintf(dir, sizeof(dir), ".");
+		d->config_name = path;
+	}
+	d->config_dir = open(dir[0] ? dir : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (d->config_dir < 0 || d->config_name[0] == '\0') {
+		log_err("config %s: cannot open its directory: %s", path,
+			d->config_dir < 0 ? strerror(errno) : "no file name");
+		return -1;
+	}
+	sandbox_allow_openat(d->config_dir, CONFIG_OPEN_FLAGS);
+	return 0;
+}
+
 static void dispatch(struct daemon *d, struct ev_ref ref, uint32_t events)
 {
 	switch (ref.kind) {
 	case EV_SIGNAL:
-		d->stop = true;
+		signal_event(d);
 		break;
 	case EV_CONTROL_LISTEN:
 		control_accept(d);
@@ -105,7 +334,7 @@ static void dispatch(struct daemon *d, struct ev_ref ref, uint32_t events)
 	case EV_QUEUE_TIMER:
 	case EV_TAP:
 	case EV_QUEUE_RUN:
-		if (ref.port < d->nports)
+		if (ref.port < VNETD_MAX_PORTS && d->ports[ref.port])
 			port_handle_event(d->ports[ref.port], ref, events);
 		break;
 	default:
@@ -142,6 +371,7 @@ static int setup(struct daemon *d, const struct vnetd_options *opts)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	d->signal_fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
@@ -149,17 +379,15 @@ static int setup(struct daemon *d, const struct vnetd_options *opts)
 	    event_loop_add(d->epfd, d->signal_fd, EPOLLIN,
 			   (struct ev_ref){.kind = EV_SIGNAL, .fd = d->signal_fd}) < 0)
 		return -1;
-	for (unsigned i = 0; i < opts->nports; i++) {
-		if (opts->ports[i].backend == PORT_BACKEND_SWITCH && !d->sw) {
-			d->sw = switch_create();
-			if (!d->sw)
-				return -1;
-		}
-		d->ports[i] = port_create(i, &opts->ports[i], d->epfd, &d->rq, &d->flushq, d->sw);
-		if (!d->ports[i])
+	for (unsigned i = 0; i < opts->nports; i++)
+		if (add_port_cfg(d, i, &opts->ports[i], ORIGIN_CMDLINE) < 0)
 			return -1;
-		d->nports = i + 1;
-	}
+	if (opts->config_path[0] && (open_config_dir(d) < 0 || load_config(d) < 0))
+		return -1;
+	/* Run-time taps open /dev/net/tun relative to /dev/net; the filter allows only that. */
+	if (tap_open_tun_dir() >= 0)
+		sandbox_allow_openat(tap_open_tun_dir(), TAP_TUN_FLAGS);
+	control_set_port_ops(&daemon_port_ops, d);
 	d->control_fd = control_listen(opts->control_path);
 	if (d->control_fd < 0 ||
 	    event_loop_add(d->epfd, d->control_fd, EPOLLIN,
@@ -173,8 +401,10 @@ static void teardown(struct daemon *d, const struct vnetd_options *opts)
 	for (unsigned i = 0; i < MAX_CONTROL_CLIENTS; i++)
 		if (d->clients[i])
 			client_close(d, i);
-	for (unsigned i = 0; i < d->nports; i++)
+	for (unsigned i = 0; i < VNETD_MAX_PORTS; i++) {
 		port_destroy(d->ports[i]);
+		free(d->config_spec[i]);
+	}
 	if (d->sw)
 		switch_destroy(d->sw);
 	if (d->control_fd >= 0) {
@@ -183,6 +413,8 @@ static void teardown(struct daemon *d, const struct vnetd_options *opts)
 	}
 	if (d->signal_fd >= 0)
 		close(d->signal_fd);
+	if (d->config_dir >= 0)
+		close(d->config_dir);
 	if (d->epfd >= 0)
 		close(d->epfd);
 	run_queue_free(&d->rq);
@@ -191,15 +423,18 @@ static void teardown(struct daemon *d, const struct vnetd_options *opts)
 
 int daemon_run(const struct vnetd_options *opts)
 {
-	struct daemon d = {.epfd = -1, .signal_fd = -1, .control_fd = -1};
+	static struct daemon d; /* ~60 KB of port tables: not on the stack */
 	struct epoll_event events[MAX_EVENTS];
 	int status = 0;
 
+	memset(&d, 0, sizeof(d));
+	d.epfd = d.signal_fd = d.control_fd = d.config_dir = -1;
+	d.opts = opts;
 	if (setup(&d, opts) < 0 || sandbox_enter(opts) < 0) {
 		teardown(&d, opts);
 		return 1;
 	}
-	log_info("ready: %u port(s), control socket %s", d.nports, opts->control_path);
+	log_info("ready: %u port(s), control socket %s", d.nlive, opts->control_path);
 	while (!d.stop) {
 		/* Work left over from budgets: look at the other fds without sleeping, then run it. */
 		unsigned pending = run_queue_len(&d.rq);
@@ -222,11 +457,21 @@ int daemon_run(const struct vnetd_options *opts)
 		/* Batch: received packets become visible once per loop iteration, on the ports that
 		 * have some (work proportional to what is active, not to the number of ports). */
 		for (struct ev_ref ref; run_queue_pop(&d.flushq, &ref);)
-			if (ref.port < d.nports)
+			if (ref.port < VNETD_MAX_PORTS && d.ports[ref.port])
 				port_flush_rx(d.ports[ref.port]);
 		if (guest_fault_take())
-			for (unsigned i = 0; i < d.nports; i++)
-				port_check_fault(d.ports[i]);
+			for (unsigned i = 0; i < d.nlive; i++)
+				port_check_fault(d.live[i]);
+		/* Port changes take effect between rounds: nothing of this round refers to them. */
+		if (d.ndoomed)
+			reap_ports(&d);
+		if (d.reload) {
+			d.reload = false;
+			if (opts->config_path[0])
+				load_config(&d);
+			else
+				log_info("SIGHUP without --config: nothing to reload");
+		}
 	}
 	log_info("shutting down");
 	teardown(&d, opts);

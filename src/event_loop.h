@@ -68,6 +68,9 @@ bool run_queue_push(struct run_queue *rq, struct ev_ref ref);
 /* run_queue_pop() - take the oldest entry; false if empty. */
 bool run_queue_pop(struct run_queue *rq, struct ev_ref *ref);
 
+/* run_queue_drop_port() - forget every entry of port `port` (it is being removed). */
+void run_queue_drop_port(struct run_queue *rq, unsigned port);
+
 /* run_queue_len() - entries waiting. */
 static inline unsigned run_queue_len(const struct run_queue *rq)
 {

@@ -8,7 +8,7 @@
 
 #include "log.h"
 
-#define GUEST_FAULT_MAX_MAPS 512
+#define GUEST_FAULT_MAX_MAPS (1024 * 8) /* VNETD_MAX_PORTS frontends of 8 regions each */
 
 /* Only the event loop thread changes the table; the handler runs on that thread too. */
 struct watched_map {

@@ -12,6 +12,8 @@ struct vnetd_options {
 	struct port_config ports[VNETD_MAX_PORTS];
 	char control_path[108]; /* control socket path (required) */
 	char user[64];          /* drop privileges to this user; "" keeps the current one */
+	char config_path[256];  /* --config FILE: more ports, re-read on SIGHUP; "" none */
+	char state_dir[256];    /* --state-dir DIR: per-port state kept across restarts; "" none */
 	bool no_sandbox;        /* skip seccomp and privilege dropping */
 	int verbose;            /* number of -v given */
 };
@@ -21,6 +23,16 @@ struct vnetd_options {
  * --help was printed to stdout (exit 0), -1 on an error (one line printed to stderr).
  */
 int options_parse(int argc, char **argv, struct vnetd_options *out);
+
+/*
+ * options_runtime_port() - a port added at run time (vnetctl port-add, --config): SPEC exactly
+ * as --port takes it, for port `index`, checked against the n existing ports others[] (with
+ * indexes other_index[]) for the same socket, tap or mac; a default MAC is derived unique
+ * among them. 0, or -1 with one line in err.
+ */
+int options_runtime_port(const char *spec, unsigned index, struct port_config *pc,
+			 const struct port_config *const *others, const unsigned *other_index,
+			 unsigned n, char *err, size_t err_len);
 
 /* options_usage() - the --help text (static storage). */
 const char *options_usage(void);

@@ -18,6 +18,8 @@ struct port_config {
 	char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	enum port_backend_kind backend;
 	char tap_name[16];
+	bool client;    /* vhost-user client: connect to socket_path (and reconnect) */
+	bool mac_given; /* mac= was in the spec (else derived from index and socket) */
 	struct vnet_dev_params dev;
 };
 
