@@ -77,3 +77,14 @@ bool vnet_dev_coal_persist(const struct vnet_dev *dev)
 {
 	return dev->params.coal_persist;
 }
+
+int vnet_dev_restore_coal(struct vnet_dev *dev, unsigned qidx, const struct coal_params *params,
+			  enum coal_setter who)
+{
+	struct vnet_queue *q = dev_queue(dev, qidx);
+
+	if (!q || q->kind == VNET_QUEUE_CTRL || (who != COAL_SET_GUEST && who != COAL_SET_HOST))
+		return -1;
+	dev_apply_coal(dev, q, params, who);
+	return 0;
+}

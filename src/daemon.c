@@ -45,6 +45,7 @@ struct daemon {
 	unsigned ndoomed;
 	bool reload;                          /* SIGHUP: re-read --config after this round */
 	int config_dir;                       /* --config's directory (O_PATH) */
+	int state_dir;                        /* --state-dir (O_PATH) */
 	const char *config_name;              /* ... and the file's name in it */
 	struct vnet_switch *sw;
 	struct run_queue rq;     /* queues that yielded at their budget, oldest first */
@@ -99,6 +100,8 @@ static void control_event(struct daemon *d, struct ev_ref ref, uint32_t events)
 		r = control_client_writable(c);
 	if (r == 0 && (events & (EPOLLHUP | EPOLLERR)) && !(events & EPOLLIN))
 		r = -1;
+	for (unsigned i = 0; i < d->nlive; i++)
+		port_state_sync(d->live[i]); /* e.g. vnetctl coalesce: keep it for a restart */
 	if (r < 0) {
 		client_close(d, ref.queue);
 		return;
@@ -334,6 +337,7 @@ static void dispatch(struct daemon *d, struct ev_ref ref, uint32_t events)
 	case EV_QUEUE_TIMER:
 	case EV_TAP:
 	case EV_QUEUE_RUN:
+	case EV_RECONNECT:
 		if (ref.port < VNETD_MAX_PORTS && d->ports[ref.port])
 			port_handle_event(d->ports[ref.port], ref, events);
 		break;
@@ -379,6 +383,16 @@ static int setup(struct daemon *d, const struct vnetd_options *opts)
 	    event_loop_add(d->epfd, d->signal_fd, EPOLLIN,
 			   (struct ev_ref){.kind = EV_SIGNAL, .fd = d->signal_fd}) < 0)
 		return -1;
+	if (opts->state_dir[0]) {
+		d->state_dir = open(opts->state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (d->state_dir < 0) {
+			log_err("--state-dir %s: %s", opts->state_dir, strerror(errno));
+			return -1;
+		}
+		port_set_state_dir(d->state_dir);
+		sandbox_allow_openat(d->state_dir, PORT_STATE_READ_FLAGS);
+		sandbox_allow_openat(d->state_dir, PORT_STATE_WRITE_FLAGS);
+	}
 	for (unsigned i = 0; i < opts->nports; i++)
 		if (add_port_cfg(d, i, &opts->ports[i], ORIGIN_CMDLINE) < 0)
 			return -1;
@@ -415,6 +429,8 @@ static void teardown(struct daemon *d, const struct vnetd_options *opts)
 		close(d->signal_fd);
 	if (d->config_dir >= 0)
 		close(d->config_dir);
+	if (d->state_dir >= 0)
+		close(d->state_dir);
 	if (d->epfd >= 0)
 		close(d->epfd);
 	run_queue_free(&d->rq);
@@ -428,7 +444,7 @@ int daemon_run(const struct vnetd_options *opts)
 	int status = 0;
 
 	memset(&d, 0, sizeof(d));
-	d.epfd = d.signal_fd = d.control_fd = d.config_dir = -1;
+	d.epfd = d.signal_fd = d.control_fd = d.config_dir = d.state_dir = -1;
 	d.opts = opts;
 	if (setup(&d, opts) < 0 || sandbox_enter(opts) < 0) {
 		teardown(&d, opts);

@@ -227,6 +227,13 @@ uint8_t vnet_dev_ctrl_execute(struct vnet_dev *dev, const uint8_t *in, size_t in
 int vnet_dev_host_coalesce(struct vnet_dev *dev, int qidx, enum vnet_queue_kind kind,
 			   const struct coal_params *params);
 
+/*
+ * vnet_dev_restore_coal() - put back parameters queue qidx had before a vnetd restart, as set
+ * by `who` (guest or host) — the driver still believes in its ethtool -C values. 0 or -1.
+ */
+int vnet_dev_restore_coal(struct vnet_dev *dev, unsigned qidx, const struct coal_params *params,
+			  enum coal_setter who);
+
 /* vnet_dev_coal_persist() - whether host coalescing defaults survive a device reset. */
 bool vnet_dev_coal_persist(const struct vnet_dev *dev);
 
