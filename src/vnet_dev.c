@@ -102,16 +102,28 @@ static void dev_schedule(struct vnet_dev *dev, struct vnet_queue *q)
 	q->scheduled = dev->env->schedule(dev->env_ctx, q->vq.index);
 }
 
-/* The device and its queues, in one mapping (the queues follow the device). */
+/*
+ * The device and its queues, in one mapping: the queues first, then the device, so that what
+ * every port touches (queues, the device's first fields) shares pages and the large scratch
+ * at the device's end (RX cache, chain iovecs) stays untouched until used.
+ */
+static size_t dev_queues_size(unsigned nqueues)
+{
+	size_t a = _Alignof(struct vnet_dev);
+
+	return (nqueues * sizeof(struct vnet_queue) + a - 1) / a * a;
+}
+
 static size_t dev_map_size(unsigned nqueues)
 {
-	return sizeof(struct vnet_dev) + nqueues * sizeof(struct vnet_queue);
+	return dev_queues_size(nqueues) + sizeof(struct vnet_dev);
 }
 
 struct vnet_dev *vnet_dev_create(const struct vnet_dev_params *params, const struct vnet_env_ops *env,
 				 void *env_ctx)
 {
 	struct vnet_dev *dev;
+	void *map;
 	unsigned nqueues = 2u * params->queue_pairs + 1;
 
 	if (params->queue_pairs < 1 || params->queue_pairs > VNET_MAX_QUEUE_PAIRS) {
@@ -124,16 +136,16 @@ struct vnet_dev *vnet_dev_create(const struct vnet_dev_params *params, const str
 	 * The queues share the mapping: no heap pointer lives only in memory that leak checkers
 	 * do not scan.
 	 */
-	_Static_assert(sizeof(struct vnet_dev) % _Alignof(struct vnet_queue) == 0, "queue alignment");
-	dev = mmap(NULL, dev_map_size(nqueues), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+	map = mmap(NULL, dev_map_size(nqueues), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 		   -1, 0);
-	if (dev == MAP_FAILED)
+	if (map == MAP_FAILED)
 		return NULL;
+	dev = (struct vnet_dev *)((char *)map + dev_queues_size(nqueues));
 	dev->params = *params;
 	dev->env = env;
 	dev->env_ctx = env_ctx;
 	dev->nqueues = nqueues;
-	dev->queues = (struct vnet_queue *)(dev + 1);
+	dev->queues = map;
 	coal_policy_init(dev);
 	for (unsigned i = 0; i < dev->nqueues; i++) {
 		struct vnet_queue *q = &dev->queues[i];
@@ -155,7 +167,7 @@ void vnet_dev_destroy(struct vnet_dev *dev)
 {
 	if (!dev)
 		return;
-	munmap(dev, dev_map_size(dev->nqueues));
+	munmap(dev->queues, dev_map_size(dev->nqueues));
 }
 
 void vnet_dev_attach_backend(struct vnet_dev *dev, const struct vnet_backend_ops *ops,

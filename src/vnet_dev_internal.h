@@ -71,6 +71,7 @@ struct vnet_dev {
 	uint8_t mac[6];
 	uint16_t active_pairs;
 	unsigned nqueues;
+	struct vnet_queue *queues; /* nqueues of them (before the device in its mapping) */
 	bool rx_dirty;             /* env->rx_dirty() called, vnet_dev_rx_flush() not yet */
 	struct vnet_rx_filter filter;
 	/* Last setting for all queues of a kind since reset (TX_SET/RX_SET or host), [0] RX [1] TX. */
@@ -88,7 +89,6 @@ struct vnet_dev {
 	/* TX: the checked copy of the header of the packet being sent (not on the stack: no
 	 * stack-protector canary in the TX loop). */
 	struct virtio_net_hdr_v1 tx_hdr;
-	struct vnet_queue *queues; /* nqueues of them */
 	struct vq_chain chain;     /* chain scratch of every queue (vnet_queue.chain points here) */
 };
 
