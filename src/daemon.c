@@ -1,4 +1,4 @@
-/* daemon.c - the vnetd process: one epoll loop dispatching typed references to their owners. */
+/* daemon.c - the vnetd process: worker loops dispatching typed references, control, ports. */
 #include "daemon.h"
 
 #include <errno.h>
@@ -22,15 +22,15 @@
 #include "sandbox.h"
 #include "switch.h"
 #include "tap.h"
+#include "worker.h"
 
 #define MAX_CONTROL_CLIENTS 32
-#define MAX_EVENTS 64
 
 /* Where a port came from: a --config reload only adds, changes and removes its own. */
 enum port_origin { ORIGIN_CMDLINE, ORIGIN_CONFIG, ORIGIN_RUNTIME };
 
 struct daemon {
-	int epfd;
+	struct worker_pool pool; /* worker 0: this thread, with signals and the control socket */
 	int signal_fd;
 	int control_fd;
 	const struct vnetd_options *opts;
@@ -40,6 +40,7 @@ struct daemon {
 	struct port *live[VNETD_MAX_PORTS];
 	unsigned nlive;
 	uint8_t origin[VNETD_MAX_PORTS];      /* enum port_origin */
+	uint8_t worker_of[VNETD_MAX_PORTS];   /* the worker that owns the port */
 	char *config_spec[VNETD_MAX_PORTS];   /* ORIGIN_CONFIG: the spec it was made from */
 	bool doomed[VNETD_MAX_PORTS];         /* port-del'd: destroyed at the end of the round */
 	unsigned ndoomed;
@@ -47,9 +48,7 @@ struct daemon {
 	int config_dir;                       /* --config's directory (O_PATH) */
 	int state_dir;                        /* --state-dir (O_PATH) */
 	const char *config_name;              /* ... and the file's name in it */
-	struct vnet_switch *sw;
-	struct run_queue rq;     /* queues that yielded at their budget, oldest first */
-	struct run_queue flushq; /* ports holding received packets the guest cannot see yet */
+	struct vnet_switch *sw;  /* its ports all belong to worker 0 */
 	struct control_client *clients[MAX_CONTROL_CLIENTS];
 	bool stop;
 };
@@ -58,7 +57,7 @@ static void client_close(struct daemon *d, unsigned slot)
 {
 	struct control_client *c = d->clients[slot];
 
-	event_loop_del(d->epfd, control_client_fd(c));
+	event_loop_del(d->pool.w[0].epfd, control_client_fd(c));
 	control_client_free(c);
 	d->clients[slot] = NULL;
 }
@@ -83,7 +82,7 @@ static void control_accept(struct daemon *d)
 		return;
 	}
 	struct ev_ref ref = {.kind = EV_CONTROL_CLIENT, .queue = (uint8_t)slot, .fd = fd};
-	if (event_loop_add(d->epfd, fd, EPOLLIN, ref) < 0)
+	if (event_loop_add(d->pool.w[0].epfd, fd, EPOLLIN, ref) < 0)
 		client_close(d, slot);
 }
 
@@ -94,6 +93,8 @@ static void control_event(struct daemon *d, struct ev_ref ref, uint32_t events)
 
 	if (!c || control_client_fd(c) != ref.fd)
 		return;
+	/* Requests read and change ports of every worker: the others wait meanwhile. */
+	worker_pool_park(&d->pool);
 	if (events & EPOLLIN)
 		r = control_client_readable(c, d->live, d->nlive);
 	if (r == 0 && (events & EPOLLOUT))
@@ -102,11 +103,12 @@ static void control_event(struct daemon *d, struct ev_ref ref, uint32_t events)
 		r = -1;
 	for (unsigned i = 0; i < d->nlive; i++)
 		port_state_sync(d->live[i]); /* e.g. vnetctl coalesce: keep it for a restart */
+	worker_pool_unpark(&d->pool);
 	if (r < 0) {
 		client_close(d, ref.queue);
 		return;
 	}
-	event_loop_mod(d->epfd, ref.fd, control_client_events(c), ref);
+	event_loop_mod(d->pool.w[0].epfd, ref.fd, control_client_events(c), ref);
 }
 
 /* signal_event() - SIGHUP asks for a --config reload, SIGTERM/SIGINT for the end. */
@@ -128,6 +130,7 @@ static void signal_event(struct daemon *d)
 static int add_port_cfg(struct daemon *d, unsigned slot, const struct port_config *cfg,
 			enum port_origin origin)
 {
+	struct worker *w = &d->pool.w[0];
 	struct port *p;
 
 	if (cfg->backend == PORT_BACKEND_SWITCH && !d->sw) {
@@ -135,9 +138,19 @@ static int add_port_cfg(struct daemon *d, unsigned slot, const struct port_confi
 		if (!d->sw)
 			return -1;
 	}
-	p = port_create(slot, cfg, d->epfd, &d->rq, &d->flushq, d->sw);
+	/* The switch forwards between its ports in place: they share worker 0. Other ports go to
+	 * the worker with the fewest. */
+	if (cfg->backend != PORT_BACKEND_SWITCH)
+		for (unsigned i = 1; i < d->pool.n; i++)
+			if (d->pool.w[i].nports < w->nports)
+				w = &d->pool.w[i];
+	p = port_create(slot, cfg, w->epfd, &w->rq, &w->flushq, d->sw);
 	if (!p)
 		return -1;
+	w->nports++;
+	d->worker_of[slot] = (uint8_t)w->id;
+	if (d->pool.n > 1)
+		log_info("%s: worker %u", port_name(p), w->id);
 	d->ports[slot] = p;
 	d->origin[slot] = (uint8_t)origin;
 	d->doomed[slot] = false;
@@ -192,7 +205,8 @@ static int doom_port(struct daemon *d, unsigned slot)
 }
 
 /* reap_ports() - destroy the doomed ports: frontend disconnected (held completions signalled,
- * queues stopped as for any disconnect), tap closed, switch port detached. */
+ * queues stopped as for any disconnect), tap closed, switch port detached. Other workers are
+ * parked by the caller. */
 static void reap_ports(struct daemon *d)
 {
 	unsigned n = 0;
@@ -200,11 +214,14 @@ static void reap_ports(struct daemon *d)
 	for (unsigned i = 0; i < VNETD_MAX_PORTS && d->ndoomed; i++) {
 		if (!d->doomed[i])
 			continue;
+		struct worker *w = &d->pool.w[d->worker_of[i]];
+
 		log_info("%s: removed", port_name(d->ports[i]));
 		port_destroy(d->ports[i]);
 		/* Entries the port (or its teardown) queued must not reach the slot's next port. */
-		run_queue_drop_port(&d->rq, i);
-		run_queue_drop_port(&d->flushq, i);
+		run_queue_drop_port(&w->rq, i);
+		run_queue_drop_port(&w->flushq, i);
+		w->nports--;
 		d->ports[i] = NULL;
 		d->doomed[i] = false;
 		free(d->config_spec[i]);
@@ -319,8 +336,11 @@ static int open_config_dir(struct daemon *d)
 	return 0;
 }
 
-static void dispatch(struct daemon *d, struct ev_ref ref, uint32_t events)
+static void dispatch(void *ctx, struct worker *w, struct ev_ref ref, uint32_t events)
 {
+	struct daemon *d = ctx;
+
+	(void)w;
 	switch (ref.kind) {
 	case EV_SIGNAL:
 		signal_event(d);
@@ -341,10 +361,38 @@ static void dispatch(struct daemon *d, struct ev_ref ref, uint32_t events)
 		if (ref.port < VNETD_MAX_PORTS && d->ports[ref.port])
 			port_handle_event(d->ports[ref.port], ref, events);
 		break;
+	case EV_PORT_FLUSH:
+		if (ref.port < VNETD_MAX_PORTS && d->ports[ref.port])
+			port_flush_rx(d->ports[ref.port]);
+		break;
 	default:
 		break;
 	}
 }
+
+/* A guest memory fault somewhere: the worker checks the ports it owns. */
+static void worker_fault(void *ctx, struct worker *w)
+{
+	struct daemon *d = ctx;
+
+	for (unsigned i = 0; i < VNETD_MAX_PORTS; i++)
+		if (d->ports[i] && d->worker_of[i] == w->id)
+			port_check_fault(d->ports[i]);
+}
+
+static void worker_round_begin(void *ctx, struct worker *w)
+{
+	struct daemon *d = ctx;
+
+	if (w->id == 0 && d->sw)
+		switch_tick(d->sw); /* the switch's clock for this round */
+}
+
+static const struct worker_ops daemon_worker_ops = {
+	.dispatch = dispatch,
+	.fault = worker_fault,
+	.round_begin = worker_round_begin,
+};
 
 /*
  * raise_fd_limit() - a connected port holds about a dozen fds (socket, kick/call/error
@@ -367,10 +415,9 @@ static int setup(struct daemon *d, const struct vnetd_options *opts)
 	sigset_t mask;
 
 	raise_fd_limit();
-	d->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (d->epfd < 0 || guest_fault_install() < 0 ||
-	    run_queue_init(&d->rq, VNETD_MAX_PORTS * VNET_MAX_QUEUES) < 0 ||
-	    run_queue_init(&d->flushq, VNETD_MAX_PORTS) < 0)
+	if (guest_fault_install() < 0 ||
+	    worker_pool_init(&d->pool, opts->workers ? opts->workers : 1,
+			     VNETD_MAX_PORTS * VNET_MAX_QUEUES, &daemon_worker_ops, d) < 0)
 		return -1;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
@@ -380,7 +427,7 @@ static int setup(struct daemon *d, const struct vnetd_options *opts)
 	signal(SIGPIPE, SIG_IGN);
 	d->signal_fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (d->signal_fd < 0 ||
-	    event_loop_add(d->epfd, d->signal_fd, EPOLLIN,
+	    event_loop_add(d->pool.w[0].epfd, d->signal_fd, EPOLLIN,
 			   (struct ev_ref){.kind = EV_SIGNAL, .fd = d->signal_fd}) < 0)
 		return -1;
 	if (opts->state_dir[0]) {
@@ -404,7 +451,7 @@ static int setup(struct daemon *d, const struct vnetd_options *opts)
 	control_set_port_ops(&daemon_port_ops, d);
 	d->control_fd = control_listen(opts->control_path);
 	if (d->control_fd < 0 ||
-	    event_loop_add(d->epfd, d->control_fd, EPOLLIN,
+	    event_loop_add(d->pool.w[0].epfd, d->control_fd, EPOLLIN,
 			   (struct ev_ref){.kind = EV_CONTROL_LISTEN, .fd = d->control_fd}) < 0)
 		return -1;
 	return 0;
@@ -412,6 +459,7 @@ static int setup(struct daemon *d, const struct vnetd_options *opts)
 
 static void teardown(struct daemon *d, const struct vnetd_options *opts)
 {
+	worker_pool_stop(&d->pool); /* the threads end; their ports are ours to destroy */
 	for (unsigned i = 0; i < MAX_CONTROL_CLIENTS; i++)
 		if (d->clients[i])
 			client_close(d, i);
@@ -431,62 +479,43 @@ static void teardown(struct daemon *d, const struct vnetd_options *opts)
 		close(d->config_dir);
 	if (d->state_dir >= 0)
 		close(d->state_dir);
-	if (d->epfd >= 0)
-		close(d->epfd);
-	run_queue_free(&d->rq);
-	run_queue_free(&d->flushq);
+	worker_pool_free(&d->pool);
 }
 
 int daemon_run(const struct vnetd_options *opts)
 {
 	static struct daemon d; /* ~60 KB of port tables: not on the stack */
-	struct epoll_event events[MAX_EVENTS];
 	int status = 0;
 
 	memset(&d, 0, sizeof(d));
-	d.epfd = d.signal_fd = d.control_fd = d.config_dir = d.state_dir = -1;
+	d.signal_fd = d.control_fd = d.config_dir = d.state_dir = -1;
 	d.opts = opts;
-	if (setup(&d, opts) < 0 || sandbox_enter(opts) < 0) {
+	/* Threads before the sandbox: creating one needs clone(), which the filter kills. */
+	if (setup(&d, opts) < 0 || worker_pool_start(&d.pool) < 0 || sandbox_enter(opts) < 0) {
 		teardown(&d, opts);
 		return 1;
 	}
-	log_info("ready: %u port(s), control socket %s", d.nlive, opts->control_path);
+	log_info("ready: %u port(s), %u worker(s), control socket %s", d.nlive, d.pool.n,
+		 opts->control_path);
 	while (!d.stop) {
-		/* Work left over from budgets: look at the other fds without sleeping, then run it. */
-		unsigned pending = run_queue_len(&d.rq);
-		int n = epoll_wait(d.epfd, events, MAX_EVENTS, pending ? 0 : -1);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			log_err("epoll_wait: %s", strerror(errno));
+		if (worker_round(&d.pool.w[0]) < 0) {
 			status = 1;
 			break;
 		}
-		if (d.sw)
-			switch_tick(d.sw); /* the switch's clock for this round */
-		for (int i = 0; i < n; i++)
-			dispatch(&d, ev_ref_unpack(events[i].data.u64), events[i].events);
-		/* One budget each for what waited before this round; re-queued work goes behind. */
-		for (struct ev_ref ref; pending-- && run_queue_pop(&d.rq, &ref);)
-			dispatch(&d, ref, 0);
-		/* Batch: received packets become visible once per loop iteration, on the ports that
-		 * have some (work proportional to what is active, not to the number of ports). */
-		for (struct ev_ref ref; run_queue_pop(&d.flushq, &ref);)
-			if (ref.port < VNETD_MAX_PORTS && d.ports[ref.port])
-				port_flush_rx(d.ports[ref.port]);
-		if (guest_fault_take())
-			for (unsigned i = 0; i < d.nlive; i++)
-				port_check_fault(d.live[i]);
 		/* Port changes take effect between rounds: nothing of this round refers to them. */
-		if (d.ndoomed)
+		if (d.ndoomed) {
+			worker_pool_park(&d.pool);
 			reap_ports(&d);
+			worker_pool_unpark(&d.pool);
+		}
 		if (d.reload) {
 			d.reload = false;
+			worker_pool_park(&d.pool);
 			if (opts->config_path[0])
 				load_config(&d);
 			else
 				log_info("SIGHUP without --config: nothing to reload");
+			worker_pool_unpark(&d.pool);
 		}
 	}
 	log_info("shutting down");

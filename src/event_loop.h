@@ -21,6 +21,7 @@ enum ev_kind {
 	EV_QUEUE_RUN,       /* run queue entry: queue `queue` of port `port` has work left */
 	EV_PORT_FLUSH,      /* flush list entry: port `port` has received packets to publish */
 	EV_RECONNECT,       /* timerfd of client-mode port `port`: connect again */
+	EV_WAKE,            /* eventfd of a worker: park request or stop (worker.c) */
 };
 
 /* Typed reference carried in epoll_event.data.u64. */

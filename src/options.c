@@ -17,8 +17,8 @@
 
 static const char usage_text[] =
 	"Usage: vnetd --port socket=PATH,tap=IFNAME|switch[,KEY=VALUE...] [--port ...]\n"
-	"             --control PATH [--config FILE] [--state-dir DIR] [--user NAME]\n"
-	"             [--no-sandbox] [-v|--verbose] [-h|--help]\n"
+	"             --control PATH [--config FILE] [--state-dir DIR] [--workers N]\n"
+	"             [--user NAME] [--no-sandbox] [-v|--verbose] [-h|--help]\n"
 	"\n"
 	"Serves virtio-net devices to VMs over vhost-user, with notification (interrupt)\n"
 	"coalescing. Each --port is one device; ports are named p0, p1, ... in order.\n"
@@ -30,6 +30,8 @@ static const char usage_text[] =
 	"                       and applies only what changed\n"
 	"  --state-dir DIR      keep per-port settings a frontend cannot resend (coalescing)\n"
 	"                       in DIR, so they survive a vnetd restart\n"
+	"  --workers N          event-loop threads, 1..16 (default 1); tap ports are spread over\n"
+	"                       them, switch ports share the first\n"
 	"  --user NAME          drop privileges to user NAME once the sockets are open\n"
 	"  --no-sandbox         do not drop privileges or install the seccomp filter\n"
 	"  -v, --verbose        more log output (repeat for debug messages)\n"
@@ -599,7 +601,8 @@ int options_runtime_port(const char *spec, unsigned index, struct port_config *p
 int options_parse(int argc, char **argv, struct vnetd_options *out)
 {
 	static const char *const valued[] = {"--port", "--control", "--user", "--config",
-					     "--state-dir"};
+					     "--state-dir", "--workers"};
+	unsigned long n;
 	bool mac_given[VNETD_MAX_PORTS] = {false};
 	bool missing = false;
 	const char *value;
@@ -607,6 +610,7 @@ int options_parse(int argc, char **argv, struct vnetd_options *out)
 	int i;
 
 	memset(out, 0, sizeof(*out));
+	out->workers = 1;
 	opt_err = stderr;
 	for (i = 1; i < argc; i++) {
 		const char *arg = argv[i];
@@ -655,6 +659,14 @@ int options_parse(int argc, char **argv, struct vnetd_options *out)
 		if (k == 4 && copy_string_option("--state-dir", value, out->state_dir,
 						  sizeof(out->state_dir)) < 0)
 			return -1;
+		if (k == 5) {
+			if (!parse_ulong(value, 1, 16, &n)) {
+				fprintf(stderr, "vnetd: bad value '%s' for --workers (expected 1..16)\n",
+					value);
+				return -1;
+			}
+			out->workers = (unsigned)n;
+		}
 	}
 	if (out->nports == 0 && out->config_path[0] == '\0') {
 		fprintf(stderr, "vnetd: at least one --port (or --config) is required (see --help)\n");

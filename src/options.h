@@ -16,6 +16,7 @@ struct vnetd_options {
 	char state_dir[256];    /* --state-dir DIR: per-port state kept across restarts; "" none */
 	bool no_sandbox;        /* skip seccomp and privilege dropping */
 	int verbose;            /* number of -v given */
+	unsigned workers;       /* --workers N: event-loop threads, 1 (default) .. 16 */
 };
 
 /*

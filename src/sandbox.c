@@ -191,7 +191,9 @@ static const struct sandbox_rule sandbox_allow_runtime[] = {
 	ALLOW_IF(ioctl, ARG_EQ(1, TUNSETVNETHDRSZ)),
 	ALLOW_IF(ioctl, ARG_EQ(1, TUNSETVNETLE)),
 	ALLOW(renameat),  /* the state directory: a new file replaces the old one */
-	ALLOW(fsync),
+	/* --workers: the main thread parks the others for control requests (pthread mutex and
+	 * condition variable) */
+	ALLOW(futex),
 };
 
 /* clang-format on */
@@ -240,6 +242,11 @@ static int install_filter(void)
 	}
 	/* Best effort: the kernel's audit log then names the refused call (API level >= 3). */
 	(void)seccomp_attr_set(ctx, SCMP_FLTATR_CTL_LOG, 1);
+	/* Every thread (the workers exist already) gets the filter, not only this one. */
+	if (seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1) < 0) {
+		log_err("sandbox: cannot apply the filter to every thread");
+		goto fail;
+	}
 	/* abort() may only signal this process, and only with SIGABRT. */
 	if (add_rule(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 2,
 		     (const struct scmp_arg_cmp[]){ARG_EQ(0, getpid()), ARG_EQ(2, SIGABRT)}) < 0)
