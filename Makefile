@@ -7,7 +7,7 @@ FUZZ_SECONDS ?= 600
 PYTHON     ?= python3
 export VNETD_BUILD := $(abspath $(BUILD))
 
-.PHONY: all build check unit asan fuzz-smoke fuzz e2e demo bench bench-fairness bench-datapath bench-scale clean
+.PHONY: all build check unit asan fuzz-smoke fuzz e2e demo bench bench-fairness bench-datapath bench-scale bench-workers clean
 
 all: build
 
@@ -59,6 +59,10 @@ bench: build
 # Idle ports: vnetd CPU per second and RSS per port at 1, 64, 256, 1024 connected ports.
 bench-scale: build
 	$(PYTHON) bench/scale.py $(SCALE_ARGS)
+
+# Two busy tap ports: aggregate TX frames/s with --workers 1 vs 2 (about a minute).
+bench-workers: build
+	$(PYTHON) bench/workers.py $(WORKERS_ARGS)
 
 bench-fairness: build
 	$(PYTHON) bench/fairness.py
