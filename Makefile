@@ -59,6 +59,7 @@ bench: build
 # Idle ports: vnetd CPU per second and RSS per port at 1, 64, 256, 1024 connected ports.
 bench-scale: build
 	$(PYTHON) bench/scale.py $(SCALE_ARGS)
+	$(PYTHON) bench/scale.py --counts 1,1024 --extra "--workers 2" --name scale-workers2 $(SCALE_ARGS)
 
 # Two busy tap ports: aggregate TX frames/s with --workers 1 vs 2 (about a minute).
 bench-workers: build

@@ -13,7 +13,8 @@ recorded next to each row: the idle CPU of vnetd is an absolute number, the mach
 explains noise.
 
 Outputs: a table; results/scale-<date>.json and results/scale-latest.json, and with gnuplot
-results/scale-latest.png. Any vnetd build: VNETD_BUILD=DIR (default build/).
+results/scale-latest.png (--name NAME for another prefix: make bench-scale also runs
+--workers 2 as scale-workers2). Any vnetd build: VNETD_BUILD=DIR (default build/).
 """
 
 import argparse
@@ -143,6 +144,8 @@ def main():
     ap.add_argument('--seconds', type=float, default=10.0, help='idle window per count')
     ap.add_argument('--out', help='JSON path (default results/scale-<date>.json)')
     ap.add_argument('--extra', default='', help='extra vnetd arguments, e.g. "--workers 2"')
+    ap.add_argument('--name', default='scale',
+                    help='results/NAME-<date>.json, NAME-latest.* (e.g. scale-workers2)')
     args = ap.parse_args()
     counts = [int(c) for c in args.counts.split(',')]
     raise_nofile(16 * max(counts) + 256)
@@ -178,14 +181,14 @@ def main():
     res = os.path.join(TOP, 'results')
     os.makedirs(res, exist_ok=True)
     stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
-    out = args.out or os.path.join(res, 'scale-%s.json' % stamp)
+    out = args.out or os.path.join(res, '%s-%s.json' % (args.name, stamp))
     doc = {'date': stamp, 'extra_args': args.extra, 'idle_seconds': args.seconds, 'rows': rows,
            'cpus': os.cpu_count()}
-    for path in (out, os.path.join(res, 'scale-latest.json')):
+    for path in (out, os.path.join(res, '%s-latest.json' % args.name)):
         with open(path, 'w') as f:
             json.dump(doc, f, indent=1)
-    png = os.path.join(res, 'scale-latest.png')
-    if shutil.which('gnuplot') and chart(rows, png, os.path.join(res, 'scale-latest.dat')):
+    png = os.path.join(res, '%s-latest.png' % args.name)
+    if shutil.which('gnuplot') and chart(rows, png, os.path.join(res, '%s-latest.dat' % args.name)):
         log('chart: %s' % png)
     log('json: %s' % out)
 
