@@ -23,7 +23,8 @@ int metrics_parse_addr(const char *spec, struct sockaddr_storage *ss, socklen_t 
 /*
  * metrics_http_status() - look at the bytes of a request received so far: 0 while the header
  * is incomplete (and below METRICS_MAX_REQUEST), else the HTTP status to answer: 200 for
- * GET/HEAD /metrics (*head set for HEAD), 400 malformed, 404 other path, 405 other method,
+ * GET/HEAD /metrics, (*head set for HEAD,
+ * whose reply has no body), 400 malformed, 404 other path, 405 other method,
  * 431 too long. Pure: buf need not be NUL-terminated.
  */
 int metrics_http_status(const char *buf, size_t len, bool *head);
