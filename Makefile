@@ -5,6 +5,8 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_RUNS  ?= 20000
 FUZZ_SECONDS ?= 600
 PYTHON     ?= python3
+PREFIX     ?= /usr/local
+DESTDIR    ?=
 export VNETD_BUILD := $(abspath $(BUILD))
 
 .PHONY: all deps build check unit asan fuzz-smoke fuzz e2e demo bench bench-fairness bench-datapath install clean
@@ -70,6 +72,11 @@ bench-fairness: build
 # Options: DATAPATH_ARGS="--quick" (or --sizes, --backends, --no-peer, --callgrind-only, ...).
 bench-datapath: build
 	$(PYTHON) bench/datapath.py $(DATAPATH_ARGS)
+
+# Binaries, man pages (scdoc), the systemd unit and the docs under $(DESTDIR)$(PREFIX).
+install: build
+	meson configure $(BUILD) -Dprefix=$(PREFIX)
+	DESTDIR="$(DESTDIR)" meson install -C $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
