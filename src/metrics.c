@@ -19,11 +19,11 @@
 /* One HTTP connection: reads one request, sends one reply, closes. */
 struct metrics_client {
 	int fd;
-	uint64_t deadline_ns;  /* closed when this passes, whatever its state */
-	bool replying;         /* the request is complete: only writing now */
+	uint64_t deadline_ns; /* closed when this passes, whatever its state */
+	bool replying;	      /* the request is complete: only writing now */
 	size_t in_len;
-	struct textbuf out;    /* the whole reply */
-	size_t out_off;        /* bytes of it already sent */
+	struct textbuf out; /* the whole reply */
+	size_t out_off;	    /* bytes of it already sent */
 	char in[METRICS_MAX_REQUEST];
 };
 
@@ -86,8 +86,8 @@ int metrics_parse_addr(const char *spec, struct sockaddr_storage *ss, socklen_t 
 static bool header_end(const char *buf, size_t len)
 {
 	for (size_t i = 1; i < len; i++)
-		if (buf[i] == '\n' && (buf[i - 1] == '\n' ||
-				       (i >= 2 && buf[i - 1] == '\r' && buf[i - 2] == '\n')))
+		if (buf[i] == '\n' &&
+		    (buf[i - 1] == '\n' || (i >= 2 && buf[i - 1] == '\r' && buf[i - 2] == '\n')))
 			return true;
 	return false;
 }
@@ -177,8 +177,8 @@ static const char *reason(int status)
 }
 
 /* build_reply() - the whole HTTP/1.1 reply (Connection: close) into c->out. */
-static void build_reply(struct metrics_client *c, int status, bool head,
-			struct port *const *ports, unsigned nports)
+static void build_reply(struct metrics_client *c, int status, bool head, struct port *const *ports,
+			unsigned nports)
 {
 	struct textbuf body = {0};
 
@@ -289,7 +289,8 @@ static void accept_clients(struct metrics_server *m)
 		c->out_off = 0;
 		m->clients[slot] = c;
 		if (event_loop_add(m->epfd, fd, EPOLLIN,
-				   (struct ev_ref){.kind = EV_METRICS_CLIENT, .queue = (uint16_t)slot,
+				   (struct ev_ref){.kind = EV_METRICS_CLIENT,
+						   .queue = (uint16_t)slot,
 						   .fd = fd}) < 0)
 			client_close(m, slot);
 	}
@@ -300,7 +301,8 @@ static void accept_clients(struct metrics_server *m)
 static int client_send(struct metrics_client *c)
 {
 	while (c->out_off < c->out.len) {
-		ssize_t n = send(c->fd, c->out.p + c->out_off, c->out.len - c->out_off, MSG_NOSIGNAL);
+		ssize_t n =
+		    send(c->fd, c->out.p + c->out_off, c->out.len - c->out_off, MSG_NOSIGNAL);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -413,8 +415,10 @@ static int listen_on(const char *spec)
 		inet_ntop(AF_INET6, &a6->sin6_addr, shown, sizeof(shown));
 		port = ntohs(a6->sin6_port);
 		if (!IN6_IS_ADDR_LOOPBACK(&a6->sin6_addr))
-			log_warn("metrics: [%s] is not a loopback address: whoever reaches it reads "
-				 "the statistics (no authentication)", shown);
+			log_warn(
+			    "metrics: [%s] is not a loopback address: whoever reaches it reads "
+			    "the statistics (no authentication)",
+			    shown);
 		log_info("metrics: http://[%s]:%u/metrics", shown, port);
 	} else {
 		const struct sockaddr_in *a4 = (const struct sockaddr_in *)&ss;
@@ -423,7 +427,8 @@ static int listen_on(const char *spec)
 		port = ntohs(a4->sin_port);
 		if ((ntohl(a4->sin_addr.s_addr) >> 24) != 127)
 			log_warn("metrics: %s is not a loopback address: whoever reaches it reads "
-				 "the statistics (no authentication)", shown);
+				 "the statistics (no authentication)",
+				 shown);
 		log_info("metrics: http://%s:%u/metrics", shown, port);
 	}
 	return fd;

@@ -10,9 +10,9 @@
 #include "event_loop.h"
 #include "port.h"
 
-#define METRICS_MAX_CLIENTS 8     /* connections served at once; a new one evicts the oldest */
-#define METRICS_MAX_REQUEST 4096  /* request line and headers; longer: 431 and close */
-#define METRICS_TIMEOUT_MS 5000   /* a connection's whole life, request and reply */
+#define METRICS_MAX_CLIENTS 8	 /* connections served at once; a new one evicts the oldest */
+#define METRICS_MAX_REQUEST 4096 /* request line and headers; longer: 431 and close */
+#define METRICS_TIMEOUT_MS 5000	 /* a connection's whole life, request and reply */
 
 /*
  * metrics_parse_addr() - "IPV4:PORT" or "[IPV6]:PORT", numeric only (no name lookups), port

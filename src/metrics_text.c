@@ -12,26 +12,32 @@ struct queue_family {
 	size_t offset; /* of a uint64_t in struct stats_queue */
 };
 
-#define QCOUNTER(n, field, h) {"vnetd_queue_" n "_total", "counter", h, offsetof(struct stats_queue, field)}
+#define QCOUNTER(n, field, h)                                                                      \
+	{                                                                                          \
+		"vnetd_queue_" n "_total", "counter", h, offsetof(struct stats_queue, field)       \
+	}
 
 static const struct queue_family queue_counters[] = {
-	QCOUNTER("packets", packets, "Packets the queue carried (RX: delivered to the guest, TX: sent by it)."),
-	QCOUNTER("bytes", bytes, "Bytes of those packets."),
-	QCOUNTER("kicks", kicks, "Notifications (kicks) from the driver."),
-	QCOUNTER("notifications", notifications, "Used-buffer notifications (interrupts) sent to the guest."),
-	QCOUNTER("notifications_suppressed", suppressed,
-		 "Notifications that were due but that the driver suppressed (flags or EVENT_IDX)."),
-	QCOUNTER("completions_held", held, "Completions whose notification coalescing held back."),
-	QCOUNTER("notifications_timer", timer, "Notifications sent when a coalescing deadline fired."),
-	QCOUNTER("notifications_early", early,
-		 "Notifications sent before the coalescing limits to keep the driver from stalling."),
-	QCOUNTER("notifications_stop", stop,
-		 "Notifications for held completions sent because the queue stopped."),
-	QCOUNTER("drops", dropped, "Packets dropped (too big, broken chain, bad header, backend error)."),
-	QCOUNTER("rx_no_buffers", rx_no_buffers, "Times a received packet waited for guest buffers."),
-	QCOUNTER("yields", yields, "Runs that stopped at their budget with work left."),
-	QCOUNTER("rx_direct_packets", rx_direct,
-		 "Packets the backend read straight into guest buffers."),
+    QCOUNTER("packets", packets,
+	     "Packets the queue carried (RX: delivered to the guest, TX: sent by it)."),
+    QCOUNTER("bytes", bytes, "Bytes of those packets."),
+    QCOUNTER("kicks", kicks, "Notifications (kicks) from the driver."),
+    QCOUNTER("notifications", notifications,
+	     "Used-buffer notifications (interrupts) sent to the guest."),
+    QCOUNTER("notifications_suppressed", suppressed,
+	     "Notifications that were due but that the driver suppressed (flags or EVENT_IDX)."),
+    QCOUNTER("completions_held", held, "Completions whose notification coalescing held back."),
+    QCOUNTER("notifications_timer", timer, "Notifications sent when a coalescing deadline fired."),
+    QCOUNTER("notifications_early", early,
+	     "Notifications sent before the coalescing limits to keep the driver from stalling."),
+    QCOUNTER("notifications_stop", stop,
+	     "Notifications for held completions sent because the queue stopped."),
+    QCOUNTER("drops", dropped,
+	     "Packets dropped (too big, broken chain, bad header, backend error)."),
+    QCOUNTER("rx_no_buffers", rx_no_buffers, "Times a received packet waited for guest buffers."),
+    QCOUNTER("yields", yields, "Runs that stopped at their budget with work left."),
+    QCOUNTER("rx_direct_packets", rx_direct,
+	     "Packets the backend read straight into guest buffers."),
 };
 
 static void family(struct textbuf *tb, const char *name, const char *type, const char *help)
@@ -61,7 +67,8 @@ static void port_labels(struct textbuf *tb, const struct stats_port *p)
 	tb_puts(tb, "\"");
 }
 
-static void queue_labels(struct textbuf *tb, const struct stats_port *p, const struct stats_queue *q)
+static void queue_labels(struct textbuf *tb, const struct stats_port *p,
+			 const struct stats_queue *q)
 {
 	port_labels(tb, p);
 	tb_printf(tb, ",queue=\"%u\",kind=\"%s\"", q->index, q->kind);
@@ -83,7 +90,8 @@ static void port_families(struct textbuf *tb, const struct metrics_port_view *v,
 {
 	unsigned i;
 
-	family(tb, "vnetd_port_info", "gauge", "A port: its backend, tap and vhost-user socket (always 1).");
+	family(tb, "vnetd_port_info", "gauge",
+	       "A port: its backend, tap and vhost-user socket (always 1).");
 	for (i = 0; i < n; i++) {
 		tb_puts(tb, "vnetd_port_info");
 		port_labels(tb, &v[i].port);
@@ -93,7 +101,8 @@ static void port_families(struct textbuf *tb, const struct metrics_port_view *v,
 		label_value(tb, v[i].port.socket);
 		tb_puts(tb, "\"} 1\n");
 	}
-	family(tb, "vnetd_port_frontend_connected", "gauge", "1 while a frontend (VMM) is connected.");
+	family(tb, "vnetd_port_frontend_connected", "gauge",
+	       "1 while a frontend (VMM) is connected.");
 	for (i = 0; i < n; i++) {
 		tb_printf(tb, "vnetd_port_frontend_connected");
 		port_labels(tb, &v[i].port);
@@ -105,7 +114,8 @@ static void port_families(struct textbuf *tb, const struct metrics_port_view *v,
 		port_labels(tb, &v[i].port);
 		tb_printf(tb, "} %" PRIu64 "\n", v[i].port.connections);
 	}
-	family(tb, "vnetd_port_worker", "gauge", "Worker thread serving the port (0: the one event loop).");
+	family(tb, "vnetd_port_worker", "gauge",
+	       "Worker thread serving the port (0: the one event loop).");
 	for (i = 0; i < n; i++) {
 		tb_printf(tb, "vnetd_port_worker");
 		port_labels(tb, &v[i].port);
@@ -205,19 +215,21 @@ void metrics_format(struct textbuf *tb, const struct metrics_port_view *v, unsig
 	}
 	queue_gauge(tb, v, n, "vnetd_queue_enabled", "1 while the driver has the queue enabled.",
 		    pick_enabled);
-	queue_gauge(tb, v, n, "vnetd_queue_started", "1 while the queue's rings are set up and running.",
-		    pick_started);
+	queue_gauge(tb, v, n, "vnetd_queue_started",
+		    "1 while the queue's rings are set up and running.", pick_started);
 	queue_gauge(tb, v, n, "vnetd_queue_broken",
 		    "1 after the driver broke the ring format (the queue stopped until a reset).",
 		    pick_broken);
 	queue_gauge(tb, v, n, "vnetd_queue_coalesce_max_packets",
 		    "Coalescing: notify once this many packets are pending (0: every packet).",
 		    pick_max_packets);
-	queue_gauge(tb, v, n, "vnetd_queue_coalesce_max_delay_seconds",
-		    "Coalescing: notify at most this long after the first pending packet (0: at once).",
-		    pick_max_delay);
+	queue_gauge(
+	    tb, v, n, "vnetd_queue_coalesce_max_delay_seconds",
+	    "Coalescing: notify at most this long after the first pending packet (0: at once).",
+	    pick_max_delay);
 	family(tb, "vnetd_queue_coalesce_info", "gauge",
-	       "Who set the queue's coalescing parameters: none, guest (ethtool -C) or host (always 1).");
+	       "Who set the queue's coalescing parameters: none, guest (ethtool -C) or host "
+	       "(always 1).");
 	for (unsigned i = 0; i < n; i++)
 		for (unsigned j = 0; j < v[i].port.nqueues; j++) {
 			tb_puts(tb, "vnetd_queue_coalesce_info");

@@ -1,4 +1,4 @@
-/* options.h - vnetd command line: ports (--port key=value,...), control socket, metrics, sandbox. */
+/* options.h - vnetd command line: ports (--port key=value,...), control, metrics, sandbox. */
 #ifndef VNETD_OPTIONS_H
 #define VNETD_OPTIONS_H
 

@@ -1,4 +1,4 @@
-/* textbuf.c - a growable text buffer with printf-style appends (metrics exposition, HTTP replies). */
+/* textbuf.c - a growable text buffer with printf-style appends (metrics text, HTTP replies). */
 #include "textbuf.h"
 
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* textbuf.h - a growable text buffer with printf-style appends (metrics exposition, HTTP replies). */
+/* textbuf.h - a growable text buffer with printf-style appends (metrics text, HTTP replies). */
 #ifndef VNETD_TEXTBUF_H
 #define VNETD_TEXTBUF_H
 

@@ -1,8 +1,9 @@
-/* fuzz_metrics_http.c - libFuzzer target: metrics.c's HTTP request rules and --metrics addresses. */
+/* fuzz_metrics_http.c - libFuzzer target: metrics.c's HTTP request rules and --metrics addresses.
+ */
+#include <netinet/in.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include "metrics.h"

@@ -1,4 +1,4 @@
-/* test_metrics.c - Prometheus exposition (metrics_text.c), lateness histogram, HTTP request rules. */
+/* test_metrics.c - Prometheus exposition text, lateness histogram, HTTP request rules. */
 #include "coal_helpers.h"
 
 #include <arpa/inet.h>
@@ -29,8 +29,8 @@ static void test_lateness_histogram_counts_every_sample(void **state)
 	assert_int_equal(h.count, 3);
 	assert_int_equal(h.sum_ns, 7000 + 200 * MS);
 	assert_int_equal(vnet_lateness_bounds_us[0], 5);
-	assert_int_equal(h.cumulative[0], 1);  /* <= 5 us: the on-time one */
-	assert_int_equal(h.cumulative[1], 2);  /* <= 10 us */
+	assert_int_equal(h.cumulative[0], 1); /* <= 5 us: the on-time one */
+	assert_int_equal(h.cumulative[1], 2); /* <= 10 us */
 	assert_int_equal(h.cumulative[VNET_LATENESS_BUCKETS - 1], 2);
 	td_free(td);
 }
@@ -104,10 +104,14 @@ static void test_exposition_lines(void **state)
 	(void)state;
 	assert_line(t, "# TYPE vnetd_queue_packets_total counter");
 	assert_line(t, "vnetd_queue_packets_total{port=\"p0\",queue=\"1\",kind=\"tx\"} 1001");
-	assert_line(t, "vnetd_queue_notifications_suppressed_total{port=\"p0\",queue=\"0\",kind=\"rx\"} 3");
-	assert_line(t, "vnetd_queue_completions_held_total{port=\"p0\",queue=\"0\",kind=\"rx\"} 990");
-	assert_line(t, "vnetd_queue_notifications_timer_total{port=\"p0\",queue=\"0\",kind=\"rx\"} 9");
-	assert_line(t, "vnetd_queue_notifications_early_total{port=\"p0\",queue=\"0\",kind=\"rx\"} 0");
+	assert_line(
+	    t, "vnetd_queue_notifications_suppressed_total{port=\"p0\",queue=\"0\",kind=\"rx\"} 3");
+	assert_line(t,
+		    "vnetd_queue_completions_held_total{port=\"p0\",queue=\"0\",kind=\"rx\"} 990");
+	assert_line(t,
+		    "vnetd_queue_notifications_timer_total{port=\"p0\",queue=\"0\",kind=\"rx\"} 9");
+	assert_line(t,
+		    "vnetd_queue_notifications_early_total{port=\"p0\",queue=\"0\",kind=\"rx\"} 0");
 	assert_line(t, "vnetd_port_frontend_connected{port=\"p0\"} 1");
 	assert_line(t, "vnetd_port_connections_total{port=\"p0\"} 2");
 	assert_line(t, "vnetd_port_worker{port=\"p0\"} 0");
@@ -115,18 +119,27 @@ static void test_exposition_lines(void **state)
 	assert_line(t, "vnetd_port_info{port=\"p0\",backend=\"tap\",tap=\"tap0\","
 		       "socket=\"/run/a \\\"b\\\"\\\\c\\n.sock\"} 1");
 	assert_line(t, "vnetd_queue_coalesce_max_packets{port=\"p0\",queue=\"0\",kind=\"rx\"} 32");
-	assert_line(t, "vnetd_queue_coalesce_max_delay_seconds{port=\"p0\",queue=\"0\",kind=\"rx\"} 0.000064");
-	assert_line(t, "vnetd_queue_coalesce_info{port=\"p0\",queue=\"1\",kind=\"tx\",set_by=\"guest\"} 1");
+	assert_line(
+	    t,
+	    "vnetd_queue_coalesce_max_delay_seconds{port=\"p0\",queue=\"0\",kind=\"rx\"} 0.000064");
+	assert_line(
+	    t, "vnetd_queue_coalesce_info{port=\"p0\",queue=\"1\",kind=\"tx\",set_by=\"guest\"} 1");
 	assert_line(t, "# TYPE vnetd_queue_notification_lateness_seconds histogram");
-	assert_line(t, "vnetd_queue_notification_lateness_seconds_bucket{port=\"p0\",queue=\"0\",kind=\"rx\",le=\"0.000005\"} 1");
-	assert_line(t, "vnetd_queue_notification_lateness_seconds_bucket{port=\"p0\",queue=\"0\",kind=\"rx\",le=\"0.1\"} 4");
-	assert_line(t, "vnetd_queue_notification_lateness_seconds_bucket{port=\"p0\",queue=\"0\",kind=\"rx\",le=\"+Inf\"} 5");
-	assert_line(t, "vnetd_queue_notification_lateness_seconds_sum{port=\"p0\",queue=\"0\",kind=\"rx\"} 1.500000123");
-	assert_line(t, "vnetd_queue_notification_lateness_seconds_count{port=\"p0\",queue=\"0\",kind=\"rx\"} 5");
+	assert_line(t, "vnetd_queue_notification_lateness_seconds_bucket{port=\"p0\",queue=\"0\","
+		       "kind=\"rx\",le=\"0.000005\"} 1");
+	assert_line(t, "vnetd_queue_notification_lateness_seconds_bucket{port=\"p0\",queue=\"0\","
+		       "kind=\"rx\",le=\"0.1\"} 4");
+	assert_line(t, "vnetd_queue_notification_lateness_seconds_bucket{port=\"p0\",queue=\"0\","
+		       "kind=\"rx\",le=\"+Inf\"} 5");
+	assert_line(t, "vnetd_queue_notification_lateness_seconds_sum{port=\"p0\",queue=\"0\",kind="
+		       "\"rx\"} 1.500000123");
+	assert_line(t, "vnetd_queue_notification_lateness_seconds_count{port=\"p0\",queue=\"0\","
+		       "kind=\"rx\"} 5");
 	free(t);
 }
 
-/* Every sample line belongs to the family of the last # TYPE line, and each family is typed once. */
+/* Every sample line belongs to the family of the last # TYPE line, and each family is typed once.
+ */
 static void test_exposition_structure(void **state)
 {
 	char *t = render(), *line, *save = NULL, family[128] = "", seen[64][128];
@@ -232,12 +245,12 @@ static void test_parse_addr(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_lateness_histogram_counts_every_sample),
-		cmocka_unit_test(test_exposition_lines),
-		cmocka_unit_test(test_exposition_structure),
-		cmocka_unit_test(test_textbuf_grows),
-		cmocka_unit_test(test_http_status),
-		cmocka_unit_test(test_parse_addr),
+	    cmocka_unit_test(test_lateness_histogram_counts_every_sample),
+	    cmocka_unit_test(test_exposition_lines),
+	    cmocka_unit_test(test_exposition_structure),
+	    cmocka_unit_test(test_textbuf_grows),
+	    cmocka_unit_test(test_http_status),
+	    cmocka_unit_test(test_parse_addr),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
