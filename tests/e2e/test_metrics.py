@@ -1,7 +1,8 @@
 """Prometheus metrics (--metrics, src/metrics.c): real output passes promtool, a real Prometheus
 server scrapes vnetd and answers queries about it, and hostile HTTP clients do not stop vnetd.
 
-(a) vnetd with two switch ports on loopback (--metrics 127.0.0.1:0, the port read from its log);
+(a) vnetd with two switch ports on loopback (--metrics 127.0.0.1:0, the port read from its log),
+    sandboxed as usual (the whole exchange runs under the seccomp filter);
     Python frontends (vhost_user_client.py) on both; a's driver sets TX coalescing over the
     control queue (1 ms / 1000 frames) and sends frames to b, so coalescing deadlines fire;
 (b) /metrics: `promtool check metrics` accepts it, and it says what `vnetctl stats` says
@@ -258,6 +259,10 @@ def main():
              'socket=%s,switch,mac=%s' % (socks['b'], MAC_B)]
     with Vnetd(NoNs(), ports, wd, extra=['--metrics', '127.0.0.1:0']) as v:
         addr = metrics_addr(v)
+        if '--no-sandbox' not in v.extra:
+            with open('/proc/%d/status' % v.proc.pid) as f:
+                status = f.read()
+            check('Seccomp:\t2' in status, 'vnetd serves metrics under its seccomp filter')
         a, b = traffic(socks)
         time.sleep(0.1)  # the last coalescing deadline (1 ms) has fired
         status, head, text = http(addr)
