@@ -14,6 +14,7 @@
 #define VNET_MAX_QUEUE_PAIRS 16
 #define VNET_MAX_QUEUES (2 * VNET_MAX_QUEUE_PAIRS + 1)
 #define VNET_LATENESS_SAMPLES 4096
+#define VNET_LATENESS_BUCKETS 14 /* histogram upper bounds, vnet_lateness_bounds_us[] */
 
 enum vnet_queue_kind { VNET_QUEUE_RX, VNET_QUEUE_TX, VNET_QUEUE_CTRL };
 
@@ -39,7 +40,20 @@ struct vnet_queue_stats {
 	/* Lateness of deadline-driven notifications, ring buffer of the last samples (ns). */
 	uint32_t lateness_ns[VNET_LATENESS_SAMPLES];
 	uint64_t lateness_count;
+	/* ... and every sample since the last reset, as histogram buckets (last: above all). */
+	uint64_t lateness_bucket[VNET_LATENESS_BUCKETS + 1];
+	uint64_t lateness_sum_ns;
 };
+
+/* Cumulative lateness histogram of one queue (Prometheus semantics: bucket i counts <= bound). */
+struct vnet_lateness_hist {
+	uint64_t cumulative[VNET_LATENESS_BUCKETS]; /* samples <= vnet_lateness_bounds_us[i] */
+	uint64_t count;                             /* every sample (the +Inf bucket) */
+	uint64_t sum_ns;
+};
+
+/* Upper bounds of the lateness buckets, in microseconds, ascending. */
+extern const uint32_t vnet_lateness_bounds_us[VNET_LATENESS_BUCKETS];
 
 /* Host-side environment injected into the device: clock, timers, notifications. */
 struct vnet_env_ops {
@@ -234,5 +248,8 @@ const uint8_t *vnet_dev_mac(const struct vnet_dev *dev);
 bool vnet_dev_link_up(const struct vnet_dev *dev);
 uint16_t vnet_dev_active_pairs(const struct vnet_dev *dev);
 const char *vnet_queue_kind_name(enum vnet_queue_kind kind);
+
+/* vnet_queue_lateness() - the queue's deadline lateness as a histogram: the one reader of it. */
+void vnet_queue_lateness(const struct vnet_queue *q, struct vnet_lateness_hist *out);
 
 #endif
