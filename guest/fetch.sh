@@ -49,27 +49,9 @@ if fresh linux.uml uml-initrd.cpio.gz vmlinuz qemu-initrd.cpio.gz; then
 fi
 
 # --- private apt configuration (suites other than the system's) ---------------------------------
-# The mirror of the system's bookworm sources ("apt-cache policy" prints it for either format).
-debian_mirror() {
-	if [ -n "${VNETD_DEBIAN_MIRROR:-}" ]; then echo "$VNETD_DEBIAN_MIRROR"; return; fi
-	apt-cache policy 2>/dev/null | awk '$3 ~ /^bookworm\/main$/ {print $2; exit}'
-}
-if [ "$SUITE" != bookworm ]; then
-	A=$OUT/apt
-	mkdir -p "$A/lists/partial" "$A/cache/archives/partial" "$A/sources.list.d"
-	MIRROR=$(debian_mirror)
-	[ -n "$MIRROR" ] || MIRROR=http://deb.debian.org/debian
-	echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $MIRROR $SUITE main" \
-		>"$A/sources.list"
-	cat >"$A/apt.conf" <<-EOF
-	Dir::Etc::sourcelist "$A/sources.list";
-	Dir::Etc::sourceparts "$A/sources.list.d";
-	Dir::State::Lists "$A/lists";
-	Dir::Cache "$A/cache";
-	Dir::State::status "/dev/null";
-	EOF
-	export APT_CONFIG=$A/apt.conf
-fi
+# shellcheck source=guest/apt-suite.sh
+. "$HERE/apt-suite.sh"
+[ "$SUITE" = bookworm ] || suite_apt "$OUT/apt" "$SUITE"
 
 # --- package download -------------------------------------------------------------------
 # libssl3 became libssl3t64 (64-bit time_t) after bookworm.
