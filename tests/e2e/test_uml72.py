@@ -100,7 +100,7 @@ def run_guest(g, vd, ns, blob_sha):
            'per-queue mask 0x1: VQ_SET landed on rx vq 0 and tx vq 1 only')
 
     # Traffic on both pairs: vnetd steers received flows by hash, the guest picks TX queues.
-    g.run('iperf3 -s -D --logfile /tmp/iperf3.log', check=True)
+    g.run('iperf3 -s -D --logfile /tmp/iperf3.log; for i in $(seq 20); do netstat -ltn | grep -q :5201 && exit 0; sleep 0.5; done; exit 1', check=True)
     used = pairs_used(g, vd, ns)
     print('packets per queue with 4+4 TCP streams: %s' % used)
     check(all(used[q] > 0 for q in range(4)), 'traffic used rx and tx queues of both pairs')
