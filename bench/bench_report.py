@@ -203,7 +203,7 @@ def chart(summary, profiles, directions, path_png, path_dat, setups=('uml-vnetd'
           'set grid ytics', 'set key top right', 'set xtics nomirror']
     for si, setup in enumerate(setups):
         s = summary[setup]
-        dat = path_dat if si == 0 else '%s.%s' % (path_dat, setup)
+        dat = path_dat if si == 0 else '%s-%s.dat' % (path_dat[:-len('.dat')], setup)
         with open(dat, 'w') as f:
             f.write('# %s: profile ' % setup + ' '.join('%s_%s med min max' % (m, d)
                                                       for m, _ in metrics for d in directions) + '\n')

@@ -145,11 +145,11 @@ def run_guest(g, vd, ns, blob_sha):
     # Traffic on both pairs.
     g.run('iperf3 -s -D --logfile /tmp/s.log; for i in $(seq 20); do netstat -ltn | grep -q :5201 && exit 0; sleep 0.5; done; exit 1', check=True)
     a = vd.stats()
-    r = ns.run(['iperf3', '-c', GUEST, '-P', '4', '-t', '3'], check=False, timeout=300)
-    check(r.returncode == 0, 'host->guest iperf3, 4 streams %s' % r.stderr[-200:])
-    rc, out = g.run('iperf3 -c %s -P 4 -t 3 >/tmp/c.log 2>&1; rc=$?; tail -n 3 /tmp/c.log; '
+    r = ns.run(['iperf3', '-c', GUEST, '-P', '8', '-t', '3'], check=False, timeout=300)
+    check(r.returncode == 0, 'host->guest iperf3, 8 streams %s' % r.stderr[-200:])
+    rc, out = g.run('iperf3 -c %s -P 8 -t 3 >/tmp/c.log 2>&1; rc=$?; tail -n 3 /tmp/c.log; '
                     'exit $rc' % HOST, timeout=300)
-    check(rc == 0, 'guest->host iperf3, 4 streams')
+    check(rc == 0, 'guest->host iperf3, 8 streams')
     b = vd.stats()
     used = {q: b['p0'][q]['packets'] - a['p0'][q]['packets'] for q in range(4)}
     print('packets per queue: %s' % used)
