@@ -4,7 +4,8 @@ reaches vnetd (with virtio-net-pci + -netdev vhost-user QEMU keeps the control q
 Linux 6.1 guest, 2 queue pairs (num_vqs=5): MAC and pairs from vnetd's config space, guest
 coalescing set_by guest on all four data queues, traffic on both pairs, byte-exact transfers both
 ways; printed: what MSI-X does there (the device's MSI-X table, the guest's interrupt mode) and
-what QEMU says blocks migration."""
+what QEMU says blocks migration. VNETD_QEMU_GUEST_SUITE=sid boots sid's Linux 7.2 kernel instead
+(not part of make check)."""
 
 import json
 import os
@@ -88,7 +89,7 @@ def host_fetch_sha(ns, url):
 def main():
     require_root_and_tun()
     qemu = new_qemu('sid')
-    kit = guest_kit()
+    kit = guest_kit(os.environ.get('VNETD_QEMU_GUEST_SUITE', 'bookworm'))
     wd = workdir('qemu-full')
     sock = os.path.join(wd, 'p0.sock')
     blob_sha = make_blob(os.path.join(wd, 'blob'), SIZE_MB)
