@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # guest/apt-suite.sh - sourced by fetch.sh and qemu.sh: suite_apt DIR SUITE exports APT_CONFIG
 # naming a private apt configuration in DIR for Debian SUITE (the system's sources untouched).
 # The mirror is the one of the system's bookworm sources (`apt-cache policy` prints it for both

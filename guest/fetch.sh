@@ -57,7 +57,7 @@ fi
 # libssl3 became libssl3t64 (64-bit time_t) after bookworm.
 SSL=libssl3
 [ "$SUITE" = bookworm ] || SSL=libssl3t64
-USERPKGS=(busybox-static ethtool libmnl0 iperf3 libiperf0 libsctp1 $SSL sockperf libstdc++6
+USERPKGS=(busybox-static ethtool libmnl0 iperf3 libiperf0 libsctp1 "$SSL" sockperf libstdc++6
 	libgcc-s1 libc6)
 PKGS=(user-mode-linux "${USERPKGS[@]}")
 APT_OPTS=(-q)

@@ -41,11 +41,14 @@ fi
 suite_apt "$OUT/apt" "$SUITE"
 APT_OPTS=(-q)
 [ "$(id -u)" = 0 ] && APT_OPTS+=(-o APT::Sandbox::User=root)
-if [ -z "$(ls "$OUT/apt/lists/" 2>/dev/null | grep -v -e partial -e lock)" ]; then
+apt_update() {
 	step "apt-get update ($SUITE, private lists)"
 	apt-get update "${APT_OPTS[@]}" >"$OUT/apt-update.log" 2>&1 ||
 		{ cat "$OUT/apt-update.log" >&2; echo "qemu.sh: cannot read the $SUITE package lists" >&2; exit 77; }
-fi
+}
+debfile() { find "$DEB" -maxdepth 1 -name "${1}_*.deb" -printf '%T@ %p\n' | sort -nr | head -n1 | cut -d' ' -f2-; }
+UPDATED=0
+if ! compgen -G "$OUT/apt/lists/*_Packages" >/dev/null; then apt_update; UPDATED=1; fi
 
 # The run-time closure: Depends and Pre-Depends, recursively (virtual packages left out).
 closure() {
@@ -55,22 +58,29 @@ closure() {
 mapfile -t PKGS < <(closure)
 [ ${#PKGS[@]} -gt 0 ] || { echo "qemu.sh: qemu-system-x86 not in the $SUITE lists" >&2; exit 77; }
 step "${#PKGS[@]} packages in the closure of qemu-system-x86 ($SUITE)"
-rm -rf "$DEB/.tmp" && mkdir -p "$DEB/.tmp"
+mkdir -p "$DEB"
 NEED=()
-for p in "${PKGS[@]}"; do ls "$DEB/${p}"_*.deb >/dev/null 2>&1 || NEED+=("$p"); done
+for p in "${PKGS[@]}"; do [ -n "$(debfile "$p")" ] || NEED+=("$p"); done
+download() {
+	# Into a temp dir first so an interrupted download never poisons the cache.
+	rm -rf "$DEB/.tmp" && mkdir -p "$DEB/.tmp"
+	(cd "$DEB/.tmp" && apt-get download "${APT_OPTS[@]}" "${NEED[@]}") >"$OUT/apt-download.log" 2>&1 &&
+		mv "$DEB/.tmp"/*.deb "$DEB/" && rmdir "$DEB/.tmp"
+}
 if [ ${#NEED[@]} -gt 0 ]; then
 	step "apt-get download ${#NEED[@]} packages"
-	(cd "$DEB/.tmp" && apt-get download "${APT_OPTS[@]}" "${NEED[@]}") >"$OUT/apt-download.log" 2>&1 ||
-		{ tail -5 "$OUT/apt-download.log" >&2; echo "qemu.sh: cannot download packages" >&2; exit 77; }
-	mv "$DEB/.tmp"/*.deb "$DEB/"
+	if ! download; then
+		# Stale private lists (sid moves fast): read them again once, then give up.
+		[ $UPDATED = 1 ] || { apt_update; mapfile -t PKGS < <(closure); NEED=()
+			for p in "${PKGS[@]}"; do [ -n "$(debfile "$p")" ] || NEED+=("$p"); done; }
+		download || { tail -5 "$OUT/apt-download.log" >&2; echo "qemu.sh: cannot download packages" >&2; exit 77; }
+	fi
 fi
-rmdir "$DEB/.tmp"
 
 step "extract into $ROOT"
 rm -rf "$ROOT" && mkdir -p "$ROOT"
 for p in "${PKGS[@]}"; do
-	d=$(ls -t "$DEB/${p}"_*.deb | head -n1)
-	dpkg-deb -x "$d" "$ROOT"
+	dpkg-deb -x "$(debfile "$p")" "$ROOT"
 done
 # Absolute symlinks (e.g. /usr/share/qemu/*.bin -> /usr/share/seabios/...) point into ROOT.
 find "$ROOT" -type l -lname '/*' | while read -r l; do
@@ -96,7 +106,7 @@ if ! V=$("$RUNNER.tmp" -version 2>&1); then
 fi
 mv "$RUNNER.tmp" "$RUNNER"
 for p in "${PKGS[@]}"; do
-	echo "$p $(dpkg-deb -f "$(ls -t "$DEB/${p}"_*.deb | head -n1)" Version)"
+	echo "$p $(dpkg-deb -f "$(debfile "$p")" Version)"
 done >"$OUT/MANIFEST"
 step "$(echo "$V" | head -n1) ready: $RUNNER"
 echo "$RUNNER"
