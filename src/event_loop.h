@@ -20,6 +20,7 @@ enum ev_kind {
 	EV_TAP,             /* tap fd of port `port` */
 	EV_QUEUE_RUN,       /* run queue entry: queue `queue` of port `port` has work left */
 	EV_PORT_FLUSH,      /* flush list entry: port `port` has received packets to publish */
+	EV_DEV_STATE,       /* device-state pipe of port `port` (live migration) */
 };
 
 /* Typed reference carried in epoll_event.data.u64. */

@@ -2,6 +2,7 @@
 #include "virtqueue.h"
 
 #include <endian.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "log.h"
@@ -260,6 +261,29 @@ void vq_unpop(struct virtqueue *vq, unsigned n)
 	vq->last_avail = (uint16_t)(vq->last_avail - n);
 }
 
+/* Log a write of len bytes at byte off of the used ring (when the ring is logged). */
+static void vq_log_used_range(struct virtqueue *vq, uint64_t off, uint64_t len)
+{
+	if (vq->log_used)
+		dirty_log_gpa(vq->log, vq->log_used_gpa + off, len);
+}
+
+/* Log the used elements [from, used_idx) and the index that publishes them. */
+static void vq_log_published(struct virtqueue *vq, uint16_t from)
+{
+	unsigned n = (uint16_t)(vq->used_idx - from), first = from & (vq->num - 1u);
+
+	if (n > vq->num)
+		n = vq->num;
+	if (first + n > vq->num) { /* wraps: the tail of the ring, then its start */
+		vq_log_used_range(vq, 4 + 8ull * first, 8ull * (vq->num - first));
+		n -= vq->num - first;
+		first = 0;
+	}
+	vq_log_used_range(vq, 4 + 8ull * first, 8ull * n);
+	vq_log_used_range(vq, offsetof(struct vring_used, idx), sizeof(uint16_t));
+}
+
 void vq_push(struct virtqueue *vq, uint16_t head, uint32_t len)
 {
 	struct vring_used_elem *e = &vq->used->ring[vq->used_idx & (vq->num - 1)];
@@ -272,9 +296,13 @@ void vq_push(struct virtqueue *vq, uint16_t head, uint32_t len)
 
 void vq_publish(struct virtqueue *vq)
 {
+	uint16_t from = vq->used_published;
+
 	/* Release: the used elements are visible before the index that covers them. */
 	__atomic_store_n(&vq->used->idx, htole16(vq->used_idx), __ATOMIC_RELEASE);
 	vq->used_published = vq->used_idx;
+	if (__builtin_expect(vq->log != NULL, 0))
+		vq_log_published(vq, from);
 }
 
 bool vq_driver_wants_notify(struct virtqueue *vq)
@@ -308,6 +336,8 @@ bool vq_kick_enable(struct virtqueue *vq)
 		WRITE_ONCE_U16((uint16_t *)&vq->used->ring[vq->num], vq_avail_idx(vq));
 	else
 		WRITE_ONCE_U16(&vq->used->flags, 0);
+	if (__builtin_expect(vq->log != NULL, 0))
+		vq_log_used_range(vq, vq->event_idx ? 4 + 8ull * vq->num : 0, sizeof(uint16_t));
 	/* Order our store before re-reading avail->idx, or a kick could be lost. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	return vq_has_avail(vq);
@@ -315,8 +345,11 @@ bool vq_kick_enable(struct virtqueue *vq)
 
 void vq_kick_disable(struct virtqueue *vq)
 {
-	if (vq->started && !vq->broken && !vq->event_idx)
+	if (vq->started && !vq->broken && !vq->event_idx) {
 		WRITE_ONCE_U16(&vq->used->flags, VRING_USED_F_NO_NOTIFY);
+		if (__builtin_expect(vq->log != NULL, 0))
+			vq_log_used_range(vq, 0, sizeof(uint16_t));
+	}
 }
 
 void vq_reset(struct virtqueue *vq)
