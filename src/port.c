@@ -53,6 +53,11 @@ bool port_dirty_logging(const struct port *p)
 	return p->connected && p->conn.log_all && p->conn.log.bitmap;
 }
 
+uint64_t port_dirty_log_dropped(const struct port *p)
+{
+	return p->connected ? p->conn.log.dropped : 0;
+}
+
 uint64_t port_rarps(const struct port *p)
 {
 	return p->connected ? p->conn.rarps : 0;

@@ -67,6 +67,8 @@ def run_case(kit, wd, ns, vd_src, vd_dst, src_port, dst_port, sock_src, sock_dst
                 info.get('total-time'), info.get('downtime'),
                 info.get('ram', {}).get('transferred', 0) >> 20))
             check(seen['log'], 'vnetd logged dirty pages during pre-copy (vnetctl ports dirty_log)')
+            check(vd_src.port_info()[src_port]['dirty_log_dropped'] == 0,
+                  'every page vnetd wrote was inside QEMU\'s log')
             if precopy_changes:
                 check(seen['changes'] > 0, 'coalescing changed on both ports during pre-copy')
             qsrc.close()
