@@ -78,7 +78,21 @@ def migrate(src_qmp, uri, during=None, timeout=600, poll=0.2):
     raise RuntimeError('migration did not complete within %ss' % timeout)
 
 
-class IncomingQemu(QemuGuest):
+class AnyQemu(QemuGuest):
+    """QemuGuest with another QEMU binary (qemu=PATH, e.g. a QEMU >= 10 for DEVICE_STATE)."""
+
+    def __init__(self, *a, qemu=None, **kw):
+        super().__init__(*a, **kw)
+        self.qemu = qemu
+
+    def argv(self):
+        a = super().argv()
+        if self.qemu:
+            a[a.index('qemu-system-x86_64')] = self.qemu
+        return a
+
+
+class IncomingQemu(AnyQemu):
     """The destination QEMU (-incoming): its serial console carries on the source guest's
     shell after the switch-over, so it never prints GUEST-READY."""
 
