@@ -385,7 +385,7 @@ static enum vu_result handle_vring_addr(struct vu_conn *c, const struct vu_msg *
 	q->vq.avail_addr = a->avail;
 	q->vq.used_addr = a->used;
 	q->vq.ring_space = GUEST_ADDR_UVA;
-	vu_mig_vring_addr(c, q, a);
+	vu_mig_vring_addr(q, a);
 	if (was || c->q[qidx].kick >= 0)
 		try_start(c, qidx, q);
 	return VU_OK;

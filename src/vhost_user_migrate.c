@@ -115,9 +115,8 @@ void vu_mig_set_log_all(struct vu_conn *c, bool on)
 	update_logging(c);
 }
 
-void vu_mig_vring_addr(struct vu_conn *c, struct vnet_queue *q, const struct vu_vring_addr *a)
+void vu_mig_vring_addr(struct vnet_queue *q, const struct vu_vring_addr *a)
 {
-	(void)c;
 	q->vq.log_used = (a->flags & VU_VRING_F_LOG) != 0;
 	q->vq.log_used_gpa = a->log;
 }
