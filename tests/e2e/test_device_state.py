@@ -143,6 +143,26 @@ def test_dirty_log(vd, socks):
     f1.close()
 
 
+def test_log_shrunk(vd, socks):
+    """A frontend that truncates its log memfd under vnetd: the write into it faults (SIGBUS),
+    vnetd drops that frontend and keeps running."""
+    f0, f1 = frontend(socks[0]), frontend(socks[1])
+    size = ((f1.mem.gpa_base + f1.mem.size) // PAGE + 7) // 8
+    logfd = os.memfd_create('vnetd-test-log', os.MFD_CLOEXEC)
+    os.ftruncate(logfd, size)
+    check(set_log_base(f1, size, 0, logfd) == b'\0' * 8, 'SET_LOG_BASE accepted')
+    vu.ok(f1.vu.set_features(FEAT | (1 << vu.VHOST_USER_F_PROTOCOL_FEATURES) |
+                             (1 << vu.VHOST_F_LOG_ALL)), 'SET_FEATURES LOG_ALL')
+    os.ftruncate(logfd, 0)                        # the log is gone under vnetd's mapping
+    rx_buffer(f1)
+    f0.transmit(vu.ether_frame('ff:ff:ff:ff:ff:ff', '52:54:00:aa:00:00'))
+    check(f1.vu.wait_closed(5), 'vnetd dropped the frontend whose log faulted')
+    check(vd.alive() and not vd.port_info()['p1']['connected'], 'vnetd still running')
+    os.close(logfd)
+    f0.close()
+    f1.close()
+
+
 def test_device_state(vd, socks):
     f0 = frontend(socks[0])
     check(f0.coal_rx_set(32, 250) == vu.VIRTIO_NET_OK, 'guest RX_SET 32 packets / 250 us on p0')
@@ -203,6 +223,7 @@ def main():
     socks = [os.path.join(wd, 'p%d.sock' % i) for i in range(3)]
     with Vnetd(NoNs(), ['socket=%s,switch' % s for s in socks], wd) as vd:
         test_dirty_log(vd, socks)
+        test_log_shrunk(vd, socks)
         test_device_state(vd, socks)
         test_rarp(vd, socks)
         check(vd.alive(), 'vnetd still running')
