@@ -239,14 +239,15 @@ int vnet_dev_state_load(struct vnet_dev *dev, const uint8_t *buf, size_t len, co
 
 int vnet_dev_send_rarp(struct vnet_dev *dev, const uint8_t mac[6])
 {
-	/* virtio_net_hdr_v1 (all zero), then a 60-byte RARP request as QEMU's announce builds. */
-	uint8_t pkt[VNET_HDR_LEN + 60];
-	uint8_t *f = pkt + VNET_HDR_LEN;
-	struct iovec iov = {pkt, sizeof(pkt)};
+	/* A 60-byte RARP request as QEMU's announce builds it; an all-zero header (no offloads). */
+	struct virtio_net_hdr_v1 hdr;
+	uint8_t f[60];
+	struct iovec iov = {f, sizeof(f)};
 
 	if (!dev->be_ops)
 		return -1;
-	memset(pkt, 0, sizeof(pkt));
+	memset(&hdr, 0, sizeof(hdr));
+	memset(f, 0, sizeof(f));
 	memset(f, 0xff, 6);               /* broadcast */
 	memcpy(f + 6, mac, 6);            /* from the guest: the switch learns its port */
 	f[12] = 0x80, f[13] = 0x35;       /* ETH_P_RARP */
@@ -256,5 +257,5 @@ int vnet_dev_send_rarp(struct vnet_dev *dev, const uint8_t mac[6])
 	f[20] = 0, f[21] = 3;             /* reverse request */
 	memcpy(f + 22, mac, 6);           /* sender hardware address; sender IP 0 */
 	memcpy(f + 32, mac, 6);           /* target hardware address; target IP 0 */
-	return dev->be_ops->transmit(dev->be, &iov, 1) < 0 ? -1 : 0;
+	return dev->be_ops->transmit(dev->be, &hdr, &iov, 1, 0, sizeof(f)) < 0 ? -1 : 0;
 }
