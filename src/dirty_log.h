@@ -41,15 +41,4 @@ void dirty_log_host(struct dirty_log *log, const struct guest_mem *mem, const vo
 void dirty_log_iov(struct dirty_log *log, const struct guest_mem *mem, const struct iovec *iov,
 		   unsigned cnt, size_t len);
 
-/*
- * The data path's hook: one predictable branch when logging is off (log == NULL), which is
- * always the case outside a live migration.
- */
-static inline void dirty_log_iov_if(struct dirty_log *log, const struct guest_mem *mem,
-				    const struct iovec *iov, unsigned cnt, size_t len)
-{
-	if (__builtin_expect(log != NULL, 0))
-		dirty_log_iov(log, mem, iov, cnt, len);
-}
-
 #endif

@@ -259,7 +259,6 @@ static uint32_t ctrl_run_chain(struct vnet_dev *dev, struct vnet_queue *q)
 	}
 	iov_copy_to(w, c->nwrite, 0, &ack, 1);
 	iov_copy_to(w, c->nwrite, 1, out, written);
-	dirty_log_iov_if(q->vq.log, q->vq.mem, w, c->nwrite, 1 + written);
 	return (uint32_t)(1 + written);
 }
 

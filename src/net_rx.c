@@ -145,14 +145,12 @@ static __attribute__((noinline)) int rx_place(struct vnet_dev *dev, struct vnet_
 		 * straight from the backend's buffers (or the sender's guest memory) into ours. */
 		iov_copy_iov(w, c->nwrite, hdr_part, iov, iovcnt, off + placed + hdr_part - dev->hdr_len,
 			     n);
-		dirty_log_iov_if(q->vq.log, q->vq.mem, w, c->nwrite, hdr_part + n);
 		placed += hdr_part + n;
 		dev->rx_slots[nslots].head = c->head;
 		dev->rx_slots[nslots++].len = (uint32_t)(hdr_part + n);
 	}
 	hdr->num_buffers = htole16(mergeable ? (uint16_t)nslots : 1); /* spec: 1 without MRG_RXBUF */
 	iov_copy_to(hdr_iov, nhdr_iov, 0, hdr, dev->hdr_len);
-	dirty_log_iov_if(q->vq.log, q->vq.mem, hdr_iov, nhdr_iov, dev->hdr_len);
 	for (unsigned i = 0; i < nslots; i++)
 		vq_push(&q->vq, dev->rx_slots[i].head, dev->rx_slots[i].len);
 	return 1;
@@ -181,7 +179,6 @@ static inline int rx_place_one(struct vnet_dev *dev, struct vnet_queue *q,
 	else
 		memcpy(buf, hdr, dev->hdr_len);
 	iov_copy_iov(&c->iov[c->nread], 1, dev->hdr_len, iov, iovcnt, off, frame_len);
-	dirty_log_iov_if(q->vq.log, q->vq.mem, &c->iov[c->nread], 1, total);
 	vq_push(&q->vq, c->head, (uint32_t)total);
 	return 1;
 }
@@ -443,7 +440,6 @@ void vnet_dev_rx_commit(struct vnet_dev *dev, size_t len)
 	hdr.num_buffers = htole16(mergeable ? (uint16_t)used : 1);
 	rx_hdr_flags(dev, &hdr);
 	iov_copy_to(iov, rc->niov_of[rc->first], 0, &hdr, sizeof(hdr));
-	dirty_log_iov_if(q->vq.log, q->vq.mem, iov, used_iov, len); /* the backend's writes too */
 	for (unsigned i = 0; i < used; i++) {
 		vq_push(&q->vq, dev->rx_slots[i].head, dev->rx_slots[i].len);
 		rc->bytes -= rc->cap[rc->first + i];
