@@ -170,7 +170,7 @@ static void xfer_finish(struct vu_conn *c, int result, const char *why)
 static void xfer_step(struct vu_conn *c)
 {
 	struct vu_state_xfer *x = &c->xfer;
-	const char *why;
+	const char *why = "";
 
 	while (x->fd >= 0 && x->result == 1) {
 		ssize_t n;
@@ -192,8 +192,10 @@ static void xfer_step(struct vu_conn *c)
 				return;
 			}
 			if (n == 0) {
-				xfer_finish(c, vnet_dev_state_load(c->dev, x->buf, x->len, &why) < 0
-						       ? -1 : 0, why);
+				/* The result first: argument order is unspecified and sets `why`. */
+				int r = vnet_dev_state_load(c->dev, x->buf, x->len, &why);
+
+				xfer_finish(c, r < 0 ? -1 : 0, why);
 				return;
 			}
 		}
