@@ -9,6 +9,8 @@ import shutil
 import subprocess
 import time
 
+import harness
+
 from harness import (Netns, Vnetd, check, guest_kit, make_blob,
                      require_root_and_tun, skip, workdir)
 from migration_kit import (AnyQemu, IncomingQemu, Qmp, bridge_taps, fdb_port, migrate,
@@ -96,6 +98,17 @@ def run_case(kit, wd, ns, vd_src, vd_dst, src_port, dst_port, sock_src, sock_dst
             return st
 
 
+def sid_qemu():
+    """sid's QEMU 11 runner (guest/qemu.sh), or None with the reason printed."""
+    r = subprocess.run([os.path.join(harness.TOP, 'guest', 'qemu.sh'), harness.BUILD, '--suite',
+                        'sid'], capture_output=True, text=True)
+    if r.returncode != 0 or not r.stdout.strip():
+        print('note: device-state case not run: no QEMU >= 10 (guest/qemu.sh exit %d: %s)'
+              % (r.returncode, (r.stderr.strip().splitlines() or ['?'])[-1]))
+        return None
+    return r.stdout.strip().splitlines()[-1]
+
+
 def main():
     require_root_and_tun()
     if shutil.which('qemu-system-x86_64') is None:
@@ -147,12 +160,11 @@ def main():
                 srv.kill()
             check(va.alive() and vb.alive(), 'both vnetd processes still running')
 
-    # 3. DEVICE_STATE needs QEMU >= 10 (Debian 12 has 7.2): VNETD_QEMU_DEVICE_STATE=PATH names
-    #    one (e.g. the sid QEMU 11 that guest/qemu.sh of the guests work builds). The source's
+    # 3. DEVICE_STATE needs QEMU >= 10 (Debian 12 has 7.2): sid's QEMU 11 from guest/qemu.sh
+    #    (cached; test_qemu_full fetches it too), or VNETD_QEMU_DEVICE_STATE=PATH. The source's
     #    per-queue and kind-wide host settings then replace the destination port's own.
-    qemu = os.environ.get('VNETD_QEMU_DEVICE_STATE')
+    qemu = os.environ.get('VNETD_QEMU_DEVICE_STATE') or sid_qemu()
     if not qemu:
-        print('note: device-state case not run (set VNETD_QEMU_DEVICE_STATE to a QEMU >= 10)')
         return
     with Netns('vnetd-e2e-mig3') as ns:
         with Vnetd(ns, [port_spec(sa, 'mtap0'),
