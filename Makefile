@@ -5,11 +5,18 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_RUNS  ?= 20000
 FUZZ_SECONDS ?= 600
 PYTHON     ?= python3
+PREFIX     ?= /usr/local
+DESTDIR    ?=
 export VNETD_BUILD := $(abspath $(BUILD))
 
-.PHONY: all build check unit asan fuzz-smoke fuzz e2e demo bench bench-fairness bench-datapath bench-scale bench-workers clean
+.PHONY: all deps build check unit asan fuzz-smoke fuzz e2e demo bench bench-fairness bench-datapath bench-scale bench-workers install bench-migration clean
 
 all: build
+
+# The Debian packages of tools/deps.txt (build, tests, demo, benchmarks): installs the missing
+# ones (needs root), a no-op when all are there.
+deps:
+	tools/deps.sh
 
 $(BUILD)/build.ninja:
 	meson setup $(BUILD)
@@ -31,6 +38,10 @@ asan: $(ASAN_BUILD)/build.ninja
 	VNETD_BUILD=$(abspath $(ASAN_BUILD)) VNETD_EXTRA_ARGS=--no-sandbox \
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		$(PYTHON) tests/e2e/test_hostile_frontend.py
+	# The migration protocol paths (dirty log, device-state streams, SIGBUS on the log) likewise.
+	VNETD_BUILD=$(abspath $(ASAN_BUILD)) VNETD_EXTRA_ARGS=--no-sandbox \
+		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		$(PYTHON) tests/e2e/test_device_state.py
 
 $(FUZZ_BUILD)/build.ninja:
 	CC=clang meson setup $(FUZZ_BUILD) -Dfuzz=true
@@ -46,13 +57,17 @@ fuzz: $(FUZZ_BUILD)/build.ninja
 e2e: build
 	$(PYTHON) tests/e2e/run_all.py
 
-check: unit asan fuzz-smoke e2e
+check: deps
+	$(MAKE) unit asan fuzz-smoke e2e
 
-demo: build
+demo: deps
+	$(MAKE) build
 	$(PYTHON) tools/demo.py
 
+# Coalescing profiles set by the guests' own ethtool -C: UML 6.1 and QEMU 11 full-device (sid's
+# QEMU, fetched by guest/qemu.sh), then the QEMU 7.2 peer. BENCH_ARGS e.g. "--guest uml-7.2".
 bench: build
-	$(PYTHON) bench/bench.py
+	$(PYTHON) bench/bench.py --guest uml,qemu-full $(BENCH_ARGS)
 	$(PYTHON) bench/fairness.py
 
 # One flooding guest vs the others: control-socket RTT and throughput (about 1.5 minutes).
@@ -72,6 +87,17 @@ bench-fairness: build
 # Options: DATAPATH_ARGS="--quick" (or --sizes, --backends, --no-peer, --callgrind-only, ...).
 bench-datapath: build
 	$(PYTHON) bench/datapath.py $(DATAPATH_ARGS)
+
+# Live migration of a 512 MB TCG guest: downtime and total time, vnetd vs QEMU's tap (~5 min),
+# and the dirty log's cost per packet (callgrind, seconds). Options: MIGRATION_ARGS="--reps N".
+bench-migration: build
+	$(PYTHON) bench/migration.py $(MIGRATION_ARGS)
+	$(PYTHON) bench/dirty_log_cost.py
+
+# Binaries, man pages (scdoc), the systemd unit and the docs under $(DESTDIR)$(PREFIX).
+install: build
+	meson configure $(BUILD) -Dprefix=$(PREFIX)
+	DESTDIR="$(DESTDIR)" meson install -C $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

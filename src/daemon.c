@@ -17,6 +17,7 @@
 #include "event_loop.h"
 #include "guest_fault.h"
 #include "log.h"
+#include "metrics.h"
 #include "options.h"
 #include "port_internal.h"
 #include "sandbox.h"
@@ -50,6 +51,7 @@ struct daemon {
 	const char *config_name;              /* ... and the file's name in it */
 	struct vnet_switch *sw;  /* its ports all belong to worker 0 */
 	struct control_client *clients[MAX_CONTROL_CLIENTS];
+	struct metrics_server *metrics; /* NULL without --metrics */
 	bool stop;
 };
 
@@ -148,6 +150,7 @@ static int add_port_cfg(struct daemon *d, unsigned slot, const struct port_confi
 	if (!p)
 		return -1;
 	w->nports++;
+	p->worker = w->id;
 	d->worker_of[slot] = (uint8_t)w->id;
 	if (d->pool.n > 1)
 		log_info("%s: worker %u", port_name(p), w->id);
@@ -351,6 +354,15 @@ static void dispatch(void *ctx, struct worker *w, struct ev_ref ref, uint32_t ev
 	case EV_CONTROL_CLIENT:
 		control_event(d, ref, events);
 		break;
+	case EV_METRICS_LISTEN:
+	case EV_METRICS_CLIENT:
+	case EV_METRICS_TIMER:
+		if (d->metrics) {
+			worker_pool_park(&d->pool); /* a scrape reads every worker's ports */
+			metrics_event(d->metrics, ref, events, d->live, d->nlive);
+			worker_pool_unpark(&d->pool);
+		}
+		break;
 	case EV_VU_LISTEN:
 	case EV_VU_CONN:
 	case EV_KICK:
@@ -358,6 +370,7 @@ static void dispatch(void *ctx, struct worker *w, struct ev_ref ref, uint32_t ev
 	case EV_TAP:
 	case EV_QUEUE_RUN:
 	case EV_RECONNECT:
+	case EV_DEV_STATE:
 		if (ref.port < VNETD_MAX_PORTS && d->ports[ref.port])
 			port_handle_event(d->ports[ref.port], ref, events);
 		break;
@@ -454,6 +467,8 @@ static int setup(struct daemon *d, const struct vnetd_options *opts)
 	    event_loop_add(d->pool.w[0].epfd, d->control_fd, EPOLLIN,
 			   (struct ev_ref){.kind = EV_CONTROL_LISTEN, .fd = d->control_fd}) < 0)
 		return -1;
+	if (opts->metrics[0] && !(d->metrics = metrics_open(opts->metrics, d->pool.w[0].epfd)))
+		return -1;
 	return 0;
 }
 
@@ -463,6 +478,7 @@ static void teardown(struct daemon *d, const struct vnetd_options *opts)
 	for (unsigned i = 0; i < MAX_CONTROL_CLIENTS; i++)
 		if (d->clients[i])
 			client_close(d, i);
+	metrics_close(d->metrics);
 	for (unsigned i = 0; i < VNETD_MAX_PORTS; i++) {
 		port_destroy(d->ports[i]);
 		free(d->config_spec[i]);

@@ -20,6 +20,10 @@ enum ev_kind {
 	EV_TAP,             /* tap fd of port `port` */
 	EV_QUEUE_RUN,       /* run queue entry: queue `queue` of port `port` has work left */
 	EV_PORT_FLUSH,      /* flush list entry: port `port` has received packets to publish */
+	EV_METRICS_LISTEN,  /* Prometheus metrics listener */
+	EV_METRICS_CLIENT,  /* one metrics HTTP connection (`queue`: its slot) */
+	EV_METRICS_TIMER,   /* timerfd closing metrics connections past their time */
+	EV_DEV_STATE,       /* device-state pipe of port `port` (live migration) */
 	EV_RECONNECT,       /* timerfd of client-mode port `port`: connect again */
 	EV_WAKE,            /* eventfd of a worker: park request or stop (worker.c) */
 };

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "metrics.h"
 #include "virtio_net_defs.h"
 
 #define TX_TIMER_USECS_DEFAULT 50
@@ -18,7 +19,8 @@
 static const char usage_text[] =
 	"Usage: vnetd --port socket=PATH,tap=IFNAME|switch[,KEY=VALUE...] [--port ...]\n"
 	"             --control PATH [--config FILE] [--state-dir DIR] [--workers N]\n"
-	"             [--user NAME] [--no-sandbox] [-v|--verbose] [-h|--help]\n"
+	"             [--metrics ADDR:PORT] [--user NAME] [--no-sandbox] [-v|--verbose]\n"
+	"             [-h|--help]\n"
 	"\n"
 	"Serves virtio-net devices to VMs over vhost-user, with notification (interrupt)\n"
 	"coalescing. Each --port is one device; ports are named p0, p1, ... in order.\n"
@@ -32,6 +34,8 @@ static const char usage_text[] =
 	"                       in DIR, so they survive a vnetd restart\n"
 	"  --workers N          event-loop threads, 1..16 (default 1); tap ports are spread over\n"
 	"                       them, switch ports share the first\n"
+	"  --metrics ADDR:PORT  serve Prometheus metrics on http://ADDR:PORT/metrics; numeric\n"
+	"                       IPv4 or [IPv6] address, e.g. 127.0.0.1:9465 (default: off)\n"
 	"  --user NAME          drop privileges to user NAME once the sockets are open\n"
 	"  --no-sandbox         do not drop privileges or install the seccomp filter\n"
 	"  -v, --verbose        more log output (repeat for debug messages)\n"
@@ -598,10 +602,25 @@ int options_runtime_port(const char *spec, unsigned index, struct port_config *p
 	return r;
 }
 
+/* parse_metrics() - --metrics ADDR:PORT, checked now so a typo fails before anything starts. */
+static int parse_metrics(const char *value, char *dst, size_t size)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+
+	if (strlen(value) >= size || metrics_parse_addr(value, &ss, &len) < 0) {
+		fprintf(stderr, "vnetd: bad value '%s' for --metrics (expected IPV4:PORT or "
+			"[IPV6]:PORT, e.g. 127.0.0.1:9465)\n", value);
+		return -1;
+	}
+	strcpy(dst, value);
+	return 0;
+}
+
 int options_parse(int argc, char **argv, struct vnetd_options *out)
 {
-	static const char *const valued[] = {"--port", "--control", "--user", "--config",
-					     "--state-dir", "--workers"};
+	static const char *const valued[] = {"--port",	    "--control", "--user",   "--config",
+					     "--state-dir", "--workers", "--metrics"};
 	unsigned long n;
 	bool mac_given[VNETD_MAX_PORTS] = {false};
 	bool missing = false;
@@ -667,6 +686,8 @@ int options_parse(int argc, char **argv, struct vnetd_options *out)
 			}
 			out->workers = (unsigned)n;
 		}
+		if (k == 6 && parse_metrics(value, out->metrics, sizeof(out->metrics)) < 0)
+			return -1;
 	}
 	if (out->nports == 0 && out->config_path[0] == '\0') {
 		fprintf(stderr, "vnetd: at least one --port (or --config) is required (see --help)\n");

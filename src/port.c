@@ -43,9 +43,29 @@ bool port_connected(const struct port *p)
 	return p->connected;
 }
 
+unsigned port_worker(const struct port *p)
+{
+	return p->worker;
+}
+
 uint64_t port_connections(const struct port *p)
 {
 	return p->connections;
+}
+
+bool port_dirty_logging(const struct port *p)
+{
+	return p->connected && p->conn.log_all && p->conn.log.bitmap;
+}
+
+uint64_t port_dirty_log_dropped(const struct port *p)
+{
+	return p->connected ? p->conn.log.dropped : 0;
+}
+
+uint64_t port_rarps(const struct port *p)
+{
+	return p->connected ? p->conn.rarps : 0;
 }
 
 /* ---- --state-dir ---------------------------------------------------------------------------- */
@@ -205,8 +225,20 @@ static void port_kick_changed(void *ctx, unsigned qidx, int old_fd, int new_fd)
 		log_err("%s: cannot watch kick fd of queue %u", p->name, qidx);
 }
 
+static void port_state_fd_changed(void *ctx, int old_fd, int new_fd, uint32_t events)
+{
+	struct port *p = ctx;
+
+	event_loop_del(p->epfd, old_fd);
+	if (new_fd >= 0 &&
+	    event_loop_add(p->epfd, new_fd, events, port_ref(p, EV_DEV_STATE, 0, new_fd)) < 0)
+		/* A regular file (no epoll) still works: vnetd reads or writes it at once. */
+		log_guest("%s: the device state fd cannot be watched", p->name);
+}
+
 static const struct vu_owner_ops port_vu_ops = {
 	.kick_changed = port_kick_changed,
+	.state_fd_changed = port_state_fd_changed,
 };
 
 /* Tap backend callbacks. */
@@ -511,6 +543,10 @@ void port_handle_event(struct port *p, struct ev_ref ref, uint32_t events)
 	case EV_RECONNECT:
 		drain_fd(ref.fd);
 		port_connect(p);
+		break;
+	case EV_DEV_STATE:
+		if (p->connected && ref.fd == p->conn.xfer.fd)
+			vu_conn_state_io(&p->conn, events);
 		break;
 	case EV_TAP:
 		if (p->be && !p->tap_failed)

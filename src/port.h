@@ -35,7 +35,16 @@ const struct port_config *port_config(const struct port *p);
 struct vnet_dev *port_dev(struct port *p);
 /* port_connected() - whether a frontend is connected now. */
 bool port_connected(const struct port *p);
+/* port_worker() - the worker (event-loop thread) that owns the port. */
+unsigned port_worker(const struct port *p);
+
 /* port_connections() - frontends accepted so far. */
 uint64_t port_connections(const struct port *p);
+/* port_dirty_logging() - whether the frontend has vnetd log its writes now (live migration). */
+bool port_dirty_logging(const struct port *p);
+/* port_dirty_log_dropped() - pages written outside the frontend's dirty log (log too small). */
+uint64_t port_dirty_log_dropped(const struct port *p);
+/* port_rarps() - SEND_RARP announcements sent for the current frontend. */
+uint64_t port_rarps(const struct port *p);
 
 #endif

@@ -23,6 +23,7 @@ struct port {
 	struct vnet_dev *dev;
 	struct vnet_backend *be;
 	int timer_fd[VNET_MAX_QUEUES];
+	unsigned worker;         /* the worker that owns it (daemon.c sets it) */
 	int reconnect_fd;        /* client mode: timerfd for the next connect attempt */
 	unsigned backoff_ms;     /* client mode: delay before the next attempt */
 	bool connect_logged;     /* client mode: "cannot connect" said once per outage */

@@ -14,6 +14,7 @@
 
 #define VNET_MAX_QUEUE_PAIRS 16
 #define VNET_MAX_QUEUES (2 * VNET_MAX_QUEUE_PAIRS + 1)
+#define VNET_LATENESS_BUCKETS 14 /* histogram upper bounds, vnet_lateness_bounds_us[] */
 
 enum vnet_queue_kind { VNET_QUEUE_RX, VNET_QUEUE_TX, VNET_QUEUE_CTRL };
 
@@ -36,9 +37,23 @@ struct vnet_queue_stats {
 	uint64_t yields;              /* runs that stopped at the budget with work left */
 	uint64_t rx_direct;           /* packets the backend read straight into guest buffers */
 	uint64_t stop_notifications;  /* held completions signalled because the queue stopped */
-	/* Lateness of deadline-driven notifications (ns): read it with lat_hist_bucket(). */
+	/* Lateness of deadline-driven notifications (ns), since the last reset: log-spaced
+	 * buckets for percentiles (read with lat_hist_bucket()), and the exporter's fixed
+	 * buckets (vnet_queue_lateness(); last: above all) with the sum. */
 	struct lat_hist lateness;
+	uint64_t lateness_bucket[VNET_LATENESS_BUCKETS + 1];
+	uint64_t lateness_sum_ns;
 };
+
+/* Cumulative lateness histogram of one queue (Prometheus semantics: bucket i counts <= bound). */
+struct vnet_lateness_hist {
+	uint64_t cumulative[VNET_LATENESS_BUCKETS]; /* samples <= vnet_lateness_bounds_us[i] */
+	uint64_t count;                             /* every sample (the +Inf bucket) */
+	uint64_t sum_ns;
+};
+
+/* Upper bounds of the lateness buckets, in microseconds, ascending. */
+extern const uint32_t vnet_lateness_bounds_us[VNET_LATENESS_BUCKETS];
 
 /* Host-side environment injected into the device: clock, timers, notifications. */
 struct vnet_env_ops {
@@ -100,6 +115,8 @@ struct vnet_queue {
 	bool rx_waiting;            /* a packet waited for buffers: tell the backend on kick */
 	bool scheduled;             /* waiting in the owner's run queue (env->schedule) */
 	bool reinit;                /* rings set up while disabled: virtio re-enable on enable */
+	bool state_loaded;          /* coalescing came with a migration: kept at the next enable */
+	bool resume_notify;         /* migrated with completions owed: notify once when enabled */
 	struct vnet_queue_stats stats;
 	/* Scratch for the chain being processed: the device's one (vnet_dev_create), shared by its
 	 * queues, as a device works on one chain at a time and never keeps one across events. */
@@ -228,6 +245,40 @@ int vnet_dev_host_coalesce(struct vnet_dev *dev, int qidx, enum vnet_queue_kind 
 			   const struct coal_params *params);
 
 /*
+ * vnet_dev_set_dirty_log() - log every guest page the device writes into log from now on (live
+ * migration: VHOST_F_LOG_ALL with a log base), or stop logging (NULL). The log stays the
+ * caller's; it must outlive its use here.
+ */
+void vnet_dev_set_dirty_log(struct vnet_dev *dev, struct dirty_log *log);
+
+/* ---- Live migration (dev_state.c) ---- */
+
+#define VNET_STATE_MAX 8192 /* bytes of serialised device state, at most */
+
+/*
+ * vnet_dev_state_save() - serialise what the frontend cannot resend (coalescing per queue and
+ * who set it, host defaults, the kind-wide settings, notifications still owed, MAC, receive
+ * filter and RX mode, active queue pairs) into buf (cap >= VNET_STATE_MAX). Versioned format
+ * (dev_state.c). Returns the bytes written.
+ */
+size_t vnet_dev_state_save(const struct vnet_dev *dev, uint8_t *buf, size_t cap);
+
+/*
+ * vnet_dev_state_load() - hostile input: validate the whole of buf (version, sizes, queue
+ * count and kinds, every value) and only then apply it; the device must be stopped. Queues
+ * keep the loaded coalescing through their first enable, and those that owed a notification
+ * get one when they are enabled. 0, or -1 with *why set (nothing changed).
+ */
+int vnet_dev_state_load(struct vnet_dev *dev, const uint8_t *buf, size_t len, const char **why);
+
+/*
+ * vnet_dev_send_rarp() - announce mac (the migrated guest's) through the backend, as the guest
+ * would: a broadcast RARP, so switches (vnetd's own, a bridge on a tap) learn its new port.
+ * 0, or -1 without a backend.
+ */
+int vnet_dev_send_rarp(struct vnet_dev *dev, const uint8_t mac[6]);
+
+/*
  * vnet_dev_restore_coal() - put back parameters queue qidx had before a vnetd restart, as set
  * by `who` (guest or host) — the driver still believes in its ethtool -C values. 0 or -1.
  */
@@ -242,5 +293,8 @@ const uint8_t *vnet_dev_mac(const struct vnet_dev *dev);
 bool vnet_dev_link_up(const struct vnet_dev *dev);
 uint16_t vnet_dev_active_pairs(const struct vnet_dev *dev);
 const char *vnet_queue_kind_name(enum vnet_queue_kind kind);
+
+/* vnet_queue_lateness() - the queue's deadline lateness as a histogram: the one reader of it. */
+void vnet_queue_lateness(const struct vnet_queue *q, struct vnet_lateness_hist *out);
 
 #endif

@@ -73,6 +73,7 @@ struct vnet_dev {
 	unsigned nqueues;
 	struct vnet_queue *queues; /* nqueues of them (before the device in its mapping) */
 	bool rx_dirty;             /* env->rx_dirty() called, vnet_dev_rx_flush() not yet */
+	struct dirty_log *dirty_log; /* live migration: log guest writes here; NULL: off */
 	struct vnet_rx_filter filter;
 	/* Last setting for all queues of a kind since reset (TX_SET/RX_SET or host), [0] RX [1] TX. */
 	struct vnet_kind_coal last[2];
