@@ -140,6 +140,9 @@ void port_state_sync(struct port *p)
 		p->saved = now;
 }
 
+_Static_assert(VNET_MAX_QUEUES <= UINT8_MAX, "a queue index must fit ev_ref.queue");
+_Static_assert(VNETD_MAX_PORTS <= UINT16_MAX + 1, "a port index must fit ev_ref.port");
+
 static struct ev_ref port_ref(const struct port *p, enum ev_kind kind, unsigned queue, int fd)
 {
 	return (struct ev_ref){.kind = kind, .port = (uint16_t)p->index, .queue = (uint8_t)queue, .fd = fd};
