@@ -57,9 +57,6 @@ static uint64_t compute_offered(const struct vnet_dev *dev)
 
 static void queue_reset(struct vnet_dev *dev, struct vnet_queue *q)
 {
-	struct coal_params p;
-	enum coal_setter who;
-
 	if (q->timer_deadline_ns)
 		dev->env->arm_timer(dev->env_ctx, q->vq.index, 0);
 	vq_reset(&q->vq);
@@ -69,8 +66,7 @@ static void queue_reset(struct vnet_dev *dev, struct vnet_queue *q)
 	/* q->scheduled stays: the owner's run queue still holds the entry, which clears it. */
 	q->rx_unflushed = 0;
 	coal_restart(&q->coal);
-	coal_policy_default(dev, q, &p, &who);
-	coal_set_params(&q->coal, &p, who);
+	coal_policy_queue_default(dev, q);
 }
 
 /*
@@ -275,8 +271,6 @@ uint16_t vnet_dev_queue_stop(struct vnet_dev *dev, unsigned qidx)
 void vnet_dev_queue_enable(struct vnet_dev *dev, unsigned qidx, bool enable)
 {
 	struct vnet_queue *q = vnet_dev_queue(dev, qidx);
-	struct coal_params p;
-	enum coal_setter who;
 
 	if (!q || q->enabled == enable)
 		return;
@@ -292,8 +286,7 @@ void vnet_dev_queue_enable(struct vnet_dev *dev, unsigned qidx, bool enable)
 	 * queue's own values (VQ_SET). Either way counting starts afresh.
 	 */
 	if (q->reinit) {
-		coal_policy_default(dev, q, &p, &who);
-		coal_set_params(&q->coal, &p, who);
+		coal_policy_queue_default(dev, q);
 		q->reinit = false;
 	}
 	coal_restart(&q->coal);
