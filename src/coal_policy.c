@@ -108,15 +108,21 @@ bool vnet_dev_coal_persist(const struct vnet_dev *dev)
 	return dev->params.coal_persist;
 }
 
-/* Adaptive on: the controller takes over; off: the queue's default values (as after re-enable). */
+/* Adaptive on: the controller takes over; off: the values of the last setting for the kind. */
 static void adapt_switch(struct vnet_dev *dev, struct vnet_queue *q, bool on)
 {
-	if (on && !q->adapt.on)
-		adapt_begin(dev, q);
-	else if (!on && q->adapt.on)
-		coal_policy_queue_default(dev, q);
-	else
+	struct coal_params p;
+	enum coal_setter who;
+
+	if (on == q->adapt.on)
 		return;
+	if (on) {
+		adapt_begin(dev, q);
+	} else {
+		coal_policy_default(dev, q, &p, &who);
+		coal_set_params(&q->coal, &p, who);
+		coal_adapt_stop(&q->adapt);
+	}
 	notify_decide(dev, q, NOTIFY_PARAMS_CHANGED, 0);
 }
 
@@ -127,11 +133,6 @@ int vnet_dev_host_adaptive(struct vnet_dev *dev, int qidx, enum vnet_queue_kind 
 
 		if (!q || q->kind == VNET_QUEUE_CTRL)
 			return -1;
-		/* Off on one queue of an adaptive kind: its default would be adaptive again. */
-		if (!on && dev->adaptive[kind_slot(q->kind)] && q->adapt.on) {
-			coal_adapt_stop(&q->adapt);
-			return 0;
-		}
 		adapt_switch(dev, q, on);
 		return 0;
 	}
