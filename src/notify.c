@@ -151,8 +151,13 @@ void notify_decide(struct vnet_dev *dev, struct vnet_queue *q, enum notify_event
 			verdict = COAL_DUE;
 		else
 			early = GUARD_NONE;
-		if (recheck && recheck < deadline)
+		if (recheck && recheck < deadline) {
+			/* An earlier check already armed serves too (it re-checks then): one timer
+			 * per idle period, not one per packet of a busy queue. */
+			if (q->coal_deadline_ns > now && q->coal_deadline_ns < recheck)
+				recheck = q->coal_deadline_ns;
 			deadline = recheck;
+		}
 	}
 
 	switch (verdict) {
