@@ -25,21 +25,6 @@ const char *coal_adapt_state_name(const struct coal_adapt *a)
 	return a->state == COAL_ADAPT_PROBING ? "probing" : "settled";
 }
 
-void coal_adapt_start(struct coal_adapt *a, uint64_t now_ns, const struct coal_adapt_counters *c)
-{
-	memset(a, 0, sizeof(*a));
-	a->on = true;
-	a->backoff = COAL_ADAPT_TIRED_MIN;
-	a->win_start_ns = now_ns;
-	a->base = *c;
-}
-
-void coal_adapt_stop(struct coal_adapt *a)
-{
-	a->on = false;
-	a->state = COAL_ADAPT_SETTLED;
-}
-
 /* a - b for a counter that may have been reset (reset-stats) since b was taken: then 0. */
 static uint64_t delta(uint64_t a, uint64_t b)
 {
@@ -68,64 +53,91 @@ static void settle(struct coal_adapt *a, uint64_t pps)
 	a->settled_pps = pps;
 }
 
-/* A probe did not pay: back to the level below, and wait longer before the next one. */
+/*
+ * A probe did not pay: back to the level below, and wait longer before probing from there
+ * again (each level keeps its own wait: success higher up does not make a failing probe
+ * cheaper).
+ */
 static void probe_failed(struct coal_adapt *a)
 {
+	uint16_t *b;
+
 	a->level--;
 	settle(a, a->ref.pps);
-	a->tired = a->backoff;
-	a->backoff = a->backoff >= COAL_ADAPT_TIRED_MAX / 2 ? COAL_ADAPT_TIRED_MAX
-							     : (uint16_t)(a->backoff * 2);
+	b = &a->backoff[a->level];
+	a->tired = *b;
+	*b = *b >= COAL_ADAPT_TIRED_MAX / 2 ? COAL_ADAPT_TIRED_MAX : (uint16_t)(*b * 2);
 }
 
-/* Calm again (load changed or level 0): the next probe may come soon. */
+/* A new load: probes may come at once, and every level's wait starts short again. */
 static void refresh(struct coal_adapt *a)
 {
 	a->tired = 0;
-	a->backoff = COAL_ADAPT_TIRED_MIN;
+	for (unsigned l = 0; l < COAL_ADAPT_LEVELS; l++)
+		a->backoff[l] = COAL_ADAPT_TIRED_MIN;
+}
+
+void coal_adapt_start(struct coal_adapt *a, uint64_t now_ns, const struct coal_adapt_counters *c)
+{
+	memset(a, 0, sizeof(*a));
+	a->on = true;
+	refresh(a);
+	a->win_start_ns = now_ns;
+	a->base = *c;
+}
+
+void coal_adapt_stop(struct coal_adapt *a)
+{
+	a->on = false;
+	a->state = COAL_ADAPT_SETTLED;
 }
 
 /*
  * One window's decision. The rules, in order:
  *  - fewer than COAL_ADAPT_MIN_PACKETS packets: sparse traffic (a ping-pong, an idle queue);
- *    nothing to batch, so level 0;
+ *    nothing to batch, so level 0 (and after COAL_ADAPT_IDLE_NS without a decision, the wait
+ *    before probing is forgotten: a new load);
  *  - probing (one window one level up): kept only if the notification rate fell by more than
  *    10 % while neither the packet nor the byte rate fell by more than 10 % (a flow that slows
  *    down when its notifications wait is latency-bound); else back down, tired for a while;
- *  - settled above level 0: if the packet rate halved since it settled, straight to level 0
- *    (bulk ended); if every notification still carries about one packet (holding gains
- *    nothing: decisions, sent or suppressed by the driver, about one per packet, e.g. a
- *    ping-pong or a stall guard firing), one level down;
+ *  - settled: if the packet rate changed fourfold since it settled, the load changed: re-learn
+ *    (from level 0 if it fell: bulk ended); above level 0, if every notification sent still
+ *    carries about one packet (holding gains nothing: a ping-pong, a stall guard firing), one
+ *    level down and tired, as after a failed probe;
  *  - settled and not tired: probe one level up.
+ * Each failure doubles the wait before the next probe from that level (COAL_ADAPT_TIRED_MIN
+ * .. _MAX windows); only an idle queue resets it: a load that does not gain settles.
  */
-static void decide(struct coal_adapt *a, uint64_t packets, const struct coal_adapt_rates *r)
+static void decide(struct coal_adapt *a, uint64_t packets, uint64_t dur_ns,
+		   const struct coal_adapt_rates *r)
 {
 	if (packets < COAL_ADAPT_MIN_PACKETS) {
 		a->level = 0;
 		settle(a, r->pps);
-		refresh(a);
+		if (dur_ns >= COAL_ADAPT_IDLE_NS)
+			refresh(a); /* idle that long: what comes next is a new load */
 		return;
 	}
 	if (a->state == COAL_ADAPT_PROBING) {
 		if (!fell(r->pps, a->ref.pps) && !fell(r->bps, a->ref.bps) && fell(r->nps, a->ref.nps)) {
 			settle(a, r->pps); /* better: the next window tries one more level */
-			refresh(a);
+			a->tired = 0;
 		} else {
 			probe_failed(a);
 		}
 		return;
 	}
-	if (a->settled_pps / 2 > r->pps || r->pps / 2 > a->settled_pps) {
-		/* The load changed: re-learn from here (from 0 if it fell). */
+	if (a->settled_pps / 4 > r->pps || r->pps / 4 > a->settled_pps) {
+		/* The load changed fourfold: re-learn, from level 0 if it fell (bulk ended). The
+		 * wait before probing stays: a load that changes all the time is no reason to. */
 		if (r->pps < a->settled_pps)
 			a->level = 0;
 		settle(a, r->pps);
-		refresh(a);
 		return;
 	}
-	if (a->level > 0 && r->nps + r->sps >= r->pps - r->pps / 10u) {
-		a->level--;
-		settle(a, r->pps);
+	if (a->level > 0 && r->nps >= r->pps - r->pps / 10u) {
+		a->ref = *r;
+		probe_failed(a);
 		return;
 	}
 	if (a->tired) {
@@ -152,12 +164,11 @@ bool coal_adapt_tick(struct coal_adapt *a, uint64_t now_ns, const struct coal_ad
 	r.pps = per_sec(packets, dur);
 	r.bps = per_sec(delta(c->bytes, a->base.bytes), dur);
 	r.nps = per_sec(delta(c->notifications, a->base.notifications), dur);
-	r.sps = per_sec(delta(c->suppressed, a->base.suppressed), dur);
 	a->last = r;
 	a->windows++;
 	a->win_start_ns = now_ns;
 	a->base = *c;
-	decide(a, packets, &r);
+	decide(a, packets, dur, &r);
 	if (a->level == before)
 		return false;
 	a->changes++;

@@ -12,10 +12,14 @@
 #define COAL_ADAPT_MIN_PACKETS 8            /* fewer in a window: sparse traffic, level 0 */
 #define COAL_ADAPT_TIRED_MIN 8              /* windows parked after the first failed probe */
 #define COAL_ADAPT_TIRED_MAX 256            /* ... doubling per failure up to this (~1 s) */
+#define COAL_ADAPT_IDLE_NS 256000000ull     /* a window this long (no traffic): a new load */
 
-/* Cumulative counters of one queue, as the controller samples them. */
+/*
+ * Cumulative counters of one queue, as the controller samples them. Notifications are those
+ * sent: the ones the driver suppressed (flags, EVENT_IDX) cost nothing and do not count.
+ */
 struct coal_adapt_counters {
-	uint64_t packets, bytes, notifications, suppressed;
+	uint64_t packets, bytes, notifications;
 };
 
 enum coal_adapt_state {
@@ -25,7 +29,7 @@ enum coal_adapt_state {
 
 /* Rates of one window, per second. */
 struct coal_adapt_rates {
-	uint64_t pps, bps, nps, sps; /* packets, bytes, notifications sent, suppressed by the driver */
+	uint64_t pps, bps, nps; /* packets, bytes, notifications sent (after driver suppression) */
 };
 
 /* Controller state of one queue (all zero: off). */
@@ -34,7 +38,7 @@ struct coal_adapt {
 	uint8_t level;
 	enum coal_adapt_state state;
 	uint16_t tired;   /* windows left before the next probe up */
-	uint16_t backoff; /* what `tired` becomes after the next failed probe */
+	uint16_t backoff[COAL_ADAPT_LEVELS]; /* `tired` after the next failed probe from a level */
 	uint64_t win_start_ns;
 	struct coal_adapt_counters base; /* counters when the window started */
 	struct coal_adapt_rates ref;     /* rates on the level below, before the probe */

@@ -27,7 +27,7 @@ void coal_policy_default(const struct vnet_dev *dev, const struct vnet_queue *q,
 static void adapt_begin(struct vnet_dev *dev, struct vnet_queue *q)
 {
 	const struct coal_adapt_counters c = {q->stats.packets, q->stats.bytes,
-					      q->stats.notifications, q->stats.suppressed};
+					      q->stats.notifications};
 
 	coal_adapt_start(&q->adapt, dev_now(dev), &c);
 	coal_set_params(&q->coal, coal_adapt_profile(0), COAL_SET_ADAPTIVE);

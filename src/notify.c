@@ -114,7 +114,7 @@ static void guard_count(struct vnet_queue *q, enum guard_reason r)
 static void adapt_tick(struct vnet_queue *q, uint64_t now)
 {
 	const struct coal_adapt_counters c = {q->stats.packets, q->stats.bytes,
-					      q->stats.notifications, q->stats.suppressed};
+					      q->stats.notifications};
 
 	if (coal_adapt_tick(&q->adapt, now, &c))
 		coal_set_params(&q->coal, coal_adapt_profile(q->adapt.level), COAL_SET_ADAPTIVE);
