@@ -41,16 +41,9 @@ static uint64_t per_sec(uint64_t n, uint64_t dur_ns)
 	return n * 1000000u / us;
 }
 
-/* Whether x is more than 10 % below ref. */
-static bool fell(uint64_t x, uint64_t ref)
-{
-	return x < ref - ref / 10u;
-}
-
-static void settle(struct coal_adapt *a, uint64_t pps)
+static void settle(struct coal_adapt *a)
 {
 	a->state = COAL_ADAPT_SETTLED;
-	a->settled_pps = pps;
 }
 
 /*
@@ -63,7 +56,7 @@ static void probe_failed(struct coal_adapt *a)
 	uint16_t *b;
 
 	a->level--;
-	settle(a, a->ref.pps);
+	settle(a);
 	b = &a->backoff[a->level];
 	a->tired = *b;
 	*b = *b >= COAL_ADAPT_TIRED_MAX / 2 ? COAL_ADAPT_TIRED_MAX : (uint16_t)(*b * 2);
@@ -92,62 +85,76 @@ void coal_adapt_stop(struct coal_adapt *a)
 	a->state = COAL_ADAPT_SETTLED;
 }
 
+/* The lowest level whose hold spans COAL_ADAPT_BATCH packets at this rate; 0 if none does. */
+static unsigned target_level(uint64_t pps)
+{
+	for (unsigned l = 1; l < COAL_ADAPT_LEVELS; l++)
+		if (pps * profiles[l].max_usecs >= COAL_ADAPT_BATCH * 1000000ull)
+			return l;
+	return 0;
+}
+
+/* Whether a level's hold spans 1 .. 4 x COAL_ADAPT_BATCH packets at this rate. */
+static bool in_band(unsigned level, uint64_t pps)
+{
+	uint64_t span_x1m = pps * profiles[level].max_usecs; /* packets per hold, times 10^6 */
+
+	return span_x1m >= 1000000ull && span_x1m <= 4ull * COAL_ADAPT_BATCH * 1000000ull;
+}
+
 /*
  * One window's decision. The rules, in order:
  *  - fewer than COAL_ADAPT_MIN_PACKETS packets: sparse traffic (a ping-pong, an idle queue);
- *    nothing to batch, so level 0 (and after COAL_ADAPT_IDLE_NS without a decision, the wait
+ *    nothing to batch, so level 0 (after COAL_ADAPT_IDLE_NS without a decision, every wait
  *    before probing is forgotten: a new load);
- *  - probing (one window one level up): kept only if the notification rate fell by more than
- *    10 % while neither the packet nor the byte rate fell by more than 10 % (a flow that slows
- *    down when its notifications wait is latency-bound); else back down, tired for a while;
- *  - settled: if the packet rate changed fourfold since it settled, the load changed: re-learn
- *    (from level 0 if it fell: bulk ended); above level 0, if every notification sent still
- *    carries about one packet (holding gains nothing: a ping-pong, a stall guard firing), one
- *    level down and tired, as after a failed probe;
- *  - settled and not tired: probe one level up.
- * Each failure doubles the wait before the next probe from that level (COAL_ADAPT_TIRED_MIN
- * .. _MAX windows); only an idle queue resets it: a load that does not gain settles.
+ *  - probing (the first window one level up): kept unless the packet or byte rate fell by
+ *    more than a quarter (a flow that slows down when its notifications wait is latency-bound:
+ *    back down, and a longer wait before probing from there again);
+ *  - the target is the lowest level whose max_usecs spans COAL_ADAPT_BATCH packets at the
+ *    window's packet rate (so a hold costs about two packet gaps); a level above it that
+ *    spans 1 to 4 x COAL_ADAPT_BATCH packets is kept (hysteresis);
+ *  - settled at or above the target, every notification sent still carrying about one packet
+ *    (holding gains nothing: a ping-pong, the stall guard firing): one level down, as after a
+ *    failed probe;
+ *  - below the level: straight there (the load fell); above it and not tired: probe one
+ *    level up (the levels on the way batch nothing yet: that is no reason to stop).
+ * A failed probe doubles the wait before the next probe from that level (COAL_ADAPT_TIRED_MIN
+ * .. _MAX windows); only an idle queue resets it, so a load that loses settles for good.
  */
 static void decide(struct coal_adapt *a, uint64_t packets, uint64_t dur_ns,
 		   const struct coal_adapt_rates *r)
 {
+	unsigned target;
+
 	if (packets < COAL_ADAPT_MIN_PACKETS) {
 		a->level = 0;
-		settle(a, r->pps);
+		settle(a);
 		if (dur_ns >= COAL_ADAPT_IDLE_NS)
 			refresh(a); /* idle that long: what comes next is a new load */
 		return;
 	}
 	if (a->state == COAL_ADAPT_PROBING) {
-		if (!fell(r->pps, a->ref.pps) && !fell(r->bps, a->ref.bps) && fell(r->nps, a->ref.nps)) {
-			settle(a, r->pps); /* better: the next window tries one more level */
-			a->tired = 0;
-		} else {
+		if (r->pps < a->ref.pps - a->ref.pps / 4 || r->bps < a->ref.bps - a->ref.bps / 4)
 			probe_failed(a);
-		}
+		else
+			settle(a);
 		return;
 	}
-	if (a->settled_pps / 4 > r->pps || r->pps / 4 > a->settled_pps) {
-		/* The load changed fourfold: re-learn, from level 0 if it fell (bulk ended). The
-		 * wait before probing stays: a load that changes all the time is no reason to. */
-		if (r->pps < a->settled_pps)
-			a->level = 0;
-		settle(a, r->pps);
-		return;
-	}
-	if (a->level > 0 && r->nps >= r->pps - r->pps / 10u) {
+	target = target_level(r->pps);
+	if (target < a->level && in_band(a->level, r->pps))
+		target = a->level; /* hysteresis: no flapping at a boundary */
+	if (target < a->level) {
+		a->level = (uint8_t)target;
+		settle(a);
+	} else if (a->level > 0 && a->level >= target && r->nps >= r->pps - r->pps / 10u) {
 		a->ref = *r;
 		probe_failed(a);
-		return;
-	}
-	if (a->tired) {
-		a->tired--;
-		return;
-	}
-	if (a->level + 1 < COAL_ADAPT_LEVELS) {
+	} else if (target > a->level && !a->tired) {
 		a->ref = *r;
 		a->level++;
 		a->state = COAL_ADAPT_PROBING;
+	} else if (a->tired) {
+		a->tired--;
 	}
 }
 

@@ -10,6 +10,7 @@
 #define COAL_ADAPT_LEVELS 6                 /* profiles, level 0 = notify every packet */
 #define COAL_ADAPT_WINDOW_NS 4000000ull     /* a sample covers at least 4 ms */
 #define COAL_ADAPT_MIN_PACKETS 8            /* fewer in a window: sparse traffic, level 0 */
+#define COAL_ADAPT_BATCH 2                  /* packets a hold should span */
 #define COAL_ADAPT_TIRED_MIN 8              /* windows parked after the first failed probe */
 #define COAL_ADAPT_TIRED_MAX 256            /* ... doubling per failure up to this (~1 s) */
 #define COAL_ADAPT_IDLE_NS 256000000ull     /* a window this long (no traffic): a new load */
@@ -23,8 +24,8 @@ struct coal_adapt_counters {
 };
 
 enum coal_adapt_state {
-	COAL_ADAPT_SETTLED, /* on a level; probes one up when not tired */
-	COAL_ADAPT_PROBING, /* one window on the level just above `ref`: better or back */
+	COAL_ADAPT_SETTLED, /* on a level; probes one up towards its target when not tired */
+	COAL_ADAPT_PROBING, /* first window on the level above `ref`: kept unless the flow slowed */
 };
 
 /* Rates of one window, per second. */
@@ -43,7 +44,6 @@ struct coal_adapt {
 	struct coal_adapt_counters base; /* counters when the window started */
 	struct coal_adapt_rates ref;     /* rates on the level below, before the probe */
 	struct coal_adapt_rates last;    /* rates of the last window (stats) */
-	uint64_t settled_pps;            /* packet rate when it last settled (load changes) */
 	uint64_t windows;                /* windows evaluated */
 	uint64_t changes;                /* level changes */
 };

@@ -77,6 +77,31 @@ static bool guard_ring_low(const struct vnet_dev *dev, struct vnet_queue *q)
 }
 
 /*
+ * RX: the driver transmitted on this pair's TX queue until about when the hold began and has
+ * been quiet since, for a quarter of stall-idle-usecs: it waits for what we hold (a TCP sender
+ * for its ACKs, a request for its answer). A paced stream into a guest that sends nothing
+ * never fires this; nor does paced TX, which holds nothing on RX.
+ */
+static enum guard_reason guard_rx_waited_for(const struct vnet_dev *dev, const struct vnet_queue *q,
+					     uint64_t now, uint64_t *recheck_ns)
+{
+	const struct vnet_queue *tx = q->vq.index + 1 < dev->nqueues ? &dev->queues[q->vq.index + 1]
+								      : NULL;
+	uint64_t quiet = (uint64_t)dev->guard.idle_usecs * 250u, last, due;
+
+	if (!tx || tx->kind != VNET_QUEUE_TX || !dev_queue_usable(tx))
+		return GUARD_NONE;
+	last = tx->guard.last_done_ns;
+	if (!last || last + quiet < q->coal.first_ns)
+		return GUARD_NONE; /* not sending when the hold began */
+	due = (last > q->coal.first_ns ? last : q->coal.first_ns) + quiet;
+	if (now >= due)
+		return GUARD_IDLE;
+	*recheck_ns = due;
+	return GUARD_NONE;
+}
+
+/*
  * guard_check() - the stall guard's reason to notify now, or GUARD_NONE with *recheck_ns the
  * time (0: none) at which an idle driver would give one.
  */
@@ -96,6 +121,8 @@ static enum guard_reason guard_check(const struct vnet_dev *dev, struct vnet_que
 		if (now >= due)
 			return GUARD_IDLE;
 		*recheck_ns = due;
+	} else if (g->idle_usecs && q->kind == VNET_QUEUE_RX) {
+		return guard_rx_waited_for(dev, q, now, recheck_ns);
 	}
 	return GUARD_NONE;
 }
