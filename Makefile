@@ -5,11 +5,18 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_RUNS  ?= 20000
 FUZZ_SECONDS ?= 600
 PYTHON     ?= python3
+PREFIX     ?= /usr/local
+DESTDIR    ?=
 export VNETD_BUILD := $(abspath $(BUILD))
 
-.PHONY: all build check unit asan fuzz-smoke fuzz e2e demo bench bench-fairness bench-datapath clean
+.PHONY: all deps build check unit asan fuzz-smoke fuzz e2e demo bench bench-fairness bench-datapath install clean
 
 all: build
+
+# The Debian packages of tools/deps.txt (build, tests, demo, benchmarks): installs the missing
+# ones (needs root), a no-op when all are there.
+deps:
+	tools/deps.sh
 
 $(BUILD)/build.ninja:
 	meson setup $(BUILD)
@@ -46,9 +53,11 @@ fuzz: $(FUZZ_BUILD)/build.ninja
 e2e: build
 	$(PYTHON) tests/e2e/run_all.py
 
-check: unit asan fuzz-smoke e2e
+check: deps
+	$(MAKE) unit asan fuzz-smoke e2e
 
-demo: build
+demo: deps
+	$(MAKE) build
 	$(PYTHON) tools/demo.py
 
 bench: build
@@ -63,6 +72,11 @@ bench-fairness: build
 # Options: DATAPATH_ARGS="--quick" (or --sizes, --backends, --no-peer, --callgrind-only, ...).
 bench-datapath: build
 	$(PYTHON) bench/datapath.py $(DATAPATH_ARGS)
+
+# Binaries, man pages (scdoc), the systemd unit and the docs under $(DESTDIR)$(PREFIX).
+install: build
+	meson configure $(BUILD) -Dprefix=$(PREFIX)
+	DESTDIR="$(DESTDIR)" meson install -C $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

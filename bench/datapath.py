@@ -282,6 +282,8 @@ def parse_args():
                     help='summarize over disturbed runs too (default: only over undisturbed ones '
                          'where there are any)')
     ap.add_argument('--callgrind-only', action='store_true', help='only the callgrind figure')
+    ap.add_argument('--keep-workdir', action='store_true',
+                    help='keep the work directory (callgrind dumps for callgrind_annotate, logs)')
     ap.add_argument('--no-callgrind', dest='callgrind', action='store_false', default=True)
     ap.add_argument('--cg-packets', type=int, help='packets per callgrind run (default 200000)')
     ap.add_argument('--cg-runs', type=int, help='callgrind runs per path (default 3)')
@@ -325,7 +327,8 @@ def main():
         raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, on_signal)
     wd = tempfile.mkdtemp(prefix='vnetd-datapath-')
-    JANITOR.paths.append(wd)
+    if not args.keep_workdir:
+        JANITOR.paths.append(wd)
     # Private copies: the tree under test may be rebuilt while we run.
     tools = {}
     for exe in ('vnetd', 'vnetctl'):

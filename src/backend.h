@@ -3,25 +3,31 @@
 #define VNETD_BACKEND_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
 
 struct vnet_backend; /* opaque: each backend defines its own */
+struct virtio_net_hdr_v1;
 
 /*
- * Packets cross this interface with a 12-byte struct virtio_net_hdr_v1 in front. The device
- * model delivers guest TX with transmit(); backends deliver guest RX with vnet_dev_receive().
+ * The device model delivers guest TX with transmit(); backends deliver guest RX with
+ * vnet_dev_receive() (12-byte struct virtio_net_hdr_v1 in front) or vnet_dev_receive_frame().
  */
 struct vnet_backend_ops {
 	const char *kind; /* "tap", "switch", ... */
 	/* Offload feature bits (VIRTIO_NET_F_CSUM, GUEST_*, HOST_*) the backend can honour. */
 	uint64_t offload_features;
 	/*
-	 * Send one packet. >= 0 sent (a positive value counts further deliveries of the same
-	 * packet, e.g. a flood to several ports: they use the sender's budget), -EAGAIN full
-	 * (retry after vnet_dev_tx_resume()), other < 0 dropped.
+	 * Send one packet: the frame is frame_len bytes from byte off of iov, in guest memory as
+	 * the guest handed it over (the device checked only its length); hdr is the device's
+	 * checked copy of the guest's header (flags beyond NEEDS_CSUM cleared, num_buffers 0).
+	 * >= 0 sent (a positive value counts further deliveries of the same packet, e.g. a flood
+	 * to several ports: they use the sender's budget), -EAGAIN full (retry after
+	 * vnet_dev_tx_resume()), other < 0 dropped.
 	 */
-	int (*transmit)(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt);
+	int (*transmit)(struct vnet_backend *be, const struct virtio_net_hdr_v1 *hdr,
+			const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len);
 	/* The guest's receive offloads changed (negotiated or CTRL_GUEST_OFFLOADS). */
 	void (*set_offloads)(struct vnet_backend *be, uint64_t guest_features);
 	/*

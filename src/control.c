@@ -18,6 +18,7 @@
 #include <jansson.h>
 
 #include "log.h"
+#include "stats.h"
 #include "virtio_net_defs.h"
 
 /* ---- Listening socket ---------------------------------------------------------------------- */
@@ -263,57 +264,57 @@ static json_t *lateness_summary(const struct vnet_queue_stats *st)
 			 "p99", sorted[(n * 99 + 99) / 100 - 1] / 1e3, "max", sorted[n - 1] / 1e3);
 }
 
-static json_t *queue_stats(const struct vnet_queue *q, unsigned index)
+/* queue_stats() - one queue, read through stats.c like the Prometheus metrics. */
+static json_t *queue_stats(struct port *p, unsigned index)
 {
-	const struct vnet_queue_stats *st = &q->stats;
+	struct stats_queue sq;
 	json_t *o;
 
+	if (!stats_queue_read(p, index, &sq))
+		return NULL;
 	o = json_pack("{s:i,s:s,s:b,s:b,s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:I,s:I,s:s,"
 			 "s:o}",
-			 "index", (int)index, "kind", vnet_queue_kind_name(q->kind),
-			 "enabled", q->enabled, "started", q->vq.started, "broken", q->vq.broken,
-			 "packets", ju64(st->packets), "bytes", ju64(st->bytes),
-			 "kicks", ju64(st->kicks), "notifications", ju64(st->notifications),
-			 "suppressed", ju64(st->suppressed), "held", ju64(st->held),
-			 "timer_notifications", ju64(st->timer_notifications),
-			 "dropped", ju64(st->dropped), "rx_no_buffers", ju64(st->rx_no_buffers),
-			 "max_packets", (json_int_t)q->coal.params.max_packets,
-			 "max_usecs", (json_int_t)q->coal.params.max_usecs,
-			 "set_by", coal_setter_name(q->coal.setter),
-			 "lateness_us", lateness_summary(st));
+			 "index", (int)index, "kind", sq.kind,
+			 "enabled", sq.enabled, "started", sq.started, "broken", sq.broken,
+			 "packets", ju64(sq.packets), "bytes", ju64(sq.bytes),
+			 "kicks", ju64(sq.kicks), "notifications", ju64(sq.notifications),
+			 "suppressed", ju64(sq.suppressed), "held", ju64(sq.held),
+			 "timer_notifications", ju64(sq.timer),
+			 "dropped", ju64(sq.dropped), "rx_no_buffers", ju64(sq.rx_no_buffers),
+			 "max_packets", (json_int_t)sq.max_packets,
+			 "max_usecs", (json_int_t)sq.max_usecs,
+			 "set_by", sq.set_by,
+			 "lateness_us", lateness_summary(stats_queue_raw(p, index)));
 	if (o) {
-		json_object_set_new(o, "yields", ju64(st->yields));
-		json_object_set_new(o, "rx_direct", ju64(st->rx_direct));
-		json_object_set_new(o, "stop_notifications", ju64(st->stop_notifications));
-		json_object_set_new(o, "early_idle", ju64(st->early_idle));
-		json_object_set_new(o, "early_ring", ju64(st->early_ring));
-		json_object_set_new(o, "early_bytes", ju64(st->early_bytes));
-		json_object_set_new(o, "adaptive", json_boolean(q->adapt.on));
-		json_object_set_new(o, "adaptive_state", json_string(coal_adapt_state_name(&q->adapt)));
-		json_object_set_new(o, "adaptive_level", json_integer(q->adapt.level));
-		json_object_set_new(o, "adaptive_changes", ju64(q->adapt.changes));
-		json_object_set_new(o, "adaptive_windows", ju64(q->adapt.windows));
+		json_object_set_new(o, "yields", ju64(sq.yields));
+		json_object_set_new(o, "rx_direct", ju64(sq.rx_direct));
+		json_object_set_new(o, "stop_notifications", ju64(sq.stop));
+		json_object_set_new(o, "early_idle", ju64(sq.early_idle));
+		json_object_set_new(o, "early_ring", ju64(sq.early_ring));
+		json_object_set_new(o, "early_bytes", ju64(sq.early_bytes));
+		json_object_set_new(o, "adaptive", json_boolean(sq.adaptive));
+		json_object_set_new(o, "adaptive_state", json_string(sq.adaptive_state));
+		json_object_set_new(o, "adaptive_level", json_integer(sq.adaptive_level));
+		json_object_set_new(o, "adaptive_changes", ju64(sq.adaptive_changes));
+		json_object_set_new(o, "adaptive_windows", ju64(sq.adaptive_windows));
 	}
 	return o;
 }
 
 static json_t *port_stats(struct port *p)
 {
-	struct vnet_dev *dev = port_dev(p);
-	const struct vnet_queue *q;
-	json_t *queues = json_array();
+	json_t *queues = json_array(), *q;
+	struct stats_port sp;
 	unsigned i;
 
-	for (i = 0; i < vnet_dev_num_queues(dev); i++) {
-		q = vnet_dev_queue(dev, i);
-		if (q)
-			json_array_append_new(queues, queue_stats(q, i));
-	}
-	json_t *o = json_pack("{s:s,s:I,s:o}", "name", port_name(p), "index",
-			      (json_int_t)port_index(p), "queues", queues);
-
-	add_coal_modes(o, dev);
-	return o;
+	stats_port_read(p, &sp);
+	for (i = 0; i < sp.nqueues; i++)
+		if ((q = queue_stats(p, i)))
+			json_array_append_new(queues, q);
+	q = json_pack("{s:s,s:I,s:o}", "name", sp.name, "index", (json_int_t)sp.index, "queues",
+		      queues);
+	add_coal_modes(q, port_dev(p));
+	return q;
 }
 
 static json_t *cmd_stats(struct port *const *ports, unsigned nports, json_t *req)

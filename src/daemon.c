@@ -13,6 +13,7 @@
 #include "event_loop.h"
 #include "guest_fault.h"
 #include "log.h"
+#include "metrics.h"
 #include "port_internal.h"
 #include "sandbox.h"
 #include "switch.h"
@@ -30,6 +31,7 @@ struct daemon {
 	struct run_queue rq;     /* queues that yielded at their budget, oldest first */
 	struct run_queue flushq; /* ports holding received packets the guest cannot see yet */
 	struct control_client *clients[MAX_CONTROL_CLIENTS];
+	struct metrics_server *metrics; /* NULL without --metrics */
 	bool stop;
 };
 
@@ -98,6 +100,12 @@ static void dispatch(struct daemon *d, struct ev_ref ref, uint32_t events)
 	case EV_CONTROL_CLIENT:
 		control_event(d, ref, events);
 		break;
+	case EV_METRICS_LISTEN:
+	case EV_METRICS_CLIENT:
+	case EV_METRICS_TIMER:
+		if (d->metrics)
+			metrics_event(d->metrics, ref, events, d->ports, d->nports);
+		break;
 	case EV_VU_LISTEN:
 	case EV_VU_CONN:
 	case EV_KICK:
@@ -147,6 +155,8 @@ static int setup(struct daemon *d, const struct vnetd_options *opts)
 	    event_loop_add(d->epfd, d->control_fd, EPOLLIN,
 			   (struct ev_ref){.kind = EV_CONTROL_LISTEN, .fd = d->control_fd}) < 0)
 		return -1;
+	if (opts->metrics[0] && !(d->metrics = metrics_open(opts->metrics, d->epfd)))
+		return -1;
 	return 0;
 }
 
@@ -155,6 +165,7 @@ static void teardown(struct daemon *d, const struct vnetd_options *opts)
 	for (unsigned i = 0; i < MAX_CONTROL_CLIENTS; i++)
 		if (d->clients[i])
 			client_close(d, i);
+	metrics_close(d->metrics);
 	for (unsigned i = 0; i < d->nports; i++)
 		port_destroy(d->ports[i]);
 	if (d->sw)
@@ -194,6 +205,8 @@ int daemon_run(const struct vnetd_options *opts)
 			status = 1;
 			break;
 		}
+		if (d.sw)
+			switch_tick(d.sw); /* the switch's clock for this round */
 		for (int i = 0; i < n; i++)
 			dispatch(&d, ev_ref_unpack(events[i].data.u64), events[i].events);
 		/* One budget each for what waited before this round; re-queued work goes behind. */

@@ -20,6 +20,9 @@ enum ev_kind {
 	EV_TAP,             /* tap fd of port `port` */
 	EV_QUEUE_RUN,       /* run queue entry: queue `queue` of port `port` has work left */
 	EV_PORT_FLUSH,      /* flush list entry: port `port` has received packets to publish */
+	EV_METRICS_LISTEN,  /* Prometheus metrics listener */
+	EV_METRICS_CLIENT,  /* one metrics HTTP connection (`queue`: its slot) */
+	EV_METRICS_TIMER,   /* timerfd closing metrics connections past their time */
 };
 
 /* Typed reference carried in epoll_event.data.u64. */

@@ -54,8 +54,8 @@ static void iov_seek(const struct iovec *iov, unsigned cnt, unsigned *i, size_t 
 	*off += skip;
 }
 
-size_t iov_copy_iov(const struct iovec *dst, unsigned dst_cnt, size_t dst_off,
-		    const struct iovec *src, unsigned src_cnt, size_t src_off, size_t len)
+size_t iov_copy_iov_slow(const struct iovec *dst, unsigned dst_cnt, size_t dst_off,
+			 const struct iovec *src, unsigned src_cnt, size_t src_off, size_t len)
 {
 	unsigned di = 0, si = 0;
 	size_t doff = 0, soff = 0, done = 0;

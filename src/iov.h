@@ -44,12 +44,38 @@ static inline size_t iov_copy_from(const struct iovec *iov, unsigned cnt, size_t
 	return iov_copy_from_slow(iov, cnt, off, buf, len);
 }
 
+/* iov_copy_iov_slow() - the general case of iov_copy_iov(). */
+size_t iov_copy_iov_slow(const struct iovec *dst, unsigned dst_cnt, size_t dst_off,
+			 const struct iovec *src, unsigned src_cnt, size_t src_off, size_t len);
+
 /*
  * iov_copy_iov() - copy up to len bytes from src (starting at byte src_off) to dst (starting at
- * dst_off), segment to segment with no bounce buffer; returns bytes copied.
+ * dst_off), segment to segment with no bounce buffer; returns bytes copied. memmove: one
+ * frontend may give two ports the same memory.
  */
-size_t iov_copy_iov(const struct iovec *dst, unsigned dst_cnt, size_t dst_off,
-		    const struct iovec *src, unsigned src_cnt, size_t src_off, size_t len);
+static inline size_t iov_copy_iov(const struct iovec *dst, unsigned dst_cnt, size_t dst_off,
+				  const struct iovec *src, unsigned src_cnt, size_t src_off,
+				  size_t len)
+{
+	while (dst_cnt && dst_off >= dst[0].iov_len) {
+		dst_off -= dst[0].iov_len;
+		dst++;
+		dst_cnt--;
+	}
+	while (src_cnt && src_off >= src[0].iov_len) {
+		src_off -= src[0].iov_len;
+		src++;
+		src_cnt--;
+	}
+	/* Small packets: one segment on each side. */
+	if (dst_cnt && src_cnt && len <= dst[0].iov_len - dst_off &&
+	    len <= src[0].iov_len - src_off) {
+		memmove((char *)dst[0].iov_base + dst_off, (const char *)src[0].iov_base + src_off,
+			len);
+		return len;
+	}
+	return iov_copy_iov_slow(dst, dst_cnt, dst_off, src, src_cnt, src_off, len);
+}
 
 /* iov_length() - total bytes of the iovecs. */
 size_t iov_length(const struct iovec *iov, unsigned cnt);

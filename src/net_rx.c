@@ -15,7 +15,7 @@ static bool mac_in(const uint8_t (*table)[6], unsigned n, const uint8_t *mac)
 }
 
 /* The CTRL_RX / CTRL_MAC receive filter (as QEMU's virtio-net applies it). */
-static bool rx_filter_accepts(const struct vnet_dev *dev, const uint8_t *dst)
+static inline bool rx_filter_accepts(const struct vnet_dev *dev, const uint8_t *dst)
 {
 	static const uint8_t bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 	const struct vnet_rx_filter *f = &dev->filter;
@@ -83,15 +83,17 @@ static bool rx_wait_for_buffers(struct vnet_queue *q, uint16_t seen)
 }
 
 /*
- * Copy one packet (guest header + frame) into as many chains as it needs. Returns 1 placed,
- * 0 no buffers (nothing consumed), -1 dropped.
+ * Copy one packet (our header, then the frame at byte off of iov) into as many chains as it
+ * needs. Returns 1 placed, 0 no buffers (nothing consumed), -1 dropped. Out of line: the
+ * common case is rx_place_one().
  */
-static int rx_place(struct vnet_dev *dev, struct vnet_queue *q, struct virtio_net_hdr_v1 *hdr,
-		    const struct iovec *iov, unsigned iovcnt, size_t frame_len)
+static __attribute__((noinline)) int rx_place(struct vnet_dev *dev, struct vnet_queue *q,
+					      struct virtio_net_hdr_v1 *hdr, const struct iovec *iov,
+					      unsigned iovcnt, size_t off, size_t frame_len)
 {
 	bool mergeable = dev_has(dev, VIRTIO_NET_F_MRG_RXBUF);
 	size_t total = dev->hdr_len + frame_len, placed = 0;
-	struct iovec hdr_iov[VNET_HDR_LEN]; /* [0, nhdr_iov) set below */
+	struct iovec hdr_iov[VNET_HDR_LEN] = {{0}}; /* [0, nhdr_iov) set below */
 	unsigned nslots = 0, nhdr_iov = 0;
 
 	while (placed < total) {
@@ -104,10 +106,11 @@ static int rx_place(struct vnet_dev *dev, struct vnet_queue *q, struct virtio_ne
 		if (r == 0 || nslots == VNET_RX_MAX_BUFFERS) {
 			/* Give back every chain taken for this packet, the one just popped too. */
 			vq_unpop(&q->vq, nslots + (r > 0));
-			if (r == 0)
+			/* Waiting helps unless the packet already had the whole ring. */
+			if (r == 0 && nslots < q->vq.num)
 				return 0;
-			log_guest("queue %u: packet needs more than %d RX buffers; dropped",
-				  q->vq.index, VNET_RX_MAX_BUFFERS);
+			log_guest("queue %u: packet needs more than %u RX buffers; dropped",
+				  q->vq.index, r == 0 ? (unsigned)q->vq.num : VNET_RX_MAX_BUFFERS);
 			return -1;
 		}
 		const struct iovec *w = &c->iov[c->nread];
@@ -140,17 +143,43 @@ static int rx_place(struct vnet_dev *dev, struct vnet_queue *q, struct virtio_ne
 							       : total - placed - hdr_part;
 		/* Frame bytes [placed + hdr_part - hdr_len, +n) go after the header part: one copy,
 		 * straight from the backend's buffers (or the sender's guest memory) into ours. */
-		iov_copy_iov(w, c->nwrite, hdr_part, iov, iovcnt,
-			     VNET_HDR_LEN + placed + hdr_part - dev->hdr_len, n);
+		iov_copy_iov(w, c->nwrite, hdr_part, iov, iovcnt, off + placed + hdr_part - dev->hdr_len,
+			     n);
 		placed += hdr_part + n;
 		dev->rx_slots[nslots].head = c->head;
 		dev->rx_slots[nslots++].len = (uint32_t)(hdr_part + n);
 	}
-	vq_prefetch_next(&q->vq); /* the next packet's buffer */
 	hdr->num_buffers = htole16(mergeable ? (uint16_t)nslots : 1); /* spec: 1 without MRG_RXBUF */
 	iov_copy_to(hdr_iov, nhdr_iov, 0, hdr, dev->hdr_len);
 	for (unsigned i = 0; i < nslots; i++)
 		vq_push(&q->vq, dev->rx_slots[i].head, dev->rx_slots[i].len);
+	return 1;
+}
+
+/* rx_place() for the common case, inline: the next chain is one buffer holding the packet. */
+static inline int rx_place_one(struct vnet_dev *dev, struct vnet_queue *q,
+			       struct virtio_net_hdr_v1 *hdr, const struct iovec *iov,
+			       unsigned iovcnt, size_t off, size_t frame_len)
+{
+	struct vq_chain *c = &q->chain;
+	size_t total = dev->hdr_len + frame_len;
+	int r = vq_pop(&q->vq, c);
+	uint8_t *buf;
+
+	if (r <= 0)
+		return r;
+	if (c->nwrite != 1 || c->iov[c->nread].iov_len < total) {
+		vq_unpop(&q->vq, 1);
+		return rx_place(dev, q, hdr, iov, iovcnt, off, frame_len);
+	}
+	buf = c->iov[c->nread].iov_base;
+	hdr->num_buffers = htole16(1); /* 1 without MRG_RXBUF too (and then not sent) */
+	if (dev->hdr_len == sizeof(*hdr))
+		memcpy(buf, hdr, sizeof(*hdr)); /* a constant size: two stores */
+	else
+		memcpy(buf, hdr, dev->hdr_len);
+	iov_copy_iov(&c->iov[c->nread], 1, dev->hdr_len, iov, iovcnt, off, frame_len);
+	vq_push(&q->vq, c->head, (uint32_t)total);
 	return 1;
 }
 
@@ -165,7 +194,7 @@ static void rx_hdr_flags(const struct vnet_dev *dev, struct virtio_net_hdr_v1 *h
 }
 
 /* A packet of `bytes` frame bytes was pushed on q: count it, have the owner publish it. */
-static void rx_delivered(struct vnet_dev *dev, struct vnet_queue *q, size_t bytes)
+static inline void rx_delivered(struct vnet_dev *dev, struct vnet_queue *q, size_t bytes)
 {
 	q->stats.packets++;
 	q->stats.bytes += bytes;
@@ -179,25 +208,38 @@ static void rx_delivered(struct vnet_dev *dev, struct vnet_queue *q, size_t byte
 		net_rx_flush_queue(dev, q);
 }
 
-int vnet_dev_receive(struct vnet_dev *dev, const struct iovec *iov, unsigned iovcnt)
+int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 *hdr_in,
+			   const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len)
 {
-	uint8_t eth[14 + 24]; /* Ethernet header (+ IPv4 addresses and ports to pick a queue) */
-	struct virtio_net_hdr_v1 hdr;
+	const uint8_t *eth = dev->rx_eth;
+	struct virtio_net_hdr_v1 *hdr = &dev->rx_hdr;
 	struct vnet_queue *q;
-	size_t total, need = dev->active_pairs > 1 ? sizeof(eth) : 14, got;
+	size_t need = dev->active_pairs > 1 ? sizeof(dev->rx_eth) : 14, got = need;
 	int r;
 
 	/* Buffers reserved for the direct path come first: give them back (they are the suffix). */
 	if (dev->rx_cache.n)
 		net_rx_cache_release(dev, &dev->queues[0]);
-	total = iov_length(iov, iovcnt);
-	if (total < VNET_HDR_LEN + 14 || total - VNET_HDR_LEN > VNET_MAX_FRAME) {
+	if (frame_len < 14 || frame_len > VNET_MAX_FRAME) {
 		dev->queues[0].stats.dropped++;
 		return 1;
 	}
-	iov_copy_from(iov, iovcnt, 0, &hdr, sizeof(hdr));
-	rx_hdr_flags(dev, &hdr);
-	got = iov_copy_from(iov, iovcnt, VNET_HDR_LEN, eth, need);
+	if (hdr_in) {
+		*hdr = *hdr_in;
+		rx_hdr_flags(dev, hdr);
+	} else {
+		memset(hdr, 0, sizeof(*hdr));
+	}
+	/* Look at the Ethernet header in place when one segment holds it (it nearly always does). */
+	while (iovcnt && off >= iov[0].iov_len) {
+		off -= iov[0].iov_len;
+		iov++;
+		iovcnt--;
+	}
+	if (iovcnt && need <= iov[0].iov_len - off)
+		eth = (const uint8_t *)iov[0].iov_base + off;
+	else
+		got = iov_copy_from(iov, iovcnt, off, dev->rx_eth, need);
 	q = &dev->queues[2 * rx_pick_pair(dev, eth, got)];
 	if (!dev_queue_usable(q) || !dev->be) {
 		q->stats.dropped++;
@@ -207,10 +249,8 @@ int vnet_dev_receive(struct vnet_dev *dev, const struct iovec *iov, unsigned iov
 		return 1;
 
 	do {
-		uint16_t seen = vq_avail_idx(&q->vq);
-
-		r = rx_place(dev, q, &hdr, iov, iovcnt, total - VNET_HDR_LEN);
-		if (r == 0 && !rx_wait_for_buffers(q, seen))
+		r = rx_place_one(dev, q, hdr, iov, iovcnt, off, frame_len);
+		if (r == 0 && !rx_wait_for_buffers(q, vq_avail_seen(&q->vq)))
 			break;
 	} while (r == 0);
 	if (r == 0)
@@ -219,8 +259,23 @@ int vnet_dev_receive(struct vnet_dev *dev, const struct iovec *iov, unsigned iov
 		q->stats.dropped++;
 		return 1;
 	}
-	rx_delivered(dev, q, total - VNET_HDR_LEN);
+	rx_delivered(dev, q, frame_len);
 	return 1;
+}
+
+int vnet_dev_receive(struct vnet_dev *dev, const struct iovec *iov, unsigned iovcnt)
+{
+	struct virtio_net_hdr_v1 hdr;
+	size_t total = iov_length(iov, iovcnt);
+
+	if (total < VNET_HDR_LEN + 14 || total - VNET_HDR_LEN > VNET_MAX_FRAME) {
+		if (dev->rx_cache.n)
+			net_rx_cache_release(dev, &dev->queues[0]);
+		dev->queues[0].stats.dropped++;
+		return 1;
+	}
+	iov_copy_from(iov, iovcnt, 0, &hdr, sizeof(hdr));
+	return vnet_dev_receive_frame(dev, &hdr, iov, iovcnt, VNET_HDR_LEN, total - VNET_HDR_LEN);
 }
 
 /* ---- Direct receive: the backend reads straight into reserved guest buffers ---------------- */
@@ -329,8 +384,8 @@ int vnet_dev_rx_reserve(struct vnet_dev *dev, size_t max_len, const struct iovec
 		return -1;
 	rc->short_valid = false;
 	for (;;) {
-		uint16_t seen = vq_avail_idx(&q->vq);
 		int r = rx_cache_fill(dev, q, max_len);
+		uint16_t seen = vq_avail_seen(&q->vq); /* what the fill found */
 
 		if (r > 0) {
 			*iov = &rc->iov[rc->iov_first];

@@ -10,35 +10,22 @@
 #define TX_BATCH 64 /* chains per used-index publication */
 
 /*
- * Build the backend's view of a TX chain: a 12-byte header (the guest's, widened if it used the
- * 10-byte legacy header) followed by the frame, pointing straight into guest memory.
+ * The guest's header as backends see it (widened if the guest used the 10-byte legacy one).
+ * A copy: the guest cannot change it after it was checked.
  */
-static unsigned tx_build_iov(struct vnet_dev *dev, const struct vq_chain *c,
-			     struct virtio_net_hdr_v1 *hdr)
+static void tx_read_hdr(const struct vnet_dev *dev, const struct vq_chain *c,
+			struct virtio_net_hdr_v1 *hdr)
 {
-	unsigned n = 0;
-	size_t skip = dev->hdr_len;
-
-	memset(hdr, 0, sizeof(*hdr));
-	iov_copy_from(c->iov, c->nread, 0, hdr, dev->hdr_len);
+	if (dev->hdr_len == sizeof(*hdr) && c->nread && c->iov[0].iov_len >= sizeof(*hdr)) {
+		memcpy(hdr, c->iov[0].iov_base, sizeof(*hdr)); /* a constant size: two loads */
+	} else {
+		memset(hdr, 0, sizeof(*hdr));
+		iov_copy_from(c->iov, c->nread, 0, hdr, dev->hdr_len);
+	}
 	hdr->num_buffers = 0;
 	/* DATA_VALID / RSC_INFO mean nothing on TX (the driver MUST NOT set them; tun ignores
 	 * them): cleared, so no backend takes a guest's word that a checksum was verified. */
 	hdr->flags &= VIRTIO_NET_HDR_F_NEEDS_CSUM;
-	dev->tx_iov[n].iov_base = hdr;
-	dev->tx_iov[n++].iov_len = sizeof(*hdr);
-	for (unsigned i = 0; i < c->nread; i++) {
-		const struct iovec *v = &c->iov[i];
-
-		if (skip >= v->iov_len) {
-			skip -= v->iov_len;
-			continue;
-		}
-		dev->tx_iov[n].iov_base = (uint8_t *)v->iov_base + skip;
-		dev->tx_iov[n++].iov_len = v->iov_len - skip;
-		skip = 0;
-	}
-	return n;
 }
 
 /*
@@ -97,8 +84,7 @@ static bool tx_hdr_allowed(const struct vnet_dev *dev, const struct vnet_queue *
 static int tx_send_one(struct vnet_dev *dev, struct vnet_queue *q)
 {
 	const struct vq_chain *c = &q->chain;
-	struct virtio_net_hdr_v1 hdr;
-	unsigned n;
+	struct virtio_net_hdr_v1 *hdr = &dev->tx_hdr;
 	int r;
 
 	if (c->read_len < dev->hdr_len || c->read_len - dev->hdr_len > VNET_MAX_FRAME) {
@@ -111,12 +97,13 @@ static int tx_send_one(struct vnet_dev *dev, struct vnet_queue *q)
 		q->stats.dropped++;
 		return 0;
 	}
-	n = tx_build_iov(dev, c, &hdr);
-	if (!tx_hdr_allowed(dev, q, &hdr, c->read_len - dev->hdr_len)) {
+	tx_read_hdr(dev, c, hdr);
+	if (!tx_hdr_allowed(dev, q, hdr, c->read_len - dev->hdr_len)) {
 		q->stats.dropped++;
 		return 0;
 	}
-	r = dev->be_ops->transmit(dev->be, dev->tx_iov, n);
+	r = dev->be_ops->transmit(dev->be, hdr, c->iov, c->nread, dev->hdr_len,
+				  c->read_len - dev->hdr_len);
 	if (r == -EAGAIN)
 		return r;
 	if (r < 0) {
@@ -150,7 +137,6 @@ bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 				r = vq_pop(&q->vq, &q->chain);
 				if (r <= 0)
 					break;
-				vq_prefetch_next(&q->vq); /* its data arrives while this one goes */
 			}
 			cost = tx_send_one(dev, q);
 			if (cost == -EAGAIN) {

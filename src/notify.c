@@ -4,14 +4,35 @@
 /* More used entries than this since the last decision would confuse EVENT_IDX arithmetic. */
 #define NOTIFY_WRAP_GUARD 0x4000u
 
+const uint32_t vnet_lateness_bounds_us[VNET_LATENESS_BUCKETS] = {
+	5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000,
+};
+
 static void record_lateness(struct vnet_queue *q, uint64_t now, uint64_t deadline)
 {
 	uint64_t late = now > deadline ? now - deadline : 0;
+	unsigned b = 0;
 
 	if (late > UINT32_MAX)
 		late = UINT32_MAX;
 	q->stats.lateness_ns[q->stats.lateness_count % VNET_LATENESS_SAMPLES] = (uint32_t)late;
 	q->stats.lateness_count++;
+	while (b < VNET_LATENESS_BUCKETS && late > (uint64_t)vnet_lateness_bounds_us[b] * 1000u)
+		b++;
+	q->stats.lateness_bucket[b]++;
+	q->stats.lateness_sum_ns += late;
+}
+
+void vnet_queue_lateness(const struct vnet_queue *q, struct vnet_lateness_hist *out)
+{
+	uint64_t sum = 0;
+
+	for (unsigned b = 0; b < VNET_LATENESS_BUCKETS; b++) {
+		sum += q->stats.lateness_bucket[b];
+		out->cumulative[b] = sum;
+	}
+	out->count = sum + q->stats.lateness_bucket[VNET_LATENESS_BUCKETS];
+	out->sum_ns = q->stats.lateness_sum_ns;
 }
 
 void queue_rearm_timer(struct vnet_dev *dev, struct vnet_queue *q)

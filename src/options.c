@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "metrics.h"
 #include "virtio_net_defs.h"
 
 #define TX_TIMER_USECS_DEFAULT 50
@@ -17,7 +18,8 @@
 
 static const char usage_text[] =
 	"Usage: vnetd --port socket=PATH,tap=IFNAME|switch[,KEY=VALUE...] [--port ...]\n"
-	"             --control PATH [--user NAME] [--no-sandbox] [-v|--verbose] [-h|--help]\n"
+	"             --control PATH [--metrics ADDR:PORT] [--user NAME] [--no-sandbox]\n"
+	"             [-v|--verbose] [-h|--help]\n"
 	"\n"
 	"Serves virtio-net devices to VMs over vhost-user, with notification (interrupt)\n"
 	"coalescing. Each --port is one device; ports are named p0, p1, ... in order.\n"
@@ -25,6 +27,8 @@ static const char usage_text[] =
 	"Options:\n"
 	"  --port SPEC          add a port (at most 32); SPEC is a comma-separated list of keys\n"
 	"  --control PATH       control socket for vnetctl (required; created with mode 0600)\n"
+	"  --metrics ADDR:PORT  serve Prometheus metrics on http://ADDR:PORT/metrics; numeric\n"
+	"                       IPv4 or [IPv6] address, e.g. 127.0.0.1:9465 (default: off)\n"
 	"  --user NAME          drop privileges to user NAME once the sockets are open\n"
 	"  --no-sandbox         do not drop privileges or install the seccomp filter\n"
 	"  -v, --verbose        more log output (repeat for debug messages)\n"
@@ -545,9 +549,24 @@ static int copy_string_option(const char *name, const char *value, char *dst, si
 	return 0;
 }
 
+/* parse_metrics() - --metrics ADDR:PORT, checked now so a typo fails before anything starts. */
+static int parse_metrics(const char *value, char *dst, size_t size)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+
+	if (strlen(value) >= size || metrics_parse_addr(value, &ss, &len) < 0) {
+		fprintf(stderr, "vnetd: bad value '%s' for --metrics (expected IPV4:PORT or "
+			"[IPV6]:PORT, e.g. 127.0.0.1:9465)\n", value);
+		return -1;
+	}
+	strcpy(dst, value);
+	return 0;
+}
+
 int options_parse(int argc, char **argv, struct vnetd_options *out)
 {
-	static const char *const valued[] = {"--port", "--control", "--user"};
+	static const char *const valued[] = {"--port", "--control", "--user", "--metrics"};
 	bool mac_given[VNETD_MAX_PORTS] = {false};
 	bool missing = false;
 	const char *value;
@@ -595,6 +614,8 @@ int options_parse(int argc, char **argv, struct vnetd_options *out)
 						  sizeof(out->control_path)) < 0)
 			return -1;
 		if (k == 2 && copy_string_option("--user", value, out->user, sizeof(out->user)) < 0)
+			return -1;
+		if (k == 3 && parse_metrics(value, out->metrics, sizeof(out->metrics)) < 0)
 			return -1;
 	}
 	if (out->nports == 0) {

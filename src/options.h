@@ -1,4 +1,4 @@
-/* options.h - vnetd command line: ports (--port key=value,...), control socket, sandbox. */
+/* options.h - vnetd command line: ports (--port key=value,...), control, metrics, sandbox. */
 #ifndef VNETD_OPTIONS_H
 #define VNETD_OPTIONS_H
 
@@ -12,6 +12,7 @@ struct vnetd_options {
 	struct port_config ports[VNETD_MAX_PORTS];
 	char control_path[108]; /* control socket path (required) */
 	char user[64];          /* drop privileges to this user; "" keeps the current one */
+	char metrics[64];       /* Prometheus listener ADDR:PORT; "" for none */
 	bool no_sandbox;        /* skip seccomp and privilege dropping */
 	int verbose;            /* number of -v given */
 };

@@ -16,10 +16,9 @@
 #include "virtio_net_defs.h"
 #include "vnet_dev.h"
 
-#define SW_HDR_LEN sizeof(struct virtio_net_hdr_v1)
 #define SW_ETH_ALEN 6
-#define SW_MIN_LEN (SW_HDR_LEN + 14)	/* header + Ethernet header */
-#define SW_MAX_LEN (SW_HDR_LEN + 65536) /* header + largest frame */
+#define SW_MIN_FRAME 14	   /* an Ethernet header */
+#define SW_MAX_FRAME 65536 /* the largest frame a port takes */
 #define SW_WAYS 4			/* FDB: set-associative, LRU within a set */
 #define SW_SETS (SWITCH_FDB_SIZE / SW_WAYS)
 #define SW_NS 1000000000ull
@@ -29,18 +28,17 @@
 _Static_assert(SWITCH_MAX_PORTS < SW_NO_PORT, "port slots must fit an FDB entry");
 _Static_assert((SW_SETS * SW_WAYS) == SWITCH_FDB_SIZE, "FDB size must be a multiple of SW_WAYS");
 
-/* A packet copied for a port whose guest had no RX buffers: header + frame. */
+/* A frame copied for a port whose guest had no RX buffers (the header is a zeroed one). */
 struct sw_packet {
 	size_t len;
-	size_t cap;		 /* SW_SMALL_CAP or SW_MAX_LEN */
+	size_t cap;		 /* SW_SMALL_CAP or SW_MAX_FRAME */
 	struct sw_packet *next; /* in a free list */
 	uint8_t data[];
 };
 
-#define SW_SMALL_CAP (SW_HDR_LEN + 2048)
+#define SW_SMALL_CAP 2048
 #define SW_POOL_SMALL 1024 /* free buffers kept for reuse: no allocation per packet */
 #define SW_POOL_LARGE 32
-#define SW_MAX_IOV (1024 + 2) /* a TX chain's iovecs (VQ_MAX_CHAIN) + our header */
 
 /* One learned source MAC. */
 struct fdb_entry {
@@ -63,6 +61,16 @@ struct switch_port {
 	unsigned q_head, q_len;
 	size_t q_bytes;
 	uint64_t forwarded, flooded, dropped;
+	/*
+	 * Flow cache (consecutive frames of a port mostly share their addresses): the entry that
+	 * holds this port's last source MAC, and the last destination looked up with its answer
+	 * (NULL entry: unknown, flooded), valid while the FDB's generation has not moved.
+	 */
+	struct fdb_entry *src_hit;
+	uint8_t macs[2 * SW_ETH_ALEN]; /* the frame being sent: destination, source (a copy) */
+	uint8_t dst_mac[SW_ETH_ALEN];
+	uint64_t dst_gen;
+	struct fdb_entry *dst_hit;
 };
 
 struct vnet_switch {
@@ -72,12 +80,12 @@ struct vnet_switch {
 	unsigned nattached;
 	uint64_t hash_key;	/* so a guest cannot aim its source MACs at one FDB set */
 	uint64_t last_sweep_ns; /* last full scan for aged entries */
+	uint64_t gen;		/* bumped whenever an entry is added, moved or cleared */
+	uint64_t now_ns;	/* learning and aging clock (switch_set_clock()) */
 	struct fdb_entry fdb[SW_SETS][SW_WAYS];
 	/* Free packet buffers by size class ([0] small, [1] large), and how many each holds. */
 	struct sw_packet *pool[2];
 	unsigned pool_len[2];
-	/* The packet being forwarded: our zeroed header, then the sender's frame in place. */
-	struct iovec iov[SW_MAX_IOV];
 };
 
 static struct switch_port *port_of(struct vnet_backend *be)
@@ -100,8 +108,8 @@ static uint64_t sw_now_ns(void)
 {
 	struct timespec ts;
 
-	/* Learning and aging work in seconds: the coarse clock (a shared-page read, a few ns
-	 * instead of a TSC read per packet) is precise enough. */
+	/* Learning and aging work in seconds: the coarse clock (a shared-page read, no TSC
+	 * read), once per event-loop round (switch_tick()), is precise enough. */
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	return (uint64_t)ts.tv_sec * SW_NS + (uint64_t)ts.tv_nsec;
 }
@@ -137,6 +145,7 @@ static void fdb_clear(struct vnet_switch *sw, struct fdb_entry *e)
 		return;
 	sw->ports[e->port]->learned--;
 	e->port = SW_NO_PORT;
+	sw->gen++;
 }
 
 /* Forget entries not refreshed for SWITCH_FDB_AGE_SEC; at most once a second. */
@@ -175,15 +184,18 @@ static struct fdb_entry *fdb_victim(struct fdb_entry *set, const struct switch_p
 	return lru;
 }
 
-/* Remember that `mac` is behind port p. A MAC that moves to another port follows it. */
-static void fdb_learn(struct vnet_switch *sw, struct switch_port *p, const uint8_t *mac,
-		      uint64_t now)
+/*
+ * Remember that `mac` is behind port p. A MAC that moves to another port follows it. Returns
+ * the entry now holding it for p, or NULL.
+ */
+static struct fdb_entry *fdb_learn(struct vnet_switch *sw, struct switch_port *p,
+				   const uint8_t *mac, uint64_t now)
 {
 	static const uint8_t zero[SW_ETH_ALEN];
 	struct fdb_entry *set, *e = NULL;
 
 	if ((mac[0] & 1) || !memcmp(mac, zero, SW_ETH_ALEN))
-		return; /* not a valid source address */
+		return NULL; /* not a valid source address */
 	set = fdb_set(sw, mac);
 	for (unsigned w = 0; w < SW_WAYS; w++) {
 		if (fdb_used(&set[w]) && !memcmp(set[w].mac, mac, SW_ETH_ALEN)) {
@@ -193,26 +205,41 @@ static void fdb_learn(struct vnet_switch *sw, struct switch_port *p, const uint8
 	}
 	if (e && e->port == p->slot) {
 		e->last_seen_ns = now;
-		return;
+		return e;
 	}
 	if (p->learned >= SWITCH_FDB_PORT_MAX) {
 		fdb_sweep(sw, now); /* our count may include aged entries */
 		if (e && p->learned >= SWITCH_FDB_PORT_MAX)
-			return; /* at quota: the MAC stays where it was */
+			return NULL; /* at quota: the MAC stays where it was */
 	}
 	if (!e)
 		e = fdb_victim(set, p, now);
 	if (!e)
-		return; /* at quota and nothing of ours in this set: frames to it flood */
+		return NULL; /* at quota and nothing of ours in this set: frames to it flood */
 	fdb_clear(sw, e);
 	memcpy(e->mac, mac, SW_ETH_ALEN);
 	e->port = p->slot;
 	e->last_seen_ns = now;
 	p->learned++;
+	sw->gen++;
+	return e;
 }
 
-/* The port `mac` was last seen behind, or NULL (unknown or aged). */
-static struct switch_port *fdb_lookup(struct vnet_switch *sw, const uint8_t *mac, uint64_t now)
+/* fdb_learn() through p's flow cache: the same source as last time costs one compare. */
+static void learn_cached(struct vnet_switch *sw, struct switch_port *p, const uint8_t *mac,
+			 uint64_t now)
+{
+	struct fdb_entry *e = p->src_hit;
+
+	if (e && e->port == p->slot && !memcmp(e->mac, mac, SW_ETH_ALEN)) {
+		e->last_seen_ns = now;
+		return;
+	}
+	p->src_hit = fdb_learn(sw, p, mac, now);
+}
+
+/* The entry saying which port `mac` was last seen behind, or NULL (unknown or aged). */
+static struct fdb_entry *fdb_lookup(struct vnet_switch *sw, const uint8_t *mac, uint64_t now)
 {
 	struct fdb_entry *set = fdb_set(sw, mac);
 
@@ -225,9 +252,25 @@ static struct switch_port *fdb_lookup(struct vnet_switch *sw, const uint8_t *mac
 			fdb_clear(sw, e);
 			return NULL;
 		}
-		return sw->ports[e->port];
+		return e;
 	}
 	return NULL;
+}
+
+/* fdb_lookup() through p's flow cache: the port behind `mac`, NULL to flood. */
+static struct switch_port *lookup_cached(struct vnet_switch *sw, struct switch_port *p,
+					 const uint8_t *mac, uint64_t now)
+{
+	struct fdb_entry *e = p->dst_hit;
+
+	if (p->dst_gen != sw->gen || memcmp(p->dst_mac, mac, SW_ETH_ALEN) ||
+	    (e && fdb_expired(e, now))) {
+		e = fdb_lookup(sw, mac, now);
+		memcpy(p->dst_mac, mac, SW_ETH_ALEN);
+		p->dst_gen = sw->gen;
+		p->dst_hit = e;
+	}
+	return e ? sw->ports[e->port] : NULL;
 }
 
 static void fdb_forget_port(struct vnet_switch *sw, const struct switch_port *p)
@@ -251,9 +294,9 @@ static struct sw_packet *pkt_get(struct vnet_switch *sw, size_t len)
 		sw->pool_len[k]--;
 		return pkt;
 	}
-	pkt = malloc(sizeof(*pkt) + (k ? SW_MAX_LEN : SW_SMALL_CAP));
+	pkt = malloc(sizeof(*pkt) + (k ? SW_MAX_FRAME : SW_SMALL_CAP));
 	if (pkt)
-		pkt->cap = k ? SW_MAX_LEN : SW_SMALL_CAP;
+		pkt->cap = k ? SW_MAX_FRAME : SW_SMALL_CAP;
 	return pkt;
 }
 
@@ -281,9 +324,9 @@ static void pool_free(struct vnet_switch *sw)
 		}
 }
 
-/* Copy a packet to the tail of dst's queue, or drop it if the queue is full. */
+/* Copy the frame (len bytes at byte off of iov) to the tail of dst's queue, or drop it. */
 static void port_enqueue(struct switch_port *dst, const struct iovec *iov, unsigned iovcnt,
-			 size_t len)
+			 size_t off, size_t len)
 {
 	struct sw_packet *pkt;
 
@@ -296,7 +339,7 @@ static void port_enqueue(struct switch_port *dst, const struct iovec *iov, unsig
 		dst->dropped++;
 		return;
 	}
-	pkt->len = iov_copy_from(iov, iovcnt, 0, pkt->data, len);
+	pkt->len = iov_copy_from(iov, iovcnt, off, pkt->data, len);
 	dst->queue[(dst->q_head + dst->q_len) % SWITCH_QUEUE_PACKETS] = pkt;
 	dst->q_len++;
 	dst->q_bytes += len;
@@ -334,7 +377,7 @@ static int port_drain(struct switch_port *p, unsigned max_pkts, size_t max_bytes
 			r = 1;
 			break;
 		}
-		if (!vnet_dev_receive(p->dev, &iov, 1)) {
+		if (!vnet_dev_receive_frame(p->dev, NULL, &iov, 1, 0, pkt->len)) {
 			r = -1;
 			break;
 		}
@@ -347,78 +390,38 @@ static int port_drain(struct switch_port *p, unsigned max_pkts, size_t max_bytes
 }
 
 /*
- * Give a packet to dst's guest: one copy, from the sender's guest memory straight into dst's
- * buffers. Packets queued earlier (dst had no buffers) go first, so order is kept and the port
+ * Give a packet (the sender's chain: its header, then a frame of len bytes) to dst's guest
+ * with a zeroed header: one copy, from the sender's guest memory straight into dst's buffers. Packets queued earlier (dst had no buffers) go first, so order is kept and the port
  * returns to the one-copy path as soon as its guest has buffers again; only what still does
  * not fit is queued (a copy).
  */
-static void port_deliver(struct switch_port *dst, const struct iovec *iov, unsigned iovcnt,
-			 size_t len)
+static inline void port_deliver(struct switch_port *dst, const struct iovec *iov, unsigned iovcnt,
+			 size_t off, size_t len)
 {
 	if (dst->q_len && port_drain(dst, SWITCH_QUEUE_PACKETS, SWITCH_QUEUE_BYTES) != 0) {
-		port_enqueue(dst, iov, iovcnt, len);
+		port_enqueue(dst, iov, iovcnt, off, len);
 		return;
 	}
-	if (vnet_dev_receive(dst->dev, iov, iovcnt))
+	if (vnet_dev_receive_frame(dst->dev, NULL, iov, iovcnt, off, len))
 		return;
-	port_enqueue(dst, iov, iovcnt, len);
-}
-
-/* Sum of the iovec's lengths, saturating at SW_MAX_LEN + 1 (so no sum can wrap). */
-static size_t iov_total(const struct iovec *iov, unsigned iovcnt)
-{
-	size_t len = 0;
-
-	for (unsigned i = 0; i < iovcnt; i++) {
-		if (iov[i].iov_len > SW_MAX_LEN - len)
-			return SW_MAX_LEN + 1;
-		len += iov[i].iov_len;
-	}
-	return len;
-}
-
-/*
- * sw->iov = a zeroed header (flags 0, GSO_NONE, num_buffers 0) + the frame that follows the
- * sender's header, in place. Returns the iovec count, 0 if the chain has too many pieces.
- */
-static unsigned build_forward_iov(struct vnet_switch *sw, const struct iovec *iov, unsigned iovcnt)
-{
-	static const struct virtio_net_hdr_v1 zero_hdr;
-	size_t skip = SW_HDR_LEN;
-	unsigned n = 0;
-
-	sw->iov[n].iov_base = (void *)(uintptr_t)&zero_hdr;
-	sw->iov[n++].iov_len = SW_HDR_LEN;
-	for (unsigned i = 0; i < iovcnt; i++) {
-		if (skip >= iov[i].iov_len) {
-			skip -= iov[i].iov_len;
-			continue;
-		}
-		if (n == SW_MAX_IOV)
-			return 0;
-		sw->iov[n].iov_base = (uint8_t *)iov[i].iov_base + skip;
-		sw->iov[n++].iov_len = iov[i].iov_len - skip;
-		skip = 0;
-	}
-	return n;
+	port_enqueue(dst, iov, iovcnt, off, len);
 }
 
 /* A guest sent a packet: learn its source, forward or flood it. Never back-pressures. */
-static int switch_transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt)
+static int switch_transmit(struct vnet_backend *be, const struct virtio_net_hdr_v1 *hdr,
+			   const struct iovec *iov, unsigned iovcnt, size_t off, size_t len)
 {
 	struct switch_port *src = port_of(be), *dst;
 	struct vnet_switch *sw = src->sw;
-	size_t len = iov_total(iov, iovcnt);
-	uint8_t macs[2 * SW_ETH_ALEN]; /* destination, source */
-	const uint8_t *dst_mac = macs, *src_mac = macs + SW_ETH_ALEN;
-	unsigned n;
+	const uint8_t *dst_mac = src->macs, *src_mac = src->macs + SW_ETH_ALEN;
 	int deliveries = 0;
 	uint64_t now;
 
-	if (len < SW_MIN_LEN || len > SW_MAX_LEN) {
+	(void)hdr;
+	if (len < SW_MIN_FRAME || len > SW_MAX_FRAME) {
 		src->dropped++;
-		log_guest("switch %s: dropped a packet of %zu bytes (header + frame: %zu to %zu)",
-			  src->name, len, (size_t)SW_MIN_LEN, (size_t)SW_MAX_LEN);
+		log_guest("switch %s: dropped a frame of %zu bytes (%d to %d)", src->name, len,
+			  SW_MIN_FRAME, SW_MAX_FRAME);
 		return 0;
 	}
 	/*
@@ -426,24 +429,17 @@ static int switch_transmit(struct vnet_backend *be, const struct iovec *iov, uns
 	 * is not: the switch offers no offloads, so the device already dropped any frame asking for
 	 * a checksum or GSO (tx_hdr_allowed()), and the header we forward is a zeroed one.
 	 */
-	iov_copy_from(iov, iovcnt, SW_HDR_LEN, macs, sizeof(macs));
-	n = build_forward_iov(sw, iov, iovcnt);
-	if (!n) {
-		src->dropped++;
-		log_guest("switch %s: dropped a packet in more than %d pieces", src->name,
-			  SW_MAX_IOV - 1);
-		return 0;
-	}
+	iov_copy_from(iov, iovcnt, off, src->macs, sizeof(src->macs));
 
-	now = sw_now_ns();
-	fdb_learn(sw, src, src_mac, now);
+	now = sw->now_ns;
+	learn_cached(sw, src, src_mac, now);
 	if (!(dst_mac[0] & 1)) {
-		dst = fdb_lookup(sw, dst_mac, now);
+		dst = lookup_cached(sw, src, dst_mac, now);
 		if (dst) {
 			/* Known: one port. Behind the sender itself: filtered, as on any bridge. */
 			if (dst != src) {
 				src->forwarded++;
-				port_deliver(dst, sw->iov, n, len);
+				port_deliver(dst, iov, iovcnt, off, len);
 			}
 			return 0;
 		}
@@ -452,7 +448,7 @@ static int switch_transmit(struct vnet_backend *be, const struct iovec *iov, uns
 	for (unsigned i = 0, k = 0; i < sw->nattached; i++) {
 		dst = sw->attached[i];
 		if (dst != src)
-			port_deliver(dst, sw->iov, n, len);
+			port_deliver(dst, iov, iovcnt, off, len);
 		if (dst != src && k++)
 			deliveries++;
 	}
@@ -495,10 +491,22 @@ struct vnet_switch *switch_create(void)
 	if (getrandom(&sw->hash_key, sizeof(sw->hash_key), GRND_NONBLOCK) !=
 	    (ssize_t)sizeof(sw->hash_key))
 		sw->hash_key = sw_now_ns() ^ (uint64_t)(uintptr_t)sw;
+	sw->gen = 1; /* a new port's cache (generation 0) is never valid */
+	sw->now_ns = sw_now_ns();
 	for (unsigned s = 0; s < SW_SETS; s++)
 		for (unsigned w = 0; w < SW_WAYS; w++)
 			sw->fdb[s][w].port = SW_NO_PORT;
 	return sw;
+}
+
+void switch_tick(struct vnet_switch *sw)
+{
+	sw->now_ns = sw_now_ns();
+}
+
+void switch_set_clock(struct vnet_switch *sw, uint64_t now_ns)
+{
+	sw->now_ns = now_ns;
 }
 
 /* switch_destroy() - detach what is left and free the switch. */

@@ -19,6 +19,14 @@ struct vnet_switch; /* opaque */
 /* switch_create() - an empty switch; NULL if out of memory (logged). */
 struct vnet_switch *switch_create(void);
 
+/*
+ * switch_tick() - read the clock learning and aging use (CLOCK_MONOTONIC_COARSE) once, for
+ * every frame until the next tick: the daemon ticks once per event-loop round, so frames pay
+ * no clock read. switch_set_clock() sets that time explicitly (tests).
+ */
+void switch_tick(struct vnet_switch *sw);
+void switch_set_clock(struct vnet_switch *sw, uint64_t now_ns);
+
 /* switch_destroy() - free the switch; ports still attached are detached first. */
 void switch_destroy(struct vnet_switch *sw);
 

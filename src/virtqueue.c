@@ -6,12 +6,6 @@
 
 #include "log.h"
 
-/* Guest memory is shared with a running driver: every ring field is read exactly once. */
-#define READ_ONCE_U16(p) le16toh(__atomic_load_n((p), __ATOMIC_RELAXED))
-#define READ_ONCE_U32(p) le32toh(__atomic_load_n((p), __ATOMIC_RELAXED))
-#define WRITE_ONCE_U16(p, v) __atomic_store_n((p), htole16(v), __ATOMIC_RELAXED)
-#define WRITE_ONCE_U32(p, v) __atomic_store_n((p), htole32(v), __ATOMIC_RELAXED)
-
 static const char *const walk_error_names[] = {
 	[VQ_WALK_OK] = "ok",
 	[VQ_WALK_BAD_HEAD] = "head index out of range",
@@ -33,39 +27,22 @@ const char *vq_walk_error_str(enum vq_walk_error err)
 	return walk_error_names[err];
 }
 
-/*
- * Copy one descriptor out of guest memory; only the copy is checked and used. memcpy: an
- * indirect table may sit at any guest address, aligned or not.
- */
-static struct vring_desc desc_read(const struct vring_desc *table, unsigned idx)
-{
-	struct vring_desc d;
-
-	memcpy(&d, (const uint8_t *)table + (size_t)idx * sizeof(d), sizeof(d));
-	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* the copy is taken once, here */
-	d.addr = le64toh(d.addr);
-	d.len = le32toh(d.len);
-	d.flags = le16toh(d.flags);
-	d.next = le16toh(d.next);
-	return d;
-}
-
-enum vq_walk_error vq_walk_chain(const struct guest_mem *mem, const struct vring_desc *desc,
-				 unsigned num, unsigned head, bool indirect_ok, struct vq_chain *out)
+/* Every chain vq_walk_chain()'s fast path does not take; d is the head descriptor's copy. */
+static __attribute__((noinline)) enum vq_walk_error
+walk_chain_slow(const struct guest_mem *mem, const struct vring_desc *desc, unsigned num,
+		unsigned head, bool indirect_ok, struct vq_chain *out, struct vring_desc d)
 {
 	const struct vring_desc *table = desc;
 	unsigned table_size = num, in_table = 0, total = 0, idx = head;
 	bool indirect = false, seen_write = false;
 
-	out->head = (uint16_t)head;
 	out->nread = out->nwrite = 0;
 	out->read_len = out->write_len = 0;
 	out->ndesc = 0;
-	if (head >= num)
-		return VQ_WALK_BAD_HEAD;
 
 	for (;;) {
-		struct vring_desc d = desc_read(table, idx);
+		if (total)
+			d = vq_desc_read(table, idx);
 
 		/* A table of n entries can hold at most n descriptors of one chain. */
 		if (++in_table > table_size || ++total > VQ_MAX_CHAIN)
@@ -164,7 +141,7 @@ int vq_start(struct virtqueue *vq, const struct guest_mem *mem)
 	}
 	vq->mem = mem;
 	vq->shadow_avail = vq->last_avail; /* forces a read of the index at the first pop */
-	vq->used_idx = READ_ONCE_U16(&vq->used->idx);
+	vq->used_idx = VQ_READ_ONCE_U16(&vq->used->idx);
 	vq->used_published = vq->used_idx;
 	vq->signalled_used = vq->used_idx;
 	vq->signalled_valid = false;
@@ -192,6 +169,24 @@ void vq_mark_broken(struct virtqueue *vq, const char *what)
 		vq->on_broken(vq->owner_ctx, vq->index);
 }
 
+enum vq_walk_error vq_walk_chain(const struct guest_mem *mem, const struct vring_desc *desc,
+				 unsigned num, unsigned head, bool indirect_ok, struct vq_chain *out)
+{
+	struct vring_desc d;
+
+	out->head = (uint16_t)head;
+	if (head >= num) {
+		out->nread = out->nwrite = 0;
+		out->read_len = out->write_len = 0;
+		out->ndesc = 0;
+		return VQ_WALK_BAD_HEAD;
+	}
+	d = vq_desc_read(desc, head);
+	if (vq_chain_one(mem, &d, out))
+		return VQ_WALK_OK;
+	return walk_chain_slow(mem, desc, num, head, indirect_ok, out, d);
+}
+
 uint16_t vq_avail_idx(struct virtqueue *vq)
 {
 	return le16toh(__atomic_load_n(&vq->avail->idx, __ATOMIC_ACQUIRE));
@@ -204,7 +199,7 @@ bool vq_has_avail(struct virtqueue *vq)
 	return __atomic_load_n(&vq->avail->idx, __ATOMIC_ACQUIRE) != htole16(vq->last_avail);
 }
 
-int vq_pop(struct virtqueue *vq, struct vq_chain *chain)
+int vq_pop_slow(struct virtqueue *vq, struct vq_chain *chain)
 {
 	uint16_t head;
 	enum vq_walk_error err;
@@ -224,50 +219,21 @@ int vq_pop(struct virtqueue *vq, struct vq_chain *chain)
 			return -1;
 		}
 	}
-	head = READ_ONCE_U16(&vq->avail->ring[vq->last_avail & (vq->num - 1)]);
+	head = VQ_READ_ONCE_U16(&vq->avail->ring[vq->last_avail & (vq->num - 1)]);
 	err = vq_walk_chain(vq->mem, vq->desc, vq->num, head, vq->indirect, chain);
 	if (err != VQ_WALK_OK) {
 		vq_mark_broken(vq, vq_walk_error_str(err));
 		return -1;
 	}
 	vq->last_avail++;
+	if (vq->shadow_avail != vq->last_avail)
+		vq_prefetch_next(vq);
 	return 1;
-}
-
-void vq_prefetch_next(const struct virtqueue *vq)
-{
-	struct iovec iov;
-	struct vring_desc d;
-	uint16_t head;
-
-	if (!vq->started || vq->broken || vq->shadow_avail == vq->last_avail)
-		return;
-	head = READ_ONCE_U16(&vq->avail->ring[vq->last_avail & (vq->num - 1)]);
-	if (head >= vq->num)
-		return;
-	d = desc_read(vq->desc, head);
-	if (d.flags & VRING_DESC_F_INDIRECT ||
-	    guest_mem_translate_iov(vq->mem, GUEST_ADDR_GPA, d.addr, d.len < 128 ? d.len : 128, &iov,
-				    1) != 1)
-		return;
-	__builtin_prefetch(iov.iov_base);
-	if (iov.iov_len > 64)
-		__builtin_prefetch((const char *)iov.iov_base + 64);
 }
 
 void vq_unpop(struct virtqueue *vq, unsigned n)
 {
 	vq->last_avail = (uint16_t)(vq->last_avail - n);
-}
-
-void vq_push(struct virtqueue *vq, uint16_t head, uint32_t len)
-{
-	struct vring_used_elem *e = &vq->used->ring[vq->used_idx & (vq->num - 1)];
-
-	WRITE_ONCE_U32(&e->id, head);
-	WRITE_ONCE_U32(&e->len, len);
-	vq->used_idx++;
-	vq->unsignalled++;
 }
 
 void vq_publish(struct virtqueue *vq)
@@ -294,10 +260,10 @@ bool vq_driver_would_notify(const struct virtqueue *vq)
 
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (!vq->event_idx)
-		return !(READ_ONCE_U16(&vq->avail->flags) & VRING_AVAIL_F_NO_INTERRUPT);
+		return !(VQ_READ_ONCE_U16(&vq->avail->flags) & VRING_AVAIL_F_NO_INTERRUPT);
 	if (!vq->signalled_valid)
 		return true;
-	event = READ_ONCE_U16(&vq->avail->ring[vq->num]); /* used_event */
+	event = VQ_READ_ONCE_U16(&vq->avail->ring[vq->num]); /* used_event */
 	return (uint16_t)(new - event - 1) < (uint16_t)(new - old);
 }
 
@@ -311,9 +277,9 @@ bool vq_kick_enable(struct virtqueue *vq)
 	 * start at its avail index, and only an event inside them makes it kick.
 	 */
 	if (vq->event_idx)
-		WRITE_ONCE_U16((uint16_t *)&vq->used->ring[vq->num], vq_avail_idx(vq));
+		VQ_WRITE_ONCE_U16((uint16_t *)&vq->used->ring[vq->num], vq_avail_idx(vq));
 	else
-		WRITE_ONCE_U16(&vq->used->flags, 0);
+		VQ_WRITE_ONCE_U16(&vq->used->flags, 0);
 	/* Order our store before re-reading avail->idx, or a kick could be lost. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	return vq_has_avail(vq);
@@ -322,7 +288,7 @@ bool vq_kick_enable(struct virtqueue *vq)
 void vq_kick_disable(struct virtqueue *vq)
 {
 	if (vq->started && !vq->broken && !vq->event_idx)
-		WRITE_ONCE_U16(&vq->used->flags, VRING_USED_F_NO_NOTIFY);
+		VQ_WRITE_ONCE_U16(&vq->used->flags, VRING_USED_F_NO_NOTIFY);
 }
 
 void vq_reset(struct virtqueue *vq)

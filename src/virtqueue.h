@@ -2,8 +2,10 @@
 #ifndef VNETD_VIRTQUEUE_H
 #define VNETD_VIRTQUEUE_H
 
+#include <endian.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/uio.h>
 
 #include "guest_mem.h"
@@ -112,6 +114,77 @@ struct virtqueue {
 	void *owner_ctx;
 };
 
+/* ---- Hot-path helpers, inline (the walker's one-descriptor case, prefetch, push) ---------- */
+
+/* Guest memory is shared with a running driver: every ring field is read exactly once. */
+#define VQ_READ_ONCE_U16(p) le16toh(__atomic_load_n((p), __ATOMIC_RELAXED))
+#define VQ_READ_ONCE_U32(p) le32toh(__atomic_load_n((p), __ATOMIC_RELAXED))
+#define VQ_WRITE_ONCE_U16(p, v) __atomic_store_n((p), htole16(v), __ATOMIC_RELAXED)
+#define VQ_WRITE_ONCE_U32(p, v) __atomic_store_n((p), htole32(v), __ATOMIC_RELAXED)
+
+/*
+ * vq_desc_read() - copy one descriptor out of guest memory; only the copy is checked and used.
+ * memcpy: an indirect table may sit at any guest address, aligned or not.
+ */
+static inline struct vring_desc vq_desc_read(const struct vring_desc *table, unsigned idx)
+{
+	struct vring_desc d;
+
+	memcpy(&d, (const uint8_t *)table + (size_t)idx * sizeof(d), sizeof(d));
+	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* the copy is taken once, here */
+	d.addr = le64toh(d.addr);
+	d.len = le32toh(d.len);
+	d.flags = le16toh(d.flags);
+	d.next = le16toh(d.next);
+	return d;
+}
+
+/*
+ * vq_chain_one() - the chain walker's fast path: a head descriptor d that is the whole chain
+ * (no NEXT, not INDIRECT, not empty) inside the first memory region becomes out's one iovec
+ * (out->head is the caller's). False: anything else, for vq_walk_chain()'s general loop.
+ */
+static inline bool vq_chain_one(const struct guest_mem *mem, const struct vring_desc *d,
+				struct vq_chain *out)
+{
+	const struct guest_mem_region *r = &mem->regions[0];
+	uint64_t off = d->addr - r->gpa;
+	bool w = d->flags & VRING_DESC_F_WRITE;
+
+	if ((d->flags & (VRING_DESC_F_NEXT | VRING_DESC_F_INDIRECT)) || !d->len || !mem->nregions ||
+	    off >= r->size || d->len > r->size - off)
+		return false;
+	out->iov[0].iov_base = r->host + off;
+	out->iov[0].iov_len = d->len;
+	out->nread = !w;
+	out->nwrite = w;
+	out->read_len = w ? 0 : d->len;
+	out->write_len = w ? d->len : 0;
+	out->ndesc = 1;
+	return true;
+}
+
+/*
+ * vq_prefetch_next() - hint the CPU to fetch the first 128 bytes the next announced chain's
+ * head descriptor points at (inside the first region): the data arrives while the current
+ * packet is copied. Call only when the batch announced a chain (shadow_avail != last_avail).
+ * Trusts nothing it reads: a wrong guess costs a cache miss, and prefetching never faults.
+ */
+static inline void vq_prefetch_next(const struct virtqueue *vq)
+{
+	const struct guest_mem_region *r = &vq->mem->regions[0];
+	uint16_t head = VQ_READ_ONCE_U16(&vq->avail->ring[vq->last_avail & (vq->num - 1)]);
+	uint64_t off;
+
+	if (head >= vq->num || !vq->mem->nregions)
+		return;
+	off = le64toh(__atomic_load_n(&vq->desc[head].addr, __ATOMIC_RELAXED)) - r->gpa;
+	if (off >= r->size || r->size - off < 128)
+		return;
+	__builtin_prefetch(r->host + off);
+	__builtin_prefetch(r->host + off + 64);
+}
+
 /* vq_start() - translate and check ring addresses; 0, or -1 (logged) if bad. */
 int vq_start(struct virtqueue *vq, const struct guest_mem *mem);
 
@@ -121,14 +194,33 @@ void vq_stop(struct virtqueue *vq);
 /* vq_mark_broken() - stop processing this queue after a guest error (NEEDS_RESET); tells on_broken. */
 void vq_mark_broken(struct virtqueue *vq, const char *what);
 
-/* vq_pop() - take the next available chain: 1 got one, 0 ring empty, -1 queue broken. */
-int vq_pop(struct virtqueue *vq, struct vq_chain *chain);
+/* vq_pop_slow() - vq_pop() for every case its inline fast path does not take. */
+int vq_pop_slow(struct virtqueue *vq, struct vq_chain *chain);
 
 /*
- * vq_prefetch_next() - hint the CPU to fetch the first buffer of the next available chain, if
- * the batch already announced one (nothing is checked or used: a wrong guess costs a miss).
+ * vq_pop() - take the next available chain: 1 got one, 0 ring empty, -1 queue broken. When the
+ * batch announced another chain, its first buffer is prefetched (a wrong guess costs a miss).
+ * Inline: a one-descriptor chain of an index already read costs no call.
  */
-void vq_prefetch_next(const struct virtqueue *vq);
+static inline int vq_pop(struct virtqueue *vq, struct vq_chain *chain)
+{
+	if (vq->started && !vq->broken && vq->shadow_avail != vq->last_avail) {
+		uint16_t head = VQ_READ_ONCE_U16(&vq->avail->ring[vq->last_avail & (vq->num - 1)]);
+
+		if (head < vq->num) {
+			struct vring_desc d = vq_desc_read(vq->desc, head);
+
+			if (vq_chain_one(vq->mem, &d, chain)) {
+				chain->head = head;
+				vq->last_avail++;
+				if (vq->shadow_avail != vq->last_avail)
+					vq_prefetch_next(vq);
+				return 1;
+			}
+		}
+	}
+	return vq_pop_slow(vq, chain);
+}
 
 /* vq_unpop() - give back the last n popped chains (they will be popped again). */
 void vq_unpop(struct virtqueue *vq, unsigned n);
@@ -136,11 +228,28 @@ void vq_unpop(struct virtqueue *vq, unsigned n);
 /* vq_avail_idx() - the driver's avail index now (started queue only). */
 uint16_t vq_avail_idx(struct virtqueue *vq);
 
+/*
+ * vq_avail_seen() - the avail index as vq_pop() last read it (no guest memory access): after a
+ * vq_pop() that found too few chains, what vq_avail_idx() must differ from to mean "more".
+ */
+static inline uint16_t vq_avail_seen(const struct virtqueue *vq)
+{
+	return vq->shadow_avail;
+}
+
 /* vq_has_avail() - whether the driver made chains available that we have not popped. */
 bool vq_has_avail(struct virtqueue *vq);
 
 /* vq_push() - write one used element; invisible to the driver until vq_publish(). */
-void vq_push(struct virtqueue *vq, uint16_t head, uint32_t len);
+static inline void vq_push(struct virtqueue *vq, uint16_t head, uint32_t len)
+{
+	struct vring_used_elem *e = &vq->used->ring[vq->used_idx & (vq->num - 1)];
+
+	VQ_WRITE_ONCE_U32(&e->id, head);
+	VQ_WRITE_ONCE_U32(&e->len, len);
+	vq->used_idx++;
+	vq->unsignalled++;
+}
 
 /* vq_publish() - make every pushed used element visible with one index store. */
 void vq_publish(struct virtqueue *vq);

@@ -15,6 +15,7 @@
 #define VNET_MAX_QUEUE_PAIRS 16
 #define VNET_MAX_QUEUES (2 * VNET_MAX_QUEUE_PAIRS + 1)
 #define VNET_LATENESS_SAMPLES 4096
+#define VNET_LATENESS_BUCKETS 14 /* histogram upper bounds, vnet_lateness_bounds_us[] */
 
 enum vnet_queue_kind { VNET_QUEUE_RX, VNET_QUEUE_TX, VNET_QUEUE_CTRL };
 
@@ -44,7 +45,20 @@ struct vnet_queue_stats {
 	/* Lateness of deadline-driven notifications, ring buffer of the last samples (ns). */
 	uint32_t lateness_ns[VNET_LATENESS_SAMPLES];
 	uint64_t lateness_count;
+	/* ... and every sample since the last reset, as histogram buckets (last: above all). */
+	uint64_t lateness_bucket[VNET_LATENESS_BUCKETS + 1];
+	uint64_t lateness_sum_ns;
 };
+
+/* Cumulative lateness histogram of one queue (Prometheus semantics: bucket i counts <= bound). */
+struct vnet_lateness_hist {
+	uint64_t cumulative[VNET_LATENESS_BUCKETS]; /* samples <= vnet_lateness_bounds_us[i] */
+	uint64_t count;                             /* every sample (the +Inf bucket) */
+	uint64_t sum_ns;
+};
+
+/* Upper bounds of the lateness buckets, in microseconds, ascending. */
+extern const uint32_t vnet_lateness_bounds_us[VNET_LATENESS_BUCKETS];
 
 /* Host-side environment injected into the device: clock, timers, notifications. */
 struct vnet_env_ops {
@@ -138,6 +152,7 @@ struct vnet_queue {
 };
 
 struct vnet_dev;
+struct virtio_net_hdr_v1;
 
 /* vnet_dev_create() - a device in reset state; NULL on bad params (logged). */
 struct vnet_dev *vnet_dev_create(const struct vnet_dev_params *params, const struct vnet_env_ops *env,
@@ -201,6 +216,13 @@ void vnet_dev_timer_expired(struct vnet_dev *dev, unsigned qidx);
  * flushes after each round of events when env->rx_dirty asked it to).
  */
 int vnet_dev_receive(struct vnet_dev *dev, const struct iovec *iov, unsigned iovcnt);
+
+/*
+ * vnet_dev_receive_frame() - the same for a bare frame of frame_len bytes starting at byte off
+ * of iov, with the header hdr (NULL: all zero — no checksum or GSO information).
+ */
+int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 *hdr,
+			   const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len);
 
 /*
  * vnet_dev_rx_reserve() - guest RX buffers for one packet the backend will write straight into
@@ -274,5 +296,8 @@ const uint8_t *vnet_dev_mac(const struct vnet_dev *dev);
 bool vnet_dev_link_up(const struct vnet_dev *dev);
 uint16_t vnet_dev_active_pairs(const struct vnet_dev *dev);
 const char *vnet_queue_kind_name(enum vnet_queue_kind kind);
+
+/* vnet_queue_lateness() - the queue's deadline lateness as a histogram: the one reader of it. */
+void vnet_queue_lateness(const struct vnet_queue *q, struct vnet_lateness_hist *out);
 
 #endif

@@ -81,9 +81,15 @@ struct vnet_dev {
 	bool adaptive[2];          /* adaptive mode for every queue of a kind, [0] RX [1] TX */
 	struct vnet_stall_guard guard;
 	struct vnet_rx_slot rx_slots[VNET_RX_MAX_BUFFERS];
+	/* RX scratch (not on the stack: no stack-protector canary in the receive path): the
+	 * header of the packet being placed, and its Ethernet header (+ IPv4 addresses and
+	 * ports to pick a queue) when it is not contiguous in the backend's buffers. */
+	struct virtio_net_hdr_v1 rx_hdr;
+	uint8_t rx_eth[14 + 24];
 	struct vnet_rx_cache rx_cache;
-	/* TX: the header, then at most every readable iovec of a chain (<= VQ_MAX_CHAIN). */
-	struct iovec tx_iov[VQ_MAX_CHAIN + 1];
+	/* TX: the checked copy of the header of the packet being sent (not on the stack: no
+	 * stack-protector canary in the TX loop). */
+	struct virtio_net_hdr_v1 tx_hdr;
 	struct vnet_queue *queues; /* nqueues of them */
 };
 

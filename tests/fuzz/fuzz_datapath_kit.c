@@ -4,25 +4,24 @@
 #include <string.h>
 
 #include "fuzz_datapath.h"
+#include "iov.h"
 #include "virtio_net_defs.h"
 
 /* ---- The backend: checks what the device hands it ---------------------------------------- */
 
-static int be_transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt)
+static int be_transmit(struct vnet_backend *be, const struct virtio_net_hdr_v1 *h,
+		       const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame)
 {
-	const struct virtio_net_hdr_v1 *h;
-	size_t frame = 0;
+	size_t got;
 	unsigned type;
 
 	(void)be;
-	CHECK(iovcnt >= 1 && iovcnt <= VQ_MAX_CHAIN + 1 && iov[0].iov_len == sizeof(*h),
-	      "TX: the header is not one 12-byte iovec");
-	h = iov[0].iov_base;
-	for (unsigned i = 1; i < iovcnt; frame += iov[i++].iov_len) {
-		CHECK(iov[i].iov_len > 0 && frame + iov[i].iov_len <= VNET_MAX_FRAME,
-		      "TX: empty iovec, or frame larger than VNET_MAX_FRAME");
-		memcpy(scratch + frame, iov[i].iov_base, iov[i].iov_len); /* ASan checks each byte */
-	}
+	CHECK(iovcnt >= 1 && iovcnt <= VQ_MAX_CHAIN && frame <= VNET_MAX_FRAME,
+	      "TX: more iovecs than a chain holds, or a frame larger than VNET_MAX_FRAME");
+	for (unsigned i = 0; i < iovcnt; i++)
+		CHECK(iov[i].iov_len > 0, "TX: empty iovec");
+	got = iov_copy_from(iov, iovcnt, off, scratch, frame); /* ASan checks each byte */
+	CHECK(got == frame, "TX: the iovecs hold less than off + frame_len bytes");
 	sink = frame ? scratch[frame - 1] : 0;
 	CHECK(!(h->flags & ~VIRTIO_NET_HDR_F_NEEDS_CSUM), "TX: header flags beyond NEEDS_CSUM");
 	CHECK(h->num_buffers == 0, "TX: num_buffers not zero");

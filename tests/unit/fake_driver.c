@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "iov.h"
 #include "virtio_net_defs.h"
 
 #define TD_MEM_GPA 0x100000ull
@@ -394,11 +395,13 @@ unsigned td_run_scheduled(struct test_dev *td)
 	return n;
 }
 
-static int be_transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt)
+/* Records header + frame as one flat packet (what a tap would be written). */
+static int be_transmit(struct vnet_backend *be, const struct virtio_net_hdr_v1 *hdr,
+		       const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len)
 {
 	struct test_dev *td = be->td;
 	struct td_packet *p;
-	size_t len = 0;
+	size_t len = sizeof(*hdr) + frame_len;
 
 	td->tx_attempts++;
 	if (td->tx_hook && td->tx_hook(td) != 0)
@@ -409,17 +412,14 @@ static int be_transmit(struct vnet_backend *be, const struct iovec *iov, unsigne
 	}
 	if (td->npkts == TD_MAX_PACKETS)
 		die("too many packets recorded");
-	for (unsigned i = 0; i < iovcnt; i++)
-		len += iov[i].iov_len;
 	p = &td->pkts[td->npkts++];
-	p->data = malloc(len ? len : 1);
+	p->data = malloc(len);
 	if (!p->data)
 		die("out of memory");
-	p->len = 0;
-	for (unsigned i = 0; i < iovcnt; i++) {
-		memcpy(p->data + p->len, iov[i].iov_base, iov[i].iov_len);
-		p->len += iov[i].iov_len;
-	}
+	memcpy(p->data, hdr, sizeof(*hdr));
+	p->len = sizeof(*hdr) + iov_copy_from(iov, iovcnt, off, p->data + sizeof(*hdr), frame_len);
+	if (p->len != len)
+		die("transmit: the iovecs hold less than off + frame_len bytes");
 	return (int)td->tx_cost; /* further deliveries a backend may report */
 }
 

@@ -195,11 +195,15 @@ static int resume_rx1(void)
 	return vnet_dev_receive(resume_td->dev, iov, 2);
 }
 
-static int resume_xmit(struct vnet_backend *be, const struct iovec *iov, unsigned n)
+static int resume_xmit(struct vnet_backend *be, const struct virtio_net_hdr_v1 *hdr,
+		       const struct iovec *iov, unsigned n, size_t off, size_t len)
 {
 	(void)be;
+	(void)hdr;
 	(void)iov;
 	(void)n;
+	(void)off;
+	(void)len;
 	return 0;
 }
 

@@ -1,0 +1,57 @@
+/* stats.h - the one read path of port and queue statistics (vnetctl stats, Prometheus metrics). */
+#ifndef VNETD_STATS_H
+#define VNETD_STATS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "port.h"
+
+/* One port as the statistics readers see it. */
+struct stats_port {
+	const char *name; /* "p0", ... */
+	unsigned index;
+	const char *backend; /* "tap" or "switch" */
+	const char *tap;     /* tap name, NULL for a switch port */
+	const char *socket;  /* vhost-user socket path */
+	bool connected;	     /* a frontend is connected */
+	uint64_t connections;
+	unsigned worker; /* thread serving the port: always 0 (one event loop) */
+	unsigned nqueues;
+	bool stall_guard; /* the port's stall guard is on */
+};
+
+/* One queue: its state, counters (copied), coalescing parameters and lateness histogram. */
+struct stats_queue {
+	unsigned index;
+	const char *kind; /* "rx", "tx" or "ctrl" */
+	bool enabled, started, broken;
+	uint64_t packets, bytes, kicks;
+	uint64_t notifications; /* sent */
+	uint64_t suppressed;	/* due, but the driver suppressed them */
+	uint64_t held;		/* completions whose notification coalescing held back */
+	uint64_t timer;		/* sent when a coalescing deadline fired */
+	uint64_t early;		/* sent before the deadline by the stall guard (all reasons) */
+	uint64_t early_idle, early_ring, early_bytes; /* ... by reason (vnet_queue_stats) */
+	uint64_t stop;		/* held completions signalled because the queue stopped */
+	uint64_t dropped, rx_no_buffers, yields, rx_direct;
+	uint32_t max_packets, max_usecs;
+	const char *set_by; /* "none", "guest", "host" or "adaptive" */
+	bool adaptive;	    /* the adaptive controller drives the queue */
+	const char *adaptive_state; /* "off", "settled" or "probing" */
+	unsigned adaptive_level;    /* its profile level (coal_adaptive.h) */
+	uint64_t adaptive_changes, adaptive_windows; /* level changes, windows evaluated */
+	struct vnet_lateness_hist lateness;
+};
+
+/* stats_port_read() - fill *out for port p. */
+void stats_port_read(struct port *p, struct stats_port *out);
+
+/* stats_queue_read() - fill *out for queue qidx of port p; false if the port has no such queue. */
+bool stats_queue_read(struct port *p, unsigned qidx, struct stats_queue *out);
+
+/* stats_queue_raw() - the queue's counters as stored (lateness samples for percentiles); or NULL.
+ */
+const struct vnet_queue_stats *stats_queue_raw(struct port *p, unsigned qidx);
+
+#endif

@@ -1,0 +1,275 @@
+/* test_metrics.c - Prometheus exposition text, lateness histogram, HTTP request rules. */
+#include "coal_helpers.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "metrics.h"
+#include "metrics_text.h"
+#include "textbuf.h"
+
+/* ---- lateness histogram (notify.c) through the device ---- */
+
+static void test_lateness_histogram_counts_every_sample(void **state)
+{
+	struct test_dev *td = td_new(1, TD_BASE_FEATURES);
+	struct vnet_lateness_hist h;
+
+	(void)state;
+	assert_int_equal(td_coal_cmd(td, TX_SET, 100, 50), VIRTIO_NET_OK);
+	td_tx(td, TXQ, 1, 64);
+	td_advance(td, 50 * US + 7000); /* 7 us late: bucket le=10us */
+	td_tx(td, TXQ, 1, 64);
+	td_advance(td, 50 * US); /* on time */
+	td_tx(td, TXQ, 1, 64);
+	td_advance(td, 50 * US + 200 * MS); /* above every bound: only +Inf */
+	vnet_queue_lateness(vnet_dev_queue(td->dev, TXQ), &h);
+	assert_int_equal(h.count, 3);
+	assert_int_equal(h.sum_ns, 7000 + 200 * MS);
+	assert_int_equal(vnet_lateness_bounds_us[0], 5);
+	assert_int_equal(h.cumulative[0], 1); /* <= 5 us: the on-time one */
+	assert_int_equal(h.cumulative[1], 2); /* <= 10 us */
+	assert_int_equal(h.cumulative[VNET_LATENESS_BUCKETS - 1], 2);
+	td_free(td);
+}
+
+/* ---- exposition text ---- */
+
+static struct stats_queue sample_queue(unsigned index, const char *kind)
+{
+	struct stats_queue q;
+
+	memset(&q, 0, sizeof(q));
+	q.index = index;
+	q.kind = kind;
+	q.enabled = q.started = true;
+	q.packets = 1000 + index;
+	q.bytes = 64000;
+	q.notifications = 10;
+	q.suppressed = 3;
+	q.held = 990;
+	q.timer = 9;
+	q.max_packets = 32;
+	q.max_usecs = 64;
+	q.set_by = "guest";
+	q.early_idle = 1;
+	q.early_ring = 2;
+	q.early_bytes = 4;
+	q.early = 7;
+	q.adaptive = index == 1;
+	q.adaptive_level = index == 1 ? 3 : 0;
+	q.adaptive_changes = 11;
+	q.lateness.cumulative[0] = 1;
+	for (unsigned b = 1; b < VNET_LATENESS_BUCKETS; b++)
+		q.lateness.cumulative[b] = 4;
+	q.lateness.count = 5;
+	q.lateness.sum_ns = 1500000123;
+	return q;
+}
+
+static char *render(void)
+{
+	static struct stats_queue queues[2];
+	struct metrics_port_view v;
+	struct textbuf tb = {0};
+
+	queues[0] = sample_queue(0, "rx");
+	queues[1] = sample_queue(1, "tx");
+	memset(&v, 0, sizeof(v));
+	v.port.name = "p0";
+	v.port.backend = "tap";
+	v.port.tap = "tap0";
+	v.port.socket = "/run/a \"b\"\\c\n.sock";
+	v.port.connected = true;
+	v.port.connections = 2;
+	v.port.nqueues = 2;
+	v.port.stall_guard = true;
+	v.queues = queues;
+	metrics_format(&tb, &v, 1);
+	assert_false(tb.oom);
+	return tb.p;
+}
+
+static void assert_line(const char *text, const char *line)
+{
+	size_t n = strlen(line);
+	const char *p = text;
+
+	while ((p = strstr(p, line))) {
+		if ((p == text || p[-1] == '\n') && (p[n] == '\n'))
+			return;
+		p++;
+	}
+	fail_msg("line not found: %s", line);
+}
+
+static void test_exposition_lines(void **state)
+{
+	char *t = render();
+
+	(void)state;
+	assert_line(t, "# TYPE vnetd_queue_packets_total counter");
+	assert_line(t, "vnetd_queue_packets_total{port=\"p0\",queue=\"1\",kind=\"tx\"} 1001");
+	assert_line(
+	    t, "vnetd_queue_notifications_suppressed_total{port=\"p0\",queue=\"0\",kind=\"rx\"} 3");
+	assert_line(t,
+		    "vnetd_queue_completions_held_total{port=\"p0\",queue=\"0\",kind=\"rx\"} 990");
+	assert_line(t,
+		    "vnetd_queue_notifications_timer_total{port=\"p0\",queue=\"0\",kind=\"rx\"} 9");
+	assert_line(t,
+		    "vnetd_queue_notifications_early_total{port=\"p0\",queue=\"0\",kind=\"rx\"} 7");
+	assert_line(t, "vnetd_queue_notifications_early_idle_total{port=\"p0\",queue=\"0\","
+		       "kind=\"rx\"} 1");
+	assert_line(t, "vnetd_queue_notifications_early_ring_total{port=\"p0\",queue=\"0\","
+		       "kind=\"rx\"} 2");
+	assert_line(t, "vnetd_queue_notifications_early_bytes_total{port=\"p0\",queue=\"0\","
+		       "kind=\"rx\"} 4");
+	assert_line(t, "vnetd_queue_coalesce_adaptive{port=\"p0\",queue=\"1\",kind=\"tx\"} 1");
+	assert_line(t, "vnetd_queue_coalesce_adaptive_level{port=\"p0\",queue=\"1\",kind=\"tx\"} 3");
+	assert_line(t, "vnetd_queue_coalesce_adaptive_changes_total{port=\"p0\",queue=\"0\","
+		       "kind=\"rx\"} 11");
+	assert_line(t, "vnetd_port_stall_guard{port=\"p0\"} 1");
+	assert_line(t, "vnetd_port_frontend_connected{port=\"p0\"} 1");
+	assert_line(t, "vnetd_port_connections_total{port=\"p0\"} 2");
+	assert_line(t, "vnetd_port_worker{port=\"p0\"} 0");
+	/* Label values escape backslash, quote and newline. */
+	assert_line(t, "vnetd_port_info{port=\"p0\",backend=\"tap\",tap=\"tap0\","
+		       "socket=\"/run/a \\\"b\\\"\\\\c\\n.sock\"} 1");
+	assert_line(t, "vnetd_queue_coalesce_max_packets{port=\"p0\",queue=\"0\",kind=\"rx\"} 32");
+	assert_line(
+	    t,
+	    "vnetd_queue_coalesce_max_delay_seconds{port=\"p0\",queue=\"0\",kind=\"rx\"} 0.000064");
+	assert_line(
+	    t, "vnetd_queue_coalesce_info{port=\"p0\",queue=\"1\",kind=\"tx\",set_by=\"guest\"} 1");
+	assert_line(t, "# TYPE vnetd_queue_notification_lateness_seconds histogram");
+	assert_line(t, "vnetd_queue_notification_lateness_seconds_bucket{port=\"p0\",queue=\"0\","
+		       "kind=\"rx\",le=\"0.000005\"} 1");
+	assert_line(t, "vnetd_queue_notification_lateness_seconds_bucket{port=\"p0\",queue=\"0\","
+		       "kind=\"rx\",le=\"0.1\"} 4");
+	assert_line(t, "vnetd_queue_notification_lateness_seconds_bucket{port=\"p0\",queue=\"0\","
+		       "kind=\"rx\",le=\"+Inf\"} 5");
+	assert_line(t, "vnetd_queue_notification_lateness_seconds_sum{port=\"p0\",queue=\"0\",kind="
+		       "\"rx\"} 1.500000123");
+	assert_line(t, "vnetd_queue_notification_lateness_seconds_count{port=\"p0\",queue=\"0\","
+		       "kind=\"rx\"} 5");
+	free(t);
+}
+
+/* Every sample line belongs to the family of the last # TYPE line, and each family is typed once.
+ */
+static void test_exposition_structure(void **state)
+{
+	char *t = render(), *line, *save = NULL, family[128] = "", seen[64][128];
+	unsigned nseen = 0, samples = 0;
+
+	(void)state;
+	assert_true(t[strlen(t) - 1] == '\n');
+	for (line = strtok_r(t, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, "# TYPE ", 7) == 0) {
+			assert_int_equal(sscanf(line + 7, "%127s", family), 1);
+			for (unsigned i = 0; i < nseen; i++)
+				assert_string_not_equal(seen[i], family);
+			assert_true(nseen < 64);
+			strcpy(seen[nseen++], family);
+			continue;
+		}
+		if (line[0] == '#')
+			continue;
+		assert_int_equal(strncmp(line, family, strlen(family)), 0);
+		assert_non_null(strchr(line, '{'));
+		assert_non_null(strstr(line, "} "));
+		samples++;
+	}
+	assert_true(nseen >= 20);
+	assert_true(samples > 50);
+	free(t);
+}
+
+static void test_textbuf_grows(void **state)
+{
+	struct textbuf tb = {0};
+
+	(void)state;
+	for (int i = 0; i < 10000; i++)
+		tb_printf(&tb, "%05d,", i);
+	tb_puts(&tb, "end");
+	assert_false(tb.oom);
+	assert_int_equal(tb.len, 60003);
+	assert_memory_equal(tb.p + 59994, "09999,end", 10);
+	tb_free(&tb);
+	assert_null(tb.p);
+}
+
+/* ---- HTTP request and address rules (metrics.c) ---- */
+
+static int status_of(const char *req, bool *head)
+{
+	return metrics_http_status(req, strlen(req), head);
+}
+
+static void test_http_status(void **state)
+{
+	bool head;
+	char *big;
+
+	(void)state;
+	assert_int_equal(status_of("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", &head), 200);
+	assert_false(head);
+	assert_int_equal(status_of("HEAD /metrics HTTP/1.0\r\n\r\n", &head), 200);
+	assert_true(head);
+	assert_int_equal(status_of("GET /metrics?x=1 HTTP/1.1\n\n", &head), 200);
+	assert_int_equal(status_of("GET /metrics HTTP/1.1\r\nHost: x\r\n", &head), 0); /* more */
+	assert_int_equal(status_of("GET /", &head), 0);
+	assert_int_equal(status_of("GET /metricsx HTTP/1.1\r\n\r\n", &head), 404);
+	assert_int_equal(status_of("GET / HTTP/1.1\r\n\r\n", &head), 404);
+	assert_int_equal(status_of("POST /metrics HTTP/1.1\r\n\r\n", &head), 405);
+	assert_int_equal(status_of("GET /metrics HTTP/2.0\r\n\r\n", &head), 400);
+	assert_int_equal(status_of("GET /metrics\r\n\r\n", &head), 400);
+	assert_int_equal(status_of("GET  HTTP/1.1\r\n\r\n", &head), 400);
+	assert_int_equal(status_of("\r\n\r\n", &head), 400);
+	assert_int_equal(status_of("\n\n", &head), 400);
+	big = malloc(METRICS_MAX_REQUEST);
+	memset(big, 'a', METRICS_MAX_REQUEST);
+	assert_int_equal(metrics_http_status(big, METRICS_MAX_REQUEST - 1, &head), 0);
+	assert_int_equal(metrics_http_status(big, METRICS_MAX_REQUEST, &head), 431);
+	free(big);
+}
+
+static void test_parse_addr(void **state)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+
+	(void)state;
+	assert_int_equal(metrics_parse_addr("127.0.0.1:9465", &ss, &len), 0);
+	assert_int_equal(ss.ss_family, AF_INET);
+	assert_int_equal(ntohs(((struct sockaddr_in *)&ss)->sin_port), 9465);
+	assert_int_equal(len, sizeof(struct sockaddr_in));
+	assert_int_equal(metrics_parse_addr("[::1]:0", &ss, &len), 0);
+	assert_int_equal(ss.ss_family, AF_INET6);
+	assert_int_equal(metrics_parse_addr("0.0.0.0:65535", &ss, &len), 0);
+	assert_int_equal(metrics_parse_addr("127.0.0.1:65536", &ss, &len), -1);
+	assert_int_equal(metrics_parse_addr("127.0.0.1:", &ss, &len), -1);
+	assert_int_equal(metrics_parse_addr("127.0.0.1:-1", &ss, &len), -1);
+	assert_int_equal(metrics_parse_addr("127.0.0.1:9x", &ss, &len), -1);
+	assert_int_equal(metrics_parse_addr("localhost:9465", &ss, &len), -1);
+	assert_int_equal(metrics_parse_addr("::1:9465", &ss, &len), -1);
+	assert_int_equal(metrics_parse_addr("[::1:9465", &ss, &len), -1);
+	assert_int_equal(metrics_parse_addr(":9465", &ss, &len), -1);
+	assert_int_equal(metrics_parse_addr("9465", &ss, &len), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_lateness_histogram_counts_every_sample),
+	    cmocka_unit_test(test_exposition_lines),
+	    cmocka_unit_test(test_exposition_structure),
+	    cmocka_unit_test(test_textbuf_grows),
+	    cmocka_unit_test(test_http_status),
+	    cmocka_unit_test(test_parse_addr),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,806 @@
+/* test_switch.c - switch backend: learning, flooding, flow cache, aging, RX queue, exact bytes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fake_driver.h"
+#include "switch.h"
+#include "virtio_net_defs.h"
+#include "vnet_dev.h"
+
+#define F(bit) BIT_ULL(VIRTIO_NET_F_##bit)
+#define RXQ 0
+#define TXQ 1
+#define HDR 12u
+#define QSIZE 256u
+#define MAX_PORTS 5
+#define BIG (HDR + 65536u)
+#define NS 1000000000ull
+
+static struct vnet_switch *sw;
+
+/* The switch's learning clock (switch_set_clock()); sw_new() starts it at 1000 s. */
+static uint64_t clock_ns;
+
+static void clock_advance(uint64_t sec)
+{
+	clock_ns += sec * NS;
+	switch_set_clock(sw, clock_ns);
+}
+
+/* ---- Ports: a test device attached to the switch, and its guest's RX buffers ---- */
+
+struct port {
+	struct test_dev *td;
+	struct vnet_backend *be;
+	uint8_t mac[6];
+	uint64_t rx_gpa[QSIZE]; /* by RX head: the buffer posted there */
+	uint32_t rx_cap[QSIZE];
+};
+
+static struct port ports[MAX_PORTS];
+static unsigned nports;
+static uint8_t rx_out[BIG + 4096], frame_buf[BIG];
+
+/* A guest header the switch must not pass on: everything but flags and gso_type non-zero. */
+static void tx_header(uint8_t *h)
+{
+	memset(h, 0, HDR);
+	put_le16(h + 2, 54);   /* hdr_len */
+	put_le16(h + 4, 1448); /* gso_size */
+	put_le16(h + 6, 34);   /* csum_start */
+	put_le16(h + 8, 16);   /* csum_offset */
+	put_le16(h + 10, 7);   /* num_buffers */
+}
+
+static void sw_new(void)
+{
+	sw = switch_create();
+	assert_non_null(sw);
+	nports = 0;
+	clock_ns = 1000 * NS;
+	switch_set_clock(sw, clock_ns);
+}
+
+/* Port i: a new device with `features`, attached to the switch, MAC 02:00:00:00:00:a<i>. */
+static struct port *port_add(uint64_t features)
+{
+	static const char *const names[MAX_PORTS] = {"a", "b", "c", "d", "e"};
+	struct port *p = &ports[nports];
+
+	assert_true(nports < MAX_PORTS);
+	memset(p, 0, sizeof(*p));
+	p->td = td_new(1, TD_BASE_FEATURES | features);
+	assert_int_equal(p->td->features & features, features);
+	p->be = switch_attach(sw, p->td->dev, names[nports]);
+	assert_non_null(p->be);
+	vnet_dev_attach_backend(p->td->dev, &switch_backend_ops, p->be);
+	memcpy(p->mac, (const uint8_t[6]){0x02, 0, 0, 0, 0, (uint8_t)(0xa0 + nports)}, 6);
+	nports++;
+	return p;
+}
+
+static void port_detach(struct port *p)
+{
+	switch_detach(p->be);
+	p->be = NULL;
+	vnet_dev_attach_backend(p->td->dev, NULL, NULL);
+}
+
+static int sw_teardown(void **state)
+{
+	switch_destroy(sw); /* detaches what is left; the devices are freed after */
+	sw = NULL;
+	nports = 0;
+	td_mem_size = 4u << 20;
+	return td_cleanup(state);
+}
+
+/* Run what the devices scheduled, then publish RX, as the event loop does after events. */
+static void pump(void)
+{
+	for (bool more = true; more;) {
+		more = false;
+		for (unsigned i = 0; i < nports; i++)
+			if (td_run_scheduled(ports[i].td))
+				more = true;
+	}
+	for (unsigned i = 0; i < nports; i++)
+		vnet_dev_rx_flush(ports[i].td->dev);
+}
+
+/* switch_port_stats() one counter at a time: 0 forwarded, 1 flooded, 2 dropped. */
+static uint64_t port_stat(const struct port *p, int which)
+{
+	uint64_t v[3];
+
+	switch_port_stats(p->be, &v[0], &v[1], &v[2]);
+	return v[which];
+}
+
+#define forwarded(p) port_stat(p, 0)
+#define flooded(p) port_stat(p, 1)
+#define dropped(p) port_stat(p, 2)
+
+/* ---- Frames ---- */
+
+/* An Ethernet frame of len bytes (len >= 12): dst, src, ethertype 0x88b5, a seeded pattern. */
+static const uint8_t *make_frame(const uint8_t *dst, const uint8_t *src, size_t len, unsigned seed)
+{
+	memcpy(frame_buf, dst, 6);
+	memcpy(frame_buf + 6, src, 6);
+	for (size_t i = 12; i < len; i++)
+		frame_buf[i] = (uint8_t)(seed * 37 + i * 11 + 1);
+	if (len >= 14) {
+		frame_buf[12] = 0x88;
+		frame_buf[13] = 0xb5;
+	}
+	if (len >= 16) { /* the seed itself, so a reordering shows as a clear mismatch */
+		frame_buf[14] = (uint8_t)seed;
+		frame_buf[15] = (uint8_t)(seed >> 8);
+	}
+	return frame_buf;
+}
+
+/*
+ * Queue header + frame on p's TX ring as descriptors of the lengths in cuts (NULL: one
+ * descriptor), directly or through one indirect table. No publish, no kick.
+ */
+static void tx_queue_cut(struct port *p, const uint8_t *frame, size_t len, const uint32_t *cuts,
+			 unsigned ncuts, bool indirect)
+{
+	struct test_dev *td = p->td;
+	struct fake_buf b[FAKE_MAX_CHAIN];
+	uint32_t one = (uint32_t)(HDR + len);
+	uint8_t *pkt = malloc(HDR + len);
+	size_t off = 0;
+
+	assert_non_null(pkt);
+	while (fake_vq_get_used(&td->vq[TXQ], NULL, NULL))
+		; /* reclaim finished chains */
+	tx_header(pkt);
+	memcpy(pkt + HDR, frame, len);
+	if (!cuts) {
+		cuts = &one;
+		ncuts = 1;
+	}
+	assert_true(ncuts <= FAKE_MAX_CHAIN);
+	for (unsigned i = 0; i < ncuts; i++) {
+		b[i].gpa = fake_mem_alloc(&td->mem, cuts[i], 8);
+		b[i].len = cuts[i];
+		b[i].write = false;
+		memcpy(fake_mem_host(&td->mem, b[i].gpa), pkt + off, cuts[i]);
+		off += cuts[i];
+	}
+	assert_int_equal(off, HDR + len);
+	if (indirect)
+		fake_vq_add_indirect(&td->vq[TXQ], b, ncuts);
+	else
+		fake_vq_add_chain(&td->vq[TXQ], b, ncuts);
+	free(pkt);
+}
+
+static void tx_kick(struct port *p)
+{
+	fake_vq_publish(&p->td->vq[TXQ]);
+	vnet_dev_kick(p->td->dev, TXQ);
+	pump();
+}
+
+/* p sends one frame from `src` to `dst` (one descriptor) and kicks. */
+static void send_from(struct port *p, const uint8_t *dst, const uint8_t *src, size_t len,
+		      unsigned seed)
+{
+	tx_queue_cut(p, make_frame(dst, src, len, seed), len, NULL, 0, false);
+	tx_kick(p);
+}
+
+static void tx_send(struct port *p, const uint8_t *dst, size_t len, unsigned seed)
+{
+	send_from(p, dst, p->mac, len, seed);
+}
+
+/* n frames from p to dst (seeds first..), kicked in batches that fit the TX ring. */
+static void send_many(struct port *p, const uint8_t *dst, size_t len, unsigned first, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		tx_queue_cut(p, make_frame(dst, p->mac, len, first + i), len, NULL, 0, false);
+		if (i % 100 == 99 || i + 1 == n)
+			tx_kick(p);
+	}
+}
+
+/* ---- The receiving guest ---- */
+
+/* Post n writable buffers of `size` bytes (0xcc-filled) on p's RX ring; kick if asked. */
+static void rx_post_kick(struct port *p, unsigned n, uint32_t size, bool kick)
+{
+	struct test_dev *td = p->td;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct fake_buf b = {fake_mem_alloc(&td->mem, size, 8), size, true};
+		int head;
+
+		memset(fake_mem_host(&td->mem, b.gpa), 0xcc, size);
+		head = fake_vq_add_chain(&td->vq[RXQ], &b, 1);
+		p->rx_gpa[head] = b.gpa;
+		p->rx_cap[head] = size;
+	}
+	fake_vq_publish(&td->vq[RXQ]);
+	if (!kick)
+		return;
+	vnet_dev_kick(td->dev, RXQ);
+	pump();
+}
+
+static void rx_post(struct port *p, unsigned n, uint32_t size)
+{
+	rx_post_kick(p, n, size, true);
+}
+
+/* A switch with n plain ports, each with bufs RX buffers of 1526 bytes posted. */
+static void sw_up(unsigned n, unsigned bufs)
+{
+	sw_new();
+	for (unsigned i = 0; i < n; i++)
+		port_add(0);
+	for (unsigned i = 0; bufs && i < n; i++)
+		rx_post(&ports[i], bufs, 1526);
+}
+
+static bool rx_pending(const struct port *p)
+{
+	const struct fake_vq *q = &p->td->vq[RXQ];
+
+	return fake_vq_used_idx(q) != q->last_used;
+}
+
+/* One used buffer of p's RX ring appended to rx_out at *at; its num_buffers field if first. */
+static void rx_take_one(struct port *p, size_t *at)
+{
+	uint32_t id, len;
+	const uint8_t *buf;
+
+	assert_true(fake_vq_get_used(&p->td->vq[RXQ], &id, &len));
+	assert_true(id < QSIZE);
+	assert_true(len <= p->rx_cap[id]);
+	assert_true(*at + len <= sizeof(rx_out));
+	buf = fake_mem_host(&p->td->mem, p->rx_gpa[id]);
+	memcpy(rx_out + *at, buf, len);
+	if (len < p->rx_cap[id])
+		assert_int_equal(buf[len], 0xcc); /* nothing written past the packet */
+	*at += len;
+}
+
+/* The next packet p's guest got (header + frame, reassembled into rx_out); its length. */
+static size_t rx_take(struct port *p, unsigned *nbufs)
+{
+	size_t at = 0;
+	unsigned n;
+
+	assert_true(rx_pending(p));
+	rx_take_one(p, &at);
+	assert_true(at >= HDR);
+	n = get_le16(rx_out + 10);
+	if (!(p->td->features & F(MRG_RXBUF)))
+		assert_int_equal(n, 1);
+	assert_true(n >= 1);
+	for (unsigned i = 1; i < n; i++)
+		rx_take_one(p, &at);
+	if (nbufs)
+		*nbufs = n;
+	return at;
+}
+
+/* p's guest got exactly this frame, behind a header that is zero but for num_buffers. */
+static unsigned expect_frame(struct port *p, const uint8_t *dst, const uint8_t *src, size_t len,
+			     unsigned seed)
+{
+	static const uint8_t zero[HDR - 2];
+	const uint8_t *want = make_frame(dst, src, len, seed);
+	unsigned nbufs;
+	size_t got = rx_take(p, &nbufs);
+
+	assert_int_equal(got, HDR + len);
+	assert_memory_equal(rx_out, zero, sizeof(zero));
+	assert_memory_equal(rx_out + HDR, want, len);
+	return nbufs;
+}
+
+static void expect_from(struct port *r, const struct port *s, const uint8_t *dst, size_t len,
+			unsigned seed)
+{
+	expect_frame(r, dst, s->mac, len, seed);
+}
+
+static void expect_nothing(const struct port *p)
+{
+	assert_false(rx_pending(p));
+}
+
+/* Two ports, A with RX buffers, B without; B has sent once (its MAC is learned). */
+static void two_ports_b_learned(void)
+{
+	sw_up(2, 0);
+	rx_post(&ports[0], 8, 1526);
+	tx_send(&ports[1], ports[0].mac, 60, 1000);
+	expect_from(&ports[0], &ports[1], ports[0].mac, 60, 1000);
+}
+
+static const uint8_t mac_bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+static const uint8_t mac_mcast[6] = {0x01, 0x00, 0x5e, 0x00, 0x00, 0x01};
+static const uint8_t mac_zero[6];
+static const uint8_t mac_unknown[6] = {0x02, 0x00, 0x00, 0x00, 0x00, 0xee};
+
+/* ---- Learning and forwarding ---- */
+
+/* (1) Unknown destination: every other port gets it, the sender does not. */
+static void test_unknown_destination_floods_but_not_back(void **state)
+{
+	struct port *a = &ports[0], *b = &ports[1], *c = &ports[2], *d = &ports[3];
+
+	(void)state;
+	sw_up(4, 8);
+	tx_send(a, mac_unknown, 100, 1);
+	expect_from(b, a, mac_unknown, 100, 1);
+	expect_from(c, a, mac_unknown, 100, 1);
+	expect_from(d, a, mac_unknown, 100, 1);
+	expect_nothing(a);
+	assert_int_equal(flooded(a), 1);
+	assert_int_equal(forwarded(a), 0);
+	/* Three deliveries, but one packet in the sender's TX stats. */
+	assert_int_equal(vnet_dev_queue(a->td->dev, TXQ)->stats.packets, 1);
+	assert_int_equal(dropped(a) + dropped(b) + dropped(c) + dropped(d), 0);
+}
+
+/* (2) Once B has sent, A->B goes to B only (also right after A->B had flooded). */
+static void test_learned_destination_goes_to_one_port(void **state)
+{
+	struct port *a = &ports[0], *b = &ports[1], *c = &ports[2];
+
+	(void)state;
+	sw_up(3, 16);
+	tx_send(a, b->mac, 64, 1); /* B unknown: flooded, and A's flow cache says so */
+	expect_from(b, a, b->mac, 64, 1);
+	expect_from(c, a, b->mac, 64, 1);
+	assert_int_equal(flooded(a), 1);
+	tx_send(b, a->mac, 80, 2); /* A was learned from its flood */
+	expect_from(a, b, a->mac, 80, 2);
+	expect_nothing(c);
+	assert_int_equal(forwarded(b), 1);
+	for (unsigned i = 0; i < 4; i++) /* the same destination again and again */
+		tx_send(a, b->mac, 64 + i, 10 + i);
+	for (unsigned i = 0; i < 4; i++)
+		expect_from(b, a, b->mac, 64 + i, 10 + i);
+	expect_nothing(c);
+	expect_nothing(a);
+	assert_int_equal(forwarded(a), 4);
+	assert_int_equal(flooded(a), 1);
+	/* A destination behind the sender itself is filtered: nobody gets it. */
+	send_from(c, a->mac, c->mac, 60, 20);
+	expect_from(a, c, a->mac, 60, 20);
+	send_from(a, mac_unknown, a->mac, 60, 21); /* floods */
+	expect_from(b, a, mac_unknown, 60, 21);
+	expect_from(c, a, mac_unknown, 60, 21);
+	tx_send(a, a->mac, 60, 22);
+	expect_nothing(a);
+	expect_nothing(b);
+	expect_nothing(c);
+}
+
+/* (3) Broadcast and multicast flood even with every MAC learned. */
+static void test_broadcast_and_multicast_flood(void **state)
+{
+	struct port *a = &ports[0], *b = &ports[1], *c = &ports[2];
+
+	(void)state;
+	sw_up(3, 8);
+	tx_send(b, mac_bcast, 60, 1);
+	tx_send(c, mac_bcast, 60, 2);
+	expect_from(a, b, mac_bcast, 60, 1);
+	expect_from(a, c, mac_bcast, 60, 2);
+	expect_from(c, b, mac_bcast, 60, 1);
+	expect_from(b, c, mac_bcast, 60, 2);
+	tx_send(a, mac_bcast, 200, 3);
+	tx_send(a, mac_mcast, 201, 4);
+	expect_from(b, a, mac_bcast, 200, 3);
+	expect_from(b, a, mac_mcast, 201, 4);
+	expect_from(c, a, mac_bcast, 200, 3);
+	expect_from(c, a, mac_mcast, 201, 4);
+	expect_nothing(a);
+	assert_int_equal(flooded(a), 2);
+	assert_int_equal(forwarded(a), 0);
+	/* A flood costs the sender a TX budget unit per further delivery: it yields, then ends. */
+	for (unsigned i = 0; i < nports; i++)
+		rx_post(&ports[i], 200, 128);
+	for (unsigned i = 0; i < 200; i++)
+		tx_queue_cut(a, make_frame(mac_bcast, a->mac, 60, 100 + i), 60, NULL, 0, false);
+	fake_vq_publish(&a->td->vq[TXQ]);
+	vnet_dev_kick(a->td->dev, TXQ);
+	assert_true(a->td->scheduled[TXQ]);
+	/* Two receivers: one further delivery each, so half a budget of packets. */
+	assert_int_equal(vnet_dev_queue(a->td->dev, TXQ)->stats.packets,
+			 2 + VNET_BUDGET_PACKETS / 2);
+	pump();
+	assert_int_equal(vnet_dev_queue(a->td->dev, TXQ)->stats.packets, 2 + 200);
+	for (unsigned i = 0; i < 200; i++) {
+		expect_from(b, a, mac_bcast, 60, 100 + i);
+		expect_from(c, a, mac_bcast, 60, 100 + i);
+	}
+	expect_nothing(a);
+	/* An all-zero source is not learned: frames to it still flood, not go to C. */
+	send_from(c, a->mac, mac_zero, 60, 5);
+	expect_frame(a, a->mac, mac_zero, 60, 5);
+	tx_send(a, mac_zero, 60, 6);
+	expect_from(b, a, mac_zero, 60, 6);
+	expect_from(c, a, mac_zero, 60, 6);
+}
+
+/* (4) A MAC that moves from B to C is followed at once, and moves back when B sends again. */
+static void test_moved_mac_follows_to_new_port(void **state)
+{
+	struct port *a = &ports[0], *b = &ports[1], *c = &ports[2];
+
+	(void)state;
+	sw_up(3, 16);
+	tx_send(b, a->mac, 60, 1); /* floods: A unknown */
+	expect_from(a, b, a->mac, 60, 1);
+	expect_from(c, b, a->mac, 60, 1);
+	tx_send(a, b->mac, 60, 2);
+	tx_send(a, b->mac, 60, 3); /* the flow cache holds B now */
+	expect_from(b, a, b->mac, 60, 2);
+	expect_from(b, a, b->mac, 60, 3);
+	expect_nothing(c);
+	send_from(c, a->mac, b->mac, 70, 4); /* C now sends as B */
+	expect_frame(a, a->mac, b->mac, 70, 4);
+	expect_nothing(b);
+	tx_send(a, b->mac, 60, 5);
+	expect_from(c, a, b->mac, 60, 5);
+	expect_nothing(b);
+	assert_int_equal(forwarded(a), 3);
+	assert_int_equal(flooded(a), 0);
+	/* B speaks again: the MAC is B's again (B's own cache must not just refresh it). */
+	tx_send(b, a->mac, 60, 6);
+	expect_from(a, b, a->mac, 60, 6);
+	tx_send(a, b->mac, 60, 7);
+	expect_from(b, a, b->mac, 60, 7);
+	expect_nothing(c);
+}
+
+/* (5) The destination port goes away: its frames flood (no stale cache), also to a new port. */
+static void test_detached_destination_floods_afterwards(void **state)
+{
+	struct port *a = &ports[0], *b = &ports[1], *c = &ports[2], *d = &ports[3], *e;
+
+	(void)state;
+	sw_up(4, 16);
+	tx_send(b, a->mac, 60, 1);
+	tx_send(a, b->mac, 60, 2); /* learns A; B goes to B only */
+	for (unsigned i = 0; i < nports; i++)
+		while (rx_pending(&ports[i]))
+			rx_take(&ports[i], NULL);
+	for (unsigned i = 0; i < 5; i++)
+		tx_send(a, b->mac, 60, 10 + i);
+	for (unsigned i = 0; i < 5; i++)
+		expect_from(b, a, b->mac, 60, 10 + i);
+	expect_nothing(c);
+	expect_nothing(d);
+	assert_int_equal(forwarded(a), 6);
+	port_detach(b);
+	for (unsigned i = 0; i < 3; i++)
+		tx_send(a, b->mac, 60, 20 + i);
+	for (unsigned i = 0; i < 3; i++) {
+		expect_from(c, a, b->mac, 60, 20 + i);
+		expect_from(d, a, b->mac, 60, 20 + i);
+	}
+	expect_nothing(b);
+	expect_nothing(a);
+	assert_int_equal(forwarded(a), 6);
+	assert_int_equal(flooded(a), 3);
+	/* A new port takes the freed slot: B's old MAC still floods, and reaches it too. */
+	e = port_add(0);
+	rx_post(e, 8, 1526);
+	tx_send(a, b->mac, 60, 30);
+	expect_from(c, a, b->mac, 60, 30);
+	expect_from(d, a, b->mac, 60, 30);
+	expect_from(e, a, b->mac, 60, 30);
+	/* E takes over B's MAC: then it is E's alone. */
+	send_from(e, a->mac, b->mac, 60, 31);
+	expect_frame(a, a->mac, b->mac, 60, 31);
+	tx_send(a, b->mac, 60, 32);
+	expect_from(e, a, b->mac, 60, 32);
+	expect_nothing(c);
+	expect_nothing(d);
+	expect_nothing(b);
+}
+
+/* (6) Aging: a MAC not seen as a source for SWITCH_FDB_AGE_SEC is forgotten (flow cache too). */
+static void test_aged_mac_floods_again(void **state)
+{
+	struct port *a = &ports[0], *b = &ports[1], *c = &ports[2];
+
+	(void)state;
+	sw_up(3, 16);
+	tx_send(a, mac_bcast, 60, 1);
+	tx_send(b, a->mac, 60, 2);
+	expect_from(b, a, mac_bcast, 60, 1);
+	expect_from(c, a, mac_bcast, 60, 1);
+	expect_from(a, b, a->mac, 60, 2);
+	tx_send(a, b->mac, 60, 3);
+	expect_from(b, a, b->mac, 60, 3);
+	/* B's entry is refreshed by B sending, not by frames to B. */
+	clock_advance(SWITCH_FDB_AGE_SEC * 2 / 3);
+	tx_send(a, b->mac, 60, 4);
+	tx_send(b, a->mac, 60, 5);
+	expect_from(b, a, b->mac, 60, 4);
+	expect_from(a, b, a->mac, 60, 5);
+	clock_advance(SWITCH_FDB_AGE_SEC * 2 / 3); /* aged if refreshing did not work */
+	tx_send(a, b->mac, 60, 6);
+	expect_from(b, a, b->mac, 60, 6);
+	expect_nothing(c);
+	assert_int_equal(forwarded(a), 3);
+	/* Silent for longer than the age: forgotten, frames to it flood. */
+	clock_advance(SWITCH_FDB_AGE_SEC + 1);
+	tx_send(a, b->mac, 60, 7);
+	expect_from(b, a, b->mac, 60, 7);
+	expect_from(c, a, b->mac, 60, 7);
+	assert_int_equal(forwarded(a), 3);
+	assert_int_equal(flooded(a), 2);
+	/* Heard from again: learned again (A is known: its last frame refreshed it). */
+	tx_send(b, a->mac, 60, 8);
+	expect_from(a, b, a->mac, 60, 8);
+	expect_nothing(c);
+	tx_send(a, b->mac, 60, 9);
+	expect_from(b, a, b->mac, 60, 9);
+	expect_nothing(c);
+	assert_int_equal(forwarded(a), 4);
+}
+
+/* ---- A receiver without buffers ---- */
+
+/* (7a) Frames wait in order while B has no buffers and go out as buffers come. */
+static void test_no_rx_buffers_queues_in_order(void **state)
+{
+	struct port *a = &ports[0], *b = &ports[1];
+
+	(void)state;
+	two_ports_b_learned();
+	send_many(a, b->mac, 60, 0, 10);
+	assert_int_equal(switch_port_queued(b->be), 10);
+	expect_nothing(b);
+	assert_int_equal(forwarded(a), 10);
+	rx_post(b, 4, 1526); /* the kick resumes the switch port */
+	assert_int_equal(switch_port_queued(b->be), 6);
+	for (unsigned i = 0; i < 4; i++)
+		expect_from(b, a, b->mac, 60, i);
+	expect_nothing(b);
+	tx_send(a, b->mac, 60, 10); /* queues behind the rest, not before */
+	assert_int_equal(switch_port_queued(b->be), 7);
+	expect_nothing(b);
+	/* Buffers posted, their kick not seen yet: the next frame still goes after the queue. */
+	rx_post_kick(b, 16, 1526, false);
+	tx_send(a, b->mac, 60, 11);
+	assert_int_equal(switch_port_queued(b->be), 0);
+	for (unsigned i = 4; i <= 11; i++)
+		expect_from(b, a, b->mac, 60, i);
+	expect_nothing(b);
+	vnet_dev_kick(b->td->dev, RXQ); /* the late kick: nothing left to resume */
+	pump();
+	expect_nothing(b);
+	tx_send(a, b->mac, 60, 12); /* buffers left: straight through */
+	assert_int_equal(switch_port_queued(b->be), 0);
+	expect_from(b, a, b->mac, 60, 12);
+	assert_int_equal(dropped(b), 0);
+	assert_int_equal(dropped(a), 0);
+}
+
+/* (7b) Beyond SWITCH_QUEUE_PACKETS frames are dropped and counted; the rest keep their order. */
+static void test_full_queue_drops_and_counts(void **state)
+{
+	struct port *a = &ports[0], *b = &ports[1];
+	const unsigned extra = 5;
+
+	(void)state;
+	two_ports_b_learned();
+	send_many(a, b->mac, 60, 0, SWITCH_QUEUE_PACKETS + extra);
+	assert_int_equal(switch_port_queued(b->be), SWITCH_QUEUE_PACKETS);
+	assert_int_equal(dropped(b), extra);
+	assert_int_equal(dropped(a), 0);
+	assert_int_equal(forwarded(a), SWITCH_QUEUE_PACKETS + extra);
+	rx_post(b, QSIZE, 128);
+	assert_int_equal(switch_port_queued(b->be), SWITCH_QUEUE_PACKETS - QSIZE);
+	for (unsigned i = 0; i < QSIZE; i++)
+		expect_from(b, a, b->mac, 60, i);
+	expect_nothing(b);
+	rx_post(b, 4, 128);
+	tx_send(a, b->mac, 60, 999);
+	expect_from(b, a, b->mac, 60, 999);
+	expect_nothing(b);
+	assert_int_equal(dropped(b), extra);
+}
+
+/* (7c) The byte limit: 64 KiB frames beyond SWITCH_QUEUE_BYTES drop; the rest drain over runs. */
+static void test_queue_byte_limit_and_resume_over_budgets(void **state)
+{
+	const size_t len = 65536;
+	const unsigned fit = SWITCH_QUEUE_BYTES / 65536;
+	struct port *a = &ports[0], *b = &ports[1];
+
+	(void)state;
+	td_mem_size = 16u << 20;
+	two_ports_b_learned();
+	send_many(a, b->mac, len, 0, fit + 1);
+	assert_int_equal(switch_port_queued(b->be), fit);
+	assert_int_equal(dropped(b), 1);
+	/* One resume moves at most VNET_BUDGET_BYTES: the device schedules the rest (pump). */
+	rx_post(b, fit, HDR + 65536);
+	assert_int_equal(switch_port_queued(b->be), 0);
+	for (unsigned i = 0; i < fit; i++)
+		expect_from(b, a, b->mac, len, i);
+	expect_nothing(b);
+	/* Detaching a port drops what waits for it (LeakSanitizer checks they are freed). */
+	send_many(a, b->mac, len, 100, 3);
+	assert_int_equal(switch_port_queued(b->be), 3);
+	port_detach(b);
+	tx_send(a, b->mac, 60, 200); /* floods to nobody */
+	expect_nothing(b);
+	assert_int_equal(flooded(a), 1);
+}
+
+/* ---- Sizes, descriptor layouts, the header ---- */
+
+/* (8) 14-byte frames, frames that fill several mergeable buffers, direct and queued. */
+static void test_sizes_byte_exact_with_mergeable_buffers(void **state)
+{
+	static const size_t lens[] = {14, 500, 501, 3000, 65536};
+	const size_t n = sizeof(lens) / sizeof(lens[0]);
+	struct port *a = &ports[0], *b;
+
+	(void)state;
+	td_mem_size = 8u << 20;
+	sw_up(1, 8);
+	b = port_add(F(MRG_RXBUF));
+	tx_send(b, a->mac, 14, 0);
+	expect_from(a, b, a->mac, 14, 0);
+	for (size_t i = 0; i < n; i++) { /* straight into B's buffers */
+		rx_post(b, (unsigned)((HDR + lens[i] + 511) / 512), 512);
+		tx_send(a, b->mac, lens[i], (unsigned)i);
+		assert_int_equal(expect_frame(b, b->mac, a->mac, lens[i], (unsigned)i),
+				 (HDR + lens[i] + 511) / 512);
+		expect_nothing(b);
+	}
+	for (size_t i = 0; i < n; i++) /* B has no buffers: through the queue */
+		tx_send(a, b->mac, lens[i], 10 + (unsigned)i);
+	assert_int_equal(switch_port_queued(b->be), n);
+	rx_post(b, 160, 512);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(expect_frame(b, b->mac, a->mac, lens[i], 10 + (unsigned)i),
+				 (HDR + lens[i] + 511) / 512);
+	expect_nothing(b);
+	/* Shorter than an Ethernet header, or beyond 64 KiB: dropped and counted at the sender. */
+	tx_send(a, b->mac, 13, 20);
+	tx_send(a, b->mac, 65537, 21);
+	expect_nothing(b);
+	assert_int_equal(dropped(a), 2);
+	assert_int_equal(dropped(b), 0);
+}
+
+/* (9) Header and frame cut into many descriptors, MACs across the cuts: forwarded byte-exact. */
+static void test_split_tx_chain_byte_exact(void **state)
+{
+	/* Packet bytes: header 5 + 7, then dst 3 | 3, src 1 | 5, ethertype 1 | 1, payload. */
+	static const uint32_t cuts[] = {5, 10, 4, 6, 1, 20, 33};
+	const size_t len = 5 + 10 + 4 + 6 + 1 + 20 + 33 - HDR;
+	uint32_t bytes[FAKE_MAX_CHAIN];
+	struct port *a = &ports[0], *b = &ports[1], *c = &ports[2];
+
+	(void)state;
+	sw_up(3, 8);
+	/* A broadcast from a split chain: A's MAC learned from pieces. */
+	tx_queue_cut(a, make_frame(mac_bcast, a->mac, len, 1), len, cuts, 7, false);
+	tx_kick(a);
+	expect_from(b, a, mac_bcast, len, 1);
+	expect_from(c, a, mac_bcast, len, 1);
+	/* Indirect, to A: the destination read from pieces, B learned from pieces. */
+	tx_queue_cut(b, make_frame(a->mac, b->mac, len, 2), len, cuts, 7, true);
+	tx_kick(b);
+	expect_from(a, b, a->mac, len, 2);
+	expect_nothing(c);
+	/* One byte per descriptor up to the payload, then the rest at once. */
+	for (unsigned i = 0; i < HDR + 14; i++)
+		bytes[i] = 1;
+	bytes[HDR + 14] = 100;
+	tx_queue_cut(a, make_frame(b->mac, a->mac, 114, 3), 114, bytes, HDR + 15, false);
+	tx_kick(a);
+	expect_from(b, a, b->mac, 114, 3);
+	expect_nothing(c);
+	/* The same while B has no buffers: the queued copy is byte-exact too. */
+	while (rx_pending(b))
+		rx_take(b, NULL);
+	for (unsigned i = 0; i < 6; i++)
+		tx_send(c, mac_bcast, 60, 50 + i); /* uses up B's last 6 buffers */
+	while (rx_pending(b))
+		rx_take(b, NULL);
+	tx_queue_cut(a, make_frame(b->mac, a->mac, 114, 4), 114, bytes, HDR + 15, false);
+	tx_kick(a);
+	assert_int_equal(switch_port_queued(b->be), 1);
+	rx_post(b, 1, 1526);
+	expect_from(b, a, b->mac, 114, 4);
+	assert_int_equal(forwarded(a), 2);
+	assert_int_equal(forwarded(b), 1);
+}
+
+/* (10) The receiver's header is all zero but num_buffers, whatever the sender's held. */
+static void test_receiver_header_zero_but_num_buffers(void **state)
+{
+	struct port *a = &ports[0], *b = &ports[1], *m;
+
+	(void)state;
+	sw_up(2, 0);
+	m = port_add(F(MRG_RXBUF));
+	rx_post(b, 1, 1526);
+	rx_post(m, 3, 512);
+	/* The sender's header (tx_header()) has every field but flags and gso_type set. */
+	tx_send(a, mac_bcast, 1100, 1);
+	/* expect_frame(): bytes 0..9 zero (over 0xcc), num_buffers what the buffers took. */
+	assert_int_equal(expect_frame(b, mac_bcast, a->mac, 1100, 1), 1);
+	assert_int_equal(expect_frame(m, mac_bcast, a->mac, 1100, 1), 3);
+	/* Through the queue, the same. */
+	tx_send(a, mac_bcast, 100, 2);
+	assert_int_equal(switch_port_queued(b->be), 1);
+	assert_int_equal(switch_port_queued(m->be), 1);
+	rx_post(b, 1, 1526);
+	rx_post(m, 1, 512);
+	assert_int_equal(expect_frame(b, mac_bcast, a->mac, 100, 2), 1);
+	assert_int_equal(expect_frame(m, mac_bcast, a->mac, 100, 2), 1);
+}
+
+/* SWITCH_MAX_PORTS ports at most; a freed slot can be taken again. */
+static void test_switch_full_refuses_port(void **state)
+{
+	struct vnet_backend *be[SWITCH_MAX_PORTS];
+	struct port *a = &ports[0];
+
+	(void)state;
+	sw_up(1, 0);
+	be[0] = a->be;
+	for (unsigned i = 1; i < SWITCH_MAX_PORTS; i++) {
+		be[i] = switch_attach(sw, a->td->dev, "x");
+		assert_non_null(be[i]);
+	}
+	assert_null(switch_attach(sw, a->td->dev, "full"));
+	switch_detach(be[7]);
+	be[7] = switch_attach(sw, a->td->dev, "again");
+	assert_non_null(be[7]);
+	for (unsigned i = 1; i < SWITCH_MAX_PORTS; i++)
+		switch_detach(be[i]);
+}
+
+#define T(fn) cmocka_unit_test_teardown(fn, sw_teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    T(test_unknown_destination_floods_but_not_back),
+	    T(test_learned_destination_goes_to_one_port),
+	    T(test_broadcast_and_multicast_flood),
+	    T(test_moved_mac_follows_to_new_port),
+	    T(test_detached_destination_floods_afterwards),
+	    T(test_aged_mac_floods_again),
+	    T(test_no_rx_buffers_queues_in_order),
+	    T(test_full_queue_drops_and_counts),
+	    T(test_queue_byte_limit_and_resume_over_budgets),
+	    T(test_sizes_byte_exact_with_mergeable_buffers),
+	    T(test_split_tx_chain_byte_exact),
+	    T(test_receiver_header_zero_but_num_buffers),
+	    T(test_switch_full_refuses_port),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
