@@ -171,7 +171,6 @@ bool coal_adapt_tick(struct coal_adapt *a, uint64_t now_ns, const struct coal_ad
 	r.pps = per_sec(packets, dur);
 	r.bps = per_sec(delta(c->bytes, a->base.bytes), dur);
 	r.nps = per_sec(delta(c->notifications, a->base.notifications), dur);
-	a->last = r;
 	a->windows++;
 	a->win_start_ns = now_ns;
 	a->base = *c;

@@ -43,7 +43,6 @@ struct coal_adapt {
 	uint64_t win_start_ns;
 	struct coal_adapt_counters base; /* counters when the window started */
 	struct coal_adapt_rates ref;     /* rates on the level below, before the probe */
-	struct coal_adapt_rates last;    /* rates of the last window (stats) */
 	uint64_t windows;                /* windows evaluated */
 	uint64_t changes;                /* level changes */
 };

@@ -86,6 +86,58 @@ static void test_tx_driver_idle_gets_its_completions(void **state)
 	td_free(td);
 }
 
+/* RX: the guest sent until the hold began, then went quiet: it waits for what we hold. */
+static void test_rx_hold_ends_when_the_guest_stops_sending(void **state)
+{
+	struct test_dev *td = td_guard(true, 0, 1000, 256, 0);
+	uint64_t t0;
+
+	(void)state;
+	assert_int_equal(td_coal_cmd(td, RX_SET, 64, 5000), VIRTIO_NET_OK);
+	td_post_rx(td, RXQ, 16, 2048);
+	td_tx(td, TXQ, 1, 100); /* a request (TX not coalesced: notified at once) */
+	t0 = td->now;
+	td_advance(td, 10 * US);
+	assert_int_equal(td_receive(td, 60, 1), 1); /* the answer */
+	assert_int_equal(td->deadline[RXQ], t0 + 10 * US + 250 * US); /* a quarter of 1000 us */
+	td_advance(td, 249 * US);
+	assert_int_equal(td->notifies[RXQ], 0);
+	td_advance(td, 1 * US);
+	assert_int_equal(td->notifies[RXQ], 1);
+	assert_int_equal(stats(td, RXQ)->early_idle, 1);
+	/* The guest sent nothing around the next hold: coalescing holds it to its deadline. */
+	td_advance(td, 10 * MS);
+	assert_int_equal(td_receive(td, 60, 2), 1);
+	td_advance(td, 4999 * US);
+	assert_int_equal(td->notifies[RXQ], 1);
+	td_advance(td, 1 * US);
+	assert_int_equal(td->notifies[RXQ], 2);
+	assert_int_equal(stats(td, RXQ)->early_idle, 1);
+	assert_int_equal(stats(td, RXQ)->timer_notifications, 1);
+	td_free(td);
+}
+
+/* ... while it keeps sending (a bulk sender whose ACKs we hold is not stalled yet). */
+static void test_rx_hold_lasts_while_the_guest_sends(void **state)
+{
+	struct test_dev *td = td_guard(true, 0, 1000, 256, 0);
+
+	(void)state;
+	assert_int_equal(td_coal_cmd(td, RX_SET, 64, 5000), VIRTIO_NET_OK);
+	td_post_rx(td, RXQ, 16, 2048);
+	td_tx(td, TXQ, 1, 100);
+	assert_int_equal(td_receive(td, 60, 1), 1);
+	for (unsigned i = 0; i < 20; i++) { /* 4 ms of TX every 200 us */
+		td_advance(td, 200 * US);
+		td_tx(td, TXQ, 1, 100);
+	}
+	assert_int_equal(td->notifies[RXQ], 0);
+	td_advance(td, 250 * US); /* then quiet */
+	assert_int_equal(td->notifies[RXQ], 1);
+	assert_int_equal(stats(td, RXQ)->early_idle, 1);
+	td_free(td);
+}
+
 /* Paced traffic (a packet every 500 us) keeps its reduction: the driver is not idle. */
 static void test_paced_tx_keeps_coalescing(void **state)
 {
@@ -219,6 +271,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_bytes_held_end_the_hold, td_cleanup),
 		cmocka_unit_test_teardown(test_guard_off_holds_as_before, td_cleanup),
 		cmocka_unit_test_teardown(test_tx_driver_idle_gets_its_completions, td_cleanup),
+		cmocka_unit_test_teardown(test_rx_hold_ends_when_the_guest_stops_sending, td_cleanup),
+		cmocka_unit_test_teardown(test_rx_hold_lasts_while_the_guest_sends, td_cleanup),
 		cmocka_unit_test_teardown(test_paced_tx_keeps_coalescing, td_cleanup),
 		cmocka_unit_test_teardown(test_paced_rx_keeps_coalescing, td_cleanup),
 		cmocka_unit_test_teardown(test_rx_ring_nearly_empty_notifies, td_cleanup),
