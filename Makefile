@@ -60,8 +60,10 @@ demo: deps
 	$(MAKE) build
 	$(PYTHON) tools/demo.py
 
+# Coalescing profiles set by the guests' own ethtool -C: UML 6.1 and QEMU 11 full-device (sid's
+# QEMU, fetched by guest/qemu.sh), then the QEMU 7.2 peer. BENCH_ARGS e.g. "--guest uml-7.2".
 bench: build
-	$(PYTHON) bench/bench.py
+	$(PYTHON) bench/bench.py --guest uml,qemu-full $(BENCH_ARGS)
 	$(PYTHON) bench/fairness.py
 
 # One flooding guest vs the others: control-socket RTT and throughput (about 1.5 minutes).

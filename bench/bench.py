@@ -1,15 +1,21 @@
 #!/usr/bin/env python3
 """make bench: what notification coalescing costs and saves, measured on real guests.
 
-For each coalescing profile (none, light, moderate, aggressive), a User-Mode Linux guest on a
-vnetd tap port (in a private network namespace this script creates and deletes) sets the
-profile with its own `ethtool -C eth0 ...`, then:
+For each coalescing profile (none, light, moderate, aggressive), a guest on a vnetd tap port (in
+a private network namespace this script creates and deletes) sets the profile with its own
+`ethtool -C eth0 ...`. Guests (--guest, comma-separated; default uml,qemu-full):
+  uml       bookworm's User-Mode Linux 6.1 (guest/fetch.sh);
+  uml-7.2   sid's User-Mode Linux 7.2 (guest/fetch.sh --suite sid);
+  qemu-full sid's QEMU 11 TCG (guest/qemu.sh) with vhost-user-test-device-pci, bookworm's 6.1
+            kernel: QEMU hands the control queue to vnetd, so the guest's ethtool -C works there
+            too, and an interrupt is a real (emulated) one. results/latest.json "targets_qemu".
+Each then runs:
   - bulk TCP with iperf3: TX = guest -> host, RX = host -> guest (iperf3 server in the guest,
     client in the namespace, -R for TX);
   - per run: throughput; CPU seconds of the guest (the whole linux.uml process tree) and of
     vnetd from /proc/<pid>/stat (utime+stime+cutime+cstime), as % of the run and per Gbit;
     vnetd notifications per second per queue (vnetctl stats --json) and guest interrupts per
-    second (/proc/interrupts in the guest, the virtio-uml line);
+    second (/proc/interrupts in the guest: the virtio-uml line, QEMU's virtio0 line);
   - request/response latency: sockperf UDP ping-pong (server in the guest), RTT p50/p99;
   - deadline accuracy: vnetd's per-queue lateness of timer-driven notifications (p50/p99).
 Runs are interleaved (rep 1: none, light, ...; rep 2: ...) so slow drifts of the machine's
@@ -31,7 +37,6 @@ import os
 import platform
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import time
@@ -41,7 +46,8 @@ TOP = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(TOP, 'tests', 'e2e'))
 import harness  # noqa: E402
 from harness import Netns, QemuGuest, UmlGuest, Vnetd, GuestError  # noqa: E402
-import gnuplot  # noqa: E402 (bench/gnuplot.py)
+from bench_report import (GUESTS, TARGETS, TARGETS_QEMU, chart,  # noqa: E402
+                          ratios, ratios_md, summarize, table_md, targets_qemu, targets_qemu_md)
 
 HOST_IP, GUEST_IP = '10.86.0.1', '10.86.0.2'
 NETNS = 'vnetd-bench'
@@ -57,8 +63,6 @@ PROFILES = {
     'moderate': ('MODERATE (RX 1000 µs/10, TX 2000 µs/20)', 1000, 10, 2000, 20),
     'aggressive': ('AGGRESSIVE (RX 5000 µs/50, TX 5000 µs/50)', 5000, 50, 5000, 50),
 }
-# What vnetd should then hold for the queues: a zero in either value means "every packet".
-TARGETS = {'irq_reduction': 0.90, 'throughput_retention': 0.98, 'cpu_per_gbit_reduction': 0.30}
 # QEMU's tap peer with the same virtio features as vnetd's offloads=off port (see README).
 NO_OFFLOADS = (',csum=off,guest_csum=off,host_tso4=off,host_tso6=off,host_ecn=off,host_ufo=off,'
                'guest_tso4=off,guest_tso6=off,guest_ecn=off,guest_ufo=off')
@@ -346,26 +350,47 @@ def short(m):
     return s
 
 
-def bench_uml(args, kit, wd, runs, info):
-    sock = os.path.join(wd, 'uml.sock')
+def make_guest(kind, wd, sock):
+    """(guest object, /proc/interrupts pattern of its virtio line) for a --guest name."""
+    logp = os.path.join(wd, '%s.log' % kind)
+    if kind == 'uml':
+        return UmlGuest(harness.guest_kit(), sock, log_path=logp), 'virtio-uml'
+    if kind == 'uml-7.2':
+        return UmlGuest(harness.guest_kit('sid'), sock, log_path=logp), 'virtio-uml'
+    # qemu-full: one queue pair (num_vqs 3); the device's single MSI-X vector is not enough
+    # for Linux (config + queues), so the guest uses one INTx line "virtio0" (see docs/guests.md).
+    return (QemuGuest(harness.guest_kit(), vhost_socket=sock, qemu=harness.new_qemu('sid'),
+                      full_device=True, num_vqs=3, log_path=logp), r'virtio[0-9]')
+
+
+def bench_guest(args, kind, wd, runs, info):
+    """The four profiles, set by the guest's own ethtool -C, on one --guest kind."""
+    setup = GUESTS[kind][0]
+    sock = os.path.join(wd, '%s.sock' % kind)
+    inf = info.setdefault('guests', {}).setdefault(kind, {'setup': setup})
     with Netns(NETNS) as ns, Vnetd(ns, ['socket=%s,tap=vtap0' % sock], wd) as vd:
         ns.run('ip addr add %s/24 dev vtap0 && ip link set vtap0 up' % HOST_IP)
-        with UmlGuest(kit, sock, log_path=os.path.join(wd, 'uml.log')) as g:
-            log('UML guest booted in %.1f s on vnetd port p0 (tap in namespace %s)'
-                % (g.boot_time, ns.name))
-            info['guest_kernel'] = g.run('uname -r')[1].strip()
+        guest, irq_pattern = make_guest(kind, wd, sock)
+        with guest as g:
+            log('%s guest booted in %.1f s on vnetd port p0 (tap in namespace %s)'
+                % (GUESTS[kind][1], g.boot_time, ns.name))
+            inf['guest_kernel'] = g.run('uname -r')[1].strip()
+            if kind == 'uml':
+                info['guest_kernel'] = inf['guest_kernel']
             guest_net_setup(g)
-            subj = Subject('uml-vnetd', g, 'virtio-uml', vd)
-            info['applied'] = []
+            subj = Subject(setup, g, irq_pattern, vd)
+            inf['applied'] = []
             for rep in range(1, args.reps + 1):
                 for prof in args.profiles:
                     a = apply_guest_profile(g, vd, prof)
                     a.update(rep=rep, profile=prof)
-                    info['applied'].append(a)
+                    inf['applied'].append(a)
                     measure_profile(subj, ns, prof, args, rep, runs, args.duration, args.rr_duration)
         if not vd.alive():
-            log('WARNING: vnetd died during the UML benchmark')
-            info['vnetd_died'] = True
+            log('WARNING: vnetd died during the %s benchmark' % kind)
+            inf['vnetd_died'] = True
+    if kind == 'uml':
+        info['applied'] = inf['applied']
 
 
 def bench_peer(args, kit, wd, runs, info):
@@ -411,174 +436,6 @@ def bench_peer(args, kit, wd, runs, info):
 
 
 # ---------------------------------------------------------------------------------------------
-# summaries, table, chart
-
-BULK_KEYS = ('gbps', 'cpu_pct', 'guest_cpu_pct', 'vnetd_cpu_pct', 'cpu_s_per_gbit', 'irq_per_s',
-             'irq_per_gbit', 'notif_rx_per_s', 'notif_tx_per_s', 'machine_busy_pct')
-RR_KEYS = ('rtt_p50_us', 'rtt_p99_us', 'irq_per_s', 'notif_rx_per_s', 'notif_tx_per_s')
-
-
-def spread(vals):
-    vals = [v for v in vals if v is not None]
-    if not vals:
-        return None
-    return {'median': statistics.median(vals), 'min': min(vals), 'max': max(vals), 'n': len(vals)}
-
-
-def lateness(runs, q):
-    """Median over runs of the per-run lateness p50/p99 of queue q, and the sample count."""
-    ls = [r[q]['lateness_us'] for r in runs if q in r and r[q]['lateness_us']['samples']]
-    if not ls:
-        return {'samples': 0, 'p50': None, 'p99': None, 'max': None}
-    return {'samples': sum(x['samples'] for x in ls),
-            'p50': statistics.median(x['p50'] for x in ls),
-            'p99': statistics.median(x['p99'] for x in ls),
-            'max': max(x['max'] for x in ls)}
-
-
-def summarize(runs, setups, profiles, directions):
-    out = {}
-    for s in setups:
-        for p in profiles:
-            rs = [r for r in runs if r['setup'] == s and r['profile'] == p]
-            if not rs:
-                continue
-            e = out.setdefault(s, {}).setdefault(p, {})
-            for d in directions:
-                b = [r for r in rs if r['kind'] == 'bulk' and r['direction'] == d and 'gbps' in r]
-                e[d] = {k: spread([r.get(k) for r in b]) for k in BULK_KEYS}
-                e[d]['failed_runs'] = len([r for r in rs if r['kind'] == 'bulk' and
-                                           r['direction'] == d and 'gbps' not in r])
-                e[d]['lateness'] = {q: lateness(b, q) for q in ('rx', 'tx')}
-            rr = [r for r in rs if r['kind'] == 'rr' and 'rtt_p50_us' in r]
-            e['rr'] = {k: spread([r.get(k) for r in rr]) for k in RR_KEYS}
-            e['rr']['lateness'] = {q: lateness(rr, q) for q in ('rx', 'tx')}
-    return out
-
-
-def med(x):
-    return x['median'] if x else None
-
-
-def ratios(summary, directions):
-    out = {}
-    s = summary.get('uml-vnetd', {})
-    for d in directions:
-        try:
-            none, aggr, mod = s['none'][d], s['aggressive'][d], s['moderate'][d]
-        except KeyError:
-            continue
-        r = {}
-        if med(none['irq_per_s']) and med(aggr['irq_per_s']) is not None:
-            r['irq_reduction'] = 1 - med(aggr['irq_per_s']) / med(none['irq_per_s'])
-        if med(none['gbps']) and med(aggr['gbps']) is not None:
-            r['throughput_retention'] = med(aggr['gbps']) / med(none['gbps'])
-        if med(none['cpu_s_per_gbit']) and med(mod['cpu_s_per_gbit']) is not None:
-            r['cpu_per_gbit_reduction'] = 1 - med(mod['cpu_s_per_gbit']) / med(none['cpu_s_per_gbit'])
-        if med(none['notif_rx_per_s']) is not None:
-            tot = [med(x['notif_rx_per_s']) + med(x['notif_tx_per_s']) for x in (none, aggr)]
-            if tot[0]:
-                r['notification_reduction'] = 1 - tot[1] / tot[0]
-        r['met'] = {k: r[k] >= v for k, v in TARGETS.items() if k in r}
-        out[d] = r
-    return out
-
-
-def fmt(x, spec, rng=True):
-    if not x:
-        return '–'
-    s = spec % x['median']
-    if rng and x['n'] > 1:
-        s += ' (' + spec % x['min'] + '–' + spec % x['max'] + ')'
-    return s
-
-
-def fmt_lat(l):
-    if not l or not l['samples']:
-        return '–'
-    return '%.0f / %.0f' % (l['p50'], l['p99'])
-
-
-def table_md(summary, setup, profiles, directions, cpu_label):
-    head = ('| Profile | Dir | Throughput Gbit/s | CPU %% (%s) | CPU s per Gbit | IRQ/s | '
-            'notif/s rx / tx | RTT p50 / p99 µs | lateness p50 / p99 µs |' % cpu_label)
-    lines = [head, '|' + '---|' * 9]
-    for p in profiles:
-        e = summary.get(setup, {}).get(p)
-        if not e:
-            continue
-        for i, d in enumerate(directions):
-            x = e[d]
-            rr = e['rr']
-            if i == 0:
-                rtt = ('%.0f / %.0f' % (med(rr['rtt_p50_us']), med(rr['rtt_p99_us']))
-                       if rr['rtt_p50_us'] else '–')
-                lat = fmt_lat(rr['lateness']['rx'])
-            else:
-                rtt = lat = '″'
-            notif = ('%.0f / %.0f' % (med(x['notif_rx_per_s']), med(x['notif_tx_per_s']))
-                     if x['notif_rx_per_s'] else '–')
-            lines.append('| %s | %s | %s | %s | %s | %s | %s | %s | %s |' % (
-                p if i == 0 else '', d.upper(), fmt(x['gbps'], '%.3f'), fmt(x['cpu_pct'], '%.0f', False),
-                fmt(x['cpu_s_per_gbit'], '%.2f'), fmt(x['irq_per_s'], '%.0f'), notif, rtt, lat))
-    return '\n'.join(lines)
-
-
-def ratios_md(rat):
-    names = {'irq_reduction': ('guest IRQ/s reduction, aggressive vs none', '≥ 90 %'),
-             'throughput_retention': ('throughput retained, aggressive vs none', '≥ 98 %'),
-             'cpu_per_gbit_reduction': ('CPU s per Gbit reduction, moderate vs none', '≥ 30 %'),
-             'notification_reduction': ('vnetd notifications/s (rx+tx) reduction, aggressive vs none',
-                                        '(info)')}
-    lines = ['| Target | %s | target |' % ' | '.join(d.upper() for d in rat), '|---|' + '---|' * (len(rat) + 1)]
-    for k, (label, tgt) in names.items():
-        cells = []
-        for d in rat:
-            v = rat[d].get(k)
-            if v is None:
-                cells.append('–')
-            else:
-                met = rat[d]['met'].get(k)
-                cells.append('%.1f %%%s' % (100 * v, '' if met is None else (' ✔' if met else ' ✘')))
-        lines.append('| %s | %s | %s |' % (label, ' | '.join(cells), tgt))
-    return '\n'.join(lines)
-
-
-def chart(summary, profiles, directions, path_png, path_dat):
-    s = summary.get('uml-vnetd', {})
-    profs = [p for p in profiles if p in s]
-    metrics = [('gbps', 'Throughput (Gbit/s)'), ('cpu_s_per_gbit', 'CPU s per Gbit (guest+vnetd)'),
-               ('irq_per_s', 'Guest IRQ/s')]
-    with open(path_dat, 'w') as f:
-        f.write('# profile ' + ' '.join('%s_%s med min max' % (m, d) for m, _ in metrics
-                                          for d in directions) + '\n')
-        for p in profs:
-            cols = []
-            for m, _ in metrics:
-                for d in directions:
-                    x = s[p][d][m]
-                    cols += ['%g' % x['median'], '%g' % x['min'], '%g' % x['max']] if x else ['0'] * 3
-            f.write('%s %s\n' % (p, ' '.join(cols)))
-    nd = len(directions)
-    gp = ['set terminal pngcairo size 1500,480 font "sans,10"',
-          'set output "%s"' % path_png,
-          'set multiplot layout 1,3 title "vnetd coalescing profiles, UML guest (guest ethtool -C); '
-          'median, bars = min-max"',
-          'set style data histogram', 'set style histogram errorbars gap 1 lw 1',
-          'set style fill solid 0.6 border -1', 'set boxwidth 0.9', 'set yrange [0:*]',
-          'set grid ytics', 'set key top right', 'set xtics nomirror']
-    for mi, (m, title) in enumerate(metrics):
-        plots = []
-        for di, d in enumerate(directions):
-            c = 2 + 3 * (mi * nd + di)
-            plots.append('"%s" using %d:%d:%d:xtic(1) title "%s"' % (path_dat, c, c + 1, c + 2,
-                                                                     d.upper()))
-        gp += ['set title "%s"' % title, 'plot ' + ', '.join(plots)]
-    gp.append('unset multiplot')
-    return gnuplot.run(gp, log)
-
-
-# ---------------------------------------------------------------------------------------------
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
@@ -597,9 +454,18 @@ def main():
     ap.add_argument('--no-peer', dest='peer', action='store_false')
     ap.add_argument('--peer-duration', type=float, default=5, help='seconds per QEMU run (default 5)')
     ap.add_argument('--peer-reps', type=int, default=1)
+    ap.add_argument('--guest', default=None,
+                    help='guests that set the profiles themselves, comma-separated: %s '
+                    '(default uml,qemu-full)' % ', '.join(GUESTS))
     ap.add_argument('--no-uml', dest='uml', action='store_false', default=True,
-                    help='skip the UML benchmark (peer only)')
+                    help='no --guest benchmark at all (peer only)')
     args = ap.parse_args()
+    if args.guest is None:
+        args.guest = 'uml' if args.quick else 'uml,qemu-full'
+    args.guests = [x.strip() for x in args.guest.split(',') if x.strip()] if args.uml else []
+    for x in args.guests:
+        if x not in GUESTS:
+            ap.error('unknown guest %r (known: %s)' % (x, ', '.join(GUESTS)))
     if args.quick:
         args.duration, args.reps, args.peer, args.rr_duration = 2, 1, False, 1.5
     args.profiles = [p.strip() for p in args.profiles.split(',') if p.strip()]
@@ -622,6 +488,11 @@ def main():
     os.makedirs(resdir, exist_ok=True)
 
     kit = harness.guest_kit()
+    for x in args.guests:       # fetch everything first: a missing piece skips before any run
+        if x == 'uml-7.2':
+            harness.guest_kit('sid')
+        elif x == 'qemu-full':
+            harness.new_qemu('sid')
     wd = harness.workdir('bench')
     harness.private_binaries(wd)
     load0 = os.getloadavg()
@@ -631,12 +502,15 @@ def main():
         log('bench: WARNING: the machine is busy (load %.2f): numbers will be noisy' % load0[0])
 
     runs, info = [], {}
-    if args.uml:
+    for kind in args.guests:
         try:
-            bench_uml(args, kit, wd, runs, info)
+            bench_guest(args, kind, wd, runs, info)
         except Stalled as e:
-            log('bench: UML benchmark stopped early: %s' % e)
-            info['uml_stalled'] = str(e)
+            log('bench: %s benchmark stopped early: %s' % (kind, e))
+            info['%s_stalled' % kind] = str(e)
+        except GuestError as e:
+            log('bench: %s benchmark failed: %s' % (kind, str(e)[:1500]))
+            info['%s_error' % kind] = str(e)[:3000]
     if args.peer:
         try:
             bench_peer(args, kit, wd, runs, info)
@@ -647,9 +521,12 @@ def main():
             log('bench: peer comparison failed: %s' % str(e)[:1500])
             info['peer_error'] = str(e)[:3000]
 
-    setups = ['uml-vnetd', 'qemu-tap', 'qemu-vnetd']
+    guest_setups = [GUESTS[x][0] for x in args.guests]
+    setups = guest_setups + ['qemu-tap', 'qemu-vnetd']
     summary = summarize(runs, setups, list(PROFILES), args.directions)
     rat = ratios(summary, args.directions)
+    rat_by_guest = {x: ratios(summary, args.directions, x) for x in guest_setups}
+    tq, tq_per_dir = targets_qemu(summary, args.directions)
     elapsed = time.monotonic() - t_start
     load1 = os.getloadavg()
     with open('/proc/cpuinfo') as f:
@@ -659,12 +536,24 @@ def main():
             'kvm_used': False, 'loadavg_start': load0, 'loadavg_end': load1,
             'elapsed_s': round(elapsed, 1), 'vnetd_commit': commit,
             'args': {k: v for k, v in vars(args).items()}, 'profiles': PROFILES,
-            'targets': TARGETS, 'clk_tck': CLK_TCK}
-    result = {'meta': meta, 'info': info, 'summary': summary, 'ratios': rat, 'runs': runs}
+            'targets': TARGETS, 'targets_qemu_goals': TARGETS_QEMU, 'clk_tck': CLK_TCK}
+    result = {'meta': meta, 'info': info, 'summary': summary, 'ratios': rat,
+              'ratios_by_guest': rat_by_guest, 'runs': runs}
+    if tq is not None:
+        result['targets_qemu'] = tq
+        result['targets_qemu_per_direction'] = tq_per_dir
 
-    md = ['### UML guest on vnetd (tap), profile set by the guest\'s `ethtool -C`', '',
-          table_md(summary, 'uml-vnetd', args.profiles, args.directions, 'guest+vnetd'), '',
-          ratios_md(rat)]
+    md = []
+    for x in args.guests:
+        setup = GUESTS[x][0]
+        if setup not in summary:
+            continue
+        md += ['### %s on vnetd (tap), profile set by the guest\'s `ethtool -C`' % GUESTS[x][1], '',
+               table_md(summary, setup, args.profiles, args.directions, 'guest+vnetd'), '']
+        if x == 'qemu-full' and tq is not None:
+            md += [targets_qemu_md(tq, tq_per_dir), '']
+        elif rat_by_guest.get(setup):
+            md += [ratios_md(rat_by_guest[setup]), '']
     if args.peer and 'qemu-vnetd' in summary:
         md += ['', '### Peer: QEMU 7.2 TCG guest, userspace virtio-net (tap, vhost=off) vs vnetd '
                '(vhost-user, host-side `vnetctl coalesce`)', '',
@@ -685,9 +574,9 @@ def main():
             json.dump(result, f, indent=1, sort_keys=False, default=str)
     with open(os.path.join(resdir, 'latest.md'), 'w') as f:
         f.write(md)
-    if 'uml-vnetd' in summary:
+    if any(x in summary for x in guest_setups):
         chart(summary, args.profiles, args.directions, os.path.join(resdir, 'latest.png'),
-              os.path.join(resdir, 'latest.dat'))
+              os.path.join(resdir, 'latest.dat'), guest_setups)
     log('\n' + md)
     log('wrote %s, %s, %s, %s' % (out, os.path.join(resdir, 'latest.json'),
                                   os.path.join(resdir, 'latest.md'), os.path.join(resdir, 'latest.png')))

@@ -1,17 +1,31 @@
 #!/bin/bash
-# guest/fetch.sh BUILD_DIR — fetch guest pieces from Debian packages (never installed) and
-# build BUILD_DIR/guest/{linux.uml,uml-initrd.cpio.gz,vmlinuz,qemu-initrd.cpio.gz}.
+# guest/fetch.sh BUILD_DIR [--suite bookworm|trixie|sid] — fetch guest pieces from Debian packages
+# (never installed) and build {linux.uml,uml-initrd.cpio.gz,vmlinuz,qemu-initrd.cpio.gz} in
+# BUILD_DIR/guest (bookworm, the default) or BUILD_DIR/guest/SUITE (newer suites).
 # Exit 0 ok, 77 when packages cannot be downloaded, other non-zero on errors.
+# Newer suites come through a private apt configuration under the kit directory (APT_CONFIG; the
+# system's sources are never changed), from the mirror the system's bookworm sources use
+# (VNETD_DEBIAN_MIRROR overrides it). Their linux.uml needs a newer glibc than the host's: it gets
+# the suite's libc as ELF interpreter and rpath (patchelf), as UML re-executes /proc/self/exe.
 # Env: VNETD_GUEST_KERNEL_PKG overrides the QEMU kernel package (default: what
 # linux-image-amd64 depends on, "-unsigned" variant when it exists).
 set -euo pipefail
-[ $# -eq 1 ] || { echo "usage: $0 BUILD_DIR" >&2; exit 2; }
+SUITE=bookworm
+case $# in
+1) ;;
+3) [ "$2" = --suite ] || { echo "usage: $0 BUILD_DIR [--suite bookworm|trixie|sid]" >&2; exit 2; }
+	SUITE=$3 ;;
+*) echo "usage: $0 BUILD_DIR [--suite bookworm|trixie|sid]" >&2; exit 2 ;;
+esac
+case $SUITE in bookworm|trixie|sid) ;; *) echo "fetch.sh: unknown suite $SUITE" >&2; exit 2 ;; esac
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SELF=$HERE/fetch.sh
 INIT=$HERE/init
-mkdir -p "$1/guest"
-OUT=$(cd "$1/guest" && pwd)
+KITDIR=$1/guest
+[ "$SUITE" = bookworm ] || KITDIR=$1/guest/$SUITE
+mkdir -p "$KITDIR"
+OUT=$(cd "$KITDIR" && pwd)
 DEB=$OUT/debs     # downloaded .deb files (cache)
 PK=$OUT/pkgs      # one extracted tree per package (cache)
 ARCH=x86_64-linux-gnu
@@ -34,9 +48,18 @@ if fresh linux.uml uml-initrd.cpio.gz vmlinuz qemu-initrd.cpio.gz; then
 	exit 0
 fi
 
+# --- private apt configuration (suites other than the system's) ---------------------------------
+# shellcheck source=guest/apt-suite.sh
+. "$HERE/apt-suite.sh"
+[ "$SUITE" = bookworm ] || suite_apt "$OUT/apt" "$SUITE"
+
 # --- package download -------------------------------------------------------------------
-PKGS=(user-mode-linux busybox-static ethtool libmnl0 iperf3 libiperf0 libsctp1 libssl3
-	sockperf libstdc++6 libgcc-s1 libc6)
+# libssl3 became libssl3t64 (64-bit time_t) after bookworm.
+SSL=libssl3
+[ "$SUITE" = bookworm ] || SSL=libssl3t64
+USERPKGS=(busybox-static ethtool libmnl0 iperf3 libiperf0 libsctp1 "$SSL" sockperf libstdc++6
+	libgcc-s1 libc6)
+PKGS=(user-mode-linux "${USERPKGS[@]}")
 APT_OPTS=(-q)
 [ "$(id -u)" = 0 ] && APT_OPTS+=(-o APT::Sandbox::User=root)  # avoid the _apt sandbox warning
 UPDATED=0
@@ -48,24 +71,30 @@ apt_update() {
 }
 debfile() { ls -t "$DEB/$1"_*.deb 2>/dev/null | head -n1; }  # newest cached .deb of $1
 
-# QEMU kernel package: remembered once chosen so the cache stays consistent.
+# QEMU kernel package(s): remembered once chosen so the cache stays consistent. sid splits
+# linux-image-X into linux-binary-X (vmlinuz), linux-modules-X and linux-base-X (modules.builtin).
 kernel_pkg() {
-	local k
+	local k b
 	if [ -n "${VNETD_GUEST_KERNEL_PKG:-}" ]; then echo "$VNETD_GUEST_KERNEL_PKG"; return; fi
-	if [ -s "$OUT/kernel-pkg" ] && [ -n "$(debfile "$(cat "$OUT/kernel-pkg")")" ]; then
+	if [ -s "$OUT/kernel-pkg" ] && [ -n "$(debfile "$(awk '{print $1}' "$OUT/kernel-pkg")")" ]; then
 		cat "$OUT/kernel-pkg"; return
 	fi
 	k=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '$1=="Depends:" && $2 ~ /^linux-image-[0-9]/ {print $2; exit}')
 	[ -n "$k" ] || return 1
+	b=$(apt-cache depends "$k" 2>/dev/null | awk '$1=="Depends:" && $2 ~ /^linux-binary-/ {print $2; exit}')
+	if [ -n "$b" ]; then
+		echo "$b linux-modules-${b#linux-binary-} linux-base-${b#linux-binary-}"; return
+	fi
 	if apt-cache show "$k-unsigned" >/dev/null 2>&1; then k=$k-unsigned; fi
 	echo "$k"
 }
-KPKG=$(kernel_pkg) || { apt_update; KPKG=$(kernel_pkg) || { echo "fetch.sh: cannot resolve linux-image-amd64 (apt lists missing?)"; exit 77; }; }
-echo "$KPKG" >"$OUT/kernel-pkg"
+KPKGS=$(kernel_pkg) || { apt_update; KPKGS=$(kernel_pkg) || { echo "fetch.sh: cannot resolve linux-image-amd64 (apt lists missing?)"; exit 77; }; }
+echo "$KPKGS" >"$OUT/kernel-pkg"
+read -r -a KPKGS <<<"$KPKGS"
 
 mkdir -p "$DEB"
 NEED=()
-for p in "${PKGS[@]}" "$KPKG"; do [ -n "$(debfile "$p")" ] || NEED+=("$p"); done
+for p in "${PKGS[@]}" "${KPKGS[@]}"; do [ -n "$(debfile "$p")" ] || NEED+=("$p"); done
 download() {
 	# Into a temp dir first so an interrupted download never poisons the cache.
 	rm -rf "$DEB/.tmp" && mkdir -p "$DEB/.tmp"
@@ -92,11 +121,13 @@ extract() {
 	if [ $# -eq 0 ]; then
 		dpkg-deb -x "$d" "$PK/$p"
 	else
-		dpkg-deb --fsys-tarfile "$d" | tar -x -C "$PK/$p" --wildcards "$@"
+		# Patterns a package lacks are no error here (split kernel packages); what is
+		# needed is checked after extraction.
+		dpkg-deb --fsys-tarfile "$d" | { tar -x -C "$PK/$p" --wildcards "$@" 2>/dev/null || true; }
 	fi
 	touch "$PK/$p/.stamp"
 }
-for p in busybox-static ethtool libmnl0 iperf3 libiperf0 libsctp1 libssl3 sockperf libstdc++6 libgcc-s1 libc6; do
+for p in "${USERPKGS[@]}"; do
 	extract "$p"
 done
 # Kernel modules in load order; tar wildcards */NAME.ko* also match .ko.xz/.ko.zst.
@@ -106,18 +137,36 @@ UPATS=() QPATS=()
 for m in "${NETMODS[@]}"; do UPATS+=("*/$m.ko*"); done
 for m in "${QEMUMODS[@]}"; do QPATS+=("*/$m.ko*"); done
 extract user-mode-linux ./usr/bin/linux.uml '*/modules.builtin' "${UPATS[@]}"
-extract "$KPKG" './boot/vmlinuz-*' './boot/config-*' '*/modules.builtin' "${QPATS[@]}"
+for p in "${KPKGS[@]}"; do
+	extract "$p" './boot/vmlinuz-*' './boot/config-*' '*/vmlinuz' '*/modules.builtin' "${QPATS[@]}"
+done
 
-BB=$PK/busybox-static/bin/busybox
-LDSO=$PK/libc6/lib/$ARCH/ld-linux-x86-64.so.2
-[ -x "$BB" ] || die "busybox missing in busybox-static"
-[ -x "$LDSO" ] || die "ld.so missing in libc6"
+# first PATH...: the first of the paths that exists (bookworm paths, then usr-merged ones).
+first() {
+	local f
+	for f; do [ -e "$f" ] && { echo "$f"; return; }; done
+	return 1
+}
+BB=$(first "$PK"/busybox-static/{,usr/}bin/busybox) || die "busybox missing in busybox-static"
+LDSO=$(first "$PK"/libc6/{,usr/}lib/$ARCH/ld-linux-x86-64.so.2) || die "ld.so missing in libc6"
+ETHTOOL=$(first "$PK"/ethtool/{,usr/}sbin/ethtool) || die "ethtool missing in ethtool"
 UMLMODS=$(echo "$PK"/user-mode-linux/usr/lib/uml/modules/*)
-QMODS=$(echo "$PK/$KPKG"/lib/modules/*)
+KP=("${KPKGS[@]/#/$PK/}")
+# (usr/)lib/modules/VERSION of the extracted kernel package(s); vmlinuz in /boot or (sid) there.
+QMODS=$(find "${KP[@]}" -type d -path '*/lib/modules/*/kernel' | head -n1)
+QMODS=${QMODS%/kernel}
+VMLINUZ=$(find "${KP[@]}" -type f \( -path '*/boot/vmlinuz-*' -o -path '*/lib/modules/*/vmlinuz' \) | head -n1)
+[ -n "$VMLINUZ" ] || die "no vmlinuz in ${KPKGS[*]}"
 if [ ! -d "$UMLMODS" ] || [ ! -d "$QMODS" ]; then die "module directories not found"; fi
+# Split kernel packages: modules.builtin comes from another package than the modules.
+if [ ! -e "$QMODS/modules.builtin" ]; then
+	B=$(find "${KP[@]}" -type f -path '*/lib/modules/*/modules.builtin' | head -n1)
+	[ -n "$B" ] || die "no modules.builtin in ${KPKGS[*]}"
+	cp "$B" "$QMODS/modules.builtin"
+fi
 
 # --- staging --------------------------------------------------------------------------------
-BINS=("$PK/ethtool/sbin/ethtool" "$PK/iperf3/usr/bin/iperf3" "$PK/sockperf/usr/bin/sockperf")
+BINS=("$ETHTOOL" "$PK/iperf3/usr/bin/iperf3" "$PK/sockperf/usr/bin/sockperf")
 LIBPATH=$(find "$PK" -type d -path "*/lib/$ARCH" -not -path '*/gdb/*' | tr '\n' ':')
 
 # Shared-library closure of BINS resolved against the extracted packages only (ld.so --list).
@@ -177,15 +226,27 @@ mkcpio() {
 step "build uml-initrd.cpio.gz (modules: ${NETMODS[*]})"
 stage "$OUT/stage-uml" "$UMLMODS" "${NETMODS[@]}"
 mkcpio "$OUT/stage-uml" "$OUT/uml-initrd.cpio.gz"
-install -m755 "$PK/user-mode-linux/usr/bin/linux.uml" "$OUT/linux.uml"
+if [ "$SUITE" = bookworm ]; then
+	install -m755 "$PK/user-mode-linux/usr/bin/linux.uml" "$OUT/linux.uml"
+else
+	# The suite's glibc as the UML binary's interpreter and library path (ld.so LINUX.UML
+	# does not work: UML re-executes /proc/self/exe, which would then be ld.so).
+	command -v patchelf >/dev/null || die "patchelf is needed for $SUITE's linux.uml (apt-get install patchelf)"
+	rm -rf "$OUT/uml-libc" && mkdir -p "$OUT/uml-libc"
+	cp -a "$(dirname "$LDSO")"/. "$OUT/uml-libc/"
+	install -m755 "$PK/user-mode-linux/usr/bin/linux.uml" "$OUT/linux.uml.tmp"
+	patchelf --set-interpreter "$OUT/uml-libc/ld-linux-x86-64.so.2" --set-rpath "$OUT/uml-libc" \
+		"$OUT/linux.uml.tmp"
+	mv "$OUT/linux.uml.tmp" "$OUT/linux.uml"
+fi
 
 step "build qemu-initrd.cpio.gz (modules: ${QEMUMODS[*]})"
 stage "$OUT/stage-qemu" "$QMODS" "${QEMUMODS[@]}"
 mkcpio "$OUT/stage-qemu" "$OUT/qemu-initrd.cpio.gz"
-install -m644 "$(echo "$PK/$KPKG"/boot/vmlinuz-*)" "$OUT/vmlinuz"
+install -m644 "$VMLINUZ" "$OUT/vmlinuz"
 
 # Record what went in (package versions, module paths) for reproducibility.
-for p in "${PKGS[@]}" "$KPKG"; do
+for p in "${PKGS[@]}" "${KPKGS[@]}"; do
 	echo "$p $(dpkg-deb -f "$(debfile "$p")" Version)"
 done >"$OUT/MANIFEST"
 step "done: $OUT ($(du -h "$OUT/uml-initrd.cpio.gz" | cut -f1) uml initrd, $(du -h "$OUT/qemu-initrd.cpio.gz" | cut -f1) qemu initrd)"

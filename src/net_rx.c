@@ -35,7 +35,11 @@ static inline bool rx_filter_accepts(const struct vnet_dev *dev, const uint8_t *
 	       mac_in(f->uc, f->n_uc, dst);
 }
 
-/* Spread flows over the active queue pairs by a hash of the IPv4 addresses and ports. */
+/*
+ * Spread flows over the active queue pairs by a hash of the IPv4 addresses and ports. FNV-1a's
+ * low bits depend only on the inputs' low bits, so without the final mix (murmur3's) every flow
+ * whose ports share a parity - Linux gives connect() even ports - would land on one of 2 pairs.
+ */
 static unsigned rx_pick_pair(const struct vnet_dev *dev, const uint8_t *frame, size_t len)
 {
 	uint32_t h = 2166136261u;
@@ -44,6 +48,11 @@ static unsigned rx_pick_pair(const struct vnet_dev *dev, const uint8_t *frame, s
 		return 0;
 	for (size_t i = 14 + 12; i < 14 + 24; i++)
 		h = (h ^ frame[i]) * 16777619u;
+	h ^= h >> 16;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35u;
+	h ^= h >> 16;
 	return h % dev->active_pairs;
 }
 

@@ -206,7 +206,8 @@ class _Guest:
 
 
 class UmlGuest(_Guest):
-    """User-Mode Linux guest; vhost_socket=None boots without a virtio-net device."""
+    """User-Mode Linux guest; vhost_socket=None boots without a virtio-net device.  kit_dir picks
+    the kernel: guest/fetch.sh's BUILD/guest (bookworm, 6.1) or BUILD/guest/SUITE (sid: 7.2)."""
 
     def __init__(self, kit_dir, vhost_socket=None, mem='256M', extra_args=(), log_path=None):
         super().__init__(log_path)
@@ -225,16 +226,28 @@ class UmlGuest(_Guest):
 
 
 class QemuGuest(_Guest):
-    """QEMU x86-64 guest under TCG with a virtio-net-pci NIC on vhost-user, a tap, or none."""
+    """QEMU x86-64 guest under TCG with a virtio-net-pci NIC on vhost-user, a tap, or none.
+
+    qemu: the QEMU binary (default qemu-system-x86_64 on PATH; guest/qemu.sh prints a newer one).
+    full_device=True (QEMU >= 10.2, vhost_socket needed): vhost-user-test-device-pci instead of
+    virtio-net-pci + -netdev vhost-user, so every queue (the control queue too) and the config
+    space belong to the backend; num_vqs = 2 * queue pairs + 1, config_size 12 (mac, status,
+    max_virtqueue_pairs, mtu).  mac is then the backend's (vnetd's mac=), not QEMU's."""
 
     boot_timeout = 180
 
     def __init__(self, kit_dir, vhost_socket=None, tap=None, mem='512M', netns=None,
                  mac='52:54:00:12:34:56', smp=1, device_opts='', append='', extra_args=(),
-                 log_path=None):
+                 log_path=None, qemu=None, full_device=False, num_vqs=3, vq_size=256):
         super().__init__(log_path)
         if vhost_socket and tap:
             raise ValueError('give vhost_socket or tap, not both')
+        if full_device and not vhost_socket:
+            raise ValueError('full_device needs vhost_socket')
+        self.qemu = qemu or 'qemu-system-x86_64'
+        self.full_device = full_device
+        self.num_vqs = num_vqs
+        self.vq_size = vq_size
         self.kit_dir = kit_dir
         self.vhost_socket = vhost_socket
         self.tap = tap
@@ -247,14 +260,20 @@ class QemuGuest(_Guest):
         self.extra_args = list(extra_args)
 
     def argv(self):
-        a = ['qemu-system-x86_64', '-accel', 'tcg', '-cpu', 'max', '-smp', str(self.smp),
+        a = [self.qemu, '-accel', 'tcg', '-cpu', 'max', '-smp', str(self.smp),
              '-m', self.mem, '-nodefaults', '-no-user-config', '-display', 'none',
              '-serial', 'stdio', '-no-reboot',
              '-kernel', os.path.join(self.kit_dir, 'vmlinuz'),
              '-initrd', os.path.join(self.kit_dir, 'qemu-initrd.cpio.gz'),
              '-append', ('console=ttyS0 quiet loglevel=1 panic=-1 ' + self.append).strip()]
         dev = 'virtio-net-pci,netdev=n0,mac=%s%s' % (self.mac, self.device_opts)
-        if self.vhost_socket:
+        if self.full_device:
+            a += ['-object', 'memory-backend-memfd,id=mem,size=%s,share=on' % self.mem,
+                  '-numa', 'node,memdev=mem', '-nic', 'none',
+                  '-chardev', 'socket,id=c0,path=%s' % self.vhost_socket,
+                  '-device', 'vhost-user-test-device-pci,chardev=c0,virtio-id=1,num_vqs=%d,'
+                  'config_size=12,vq_size=%d%s' % (self.num_vqs, self.vq_size, self.device_opts)]
+        elif self.vhost_socket:
             a += ['-object', 'memory-backend-memfd,id=mem,size=%s,share=on' % self.mem,
                   '-numa', 'node,memdev=mem',
                   '-chardev', 'socket,id=c0,path=%s' % self.vhost_socket,

@@ -60,15 +60,31 @@ def private_binaries(wd):
     VNETD, VNETCTL = copies
 
 
-def guest_kit():
-    """Build (or reuse) the guest kit; skip only when packages truly cannot be fetched."""
-    r = subprocess.run([os.path.join(TOP, 'guest', 'fetch.sh'), BUILD], capture_output=True,
-                       text=True)
+def guest_kit(suite='bookworm'):
+    """Build (or reuse) the guest kit of a Debian suite (bookworm: Linux 6.1, trixie: 6.12,
+    sid: 7.2); skip only when packages truly cannot be fetched."""
+    argv = [os.path.join(TOP, 'guest', 'fetch.sh'), BUILD]
+    if suite != 'bookworm':
+        argv += ['--suite', suite]
+    r = subprocess.run(argv, capture_output=True, text=True)
     if r.returncode == 77:
-        skip('guest packages cannot be downloaded here: ' + r.stdout.strip().splitlines()[-1])
+        skip('%s guest packages cannot be downloaded here: %s'
+             % (suite, (r.stdout.strip().splitlines() or ['?'])[-1]))
     if r.returncode != 0:
         fail('guest/fetch.sh failed:\n' + r.stdout + r.stderr)
-    return os.path.join(BUILD, 'guest')
+    return os.path.join(BUILD, 'guest') if suite == 'bookworm' else os.path.join(BUILD, 'guest', suite)
+
+
+def new_qemu(suite='sid'):
+    """Path of a newer QEMU's runner (guest/qemu.sh, cached); skip when it cannot be had."""
+    r = subprocess.run([os.path.join(TOP, 'guest', 'qemu.sh'), BUILD, '--suite', suite],
+                       capture_output=True, text=True)
+    if r.returncode == 77:
+        skip("%s's QEMU cannot be fetched or run here: %s"
+             % (suite, (r.stderr.strip().splitlines() or ['?'])[-1]))
+    if r.returncode != 0:
+        fail('guest/qemu.sh failed:\n' + r.stdout + r.stderr)
+    return r.stdout.strip().splitlines()[-1]
 
 
 class NoNs:

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include <cmocka.h>
 
@@ -392,6 +393,47 @@ static void test_mq_vq_pairs_set_within_range(void **state)
 	td_free(td);
 }
 
+/* An IPv4 TCP frame to the device's MAC from 10.0.0.1:sport to 10.0.0.2:80 (header only). */
+static int receive_tcp(struct test_dev *td, uint16_t sport)
+{
+	uint8_t hdr[12] = {0}, f[14 + 20 + 20] = {0}; /* hdr: struct virtio_net_hdr_v1 */
+	struct iovec iov[2] = {{hdr, sizeof(hdr)}, {f, sizeof(f)}};
+	int r;
+
+	memcpy(f, vnet_dev_mac(td->dev), 6);
+	memcpy(f + 6, (const uint8_t[6]){0x02, 0, 0, 0, 0, 0x99}, 6);
+	f[12] = 0x08; /* IPv4 */
+	f[14] = 0x45;
+	f[14 + 9] = 6; /* TCP */
+	memcpy(f + 14 + 12, (const uint8_t[8]){10, 0, 0, 1, 10, 0, 0, 2}, 8);
+	f[14 + 20] = (uint8_t)(sport >> 8);
+	f[14 + 21] = (uint8_t)sport;
+	f[14 + 23] = 80;
+	r = vnet_dev_receive(td->dev, iov, 2);
+	vnet_dev_rx_flush(td->dev);
+	return r;
+}
+
+/* Linux's connect() takes even source ports: such flows must still use both pairs. */
+static void test_mq_steering_spreads_flows_with_even_ports(void **state)
+{
+	struct test_dev *td = dev_with(2, F(MQ));
+	uint8_t le[2];
+
+	(void)state;
+	put_le16(le, 2);
+	assert_int_equal(cmd1(td, VIRTIO_NET_CTRL_MQ, VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET, le, 2),
+			 VIRTIO_NET_OK);
+	td_post_rx(td, 0, 32, 1526);
+	td_post_rx(td, 2, 32, 1526);
+	for (uint16_t port = 40000; port < 40064; port += 4)
+		assert_int_equal(receive_tcp(td, port), 1);
+	assert_int_equal(fake_vq_used_idx(&td->vq[0]) + fake_vq_used_idx(&td->vq[2]), 16);
+	assert_true(fake_vq_used_idx(&td->vq[0]) >= 2);
+	assert_true(fake_vq_used_idx(&td->vq[2]) >= 2);
+	td_free(td);
+}
+
 static void test_mq_vq_pairs_set_out_of_range_or_malformed_is_err(void **state)
 {
 	struct test_dev *td = dev_with(4, F(MQ));
@@ -663,6 +705,7 @@ int main(void)
 	    T(test_mac_table_set_truncated_is_err),
 	    T(test_mac_addr_set_changes_config_space_mac),
 	    T(test_mq_vq_pairs_set_within_range),
+	    T(test_mq_steering_spreads_flows_with_even_ports),
 	    T(test_mq_vq_pairs_set_out_of_range_or_malformed_is_err),
 	    T(test_mq_vq_pairs_set_without_mq_is_err),
 	    T(test_guest_offloads_set_negotiated_bits),
