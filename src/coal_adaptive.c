@@ -18,6 +18,14 @@ const struct coal_params *coal_adapt_profile(unsigned level)
 	return &profiles[level < COAL_ADAPT_LEVELS ? level : COAL_ADAPT_LEVELS - 1];
 }
 
+int coal_adapt_level_of(const struct coal_params *p)
+{
+	for (unsigned l = 0; l < COAL_ADAPT_LEVELS; l++)
+		if (profiles[l].max_packets == p->max_packets && profiles[l].max_usecs == p->max_usecs)
+			return (int)l;
+	return -1;
+}
+
 const char *coal_adapt_state_name(const struct coal_adapt *a)
 {
 	if (!a->on)

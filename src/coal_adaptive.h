@@ -63,6 +63,9 @@ bool coal_adapt_tick(struct coal_adapt *a, uint64_t now_ns, const struct coal_ad
 /* coal_adapt_profile() - max_usecs / max_packets of a level (clamped to the last one). */
 const struct coal_params *coal_adapt_profile(unsigned level);
 
+/* coal_adapt_level_of() - the level whose profile p is, or -1 (a migrated queue's values). */
+int coal_adapt_level_of(const struct coal_params *p);
+
 /* coal_adapt_state_name() - "off", "settled" or "probing". */
 const char *coal_adapt_state_name(const struct coal_adapt *a);
 

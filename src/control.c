@@ -190,7 +190,7 @@ static json_t *port_info(struct port *p)
 	snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
 		 m[5]);
 	snprintf(feat, sizeof(feat), "0x%" PRIx64, features);
-	return json_pack("{s:s,s:I,s:o,s:s,s:o,s:b,s:o,s:s,s:b,s:s,s:b,s:b,s:i,s:i,s:b}",
+	return json_pack("{s:s,s:I,s:o,s:s,s:o,s:b,s:o,s:s,s:b,s:s,s:b,s:b,s:i,s:i,s:b,s:b,s:o,s:o}",
 			 "name", port_name(p), "index", (json_int_t)port_index(p),
 			 "socket", lossy_string(cfg->socket_path),
 			 "backend", cfg->backend == PORT_BACKEND_TAP ? "tap" : "switch",
@@ -202,7 +202,9 @@ static json_t *port_info(struct port *p)
 			 "vq_notf_coal", (features & BIT_ULL(VIRTIO_NET_F_VQ_NOTF_COAL)) != 0,
 			 "queue_pairs", (int)cfg->dev.queue_pairs,
 			 "active_pairs", (int)vnet_dev_active_pairs(dev), "coal_persist",
-			 vnet_dev_coal_persist(dev));
+			 vnet_dev_coal_persist(dev), "dirty_log", port_dirty_logging(p),
+			 "rarps", ju64(port_rarps(p)), "dirty_log_dropped",
+			 ju64(port_dirty_log_dropped(p)));
 }
 
 /* The port's coalescing modes: stall guard and adaptive, in "ports" and "stats". */

@@ -112,6 +112,7 @@ static void dispatch(struct daemon *d, struct ev_ref ref, uint32_t events)
 	case EV_QUEUE_TIMER:
 	case EV_TAP:
 	case EV_QUEUE_RUN:
+	case EV_DEV_STATE:
 		if (ref.port < d->nports)
 			port_handle_event(d->ports[ref.port], ref, events);
 		break;

@@ -23,6 +23,7 @@ enum ev_kind {
 	EV_METRICS_LISTEN,  /* Prometheus metrics listener */
 	EV_METRICS_CLIENT,  /* one metrics HTTP connection (`queue`: its slot) */
 	EV_METRICS_TIMER,   /* timerfd closing metrics connections past their time */
+	EV_DEV_STATE,       /* device-state pipe of port `port` (live migration) */
 };
 
 /* Typed reference carried in epoll_event.data.u64. */

@@ -48,6 +48,21 @@ uint64_t port_connections(const struct port *p)
 	return p->connections;
 }
 
+bool port_dirty_logging(const struct port *p)
+{
+	return p->connected && p->conn.log_all && p->conn.log.bitmap;
+}
+
+uint64_t port_dirty_log_dropped(const struct port *p)
+{
+	return p->connected ? p->conn.log.dropped : 0;
+}
+
+uint64_t port_rarps(const struct port *p)
+{
+	return p->connected ? p->conn.rarps : 0;
+}
+
 static struct ev_ref port_ref(const struct port *p, enum ev_kind kind, unsigned queue, int fd)
 {
 	return (struct ev_ref){.kind = kind, .port = (uint8_t)p->index, .queue = (uint16_t)queue, .fd = fd};
@@ -133,8 +148,20 @@ static void port_kick_changed(void *ctx, unsigned qidx, int old_fd, int new_fd)
 		log_err("%s: cannot watch kick fd of queue %u", p->name, qidx);
 }
 
+static void port_state_fd_changed(void *ctx, int old_fd, int new_fd, uint32_t events)
+{
+	struct port *p = ctx;
+
+	event_loop_del(p->epfd, old_fd);
+	if (new_fd >= 0 &&
+	    event_loop_add(p->epfd, new_fd, events, port_ref(p, EV_DEV_STATE, 0, new_fd)) < 0)
+		/* A regular file (no epoll) still works: vnetd reads or writes it at once. */
+		log_guest("%s: the device state fd cannot be watched", p->name);
+}
+
 static const struct vu_owner_ops port_vu_ops = {
 	.kick_changed = port_kick_changed,
+	.state_fd_changed = port_state_fd_changed,
 };
 
 /* Tap backend callbacks. */
@@ -343,6 +370,10 @@ void port_handle_event(struct port *p, struct ev_ref ref, uint32_t events)
 		break;
 	case EV_QUEUE_RUN:
 		vnet_dev_queue_run(p->dev, ref.queue);
+		break;
+	case EV_DEV_STATE:
+		if (p->connected && ref.fd == p->conn.xfer.fd)
+			vu_conn_state_io(&p->conn, events);
 		break;
 	case EV_TAP:
 		if (p->be && !p->tap_failed)

@@ -35,5 +35,11 @@ struct vnet_dev *port_dev(struct port *p);
 bool port_connected(const struct port *p);
 /* port_connections() - frontends accepted so far. */
 uint64_t port_connections(const struct port *p);
+/* port_dirty_logging() - whether the frontend has vnetd log its writes now (live migration). */
+bool port_dirty_logging(const struct port *p);
+/* port_dirty_log_dropped() - pages written outside the frontend's dirty log (log too small). */
+uint64_t port_dirty_log_dropped(const struct port *p);
+/* port_rarps() - SEND_RARP announcements sent for the current frontend. */
+uint64_t port_rarps(const struct port *p);
 
 #endif

@@ -13,32 +13,20 @@
 
 #include "guest_fault.h"
 #include "log.h"
-#include "vhost_user_msg.h"
+#include "vhost_user_internal.h"
 #include "virtio_net_defs.h"
 
-/* How long the rest of a message (or a reply) may take once its first byte has arrived. */
-
-/* MQ, REPLY_ACK, BACKEND_REQ (UML needs it), CONFIG (MAC, link), RESET_DEVICE. */
+/*
+ * MQ, REPLY_ACK, BACKEND_REQ (UML needs it), CONFIG (MAC, link), RESET_DEVICE; for live
+ * migration LOG_SHMFD (dirty log), RARP (announce) and DEVICE_STATE (vnetd's own state).
+ */
 #define VU_OFFERED_PROTOCOL_FEATURES                                                               \
 	(BIT_ULL(VU_PROTOCOL_F_MQ) | BIT_ULL(VU_PROTOCOL_F_REPLY_ACK) |                            \
 	 BIT_ULL(VU_PROTOCOL_F_BACKEND_REQ) | BIT_ULL(VU_PROTOCOL_F_CONFIG) |                      \
-	 BIT_ULL(VU_PROTOCOL_F_RESET_DEVICE))
+	 BIT_ULL(VU_PROTOCOL_F_RESET_DEVICE) | BIT_ULL(VU_PROTOCOL_F_LOG_SHMFD) |                  \
+	 BIT_ULL(VU_PROTOCOL_F_RARP) | BIT_ULL(VU_PROTOCOL_F_DEVICE_STATE))
 
 _Static_assert(VNET_MAX_QUEUES <= VU_MSG_MAX_VRINGS, "ring indexes must fit the wire format");
-
-/* Outcome of one request. */
-enum vu_result {
-	VU_OK = 0,          /* done; REPLY_ACK 0 */
-	VU_FAIL = -1,       /* refused; REPLY_ACK 1, the connection stays */
-	VU_DISCONNECT = -2, /* the connection must be closed (reply could not be sent) */
-};
-
-/* One received message with the fds that came with it; a handler keeping fds[i] sets it to -1. */
-struct vu_rx {
-	struct vu_msg msg;
-	int fds[VU_MAX_FDS];
-	unsigned nfds;
-};
 
 static void close_fd(int *fd)
 {
@@ -52,15 +40,6 @@ static void close_rx_fds(int *fds, unsigned nfds)
 {
 	for (unsigned i = 0; i < nfds; i++)
 		close_fd(&fds[i]);
-}
-
-/* Take fd i of a message: the caller owns it from now on. */
-static int take_fd(struct vu_rx *rx, unsigned i)
-{
-	int fd = rx->fds[i];
-
-	rx->fds[i] = -1;
-	return fd;
 }
 
 /* ---- socket I/O ---- */
@@ -163,7 +142,7 @@ static int send_reply(struct vu_conn *c, uint32_t request, const void *payload, 
 	return 0;
 }
 
-static enum vu_result reply_u64(struct vu_conn *c, uint32_t request, uint64_t v)
+enum vu_result vu_reply_u64(struct vu_conn *c, uint32_t request, uint64_t v)
 {
 	return send_reply(c, request, &v, sizeof(v)) < 0 ? VU_DISCONNECT : VU_OK;
 }
@@ -406,6 +385,7 @@ static enum vu_result handle_vring_addr(struct vu_conn *c, const struct vu_msg *
 	q->vq.avail_addr = a->avail;
 	q->vq.used_addr = a->used;
 	q->vq.ring_space = GUEST_ADDR_UVA;
+	vu_mig_vring_addr(q, a);
 	if (was || c->q[qidx].kick >= 0)
 		try_start(c, qidx, q);
 	return VU_OK;
@@ -460,7 +440,7 @@ static enum vu_result handle_vring_fd(struct vu_conn *c, struct vu_rx *rx)
 
 	if (!(q = conn_queue(c, m, &qidx)))
 		return VU_FAIL; /* the fd is closed by the caller */
-	fd = nofd ? -1 : take_fd(rx, 0);
+	fd = nofd ? -1 : vu_take_fd(rx, 0);
 	/*
 	 * Every queue fd the frontend hands over is used without waiting: a call or error fd that
 	 * is a full blocking pipe must not stop the daemon, nor a kick fd with nothing to read.
@@ -514,6 +494,7 @@ static void conn_reset(struct vu_conn *c)
 	vnet_dev_reset(c->dev);
 	drop_queue_fds(c);
 	c->features_set = false;
+	vu_mig_reset(c, false);
 }
 
 static enum vu_result handle_get_config(struct vu_conn *c, const struct vu_msg *m)
@@ -545,7 +526,7 @@ static enum vu_result handle_set_protocol_features(struct vu_conn *c, const stru
 
 static enum vu_result handle_set_features(struct vu_conn *c, const struct vu_msg *m)
 {
-	uint64_t f = m->p.u64 & ~BIT_ULL(VHOST_USER_F_PROTOCOL_FEATURES);
+	uint64_t f = m->p.u64 & ~(BIT_ULL(VHOST_USER_F_PROTOCOL_FEATURES) | BIT_ULL(VHOST_F_LOG_ALL));
 
 	if (vnet_dev_set_features(c->dev, f) < 0) {
 		log_guest("vhost-user: SET_FEATURES %#" PRIx64 " refused", f);
@@ -553,6 +534,7 @@ static enum vu_result handle_set_features(struct vu_conn *c, const struct vu_msg
 	}
 	c->features_set = true;
 	c->protocol_bit_accepted = m->p.u64 & BIT_ULL(VHOST_USER_F_PROTOCOL_FEATURES);
+	vu_mig_set_log_all(c, m->p.u64 & BIT_ULL(VHOST_F_LOG_ALL));
 	return VU_OK;
 }
 
@@ -563,13 +545,14 @@ static enum vu_result vu_dispatch(struct vu_conn *c, struct vu_rx *rx)
 
 	switch (m->request) {
 	case VU_GET_FEATURES:
-		return reply_u64(c, m->request,
+		return vu_reply_u64(c, m->request,
 				 vnet_dev_offered_features(c->dev) |
-					 BIT_ULL(VHOST_USER_F_PROTOCOL_FEATURES));
+					 BIT_ULL(VHOST_USER_F_PROTOCOL_FEATURES) |
+					 BIT_ULL(VHOST_F_LOG_ALL));
 	case VU_SET_FEATURES:
 		return handle_set_features(c, m);
 	case VU_GET_PROTOCOL_FEATURES:
-		return reply_u64(c, m->request, VU_OFFERED_PROTOCOL_FEATURES);
+		return vu_reply_u64(c, m->request, VU_OFFERED_PROTOCOL_FEATURES);
 	case VU_SET_PROTOCOL_FEATURES:
 		return handle_set_protocol_features(c, m);
 	case VU_SET_OWNER:
@@ -596,11 +579,11 @@ static enum vu_result vu_dispatch(struct vu_conn *c, struct vu_rx *rx)
 	case VU_SET_VRING_ENABLE:
 		return handle_vring_enable(c, m);
 	case VU_GET_QUEUE_NUM:
-		return reply_u64(c, m->request, vnet_dev_num_queues(c->dev));
+		return vu_reply_u64(c, m->request, vnet_dev_num_queues(c->dev));
 	case VU_SET_BACKEND_REQ_FD:
 		/* Never written to (we send no backend requests); kept open until disconnect. */
 		close_fd(&c->backend_req_fd);
-		c->backend_req_fd = take_fd(rx, 0);
+		c->backend_req_fd = vu_take_fd(rx, 0);
 		return VU_OK;
 	case VU_GET_CONFIG:
 		return handle_get_config(c, m);
@@ -613,16 +596,18 @@ static enum vu_result vu_dispatch(struct vu_conn *c, struct vu_rx *rx)
 		}
 		return VU_OK;
 	case VU_SEND_RARP:
-		/* RARP is not offered; nothing to announce from the backend side. */
-		log_debug("vhost-user: SEND_RARP ignored");
-		return VU_OK;
+		return vu_mig_send_rarp(c, m);
 	case VU_NET_SET_MTU:
 		log_info("vhost-user: frontend MTU %" PRIu64 " noted (not enforced)", m->p.u64);
 		return VU_OK;
 	case VU_SET_LOG_BASE:
+		return vu_mig_set_log_base(c, rx);
 	case VU_SET_LOG_FD:
-		log_guest("vhost-user: %s: dirty logging not offered", vu_request_name(m->request));
-		return VU_FAIL;
+		return VU_OK; /* the log is polled by the frontend: no kick needed (fd closed) */
+	case VU_SET_DEVICE_STATE_FD:
+		return vu_mig_set_state_fd(c, rx);
+	case VU_CHECK_DEVICE_STATE:
+		return vu_mig_check_state(c, m);
 	case VU_SET_VRING_ENDIAN:
 		log_guest("vhost-user: SET_VRING_ENDIAN: cross-endian rings not offered");
 		return VU_FAIL;
@@ -638,7 +623,8 @@ static bool has_own_reply(uint32_t request)
 {
 	return request == VU_GET_FEATURES || request == VU_GET_PROTOCOL_FEATURES ||
 	       request == VU_GET_VRING_BASE || request == VU_GET_QUEUE_NUM ||
-	       request == VU_GET_CONFIG;
+	       request == VU_GET_CONFIG || request == VU_SET_LOG_BASE ||
+	       request == VU_SET_DEVICE_STATE_FD || request == VU_CHECK_DEVICE_STATE;
 }
 
 /* ---- public interface ---- */
@@ -660,6 +646,7 @@ void vu_conn_init(struct vu_conn *c, int sock, struct vnet_dev *dev, const struc
 	c->dev = dev;
 	c->ops = ops;
 	c->ctx = ctx;
+	c->xfer.fd = -1;
 	/* A frontend that stalls mid-message must not block the whole daemon: never wait. */
 	fl = fcntl(sock, F_GETFL);
 	if (fl >= 0 && !(fl & O_NONBLOCK) && fcntl(sock, F_SETFL, fl | O_NONBLOCK) < 0)
@@ -749,6 +736,7 @@ void vu_conn_close(struct vu_conn *c)
 	if (!c->dev)
 		return; /* never initialised */
 	vnet_dev_reset(c->dev); /* queues stop before their memory goes away */
+	vu_mig_reset(c, true);
 	drop_queue_fds(c);
 	close_rx_fds(c->rxfds, c->nrxfds);
 	c->nrxfds = 0;

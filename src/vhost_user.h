@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "dirty_log.h"
 #include "guest_mem.h"
 #include "vnet_dev.h"
 
@@ -16,6 +17,22 @@ struct vu_owner_ops {
 	 * closed, so the owner can take it out of epoll and register new_fd.
 	 */
 	void (*kick_changed)(void *ctx, unsigned qidx, int old_fd, int new_fd);
+	/*
+	 * The device-state pipe (SET_DEVICE_STATE_FD) changes from old_fd to new_fd (-1: none),
+	 * to be watched for `events` (EPOLLIN to load, EPOLLOUT to save); call
+	 * vu_conn_state_io() when it is ready. Called before old_fd is closed.
+	 */
+	void (*state_fd_changed)(void *ctx, int old_fd, int new_fd, uint32_t events);
+};
+
+/* A device-state transfer over a pipe (SET_DEVICE_STATE_FD ... CHECK_DEVICE_STATE). */
+struct vu_state_xfer {
+	int fd;           /* our end of the pipe while the transfer runs; -1 otherwise */
+	bool load;        /* reading the destination's state (else writing the source's) */
+	bool active;      /* a transfer was started and not yet checked */
+	int result;       /* 0 done and valid, 1 in progress, -1 failed */
+	size_t len, off;  /* save: bytes to write, written; load: bytes read */
+	uint8_t buf[VNET_STATE_MAX];
 };
 
 struct vu_queue_fds {
@@ -39,6 +56,11 @@ struct vu_conn {
 	const struct vu_owner_ops *ops;
 	void *ctx;
 	uint64_t messages;           /* handled, for stats */
+	/* Live migration (vhost_user_migrate.c). */
+	bool log_all;                /* SET_FEATURES carried VHOST_F_LOG_ALL */
+	struct dirty_log log;        /* SET_LOG_BASE's bitmap (log.bitmap NULL: none) */
+	uint64_t rarps;              /* SEND_RARP announcements sent through the backend */
+	struct vu_state_xfer xfer;
 	volatile sig_atomic_t mem_fault; /* guest memory shrank under us (SIGBUS): drop frontend */
 	/* The message being received: bytes and fds gathered so far (never blocks the loop). */
 	uint8_t rxbuf[12 + 512];
@@ -62,6 +84,13 @@ void vu_conn_close(struct vu_conn *c);
 
 /* vu_conn_signal_error() - signal queue qidx's SET_VRING_ERR eventfd (the queue broke). */
 void vu_conn_signal_error(struct vu_conn *c, unsigned qidx);
+
+/*
+ * vu_conn_state_io() - the device-state pipe is ready (events from epoll): write or read what
+ * it takes without blocking; at the end the pipe is closed (owner told) and the result kept
+ * for CHECK_DEVICE_STATE.
+ */
+void vu_conn_state_io(struct vu_conn *c, uint32_t events);
 
 /* vu_conn_notify() - signal queue qidx's call fd (8 bytes, eventfd or socketpair). */
 void vu_conn_notify(struct vu_conn *c, unsigned qidx);

@@ -15,6 +15,7 @@ enum vu_shape {
 	SHAPE_CONFIG,      /* struct vu_config header + `size` config bytes, no fds */
 	SHAPE_LOG,         /* struct vu_log, one fd */
 	SHAPE_FD,          /* no payload (at most an ignored u64), one fd */
+	SHAPE_XFER,        /* struct vu_transfer_state, one fd */
 };
 
 struct vu_request_info {
@@ -63,6 +64,9 @@ static const struct vu_request_info request_info[] = {
 	[VU_REM_MEM_REG] = {"REM_MEM_REG", SHAPE_UNKNOWN},
 	[VU_SET_STATUS] = {"SET_STATUS", SHAPE_UNKNOWN},
 	[VU_GET_STATUS] = {"GET_STATUS", SHAPE_UNKNOWN},
+	[VU_GET_SHARED_OBJECT] = {"GET_SHARED_OBJECT", SHAPE_UNKNOWN},
+	[VU_SET_DEVICE_STATE_FD] = {"SET_DEVICE_STATE_FD", SHAPE_XFER},
+	[VU_CHECK_DEVICE_STATE] = {"CHECK_DEVICE_STATE", SHAPE_NONE},
 };
 
 #define N_REQUESTS (sizeof(request_info) / sizeof(request_info[0]))
@@ -123,6 +127,7 @@ int vu_msg_fds_needed(const struct vu_msg *msg)
 		return (int)msg->p.mem.nregions;
 	case SHAPE_LOG:
 	case SHAPE_FD:
+	case SHAPE_XFER:
 		return 1;
 	default:
 		return 0;
@@ -160,6 +165,10 @@ static int check_shape(const struct vu_msg *m, enum vu_shape shape, const char *
 	case SHAPE_LOG:
 		if (size != sizeof(struct vu_log))
 			return *why = "bad log size", -1;
+		return 0;
+	case SHAPE_XFER:
+		if (size != sizeof(struct vu_transfer_state))
+			return *why = "bad device state transfer size", -1;
 		return 0;
 	case SHAPE_MEM:
 		/* UML sends room for 2 regions whatever nregions says: allow slack, not shortage. */

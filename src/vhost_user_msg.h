@@ -51,6 +51,9 @@ enum vu_request {
 	VU_REM_MEM_REG = 38,
 	VU_SET_STATUS = 39,
 	VU_GET_STATUS = 40,
+	VU_GET_SHARED_OBJECT = 41,
+	VU_SET_DEVICE_STATE_FD = 42,
+	VU_CHECK_DEVICE_STATE = 43,
 };
 
 /* Protocol feature bits (GET/SET_PROTOCOL_FEATURES). */
@@ -71,6 +74,7 @@ enum vu_request {
 #define VU_PROTOCOL_F_INBAND_NOTIFICATIONS 14
 #define VU_PROTOCOL_F_CONFIGURE_MEM_SLOTS 15
 #define VU_PROTOCOL_F_STATUS 16
+#define VU_PROTOCOL_F_DEVICE_STATE 19
 
 /* Header flags. */
 #define VU_VERSION 1u
@@ -128,6 +132,18 @@ struct vu_log {
 	uint64_t mmap_offset;
 };
 
+/* SET_DEVICE_STATE_FD payload (the pipe comes as the message's fd). */
+#define VU_TRANSFER_STATE_SAVE 0u         /* back-end writes its state, front-end reads */
+#define VU_TRANSFER_STATE_LOAD 1u         /* front-end writes, back-end reads */
+#define VU_TRANSFER_STATE_PHASE_STOPPED 0u /* the only phase: device and rings stopped */
+struct vu_transfer_state {
+	uint32_t direction;
+	uint32_t phase;
+};
+
+/* VHOST_VRING_F_LOG in vu_vring_addr.flags: log used ring writes at vu_vring_addr.log. */
+#define VU_VRING_F_LOG 1u
+
 /* Payload as laid out on the wire (every member has its natural alignment: no padding). */
 union vu_payload {
 	uint64_t u64;
@@ -136,6 +152,7 @@ union vu_payload {
 	struct vu_mem_table mem;
 	struct vu_config config;
 	struct vu_log log;
+	struct vu_transfer_state xfer;
 };
 
 #define VU_MSG_MAX_PAYLOAD ((uint32_t)sizeof(union vu_payload))

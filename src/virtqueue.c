@@ -2,6 +2,7 @@
 #include "virtqueue.h"
 
 #include <endian.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "log.h"
@@ -236,11 +237,62 @@ void vq_unpop(struct virtqueue *vq, unsigned n)
 	vq->last_avail = (uint16_t)(vq->last_avail - n);
 }
 
+/* Log a write of len bytes at byte off of the used ring (when the ring is logged). */
+static void vq_log_used_range(struct virtqueue *vq, uint64_t off, uint64_t len)
+{
+	if (vq->log_used)
+		dirty_log_gpa(vq->log, vq->log_used_gpa + off, len);
+}
+
+/*
+ * Log the guest buffers the used elements [from, from + n) report written: the first `len`
+ * bytes of each chain's writable part, found by walking the chain again (the walker's checks
+ * apply; a chain the driver changed in flight is its own loss). Every device write into a
+ * guest buffer ends in a used element, so this one place covers them all (RX copying and
+ * direct, the control queue) and the data path pays nothing per packet; TX elements (len 0)
+ * cost one read each.
+ */
+static void vq_log_buffers(struct virtqueue *vq, uint16_t from, unsigned n)
+{
+	static struct vq_chain chain; /* one event-loop thread; only used within this call */
+
+	for (unsigned i = 0; i < n; i++) {
+		const struct vring_used_elem *e = &vq->used->ring[(uint16_t)(from + i) & (vq->num - 1)];
+		uint32_t id = VQ_READ_ONCE_U32(&e->id), len = VQ_READ_ONCE_U32(&e->len);
+
+		if (!len ||
+		    vq_walk_chain(vq->mem, vq->desc, vq->num, id, vq->indirect, &chain) != VQ_WALK_OK)
+			continue;
+		dirty_log_iov(vq->log, vq->mem, &chain.iov[chain.nread], chain.nwrite, len);
+	}
+}
+
+/* Log what a publication covers: the buffers, the used elements and the index. */
+static void vq_log_published(struct virtqueue *vq, uint16_t from)
+{
+	unsigned n = (uint16_t)(vq->used_idx - from), first = from & (vq->num - 1u);
+
+	if (n > vq->num)
+		n = vq->num;
+	vq_log_buffers(vq, from, n);
+	if (first + n > vq->num) { /* wraps: the tail of the ring, then its start */
+		vq_log_used_range(vq, 4 + 8ull * first, 8ull * (vq->num - first));
+		n -= vq->num - first;
+		first = 0;
+	}
+	vq_log_used_range(vq, 4 + 8ull * first, 8ull * n);
+	vq_log_used_range(vq, offsetof(struct vring_used, idx), sizeof(uint16_t));
+}
+
 void vq_publish(struct virtqueue *vq)
 {
+	uint16_t from = vq->used_published;
+
 	/* Release: the used elements are visible before the index that covers them. */
 	__atomic_store_n(&vq->used->idx, htole16(vq->used_idx), __ATOMIC_RELEASE);
 	vq->used_published = vq->used_idx;
+	if (__builtin_expect(vq->log != NULL, 0))
+		vq_log_published(vq, from);
 }
 
 bool vq_driver_wants_notify(struct virtqueue *vq)
@@ -280,6 +332,8 @@ bool vq_kick_enable(struct virtqueue *vq)
 		VQ_WRITE_ONCE_U16((uint16_t *)&vq->used->ring[vq->num], vq_avail_idx(vq));
 	else
 		VQ_WRITE_ONCE_U16(&vq->used->flags, 0);
+	if (__builtin_expect(vq->log != NULL, 0))
+		vq_log_used_range(vq, vq->event_idx ? 4 + 8ull * vq->num : 0, sizeof(uint16_t));
 	/* Order our store before re-reading avail->idx, or a kick could be lost. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	return vq_has_avail(vq);
@@ -287,8 +341,11 @@ bool vq_kick_enable(struct virtqueue *vq)
 
 void vq_kick_disable(struct virtqueue *vq)
 {
-	if (vq->started && !vq->broken && !vq->event_idx)
+	if (vq->started && !vq->broken && !vq->event_idx) {
 		VQ_WRITE_ONCE_U16(&vq->used->flags, VRING_USED_F_NO_NOTIFY);
+		if (__builtin_expect(vq->log != NULL, 0))
+			vq_log_used_range(vq, 0, sizeof(uint16_t));
+	}
 }
 
 void vq_reset(struct virtqueue *vq)

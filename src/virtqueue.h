@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "dirty_log.h"
 #include "guest_mem.h"
 
 #define VQ_MAX_SIZE 32768u       /* largest queue size a split ring may have */
@@ -109,6 +110,14 @@ struct virtqueue {
 	bool signalled_valid;
 	uint32_t unsignalled; /* used entries since the last decision (wrap guard) */
 	const struct guest_mem *mem;
+	/*
+	 * Dirty logging (live migration): NULL when off, and then the only cost is one branch per
+	 * published batch. With VHOST_VRING_F_LOG the used ring's writes are logged at
+	 * log_used_gpa (the frontend's log_guest_addr for this ring).
+	 */
+	struct dirty_log *log;
+	uint64_t log_used_gpa;
+	bool log_used;
 	/* Owner's hook, called once when the queue breaks (NULL: none); survives vq_reset(). */
 	void (*on_broken)(void *ctx, unsigned index);
 	void *owner_ctx;

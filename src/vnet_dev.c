@@ -60,9 +60,11 @@ static void queue_reset(struct vnet_dev *dev, struct vnet_queue *q)
 	if (q->timer_deadline_ns)
 		dev->env->arm_timer(dev->env_ctx, q->vq.index, 0);
 	vq_reset(&q->vq);
+	q->vq.log = dev->dirty_log;
 	q->enabled = false;
 	q->timer_deadline_ns = q->coal_deadline_ns = q->tx_deadline_ns = 0;
 	q->tx_blocked = q->rx_waiting = q->reinit = false;
+	q->state_loaded = q->resume_notify = false;
 	/* q->scheduled stays: the owner's run queue still holds the entry, which clears it. */
 	q->rx_unflushed = 0;
 	coal_restart(&q->coal);
@@ -285,13 +287,18 @@ void vnet_dev_queue_enable(struct vnet_dev *dev, unsigned qidx, bool enable)
 	 * A vhost-user enable cycle on the same rings (e.g. QEMU switching queue pairs) keeps the
 	 * queue's own values (VQ_SET). Either way counting starts afresh.
 	 */
-	if (q->reinit) {
+	if (q->reinit && !q->state_loaded)
 		coal_policy_queue_default(dev, q);
-		q->reinit = false;
-	}
+	q->reinit = q->state_loaded = false;
 	coal_restart(&q->coal);
 	q->coal_deadline_ns = 0;
 	queue_rearm_timer(dev, q);
+	if (q->resume_notify) {
+		/* Migrated while completions were held: the driver may be waiting for this. */
+		q->resume_notify = false;
+		dev->env->notify(dev->env_ctx, qidx);
+		q->stats.notifications++;
+	}
 	if (q->kind == VNET_QUEUE_RX)
 		q->rx_waiting = true;
 	vnet_dev_kick(dev, qidx);
@@ -456,6 +463,13 @@ void vnet_dev_reset(struct vnet_dev *dev)
 	assign_queue_kinds(dev);
 	for (unsigned i = 0; i < dev->nqueues; i++)
 		queue_reset(dev, &dev->queues[i]);
+}
+
+void vnet_dev_set_dirty_log(struct vnet_dev *dev, struct dirty_log *log)
+{
+	dev->dirty_log = log;
+	for (unsigned i = 0; i < dev->nqueues; i++)
+		dev->queues[i].vq.log = log;
 }
 
 const uint8_t *vnet_dev_mac(const struct vnet_dev *dev)

@@ -147,6 +147,8 @@ struct vnet_queue {
 	bool rx_waiting;            /* a packet waited for buffers: tell the backend on kick */
 	bool scheduled;             /* waiting in the owner's run queue (env->schedule) */
 	bool reinit;                /* rings set up while disabled: virtio re-enable on enable */
+	bool state_loaded;          /* coalescing came with a migration: kept at the next enable */
+	bool resume_notify;         /* migrated with completions owed: notify once when enabled */
 	struct vnet_queue_stats stats;
 	struct vq_chain chain;      /* scratch for the chain being processed */
 };
@@ -275,7 +277,7 @@ int vnet_dev_host_coalesce(struct vnet_dev *dev, int qidx, enum vnet_queue_kind 
 /*
  * vnet_dev_host_adaptive() - switch adaptive coalescing on or off for queue qidx, or for every
  * queue of `kind` when qidx < 0 (then also for queues after a reset or re-enable). Switching
- * off leaves the values the controller chose until something else sets them. 0 or -1.
+ * off gives the queue the last setting for its kind since reset, else 0. 0 or -1.
  */
 int vnet_dev_host_adaptive(struct vnet_dev *dev, int qidx, enum vnet_queue_kind kind, bool on);
 
@@ -287,6 +289,40 @@ void vnet_dev_set_stall_guard(struct vnet_dev *dev, const struct vnet_stall_guar
 
 /* vnet_dev_stall_guard() - the port's stall guard settings. */
 const struct vnet_stall_guard *vnet_dev_stall_guard(const struct vnet_dev *dev);
+
+/*
+ * vnet_dev_set_dirty_log() - log every guest page the device writes into log from now on (live
+ * migration: VHOST_F_LOG_ALL with a log base), or stop logging (NULL). The log stays the
+ * caller's; it must outlive its use here.
+ */
+void vnet_dev_set_dirty_log(struct vnet_dev *dev, struct dirty_log *log);
+
+/* ---- Live migration (dev_state.c) ---- */
+
+#define VNET_STATE_MAX 8192 /* bytes of serialised device state, at most */
+
+/*
+ * vnet_dev_state_save() - serialise what the frontend cannot resend (coalescing per queue and
+ * who set it, host defaults, the kind-wide settings, notifications still owed, MAC, receive
+ * filter and RX mode, active queue pairs) into buf (cap >= VNET_STATE_MAX). Versioned format
+ * (dev_state.c). Returns the bytes written.
+ */
+size_t vnet_dev_state_save(const struct vnet_dev *dev, uint8_t *buf, size_t cap);
+
+/*
+ * vnet_dev_state_load() - hostile input: validate the whole of buf (version, sizes, queue
+ * count and kinds, every value) and only then apply it; the device must be stopped. Queues
+ * keep the loaded coalescing through their first enable, and those that owed a notification
+ * get one when they are enabled. 0, or -1 with *why set (nothing changed).
+ */
+int vnet_dev_state_load(struct vnet_dev *dev, const uint8_t *buf, size_t len, const char **why);
+
+/*
+ * vnet_dev_send_rarp() - announce mac (the migrated guest's) through the backend, as the guest
+ * would: a broadcast RARP, so switches (vnetd's own, a bridge on a tap) learn its new port.
+ * 0, or -1 without a backend.
+ */
+int vnet_dev_send_rarp(struct vnet_dev *dev, const uint8_t mac[6]);
 
 /* vnet_dev_coal_persist() - whether host coalescing defaults survive a device reset. */
 bool vnet_dev_coal_persist(const struct vnet_dev *dev);

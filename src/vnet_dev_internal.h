@@ -72,6 +72,7 @@ struct vnet_dev {
 	uint16_t active_pairs;
 	unsigned nqueues;
 	bool rx_dirty;             /* env->rx_dirty() called, vnet_dev_rx_flush() not yet */
+	struct dirty_log *dirty_log; /* live migration: log guest writes here; NULL: off */
 	struct vnet_rx_filter filter;
 	/* Last setting for all queues of a kind since reset (TX_SET/RX_SET or host), [0] RX [1] TX. */
 	struct vnet_kind_coal last[2];

@@ -1,0 +1,55 @@
+/* dirty_log.c - the vhost-user dirty page log: setting bits for the guest pages vnetd wrote. */
+#include "dirty_log.h"
+
+void dirty_log_gpa(struct dirty_log *log, uint64_t gpa, uint64_t len)
+{
+	uint64_t first, last, pages;
+
+	if (!log->bitmap || !len)
+		return;
+	first = gpa / DIRTY_LOG_PAGE;
+	/* Last byte written: gpa + len - 1, clamped instead of wrapping. */
+	last = (len - 1 > UINT64_MAX - gpa ? UINT64_MAX : gpa + len - 1) / DIRTY_LOG_PAGE;
+	pages = log->size * 8; /* size <= DIRTY_LOG_MAX_SIZE: no overflow */
+	if (first >= pages) {
+		log->dropped += last - first + 1;
+		return;
+	}
+	if (last >= pages) {
+		log->dropped += last - pages + 1;
+		last = pages - 1;
+	}
+	for (uint64_t p = first; p <= last; p++)
+		__atomic_fetch_or(&log->bitmap[p / 8], (uint8_t)(1u << (p % 8)), __ATOMIC_RELEASE);
+}
+
+void dirty_log_host(struct dirty_log *log, const struct guest_mem *mem, const void *host,
+		    size_t len)
+{
+	uintptr_t h = (uintptr_t)host;
+
+	for (unsigned i = 0; i < mem->nregions; i++) {
+		const struct guest_mem_region *r = &mem->regions[i];
+		uintptr_t base = (uintptr_t)r->host;
+		uint64_t off;
+
+		if (h < base || h - base >= r->size)
+			continue;
+		off = h - base;
+		if (len > r->size - off)
+			len = (size_t)(r->size - off); /* never past the region */
+		dirty_log_gpa(log, r->gpa + off, len);
+		return;
+	}
+}
+
+void dirty_log_iov(struct dirty_log *log, const struct guest_mem *mem, const struct iovec *iov,
+		   unsigned cnt, size_t len)
+{
+	for (unsigned i = 0; i < cnt && len; i++) {
+		size_t n = iov[i].iov_len < len ? iov[i].iov_len : len;
+
+		dirty_log_host(log, mem, iov[i].iov_base, n);
+		len -= n;
+	}
+}

@@ -1,0 +1,283 @@
+/* vhost_user_migrate.c - live migration over vhost-user: dirty log base, device state pipe, RARP. */
+#include "vhost_user_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "guest_fault.h"
+#include "log.h"
+#include "virtio_net_defs.h"
+
+/* SET_DEVICE_STATE_FD reply: 0 = accepted, bit 8 = we hand back no fd of our own. */
+#define VU_STATE_FD_REPLY_NOFD (1ull << 8)
+
+/* ---- dirty log ---- */
+
+/* Logging is on exactly while the frontend asked for it (LOG_ALL) and gave us a log. */
+static void update_logging(struct vu_conn *c)
+{
+	bool on = c->log_all && c->log.bitmap;
+
+	vnet_dev_set_dirty_log(c->dev, on ? &c->log : NULL);
+}
+
+static void unmap_log(struct dirty_log *log)
+{
+	if (log->mmap_base) {
+		guest_fault_unwatch(log->mmap_base);
+		munmap(log->mmap_base, log->mmap_len);
+	}
+	memset(log, 0, sizeof(*log));
+}
+
+/*
+ * map_log() - the log the frontend describes (mmap_size bytes at mmap_offset of fd), checked
+ * like a memory region: no wrap, within our limit, not past the end of the file (else SIGBUS),
+ * and watched for SIGBUS (the frontend keeps the fd). 0, or -1 (logged).
+ */
+static int map_log(struct vu_conn *c, const struct vu_log *l, int fd, struct dirty_log *out)
+{
+	struct stat st;
+	uint64_t len;
+	void *base;
+
+	/* QEMU maps from offset 0; a far offset would only reserve address space. */
+	if (l->mmap_size == 0 || l->mmap_size > DIRTY_LOG_MAX_SIZE ||
+	    l->mmap_offset > DIRTY_LOG_MAX_SIZE) {
+		log_guest("vhost-user: SET_LOG_BASE: bad size %" PRIu64 " / offset %" PRIu64,
+			  l->mmap_size, l->mmap_offset);
+		return -1;
+	}
+	len = l->mmap_offset + l->mmap_size;
+	if (len > SIZE_MAX) {
+		log_guest("vhost-user: SET_LOG_BASE: log too large");
+		return -1;
+	}
+	if (fstat(fd, &st) < 0 || (S_ISREG(st.st_mode) && (uint64_t)st.st_size < len)) {
+		log_guest("vhost-user: SET_LOG_BASE: fd does not hold %" PRIu64 " bytes", len);
+		return -1;
+	}
+	/* From offset 0, as for memory regions: mmap offsets must be page-aligned, ours need not. */
+	base = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+	if (base == MAP_FAILED) {
+		log_guest("vhost-user: SET_LOG_BASE: mmap of %" PRIu64 " bytes: %s", len,
+			  strerror(errno));
+		return -1;
+	}
+	if (guest_fault_watch(base, (size_t)len, &c->mem_fault) < 0) {
+		log_err("vhost-user: SET_LOG_BASE: too many guest mappings");
+		munmap(base, (size_t)len);
+		return -1;
+	}
+	memset(out, 0, sizeof(*out));
+	out->bitmap = (uint8_t *)base + l->mmap_offset;
+	out->size = l->mmap_size;
+	out->mmap_base = base;
+	out->mmap_len = (size_t)len;
+	return 0;
+}
+
+enum vu_result vu_mig_set_log_base(struct vu_conn *c, struct vu_rx *rx)
+{
+	struct dirty_log nl;
+	int ok;
+
+	if (!(c->protocol_features & BIT_ULL(VU_PROTOCOL_F_LOG_SHMFD))) {
+		log_guest("vhost-user: SET_LOG_BASE without LOG_SHMFD negotiated");
+		return VU_FAIL;
+	}
+	ok = map_log(c, &rx->msg.p.log, rx->fds[0], &nl) == 0;
+	if (ok) {
+		/* The device logs through &c->log: swap in place, then drop the old mapping. */
+		struct dirty_log old = c->log;
+
+		c->log = nl;
+		update_logging(c);
+		unmap_log(&old);
+		log_info("vhost-user: dirty log of %" PRIu64 " bytes (%" PRIu64 " MiB of guest memory)",
+			 nl.size, nl.size * 8 * DIRTY_LOG_PAGE >> 20);
+	}
+	/* QEMU waits for this reply (and ignores its value): 0 mapped, 1 refused. */
+	return vu_reply_u64(c, rx->msg.request, ok ? 0 : 1) == VU_OK ? (ok ? VU_OK : VU_FAIL)
+								     : VU_DISCONNECT;
+}
+
+void vu_mig_set_log_all(struct vu_conn *c, bool on)
+{
+	if (on != c->log_all)
+		log_info("vhost-user: dirty logging %s", on ? "on" : "off");
+	c->log_all = on;
+	update_logging(c);
+}
+
+void vu_mig_vring_addr(struct vnet_queue *q, const struct vu_vring_addr *a)
+{
+	q->vq.log_used = (a->flags & VU_VRING_F_LOG) != 0;
+	q->vq.log_used_gpa = a->log;
+}
+
+/* ---- announce ---- */
+
+enum vu_result vu_mig_send_rarp(struct vu_conn *c, const struct vu_msg *m)
+{
+	uint8_t mac[6];
+
+	memcpy(mac, &m->p.u64, 6); /* the MAC is the first 6 bytes of the u64 */
+	if (vnet_dev_send_rarp(c->dev, mac) < 0) {
+		log_guest("vhost-user: SEND_RARP: no backend to announce on");
+		return VU_FAIL;
+	}
+	c->rarps++;
+	log_debug("vhost-user: SEND_RARP %02x:%02x:%02x:%02x:%02x:%02x announced", mac[0], mac[1],
+		  mac[2], mac[3], mac[4], mac[5]);
+	return VU_OK;
+}
+
+/* ---- device state ---- */
+
+/* End the transfer's pipe (the owner stops watching it first); the result stays. */
+static void xfer_close(struct vu_conn *c)
+{
+	struct vu_state_xfer *x = &c->xfer;
+
+	if (x->fd < 0)
+		return;
+	if (c->ops && c->ops->state_fd_changed)
+		c->ops->state_fd_changed(c->ctx, x->fd, -1, 0);
+	close(x->fd);
+	x->fd = -1;
+}
+
+static void xfer_finish(struct vu_conn *c, int result, const char *why)
+{
+	c->xfer.result = result;
+	if (result < 0)
+		log_guest("vhost-user: device state %s failed: %s", c->xfer.load ? "load" : "save",
+			  why);
+	else
+		log_info("vhost-user: device state %s: %zu bytes", c->xfer.load ? "loaded" : "saved",
+			 c->xfer.load ? c->xfer.len : c->xfer.off);
+	xfer_close(c);
+}
+
+/* Move what the pipe takes or has now; never waits. */
+static void xfer_step(struct vu_conn *c)
+{
+	struct vu_state_xfer *x = &c->xfer;
+	const char *why = "";
+
+	while (x->fd >= 0 && x->result == 1) {
+		ssize_t n;
+
+		if (!x->load) {
+			if (x->off == x->len) {
+				xfer_finish(c, 0, NULL); /* closing is the end of the stream */
+				return;
+			}
+			n = write(x->fd, x->buf + x->off, x->len - x->off);
+		} else {
+			/* One byte more than the limit: a longer stream is refused, not cut. */
+			uint8_t extra;
+
+			n = x->len < sizeof(x->buf) ? read(x->fd, x->buf + x->len, sizeof(x->buf) - x->len)
+						    : read(x->fd, &extra, 1);
+			if (n > 0 && x->len == sizeof(x->buf)) {
+				xfer_finish(c, -1, "stream longer than VNET_STATE_MAX");
+				return;
+			}
+			if (n == 0) {
+				/* The result first: argument order is unspecified and sets `why`. */
+				int r = vnet_dev_state_load(c->dev, x->buf, x->len, &why);
+
+				xfer_finish(c, r < 0 ? -1 : 0, why);
+				return;
+			}
+		}
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return; /* the owner's epoll tells us when to go on */
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			xfer_finish(c, -1, strerror(errno));
+			return;
+		}
+		if (x->load)
+			x->len += (size_t)n;
+		else
+			x->off += (size_t)n;
+	}
+}
+
+void vu_conn_state_io(struct vu_conn *c, uint32_t events)
+{
+	(void)events; /* EPOLLHUP/ERR: the next read or write reports it */
+	xfer_step(c);
+}
+
+enum vu_result vu_mig_set_state_fd(struct vu_conn *c, struct vu_rx *rx)
+{
+	const struct vu_transfer_state *t = &rx->msg.p.xfer;
+	struct vu_state_xfer *x = &c->xfer;
+	int fd, fl;
+
+	if (t->phase != VU_TRANSFER_STATE_PHASE_STOPPED ||
+	    (t->direction != VU_TRANSFER_STATE_SAVE && t->direction != VU_TRANSFER_STATE_LOAD)) {
+		log_guest("vhost-user: SET_DEVICE_STATE_FD: direction %u phase %u not supported",
+			  t->direction, t->phase);
+		return vu_reply_u64(c, rx->msg.request, 1) == VU_OK ? VU_FAIL : VU_DISCONNECT;
+	}
+	xfer_close(c); /* a transfer the frontend gave up on */
+	fd = vu_take_fd(rx, 0);
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+		log_guest("vhost-user: SET_DEVICE_STATE_FD: unusable fd: %s", strerror(errno));
+		close(fd);
+		return vu_reply_u64(c, rx->msg.request, 1) == VU_OK ? VU_FAIL : VU_DISCONNECT;
+	}
+	x->fd = fd;
+	x->load = t->direction == VU_TRANSFER_STATE_LOAD;
+	x->active = true;
+	x->result = 1;
+	x->off = x->len = 0;
+	if (!x->load)
+		x->len = vnet_dev_state_save(c->dev, x->buf, sizeof(x->buf)); /* device is stopped */
+	if (c->ops && c->ops->state_fd_changed)
+		c->ops->state_fd_changed(c->ctx, -1, fd, x->load ? EPOLLIN : EPOLLOUT);
+	/* Reply first: the frontend only starts reading (or writing) the pipe after it. */
+	if (vu_reply_u64(c, rx->msg.request, VU_STATE_FD_REPLY_NOFD) != VU_OK)
+		return VU_DISCONNECT;
+	xfer_step(c);
+	return VU_OK;
+}
+
+enum vu_result vu_mig_check_state(struct vu_conn *c, const struct vu_msg *m)
+{
+	struct vu_state_xfer *x = &c->xfer;
+
+	/* The frontend has finished its side (closed its end, or read ours to EOF): whatever
+	 * is still in the pipe can be taken now without waiting. */
+	xfer_step(c);
+	if (x->result == 1)
+		xfer_finish(c, -1, "incomplete at CHECK_DEVICE_STATE");
+	if (!x->active)
+		x->result = -1; /* no transfer to check */
+	x->active = false;
+	return vu_reply_u64(c, m->request, x->result == 0 ? 0 : 1);
+}
+
+void vu_mig_reset(struct vu_conn *c, bool unmap)
+{
+	c->log_all = false;
+	if (unmap)
+		unmap_log(&c->log);
+	update_logging(c);
+	xfer_close(c);
+	c->xfer.active = false;
+	c->xfer.result = 0;
+}

@@ -1,0 +1,161 @@
+"""Live migration pieces for the e2e test and the benchmark: QMP client, an incoming QEMU
+(its console continues the source's), a throttled HTTP sender and a two-tap bridge."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+from guest import QemuGuest
+
+
+class Qmp:
+    """A QMP connection (unix socket): capabilities negotiated, one command at a time."""
+
+    def __init__(self, path, timeout=30.0):
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                self.sock.connect(path)
+                break
+            except OSError:
+                self.sock.close()
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        self.sock.settimeout(timeout)
+        self.buf = b''
+        self.events = []
+        self._read()                      # greeting
+        self.cmd('qmp_capabilities')
+
+    def _read(self):
+        while b'\n' not in self.buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise OSError('QMP connection closed')
+            self.buf += chunk
+        line, self.buf = self.buf.split(b'\n', 1)
+        return json.loads(line)
+
+    def cmd(self, name, **args):
+        """Run a command; returns its 'return' value, raises RuntimeError on 'error'."""
+        msg = {'execute': name}
+        if args:
+            msg['arguments'] = args
+        self.sock.sendall(json.dumps(msg).encode() + b'\n')
+        while True:
+            r = self._read()
+            if 'event' in r:
+                self.events.append(r)
+                continue
+            if 'error' in r:
+                raise RuntimeError('QMP %s: %s' % (name, r['error']))
+            return r.get('return')
+
+    def close(self):
+        self.sock.close()
+
+
+def migrate(src_qmp, uri, during=None, timeout=600, poll=0.2):
+    """Migrate the source to uri; `during(info)` runs at each poll while it is active. Returns
+    the final query-migrate dict (status completed), raises RuntimeError otherwise."""
+    src_qmp.cmd('migrate', uri=uri)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        info = src_qmp.cmd('query-migrate')
+        st = info.get('status')
+        if st == 'completed':
+            return info
+        if st in ('failed', 'cancelled'):
+            raise RuntimeError('migration %s: %s' % (st, info))
+        if during and st == 'active':
+            during(info)
+        time.sleep(poll)
+    raise RuntimeError('migration did not complete within %ss' % timeout)
+
+
+class AnyQemu(QemuGuest):
+    """QemuGuest with another QEMU binary (qemu=PATH, e.g. a QEMU >= 10 for DEVICE_STATE)."""
+
+    def __init__(self, *a, qemu=None, **kw):
+        super().__init__(*a, **kw)
+        self.qemu = qemu
+
+    def argv(self):
+        a = super().argv()
+        if self.qemu:
+            a[a.index('qemu-system-x86_64')] = self.qemu
+        return a
+
+
+class IncomingQemu(AnyQemu):
+    """The destination QEMU (-incoming): its serial console carries on the source guest's
+    shell after the switch-over, so it never prints GUEST-READY."""
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def adopt(self):
+        """After the switch-over: commands now go to this QEMU's console."""
+        self.boot_time = 0.0
+
+
+# A sender of `size` bytes of a file at `rate` bytes/s to each HTTP/1.0 GET (stdlib only).
+THROTTLED_SERVER = r'''
+import socket, sys, time, threading
+path, host, port, rate = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+data = open(path, 'rb').read()
+def serve(c):
+    try:
+        c.recv(4096)
+        c.sendall(b'HTTP/1.0 200 OK\r\nContent-Length: %d\r\n\r\n' % len(data))
+        t0 = time.monotonic(); sent = 0; step = 16384
+        while sent < len(data):
+            c.sendall(data[sent:sent + step]); sent += step
+            ahead = sent / rate - (time.monotonic() - t0)
+            if ahead > 0:
+                time.sleep(ahead)
+    except OSError:
+        pass
+    finally:
+        c.close()
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((host, port)); s.listen(8)
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+'''
+
+
+def start_throttled_server(ns, path, host, port, rate):
+    return ns.popen([sys.executable, '-c', THROTTLED_SERVER, path, host, str(port), str(rate)],
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def bridge_taps(ns, taps, addr):
+    """Bridge br0 in the namespace holding taps (vnetd created them), with the host address."""
+    ns.run('ip link add br0 type bridge && ip link set br0 up && ip addr add %s dev br0' % addr)
+    for t in taps:
+        ns.run('ip link set %s master br0 && ip link set %s up' % (t, t))
+
+
+def fdb_port(ns, mac):
+    """The bridge port br0 learned mac on (or None)."""
+    r = ns.run('bridge fdb show br br0', check=False)
+    for line in r.stdout.splitlines():
+        f = line.split()
+        if f and f[0].lower() == mac.lower() and 'dev' in f:
+            return f[f.index('dev') + 1]
+    return None
+
+
+def qemu_args(wd, name, incoming=None):
+    a = ['-qmp', 'unix:%s,server=on,wait=off' % os.path.join(wd, name + '.qmp')]
+    if incoming:
+        a += ['-incoming', incoming]
+    return a
