@@ -79,17 +79,8 @@ def migrate(src_qmp, uri, during=None, timeout=600, poll=0.2):
 
 
 class AnyQemu(QemuGuest):
-    """QemuGuest with another QEMU binary (qemu=PATH, e.g. a QEMU >= 10 for DEVICE_STATE)."""
-
-    def __init__(self, *a, qemu=None, **kw):
-        super().__init__(*a, **kw)
-        self.qemu = qemu
-
-    def argv(self):
-        a = super().argv()
-        if self.qemu:
-            a[a.index('qemu-system-x86_64')] = self.qemu
-        return a
+    """QemuGuest with another QEMU binary (qemu=PATH, e.g. a QEMU >= 10 for DEVICE_STATE);
+    QemuGuest takes qemu= itself, None meaning the installed one."""
 
 
 class IncomingQemu(AnyQemu):
