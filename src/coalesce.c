@@ -46,6 +46,8 @@ const char *coal_setter_name(enum coal_setter who)
 		return "guest";
 	case COAL_SET_HOST:
 		return "host";
+	case COAL_SET_ADAPTIVE:
+		return "adaptive";
 	default:
 		return "none";
 	}

@@ -16,6 +16,7 @@ enum coal_setter {
 	COAL_SET_NONE = 0, /* defaults (zero): notify after every packet */
 	COAL_SET_GUEST,    /* the driver, over the control queue */
 	COAL_SET_HOST,     /* the host: command line or control socket */
+	COAL_SET_ADAPTIVE, /* the device's adaptive controller (coal_adaptive.c) */
 };
 
 /* Counting state of one queue. */
@@ -51,7 +52,7 @@ void coal_restart(struct coal_state *c);
 /* coal_set_params() - new parameters; pending packets stay counted (re-evaluate after). */
 void coal_set_params(struct coal_state *c, const struct coal_params *p, enum coal_setter who);
 
-/* coal_setter_name() - "none", "guest" or "host". */
+/* coal_setter_name() - "none", "guest", "host" or "adaptive". */
 const char *coal_setter_name(enum coal_setter who);
 
 #endif

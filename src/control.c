@@ -207,6 +207,22 @@ static json_t *port_info(struct port *p)
 			 ju64(port_dirty_log_dropped(p)));
 }
 
+/* The port's coalescing modes: stall guard and adaptive, in "ports" and "stats". */
+static void add_coal_modes(json_t *o, const struct vnet_dev *dev)
+{
+	const struct vnet_stall_guard *g = vnet_dev_stall_guard(dev);
+
+	if (!o)
+		return;
+	json_object_set_new(o, "stall_guard", json_boolean(g->on));
+	json_object_set_new(o, "stall_bytes", ju64(g->bytes));
+	json_object_set_new(o, "stall_idle_usecs", ju64(g->idle_usecs));
+	json_object_set_new(o, "rx_adaptive", json_boolean(vnet_dev_adaptive_mode(dev,
+									       VNET_QUEUE_RX)));
+	json_object_set_new(o, "tx_adaptive", json_boolean(vnet_dev_adaptive_mode(dev,
+									       VNET_QUEUE_TX)));
+}
+
 static json_t *cmd_ports(struct port *const *ports, unsigned nports, json_t *req)
 {
 	static const char *const keys[] = {NULL};
@@ -217,8 +233,12 @@ static json_t *cmd_ports(struct port *const *ports, unsigned nports, json_t *req
 	if (err)
 		return err;
 	list = json_array();
-	for (i = 0; i < nports; i++)
-		json_array_append_new(list, port_info(ports[i]));
+	for (i = 0; i < nports; i++) {
+		json_t *o = port_info(ports[i]);
+
+		add_coal_modes(o, port_dev(ports[i]));
+		json_array_append_new(list, o);
+	}
 	return json_pack("{s:b,s:o}", "ok", 1, "ports", list);
 }
 
@@ -264,6 +284,14 @@ static json_t *queue_stats(struct port *p, unsigned index)
 		json_object_set_new(o, "yields", ju64(sq.yields));
 		json_object_set_new(o, "rx_direct", ju64(sq.rx_direct));
 		json_object_set_new(o, "stop_notifications", ju64(sq.stop));
+		json_object_set_new(o, "early_idle", ju64(sq.early_idle));
+		json_object_set_new(o, "early_ring", ju64(sq.early_ring));
+		json_object_set_new(o, "early_bytes", ju64(sq.early_bytes));
+		json_object_set_new(o, "adaptive", json_boolean(sq.adaptive));
+		json_object_set_new(o, "adaptive_state", json_string(sq.adaptive_state));
+		json_object_set_new(o, "adaptive_level", json_integer(sq.adaptive_level));
+		json_object_set_new(o, "adaptive_changes", ju64(sq.adaptive_changes));
+		json_object_set_new(o, "adaptive_windows", ju64(sq.adaptive_windows));
 	}
 	return o;
 }
@@ -278,8 +306,10 @@ static json_t *port_stats(struct port *p)
 	for (i = 0; i < sp.nqueues; i++)
 		if ((q = queue_stats(p, i)))
 			json_array_append_new(queues, q);
-	return json_pack("{s:s,s:I,s:o}", "name", sp.name, "index", (json_int_t)sp.index,
-			 "queues", queues);
+	q = json_pack("{s:s,s:I,s:o}", "name", sp.name, "index", (json_int_t)sp.index, "queues",
+		      queues);
+	add_coal_modes(q, port_dev(p));
+	return q;
 }
 
 static json_t *cmd_stats(struct port *const *ports, unsigned nports, json_t *req)
@@ -406,10 +436,37 @@ static json_t *coal_apply_kind(struct vnet_dev *dev, enum vnet_queue_kind kind,
 	return NULL;
 }
 
+/*
+ * get_adaptive() - "adaptive" (both kinds), "rx_adaptive", "tx_adaptive": booleans; a kind's
+ * own key wins over "adaptive".
+ */
+static json_t *get_adaptive(json_t *req, bool has[2], bool on[2])
+{
+	static const char *const names[3] = {"adaptive", "rx_adaptive", "tx_adaptive"};
+
+	has[0] = has[1] = false;
+	for (int i = 0; i < 3; i++) {
+		json_t *v = json_object_get(req, names[i]);
+
+		if (!v)
+			continue;
+		if (!json_is_boolean(v))
+			return error_reply("\"%s\" must be true or false", names[i]);
+		for (int k = 0; k < 2; k++) {
+			if (i == 0 || i == k + 1) {
+				has[k] = true;
+				on[k] = json_is_true(v);
+			}
+		}
+	}
+	return NULL;
+}
+
 static json_t *cmd_coalesce(struct port *const *ports, unsigned nports, json_t *req)
 {
-	static const char *const keys[] = {"port",     "queue",     "rx_usecs",
-					   "rx_frames", "tx_usecs", "tx_frames", NULL};
+	static const char *const keys[] = {"port",	  "queue",	 "rx_usecs",
+					   "rx_frames",	  "tx_usecs",	 "tx_frames",
+					   "adaptive",	  "rx_adaptive", "tx_adaptive", NULL};
 	json_t *err = check_keys(req, "coalesce", keys);
 	json_t *vport = json_object_get(req, "port"), *vq = json_object_get(req, "queue");
 	struct coal_request r;
@@ -417,7 +474,7 @@ static json_t *cmd_coalesce(struct port *const *ports, unsigned nports, json_t *
 	struct vnet_dev *dev;
 	struct port *p;
 	json_int_t qidx;
-	bool any[2];
+	bool any[2], has_ad[2], ad[2];
 	int k;
 
 	memset(&r, 0, sizeof(r));
@@ -432,13 +489,23 @@ static json_t *cmd_coalesce(struct port *const *ports, unsigned nports, json_t *
 	    (err = get_u32(req, "tx_usecs", &r.has_usecs[1], &r.usecs[1])) ||
 	    (err = get_u32(req, "tx_frames", &r.has_frames[1], &r.frames[1])))
 		return err;
+	if ((err = get_adaptive(req, has_ad, ad)))
+		return err;
 	any[0] = r.has_usecs[0] || r.has_frames[0];
 	any[1] = r.has_usecs[1] || r.has_frames[1];
-	if (!any[0] && !any[1])
-		return error_reply("nothing to set: give rx_usecs, rx_frames, tx_usecs or "
-				   "tx_frames");
+	if (!any[0] && !any[1] && !has_ad[0] && !has_ad[1])
+		return error_reply("nothing to set: give rx_usecs, rx_frames, tx_usecs, "
+				   "tx_frames or adaptive");
+	for (k = 0; k < 2; k++)
+		if (has_ad[k] && ad[k] && any[k])
+			return error_reply("%s: adaptive on and fixed values exclude each other",
+					   k ? "tx" : "rx");
 	dev = port_dev(p);
 	if (!vq) {
+		for (k = 0; k < 2; k++)
+			if (has_ad[k])
+				vnet_dev_host_adaptive(dev, -1, k ? VNET_QUEUE_TX : VNET_QUEUE_RX,
+						       ad[k]);
 		if (any[0] && (err = coal_apply_kind(dev, VNET_QUEUE_RX, &r)))
 			return err;
 		if (any[1] && (err = coal_apply_kind(dev, VNET_QUEUE_TX, &r)))
@@ -455,11 +522,15 @@ static json_t *cmd_coalesce(struct port *const *ports, unsigned nports, json_t *
 	if (q->kind == VNET_QUEUE_CTRL)
 		return error_reply("queue %" JSON_INTEGER_FORMAT " is the control queue", qidx);
 	k = q->kind == VNET_QUEUE_TX;
-	if (any[!k])
+	if (any[!k] || (has_ad[!k] && !json_object_get(req, "adaptive")))
 		return error_reply("queue %" JSON_INTEGER_FORMAT
-				   " is a%s queue: use %s_usecs/%s_frames", qidx,
-				   k ? " TX" : "n RX", k ? "tx" : "rx", k ? "tx" : "rx");
-	if ((err = coal_apply_queue(dev, (unsigned)qidx, &r)))
+				   " is a%s queue: use %s_usecs/%s_frames/%s_adaptive", qidx,
+				   k ? " TX" : "n RX", k ? "tx" : "rx", k ? "tx" : "rx",
+				   k ? "tx" : "rx");
+	if (has_ad[k] && vnet_dev_host_adaptive(dev, (int)qidx, q->kind, ad[k]) < 0)
+		return error_reply("could not switch adaptive coalescing of queue %u",
+				   (unsigned)qidx);
+	if (any[k] && (err = coal_apply_queue(dev, (unsigned)qidx, &r)))
 		return err;
 	return ok_reply();
 }
@@ -514,6 +585,35 @@ static json_t *cmd_port_del(struct port *const *ports, unsigned nports, json_t *
 	return ok_reply();
 }
 
+static json_t *cmd_stall_guard(struct port *const *ports, unsigned nports, json_t *req)
+{
+	static const char *const keys[] = {"port", "on", "bytes", "idle_usecs", NULL};
+	json_t *err = check_keys(req, "stall-guard", keys);
+	json_t *vport = json_object_get(req, "port"), *von = json_object_get(req, "on");
+	struct vnet_stall_guard g;
+	bool has_bytes = false, has_idle = false;
+	struct port *p;
+
+	if (err)
+		return err;
+	if (!vport)
+		return error_reply("stall-guard needs \"port\"");
+	if (!(p = find_port(ports, nports, vport, &err)))
+		return err;
+	g = *vnet_dev_stall_guard(port_dev(p));
+	if (von && !json_is_boolean(von))
+		return error_reply("\"on\" must be true or false");
+	if ((err = get_u32(req, "bytes", &has_bytes, &g.bytes)) ||
+	    (err = get_u32(req, "idle_usecs", &has_idle, &g.idle_usecs)))
+		return err;
+	if (!von && !has_bytes && !has_idle)
+		return error_reply("nothing to set: give on, bytes or idle_usecs");
+	if (von)
+		g.on = json_is_true(von);
+	vnet_dev_set_stall_guard(port_dev(p), &g);
+	return ok_reply();
+}
+
 static const struct {
 	const char *name;
 	command_fn run;
@@ -524,6 +624,7 @@ static const struct {
 	{"stats", cmd_stats},
 	{"coalesce", cmd_coalesce},
 	{"reset-stats", cmd_reset_stats},
+	{"stall-guard", cmd_stall_guard},
 };
 
 static json_t *dispatch(struct port *const *ports, unsigned nports, const char *line)
@@ -548,7 +649,7 @@ static json_t *dispatch(struct port *const *ports, unsigned nports, const char *
 			reply = commands[i].run(ports, nports, req);
 		else
 			reply = error_reply("unknown cmd '%.64s' (ports, stats, coalesce, "
-					    "reset-stats, port-add, port-del)", json_string_value(cmd));
+					    "reset-stats, stall-guard, port-add, port-del)", json_string_value(cmd));
 	}
 	json_decref(req);
 	return reply;

@@ -19,7 +19,8 @@
  *  22  4 kind settings: host RX, host TX, last RX, last TX, each
  *      {u8 set (0/1), u8 who, u32 max_packets, u32 max_usecs}; unset ones all zero
  *  62  nqueues queues: {u8 who, u8 flags (bit 0: notify once when enabled), u32 max_packets,
- *      u32 max_usecs}
+ *      u32 max_usecs}; who 0 none, 1 guest, 2 host (kind settings too), 3 adaptive (queues
+ *      only; the values must be one of the controller's profiles, which it resumes from)
  *      then n_uc + n_mc MAC addresses of 6 bytes; nothing after them.
  *
  * A newer version is refused rather than half understood.
@@ -122,6 +123,12 @@ static bool valid_who(uint8_t who)
 	return who == COAL_SET_NONE || who == COAL_SET_GUEST || who == COAL_SET_HOST;
 }
 
+/* A queue may also be adaptive, at one of the controller's levels. */
+static bool valid_queue_who(uint8_t who, const struct coal_params *p)
+{
+	return valid_who(who) || (who == COAL_SET_ADAPTIVE && coal_adapt_level_of(p) >= 0);
+}
+
 /* One kind setting; host defaults can only have been set by the host. */
 static int get_kind(const uint8_t *p, bool host, struct vnet_kind_coal *k, const char **why)
 {
@@ -187,7 +194,7 @@ static int state_parse(const struct vnet_dev *dev, const uint8_t *buf, size_t le
 		in->qflags[i] = buf[off + 1];
 		in->qp[i].max_packets = get32(buf + off + 2);
 		in->qp[i].max_usecs = get32(buf + off + 6);
-		if (!valid_who(in->qwho[i]) || (in->qflags[i] & ~QFLAG_NOTIFY))
+		if (!valid_queue_who(in->qwho[i], &in->qp[i]) || (in->qflags[i] & ~QFLAG_NOTIFY))
 			return *why = "bad queue coalescing state", -1;
 		if (in->qwho[i] == COAL_SET_NONE && (in->qp[i].max_packets || in->qp[i].max_usecs))
 			return *why = "queue coalescing values nobody set", -1;
@@ -231,6 +238,15 @@ int vnet_dev_state_load(struct vnet_dev *dev, const uint8_t *buf, size_t len, co
 
 		coal_set_params(&q->coal, &in.qp[i], (enum coal_setter)in.qwho[i]);
 		coal_restart(&q->coal);
+		coal_adapt_stop(&q->adapt);
+		if (in.qwho[i] == COAL_SET_ADAPTIVE) {
+			/* The controller goes on from the level the source had reached. */
+			const struct coal_adapt_counters c = {q->stats.packets, q->stats.bytes,
+							      q->stats.notifications};
+
+			coal_adapt_start(&q->adapt, dev_now(dev), &c);
+			q->adapt.level = (uint8_t)coal_adapt_level_of(&in.qp[i]);
+		}
 		q->state_loaded = true;
 		q->resume_notify = in.qflags[i] & QFLAG_NOTIFY;
 	}

@@ -30,6 +30,15 @@ static const struct queue_family queue_counters[] = {
     QCOUNTER("notifications_timer", timer, "Notifications sent when a coalescing deadline fired."),
     QCOUNTER("notifications_early", early,
 	     "Notifications sent before the coalescing limits to keep the driver from stalling."),
+    QCOUNTER("notifications_early_idle", early_idle,
+	     "Early notifications: the driver went idle waiting (TX posted nothing; RX: its TX "
+	     "stopped)."),
+    QCOUNTER("notifications_early_ring", early_ring,
+	     "Early notifications: RX buffers or TX descriptors nearly used up."),
+    QCOUNTER("notifications_early_bytes", early_bytes,
+	     "Early notifications: the bytes held reached the stall guard's threshold."),
+    QCOUNTER("coalesce_adaptive_changes", adaptive_changes,
+	     "Level changes of the adaptive coalescing controller."),
     QCOUNTER("notifications_stop", stop,
 	     "Notifications for held completions sent because the queue stopped."),
     QCOUNTER("drops", dropped,
@@ -114,6 +123,13 @@ static void port_families(struct textbuf *tb, const struct metrics_port_view *v,
 		port_labels(tb, &v[i].port);
 		tb_printf(tb, "} %" PRIu64 "\n", v[i].port.connections);
 	}
+	family(tb, "vnetd_port_stall_guard", "gauge",
+	       "1 while the stall guard may notify before the coalescing limits.");
+	for (i = 0; i < n; i++) {
+		tb_printf(tb, "vnetd_port_stall_guard");
+		port_labels(tb, &v[i].port);
+		tb_printf(tb, "} %d\n", v[i].port.stall_guard ? 1 : 0);
+	}
 	family(tb, "vnetd_port_worker", "gauge",
 	       "Worker thread serving the port (0: the one event loop).");
 	for (i = 0; i < n; i++) {
@@ -162,6 +178,16 @@ static void pick_max_packets(struct textbuf *tb, const struct stats_queue *q)
 static void pick_max_delay(struct textbuf *tb, const struct stats_queue *q)
 {
 	seconds(tb, q->max_usecs);
+}
+
+static void pick_adaptive(struct textbuf *tb, const struct stats_queue *q)
+{
+	tb_puts(tb, q->adaptive ? "1" : "0");
+}
+
+static void pick_adaptive_level(struct textbuf *tb, const struct stats_queue *q)
+{
+	tb_printf(tb, "%u", q->adaptive_level);
 }
 
 static void lateness_histogram(struct textbuf *tb, const struct metrics_port_view *v, unsigned n)
@@ -227,9 +253,15 @@ void metrics_format(struct textbuf *tb, const struct metrics_port_view *v, unsig
 	    tb, v, n, "vnetd_queue_coalesce_max_delay_seconds",
 	    "Coalescing: notify at most this long after the first pending packet (0: at once).",
 	    pick_max_delay);
+	queue_gauge(tb, v, n, "vnetd_queue_coalesce_adaptive",
+		    "1 while vnetd's adaptive coalescing chooses the queue's parameters.",
+		    pick_adaptive);
+	queue_gauge(tb, v, n, "vnetd_queue_coalesce_adaptive_level",
+		    "Profile level of the adaptive controller (0: notify every packet).",
+		    pick_adaptive_level);
 	family(tb, "vnetd_queue_coalesce_info", "gauge",
-	       "Who set the queue's coalescing parameters: none, guest (ethtool -C) or host "
-	       "(always 1).");
+	       "Who set the queue's coalescing parameters: none, guest (ethtool -C), host or "
+	       "adaptive (always 1).");
 	for (unsigned i = 0; i < n; i++)
 		for (unsigned j = 0; j < v[i].port.nqueues; j++) {
 			tb_puts(tb, "vnetd_queue_coalesce_info");

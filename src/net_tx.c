@@ -149,6 +149,7 @@ bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 			q->tx_blocked = false;
 			bytes += q->chain->read_len;
 			descs += q->chain->ndesc;
+			q->guard.descs += q->chain->ndesc;
 			vq_push(&q->vq, q->chain->head, 0);
 			done++;
 		}

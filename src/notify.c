@@ -46,10 +46,132 @@ void queue_rearm_timer(struct vnet_dev *dev, struct vnet_queue *q)
 	}
 }
 
+/* Why the stall guard wants a notification now. */
+enum guard_reason { GUARD_NONE, GUARD_IDLE, GUARD_RING, GUARD_BYTES };
+
+/* Counter growth since `seen`, which becomes `now`; 0 if the counter was reset (reset-stats). */
+static uint64_t grown(uint64_t now, uint64_t *seen)
+{
+	uint64_t d = now >= *seen ? now - *seen : 0;
+
+	*seen = now;
+	return d;
+}
+
+/*
+ * Completions were published (before coal_add_packets() counts them): account what the guard
+ * watches; a first completion after a notification starts the count afresh.
+ */
+static void guard_completed(struct vnet_queue *q, uint64_t now)
+{
+	struct vnet_guard_state *g = &q->guard;
+	uint64_t bytes = grown(q->stats.bytes, &g->seen_bytes);
+	uint64_t descs = grown(g->descs, &g->seen_descs);
+
+	if (q->coal.pending == 0)
+		g->held_bytes = g->held_descs = 0;
+	g->held_bytes += bytes;
+	g->held_descs += descs;
+	g->last_done_ns = now;
+}
+
+/*
+ * Whether the driver is about to run dry of what only our notification gives back: RX buffers
+ * left (posted, not used; reserved ones count as left) at most a quarter of those plus the
+ * ones held; TX descriptors the driver has not got back (held, plus chains not yet popped, one
+ * each at least) three quarters of the ring.
+ */
+static bool guard_ring_low(const struct vnet_dev *dev, struct vnet_queue *q)
+{
+	uint32_t unpopped = (uint16_t)(vq_avail_idx(&q->vq) - q->vq.last_avail);
+
+	if (unpopped > q->vq.num)
+		unpopped = q->vq.num; /* a hostile index: the queue breaks at the next pop */
+	if (q->kind == VNET_QUEUE_RX) {
+		uint32_t left = unpopped + (q == &dev->queues[0] ? dev->rx_cache.n : 0);
+		uint32_t held = vq_pending_since_decision(&q->vq);
+
+		return left * 4u <= left + held;
+	}
+	return (q->guard.held_descs + unpopped) * 4u >= (uint64_t)q->vq.num * 3u;
+}
+
+/*
+ * RX: the driver transmitted on this pair's TX queue until about when the hold began and has
+ * been quiet since, for a quarter of stall-idle-usecs: it waits for what we hold (a TCP sender
+ * for its ACKs, a request for its answer). A paced stream into a guest that sends nothing
+ * never fires this; nor does paced TX, which holds nothing on RX.
+ */
+static enum guard_reason guard_rx_waited_for(const struct vnet_dev *dev, const struct vnet_queue *q,
+					     uint64_t now, uint64_t *recheck_ns)
+{
+	const struct vnet_queue *tx = q->vq.index + 1 < dev->nqueues ? &dev->queues[q->vq.index + 1]
+								      : NULL;
+	uint64_t quiet = (uint64_t)dev->guard.idle_usecs * 250u, last, due;
+
+	if (!tx || tx->kind != VNET_QUEUE_TX || !dev_queue_usable(tx))
+		return GUARD_NONE;
+	last = tx->guard.last_done_ns;
+	if (!last || last + quiet < q->coal.first_ns)
+		return GUARD_NONE; /* not sending when the hold began */
+	due = (last > q->coal.first_ns ? last : q->coal.first_ns) + quiet;
+	if (now >= due)
+		return GUARD_IDLE;
+	*recheck_ns = due;
+	return GUARD_NONE;
+}
+
+/*
+ * guard_check() - the stall guard's reason to notify now, or GUARD_NONE with *recheck_ns the
+ * time (0: none) at which an idle driver would give one.
+ */
+static enum guard_reason guard_check(const struct vnet_dev *dev, struct vnet_queue *q,
+				     uint64_t now, uint64_t *recheck_ns)
+{
+	const struct vnet_stall_guard *g = &dev->guard;
+
+	*recheck_ns = 0;
+	if (guard_ring_low(dev, q))
+		return GUARD_RING;
+	if (g->bytes && q->guard.held_bytes >= g->bytes)
+		return GUARD_BYTES;
+	if (g->idle_usecs && q->kind == VNET_QUEUE_TX) {
+		uint64_t due = q->guard.last_done_ns + (uint64_t)g->idle_usecs * 1000u;
+
+		if (now >= due)
+			return GUARD_IDLE;
+		*recheck_ns = due;
+	} else if (g->idle_usecs && q->kind == VNET_QUEUE_RX) {
+		return guard_rx_waited_for(dev, q, now, recheck_ns);
+	}
+	return GUARD_NONE;
+}
+
+static void guard_count(struct vnet_queue *q, enum guard_reason r)
+{
+	if (r == GUARD_IDLE)
+		q->stats.early_idle++;
+	else if (r == GUARD_RING)
+		q->stats.early_ring++;
+	else if (r == GUARD_BYTES)
+		q->stats.early_bytes++;
+}
+
+/* Adaptive coalescing: let the controller see the queue; it may pick new parameters. */
+static void adapt_tick(struct vnet_queue *q, uint64_t now)
+{
+	const struct coal_adapt_counters c = {q->stats.packets, q->stats.bytes,
+					      q->stats.notifications};
+
+	if (coal_adapt_tick(&q->adapt, now, &c))
+		coal_set_params(&q->coal, coal_adapt_profile(q->adapt.level), COAL_SET_ADAPTIVE);
+}
+
 void notify_decide(struct vnet_dev *dev, struct vnet_queue *q, enum notify_event ev,
 		   uint32_t packets)
 {
-	uint64_t now = dev_now(dev), deadline = 0, fired = q->coal_deadline_ns;
+	uint64_t now = dev_now(dev), deadline = 0, fired = q->coal_deadline_ns, recheck = 0;
+	enum guard_reason early = GUARD_NONE;
 	enum coal_verdict verdict;
 
 	if (!q->vq.started || q->vq.broken) {
@@ -57,13 +179,33 @@ void notify_decide(struct vnet_dev *dev, struct vnet_queue *q, enum notify_event
 		queue_rearm_timer(dev, q);
 		return;
 	}
-	if (ev == NOTIFY_COMPLETED)
+	if (q->adapt.on)
+		adapt_tick(q, now);
+	if (ev == NOTIFY_COMPLETED) {
+		guard_completed(q, now);
 		coal_add_packets(&q->coal, packets, now);
+	}
 	verdict = coal_evaluate(&q->coal, now, &deadline);
 	if (verdict == COAL_HOLD && q->vq.unsignalled >= NOTIFY_WRAP_GUARD)
 		verdict = COAL_DUE;
 	if (verdict == COAL_HOLD && ev == NOTIFY_STOP)
 		verdict = COAL_DUE; /* the queue stops: nothing may stay held */
+	if (verdict == COAL_HOLD && dev->guard.on) {
+		/* Early only where the driver takes a notification now: never against its
+		 * suppression, which the deadline respects as well. */
+		early = guard_check(dev, q, now, &recheck);
+		if (early != GUARD_NONE && vq_driver_would_notify(&q->vq))
+			verdict = COAL_DUE;
+		else
+			early = GUARD_NONE;
+		if (recheck && recheck < deadline) {
+			/* An earlier check already armed serves too (it re-checks then): one timer
+			 * per idle period, not one per packet of a busy queue. */
+			if (q->coal_deadline_ns > now && q->coal_deadline_ns < recheck)
+				recheck = q->coal_deadline_ns;
+			deadline = recheck;
+		}
+	}
 
 	switch (verdict) {
 	case COAL_IDLE:
@@ -79,7 +221,9 @@ void notify_decide(struct vnet_dev *dev, struct vnet_queue *q, enum notify_event
 		if (vq_driver_wants_notify(&q->vq)) {
 			dev->env->notify(dev->env_ctx, q->vq.index);
 			q->stats.notifications++;
-			if (ev == NOTIFY_TIMER && fired) {
+			if (early != GUARD_NONE) {
+				guard_count(q, early);
+			} else if (ev == NOTIFY_TIMER && fired) {
 				q->stats.timer_notifications++;
 				record_lateness(q, now, fired);
 			} else if (ev == NOTIFY_COMPLETED && fired && now >= fired) {

@@ -65,6 +65,17 @@ static const char usage_text[] =
 	"  rx-frames=N          host RX coalescing: notify once N packets are pending\n"
 	"  tx-usecs=N           host TX coalescing: like rx-usecs, for transmit completions\n"
 	"  tx-frames=N          host TX coalescing: like rx-frames, for transmit completions\n"
+	"  stall-guard=on|off   notify before a coalescing deadline when holding would stall the\n"
+	"                       driver: its RX buffers or TX descriptors nearly used up, stall-bytes\n"
+	"                       held, or it went idle waiting (default on; docs/coalescing.md)\n"
+	"  stall-bytes=N        bytes held that end a hold early, 0 = never (default 65536)\n"
+	"  stall-idle-usecs=N   TX: a driver that posted nothing this long gets its completions;\n"
+	"                       RX: a quarter of it after the guest stopped sending; 0 = never\n"
+	"                       (default 1000)\n"
+	"  rx-adaptive=on|off   adaptive coalescing of every RX queue: vnetd picks max_usecs and\n"
+	"                       max_packets from the traffic (default off; guest values replace\n"
+	"                       it until the next reset, host values for all RX queues end it)\n"
+	"  tx-adaptive=on|off   the same for every TX queue (default off)\n"
 	"  offloads=on|off      offer checksum and TSO/UFO offloads (default on)\n"
 	"  event-idx=on|off     offer VIRTIO_RING_F_EVENT_IDX (default on)\n"
 	"  indirect=on|off      offer VIRTIO_RING_F_INDIRECT_DESC (default on)\n"
@@ -105,6 +116,11 @@ enum port_key {
 	K_MRG_RXBUF,
 	K_COAL_PERSIST,
 	K_CLIENT,
+	K_STALL_GUARD,
+	K_STALL_BYTES,
+	K_STALL_IDLE_USECS,
+	K_RX_ADAPTIVE,
+	K_TX_ADAPTIVE,
 	K_COUNT,
 };
 
@@ -118,7 +134,10 @@ static const char *const port_key_names[K_COUNT] = {
 	[K_TX_USECS] = "tx-usecs",     [K_TX_FRAMES] = "tx-frames",
 	[K_OFFLOADS] = "offloads",     [K_EVENT_IDX] = "event-idx",
 	[K_INDIRECT] = "indirect",     [K_MRG_RXBUF] = "mrg-rxbuf",
-	[K_COAL_PERSIST] = "coal-persist", [K_CLIENT] = "client",
+	[K_COAL_PERSIST] = "coal-persist", [K_STALL_GUARD] = "stall-guard",
+	[K_STALL_BYTES] = "stall-bytes", [K_STALL_IDLE_USECS] = "stall-idle-usecs",
+	[K_RX_ADAPTIVE] = "rx-adaptive", [K_TX_ADAPTIVE] = "tx-adaptive",
+	[K_CLIENT] = "client",
 };
 
 #define OFFLOAD_BITS                                                                               \
@@ -319,6 +338,16 @@ static int apply_port_key(struct port_config *pc, struct port_parse *pp, enum po
 		return parse_on_off(name, value, &pp->mrg_rxbuf);
 	case K_COAL_PERSIST:
 		return parse_on_off(name, value, &pp->coal_persist);
+	case K_STALL_GUARD:
+		return parse_on_off(name, value, &d->stall_guard.on);
+	case K_STALL_BYTES:
+		return parse_u32_key(name, value, &d->stall_guard.bytes);
+	case K_STALL_IDLE_USECS:
+		return parse_u32_key(name, value, &d->stall_guard.idle_usecs);
+	case K_RX_ADAPTIVE:
+		return parse_on_off(name, value, &d->rx_adaptive);
+	case K_TX_ADAPTIVE:
+		return parse_on_off(name, value, &d->tx_adaptive);
 	case K_COUNT:
 		break;
 	}
@@ -421,6 +450,8 @@ static int parse_port_spec(struct port_config *pc, const char *spec, unsigned in
 	pc->dev.features_mask = ~0ull;
 	pc->dev.tx_mode = VNET_TX_KICK;
 	pc->dev.tx_timer_usecs = TX_TIMER_USECS_DEFAULT;
+	pc->dev.stall_guard = (struct vnet_stall_guard){true, VNET_STALL_BYTES_DEFAULT,
+						       VNET_STALL_IDLE_USECS_DEFAULT};
 
 	copy = strdup(spec);
 	if (!copy) {

@@ -18,6 +18,7 @@ void stats_port_read(struct port *p, struct stats_port *out)
 	out->connections = port_connections(p);
 	out->worker = port_worker(p);
 	out->nqueues = vnet_dev_num_queues(port_dev(p));
+	out->stall_guard = vnet_dev_stall_guard(port_dev(p))->on;
 }
 
 bool stats_queue_read(struct port *p, unsigned qidx, struct stats_queue *out)
@@ -41,7 +42,10 @@ bool stats_queue_read(struct port *p, unsigned qidx, struct stats_queue *out)
 	out->suppressed = st->suppressed;
 	out->held = st->held;
 	out->timer = st->timer_notifications;
-	out->early = 0; /* no early (stall-guard) notifications exist yet */
+	out->early_idle = st->early_idle;
+	out->early_ring = st->early_ring;
+	out->early_bytes = st->early_bytes;
+	out->early = st->early_idle + st->early_ring + st->early_bytes;
 	out->stop = st->stop_notifications;
 	out->dropped = st->dropped;
 	out->rx_no_buffers = st->rx_no_buffers;
@@ -50,6 +54,11 @@ bool stats_queue_read(struct port *p, unsigned qidx, struct stats_queue *out)
 	out->max_packets = q->coal.params.max_packets;
 	out->max_usecs = q->coal.params.max_usecs;
 	out->set_by = coal_setter_name(q->coal.setter);
+	out->adaptive = q->adapt.on;
+	out->adaptive_state = coal_adapt_state_name(&q->adapt);
+	out->adaptive_level = q->adapt.level;
+	out->adaptive_changes = q->adapt.changes;
+	out->adaptive_windows = q->adapt.windows;
 	vnet_queue_lateness(q, &out->lateness);
 	return true;
 }

@@ -18,6 +18,7 @@ struct stats_port {
 	uint64_t connections;
 	unsigned worker; /* thread serving the port: always 0 (one event loop) */
 	unsigned nqueues;
+	bool stall_guard; /* the port's stall guard is on */
 };
 
 /* One queue: its state, counters (copied), coalescing parameters and lateness histogram. */
@@ -30,11 +31,16 @@ struct stats_queue {
 	uint64_t suppressed;	/* due, but the driver suppressed them */
 	uint64_t held;		/* completions whose notification coalescing held back */
 	uint64_t timer;		/* sent when a coalescing deadline fired */
-	uint64_t early;		/* sent before the deadline to avoid a stall (none yet: 0) */
+	uint64_t early;		/* sent before the deadline by the stall guard (all reasons) */
+	uint64_t early_idle, early_ring, early_bytes; /* ... by reason (vnet_queue_stats) */
 	uint64_t stop;		/* held completions signalled because the queue stopped */
 	uint64_t dropped, rx_no_buffers, yields, rx_direct;
 	uint32_t max_packets, max_usecs;
-	const char *set_by; /* "none", "guest" or "host" */
+	const char *set_by; /* "none", "guest", "host" or "adaptive" */
+	bool adaptive;	    /* the adaptive controller drives the queue */
+	const char *adaptive_state; /* "off", "settled" or "probing" */
+	unsigned adaptive_level;    /* its profile level (coal_adaptive.h) */
+	uint64_t adaptive_changes, adaptive_windows; /* level changes, windows evaluated */
 	struct vnet_lateness_hist lateness;
 };
 

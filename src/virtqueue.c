@@ -297,17 +297,23 @@ void vq_publish(struct virtqueue *vq)
 
 bool vq_driver_wants_notify(struct virtqueue *vq)
 {
-	uint16_t old = vq->signalled_used, new = vq->used_published, event;
-	bool valid = vq->signalled_valid;
+	/* The fence inside orders the used index store before reading the suppression state. */
+	bool wants = vq_driver_would_notify(vq);
 
-	/* Order the used index store before reading the driver's suppression state. */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	vq->signalled_used = new;
+	vq->signalled_used = vq->used_published;
 	vq->signalled_valid = true;
-	vq->unsignalled = (uint16_t)(vq->used_idx - new);
+	vq->unsignalled = (uint16_t)(vq->used_idx - vq->used_published);
+	return wants;
+}
+
+bool vq_driver_would_notify(const struct virtqueue *vq)
+{
+	uint16_t old = vq->signalled_used, new = vq->used_published, event;
+
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (!vq->event_idx)
 		return !(VQ_READ_ONCE_U16(&vq->avail->flags) & VRING_AVAIL_F_NO_INTERRUPT);
-	if (!valid)
+	if (!vq->signalled_valid)
 		return true;
 	event = VQ_READ_ONCE_U16(&vq->avail->ring[vq->num]); /* used_event */
 	return (uint16_t)(new - event - 1) < (uint16_t)(new - old);

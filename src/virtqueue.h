@@ -271,6 +271,12 @@ void vq_publish(struct virtqueue *vq);
  */
 bool vq_driver_wants_notify(struct virtqueue *vq);
 
+/*
+ * vq_driver_would_notify() - what vq_driver_wants_notify() would answer now, without recording
+ * a decision point (the stall guard asks before it forces an early notification).
+ */
+bool vq_driver_would_notify(const struct virtqueue *vq);
+
 /* vq_pending_since_decision() - used entries published since the last decision. */
 static inline uint16_t vq_pending_since_decision(const struct virtqueue *vq)
 {

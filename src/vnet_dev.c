@@ -58,9 +58,6 @@ static uint64_t compute_offered(const struct vnet_dev *dev)
 
 static void queue_reset(struct vnet_dev *dev, struct vnet_queue *q)
 {
-	struct coal_params p;
-	enum coal_setter who;
-
 	if (q->timer_deadline_ns)
 		dev->env->arm_timer(dev->env_ctx, q->vq.index, 0);
 	vq_reset(&q->vq);
@@ -72,8 +69,7 @@ static void queue_reset(struct vnet_dev *dev, struct vnet_queue *q)
 	/* q->scheduled stays: the owner's run queue still holds the entry, which clears it. */
 	q->rx_unflushed = 0;
 	coal_restart(&q->coal);
-	coal_policy_default(dev, q, &p, &who);
-	coal_set_params(&q->coal, &p, who);
+	coal_policy_queue_default(dev, q);
 }
 
 /*
@@ -297,8 +293,6 @@ uint16_t vnet_dev_queue_stop(struct vnet_dev *dev, unsigned qidx)
 void vnet_dev_queue_enable(struct vnet_dev *dev, unsigned qidx, bool enable)
 {
 	struct vnet_queue *q = vnet_dev_queue(dev, qidx);
-	struct coal_params p;
-	enum coal_setter who;
 
 	if (!q || q->enabled == enable)
 		return;
@@ -313,10 +307,8 @@ void vnet_dev_queue_enable(struct vnet_dev *dev, unsigned qidx, bool enable)
 	 * A vhost-user enable cycle on the same rings (e.g. QEMU switching queue pairs) keeps the
 	 * queue's own values (VQ_SET). Either way counting starts afresh.
 	 */
-	if (q->reinit && !q->state_loaded) {
-		coal_policy_default(dev, q, &p, &who);
-		coal_set_params(&q->coal, &p, who);
-	}
+	if (q->reinit && !q->state_loaded)
+		coal_policy_queue_default(dev, q);
 	q->reinit = q->state_loaded = false;
 	coal_restart(&q->coal);
 	q->coal_deadline_ns = 0;

@@ -7,6 +7,7 @@
 #include <sys/uio.h>
 
 #include "backend.h"
+#include "coal_adaptive.h"
 #include "coalesce.h"
 #include "guest_mem.h"
 #include "lat_hist.h"
@@ -37,6 +38,10 @@ struct vnet_queue_stats {
 	uint64_t yields;              /* runs that stopped at the budget with work left */
 	uint64_t rx_direct;           /* packets the backend read straight into guest buffers */
 	uint64_t stop_notifications;  /* held completions signalled because the queue stopped */
+	/* Early notifications of the stall guard (where coalescing would have held), by reason. */
+	uint64_t early_idle;          /* TX: the driver posted nothing for stall-idle-usecs */
+	uint64_t early_ring;          /* the ring nearly exhausted (RX buffers, TX descriptors) */
+	uint64_t early_bytes;         /* bytes held reached stall-bytes */
 	/* Lateness of deadline-driven notifications (ns), since the last reset: log-spaced
 	 * buckets for percentiles (read with lat_hist_bucket()), and the exporter's fixed
 	 * buckets (vnet_queue_lateness(); last: above all) with the sum. */
@@ -84,6 +89,19 @@ struct vnet_env_ops {
 #define VNET_BUDGET_DESCS 1024u
 #define VNET_BUDGET_CTRL 64 /* control commands per run */
 
+/*
+ * Stall guard: notify before coalescing's deadline when holding would stall the driver (the
+ * spec lets a device notify more often than asked). A 0 threshold turns that reason off.
+ */
+struct vnet_stall_guard {
+	bool on;
+	uint32_t bytes;      /* bytes completed since the last notification */
+	uint32_t idle_usecs; /* TX: the driver posted nothing for this long since a completion */
+};
+
+#define VNET_STALL_BYTES_DEFAULT (64u * 1024u)
+#define VNET_STALL_IDLE_USECS_DEFAULT 1000u
+
 /* Static configuration of a device (from the command line). */
 struct vnet_dev_params {
 	uint8_t mac[6];
@@ -99,6 +117,18 @@ struct vnet_dev_params {
 	 * at reset, so this is off by default and the command line requires it with host values).
 	 */
 	bool coal_persist;
+	struct vnet_stall_guard stall_guard; /* zero: off (the command line defaults it on) */
+	bool rx_adaptive, tx_adaptive;       /* adaptive coalescing for every RX / TX queue */
+};
+
+/* Per-queue state of the stall guard. */
+struct vnet_guard_state {
+	uint64_t descs;        /* TX: descriptors completed, ever (net_tx.c counts them) */
+	uint64_t seen_bytes;   /* stats.bytes at the last completion */
+	uint64_t seen_descs;   /* descs at the last completion */
+	uint64_t held_bytes;   /* bytes completed since the last notification */
+	uint64_t held_descs;   /* TX: descriptors completed since the last notification */
+	uint64_t last_done_ns; /* when the last completion happened */
 };
 
 /* One queue of the device. */
@@ -107,6 +137,8 @@ struct vnet_queue {
 	enum vnet_queue_kind kind;
 	bool enabled;
 	struct coal_state coal;
+	struct coal_adapt adapt;    /* adaptive coalescing (adapt.on: set_by "adaptive") */
+	struct vnet_guard_state guard;
 	uint64_t timer_deadline_ns; /* what the queue's timer is armed for; 0: disarmed */
 	uint64_t coal_deadline_ns;  /* coalescing deadline; 0: none */
 	uint64_t tx_deadline_ns;    /* VNET_TX_TIMER: when the waiting TX batch runs; 0: none */
@@ -243,6 +275,22 @@ uint8_t vnet_dev_ctrl_execute(struct vnet_dev *dev, const uint8_t *in, size_t in
  */
 int vnet_dev_host_coalesce(struct vnet_dev *dev, int qidx, enum vnet_queue_kind kind,
 			   const struct coal_params *params);
+
+/*
+ * vnet_dev_host_adaptive() - switch adaptive coalescing on or off for queue qidx, or for every
+ * queue of `kind` when qidx < 0 (then also for queues after a reset or re-enable). Switching
+ * off gives the queue the last setting for its kind since reset, else 0. 0 or -1.
+ */
+int vnet_dev_host_adaptive(struct vnet_dev *dev, int qidx, enum vnet_queue_kind kind, bool on);
+
+/* vnet_dev_adaptive_mode() - whether every queue of kind starts adaptive (port setting). */
+bool vnet_dev_adaptive_mode(const struct vnet_dev *dev, enum vnet_queue_kind kind);
+
+/* vnet_dev_set_stall_guard() - the port's stall guard settings (take effect at once). */
+void vnet_dev_set_stall_guard(struct vnet_dev *dev, const struct vnet_stall_guard *g);
+
+/* vnet_dev_stall_guard() - the port's stall guard settings. */
+const struct vnet_stall_guard *vnet_dev_stall_guard(const struct vnet_dev *dev);
 
 /*
  * vnet_dev_set_dirty_log() - log every guest page the device writes into log from now on (live

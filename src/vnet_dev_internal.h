@@ -80,6 +80,8 @@ struct vnet_dev {
 	/* Host defaults (command line, or vnetctl coalesce for all queues of a kind); they
 	 * survive a reset only with params.coal_persist. */
 	struct vnet_kind_coal host[2];
+	bool adaptive[2];          /* adaptive mode for every queue of a kind, [0] RX [1] TX */
+	struct vnet_stall_guard guard;
 	struct vnet_rx_slot rx_slots[VNET_RX_MAX_BUFFERS];
 	/* RX scratch (not on the stack: no stack-protector canary in the receive path): the
 	 * header of the packet being placed, and its Ethernet header (+ IPv4 addresses and
@@ -162,6 +164,12 @@ void coal_policy_reset(struct vnet_dev *dev);
  */
 void coal_policy_default(const struct vnet_dev *dev, const struct vnet_queue *q,
 			 struct coal_params *p, enum coal_setter *who);
+
+/*
+ * coal_policy_queue_default() - give a queue (after reset or a virtio re-enable) its default
+ * parameters, and the port's adaptive mode unless the guest set that kind since reset.
+ */
+void coal_policy_queue_default(struct vnet_dev *dev, struct vnet_queue *q);
 
 /* dev_set_kind_coal() - set every RX or TX queue and remember it for queues re-enabled later. */
 void dev_set_kind_coal(struct vnet_dev *dev, enum vnet_queue_kind kind, const struct coal_params *p,

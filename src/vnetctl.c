@@ -35,6 +35,13 @@ static const char usage_text[] =
 	"                             set host-side coalescing of every RX/TX queue of PORT,\n"
 	"                             or of queue N only (rx-* for an RX, tx-* for a TX queue);\n"
 	"                             values not given keep their current setting\n"
+	"  coalesce PORT [--queue N] adaptive|rx-adaptive|tx-adaptive on|off\n"
+	"                             adaptive coalescing (vnetd picks the values) for every\n"
+	"                             RX/TX queue of PORT, or queue N; guest or host values\n"
+	"                             set later replace it (the last setter wins)\n"
+	"  stall-guard PORT [on|off] [bytes N] [idle-usecs N]\n"
+	"                             notify early when holding completions would stall the\n"
+	"                             driver (ring nearly used up, N bytes held, TX idle N us)\n"
 	"  reset-stats [PORT]         zero the counters of PORT (default: every port)\n"
 	"  port-add SPEC              add a port at run time; SPEC exactly as vnetd --port takes\n"
 	"                             it; prints the new port's name\n"
@@ -48,6 +55,8 @@ static const char usage_text[] =
 	"Examples:\n"
 	"  vnetctl stats p0\n"
 	"  vnetctl coalesce p0 rx-usecs 64 rx-frames 32\n"
+	"  vnetctl coalesce p0 adaptive on\n"
+	"  vnetctl stall-guard p0 off\n"
 	"  vnetctl raw '{\"cmd\":\"stats\",\"port\":0}'\n"
 	"\n"
 	"Exit status: 0 success, 1 the daemon answered with an error, 2 usage or connection\n"
@@ -343,8 +352,8 @@ static json_t *port_value(const char *arg)
 
 static int cmd_ports(const char *path, int argc, char **argv)
 {
-	struct table t = {.ncols = 10, .align = "lrllllrlll"};
-	char idx[24], conn[48], pairs[48];
+	struct table t = {.ncols = 12, .align = "lrllllrlllll"};
+	char idx[24], conn[48], pairs[48], adapt[16];
 	json_t *reply, *p;
 	size_t i;
 	int ret;
@@ -354,7 +363,7 @@ static int cmd_ports(const char *path, int argc, char **argv)
 	if ((ret = request(path, json_pack("{s:s}", "cmd", "ports"), &reply)))
 		return ret;
 	table_row(&t, "PORT", "IDX", "BACKEND", "MAC", "CONNECTED", "LINK", "PAIRS", "COAL",
-		  "FEATURES", "SOCKET");
+		  "GUARD", "ADAPTIVE", "FEATURES", "SOCKET");
 	json_array_foreach(json_object_get(reply, "ports"), i, p) {
 		char backend[48];
 		bool notf = json_is_true(json_object_get(p, "notf_coal"));
@@ -370,22 +379,52 @@ static int cmd_ports(const char *path, int argc, char **argv)
 		snprintf(pairs, sizeof(pairs), "%" JSON_INTEGER_FORMAT "/%" JSON_INTEGER_FORMAT,
 			 json_integer_value(json_object_get(p, "active_pairs")),
 			 json_integer_value(json_object_get(p, "queue_pairs")));
+		snprintf(adapt, sizeof(adapt), "%s",
+			 json_is_true(json_object_get(p, "rx_adaptive"))
+				 ? (json_is_true(json_object_get(p, "tx_adaptive")) ? "rx+tx" : "rx")
+				 : (json_is_true(json_object_get(p, "tx_adaptive")) ? "tx" : "off"));
 		table_row(&t, str_field(p, "name"), fmt_int(idx, sizeof(idx), p, "index"), backend,
 			  str_field(p, "mac"), conn,
 			  json_is_true(json_object_get(p, "link_up")) ? "up" : "down", pairs,
-			  notf ? (vq ? "notf+vq" : "notf") : "off", str_field(p, "features"),
-			  str_field(p, "socket"));
+			  notf ? (vq ? "notf+vq" : "notf") : "off",
+			  json_is_true(json_object_get(p, "stall_guard")) ? "on" : "off", adapt,
+			  str_field(p, "features"), str_field(p, "socket"));
 	}
 	table_print_free(&t);
 	printf("(PAIRS: active/configured queue pairs; COAL and FEATURES: what the guest "
-	       "negotiated)\n");
+	       "negotiated;\n GUARD: stall guard; ADAPTIVE: queue kinds in adaptive mode)\n");
 	json_decref(reply);
 	return EXIT_OK;
 }
 
+static json_int_t int_field(json_t *o, const char *key)
+{
+	return json_integer_value(json_object_get(o, key));
+}
+
+/* Early notifications of the stall guard: idle/ring/bytes. */
+static const char *fmt_early(char *buf, size_t len, json_t *q)
+{
+	if (!json_object_get(q, "early_idle"))
+		return "-";
+	snprintf(buf, len, "%" JSON_INTEGER_FORMAT "/%" JSON_INTEGER_FORMAT "/%" JSON_INTEGER_FORMAT,
+		 int_field(q, "early_idle"), int_field(q, "early_ring"), int_field(q, "early_bytes"));
+	return buf;
+}
+
+/* Adaptive controller: "off", or its state and level. */
+static const char *fmt_adaptive(char *buf, size_t len, json_t *q)
+{
+	if (!json_is_true(json_object_get(q, "adaptive")))
+		return "off";
+	snprintf(buf, len, "%s:L%" JSON_INTEGER_FORMAT, str_field(q, "adaptive_state"),
+		 int_field(q, "adaptive_level"));
+	return buf;
+}
+
 static void stats_rows(struct table *t, json_t *port)
 {
-	char c[11][24];
+	char c[13][24];
 	json_t *q, *lat;
 	size_t i;
 
@@ -405,13 +444,14 @@ static void stats_rows(struct table *t, json_t *port)
 			  fmt_int(c[5], 24, q, "held"), fmt_int(c[6], 24, q, "timer_notifications"),
 			  fmt_int(c[7], 24, q, "max_packets"), fmt_int(c[8], 24, q, "max_usecs"),
 			  str_field(q, "set_by"), fmt_us(c[9], 24, lat, "p50"),
-			  fmt_us(c[10], 24, lat, "p99"));
+			  fmt_us(c[10], 24, lat, "p99"), fmt_early(c[11], 24, q),
+			  fmt_adaptive(c[12], 24, q));
 	}
 }
 
 static int cmd_stats(const char *path, int argc, char **argv)
 {
-	struct table t = {.ncols = 15, .align = "lrllrrrrrrrrlrr"};
+	struct table t = {.ncols = 17, .align = "lrllrrrrrrrrlrrrl"};
 	const char *port = NULL;
 	bool as_json = false;
 	json_t *req, *reply, *p;
@@ -447,13 +487,15 @@ static int cmd_stats(const char *path, int argc, char **argv)
 	if ((ret = request(path, req, &reply)))
 		return ret;
 	table_row(&t, "PORT", "Q", "KIND", "STATE", "PACKETS", "BYTES", "NOTIF", "SUPPR", "HELD", "TIMER",
-		  "MAX_PKTS", "MAX_US", "SET_BY", "LATE_P50us", "LATE_P99us");
+		  "MAX_PKTS", "MAX_US", "SET_BY", "LATE_P50us", "LATE_P99us", "EARLY", "ADAPTIVE");
 	json_array_foreach(json_object_get(reply, "ports"), i, p)
 		stats_rows(&t, p);
 	table_print_free(&t);
 	printf("(STATE: on = enabled and running, BROKEN = stopped after a guest error; NOTIF\n"
 	       " notifications sent, SUPPR suppressed by the guest, HELD held back by coalescing,\n"
-	       " TIMER sent when a coalescing timer fired, LATE_* how late those timers fired)\n");
+	       " TIMER sent when a coalescing timer fired, LATE_* how late those timers fired,\n"
+	       " EARLY sent early by the stall guard: driver idle/ring low/bytes held, ADAPTIVE\n"
+	       " the adaptive controller's state and level)\n");
 	json_decref(reply);
 	return EXIT_OK;
 }
@@ -471,6 +513,18 @@ static bool parse_u32(const char *s, json_int_t *out)
 		return false;
 	*out = (json_int_t)v;
 	return true;
+}
+
+/* The JSON key of an adaptive word of "coalesce", or NULL. */
+static const char *adaptive_key(const char *word)
+{
+	if (strcmp(word, "adaptive") == 0)
+		return "adaptive";
+	if (strcmp(word, "rx-adaptive") == 0)
+		return "rx_adaptive";
+	if (strcmp(word, "tx-adaptive") == 0)
+		return "tx_adaptive";
+	return NULL;
 }
 
 static int cmd_coalesce(const char *path, int argc, char **argv)
@@ -492,6 +546,14 @@ static int cmd_coalesce(const char *path, int argc, char **argv)
 		const char *key = NULL;
 
 		word = argv[a];
+		if ((key = adaptive_key(argv[a]))) {
+			if (a + 1 >= argc || (strcmp(argv[a + 1], "on") && strcmp(argv[a + 1], "off"))) {
+				json_decref(req);
+				return usage_error("coalesce: %s needs on or off", argv[a]);
+			}
+			json_object_set_new(req, key, json_boolean(strcmp(argv[++a], "on") == 0));
+			continue;
+		}
 		if (strncmp(argv[a], "--queue=", 8) == 0) {
 			key = "queue";
 			word = "--queue";
@@ -505,8 +567,8 @@ static int cmd_coalesce(const char *path, int argc, char **argv)
 			if (!key) {
 				json_decref(req);
 				return usage_error("coalesce: unknown parameter '%s' (rx-usecs, "
-						   "rx-frames, tx-usecs, tx-frames, --queue)",
-						   argv[a]);
+						   "rx-frames, tx-usecs, tx-frames, adaptive, "
+						   "rx-adaptive, tx-adaptive, --queue)", argv[a]);
 			}
 			if (a + 1 >= argc) {
 				json_decref(req);
@@ -524,7 +586,39 @@ static int cmd_coalesce(const char *path, int argc, char **argv)
 	if (json_object_size(req) == 2 + (json_object_get(req, "queue") != NULL)) {
 		json_decref(req);
 		return usage_error("coalesce: give at least one of rx-usecs, rx-frames, tx-usecs, "
-				   "tx-frames");
+				   "tx-frames, adaptive");
+	}
+	if ((ret = request(path, req, &reply)))
+		return ret;
+	json_decref(reply);
+	return EXIT_OK;
+}
+
+static int cmd_stall_guard(const char *path, int argc, char **argv)
+{
+	json_t *req, *reply;
+	json_int_t v;
+	int a, ret;
+
+	if (argc < 2 || argv[0][0] == '-')
+		return usage_error("stall-guard needs a PORT and on, off, bytes N or idle-usecs N");
+	req = json_pack("{s:s,s:o}", "cmd", "stall-guard", "port", port_value(argv[0]));
+	for (a = 1; a < argc; a++) {
+		const char *key = strcmp(argv[a], "bytes") == 0	       ? "bytes"
+				  : strcmp(argv[a], "idle-usecs") == 0 ? "idle_usecs"
+								       : NULL;
+
+		if (strcmp(argv[a], "on") == 0 || strcmp(argv[a], "off") == 0) {
+			json_object_set_new(req, "on", json_boolean(argv[a][1] == 'n'));
+			continue;
+		}
+		if (!key || a + 1 >= argc || !parse_u32(argv[a + 1], &v)) {
+			json_decref(req);
+			return usage_error("stall-guard: bad argument '%s' (on, off, bytes N, "
+					   "idle-usecs N; N 0..4294967295)", argv[a]);
+		}
+		json_object_set_new(req, key, json_integer(v));
+		a++;
 	}
 	if ((ret = request(path, req, &reply)))
 		return ret;
@@ -605,6 +699,7 @@ int main(int argc, char **argv)
 		int (*run)(const char *path, int argc, char **argv);
 	} commands[] = {
 		{"ports", cmd_ports},	      {"stats", cmd_stats}, {"coalesce", cmd_coalesce},
+		{"stall-guard", cmd_stall_guard},
 		{"reset-stats", cmd_reset_stats}, {"raw", cmd_raw},
 		{"port-add", cmd_port_add},	  {"port-del", cmd_port_del},
 	};

@@ -42,7 +42,9 @@ enum op {
 	OP_DIRECT,    /* [mode][le16 max_len][le16 len][fill][reps]: reserve, backend write, commit */
 	OP_FLUSH,     /* vnet_dev_rx_flush() */
 	OP_ADVANCE,   /* [unit][le16 v]: the clock moves, timers fire */
-	OP_COAL,      /* [mode][q][le16 packets][le16 usecs]: host or guest coalescing */
+	OP_COAL,      /* [mode][q][le16 packets][le16 usecs]: host or guest coalescing; mode bit7:
+		       * bit5 stall guard (bit2 on, bytes packets*16, idle usecs%2048), else
+		       * adaptive (bit1 whole kind, bit2 on) */
 	OP_BACKEND,   /* [mode][k]: next k transmits -EAGAIN (bit0: -EIO); bit1 rx_resume() says
 		       * more, bit2 backend detached / attached again */
 	OP_RESUME,    /* [mode]: the backend takes packets again: vnet_dev_tx_resume() */
@@ -98,9 +100,19 @@ static void check_op(struct snap *s, bool check)
 
 		if (g.q[i].live)
 			check_used(i);
+		CHECK(dq->coal.setter != COAL_SET_ADAPTIVE || !dq->adapt.on ||
+		      !memcmp(&dq->coal.params, coal_adapt_profile(dq->adapt.level),
+			      sizeof(dq->coal.params)),
+		      "adaptive queue with values that are not its level's");
+		CHECK(!dq->adapt.on || dq->kind != VNET_QUEUE_CTRL || !dq->vq.started,
+		      "adaptive coalescing on a running control queue");
 		CHECK(dq->vq.started || !g.td->deadline[i], "timer armed for a stopped queue");
 		if (!check || g.q[i].fresh)
 			goto snap;
+		/* Flags only change in OP_FLAGS, so a driver asking for none had them all op long. */
+		if (dq->vq.started && !dq->vq.event_idx && g.last_op != OP_FLAGS &&
+		    (g.td->vq[i].avail->flags & VRING_AVAIL_F_NO_INTERRUPT))
+			CHECK(notifies == b->notifies, "notification while the driver suppresses them");
 		if (b->broken) {
 			CHECK(dq->vq.broken, "broken queue works again without reset or restart");
 			CHECK(dq->vq.used_idx == b->pushed, "used element pushed on a broken queue");
@@ -439,6 +451,22 @@ static void op_coal(struct in *in)
 	size_t written;
 	int r;
 
+	if ((mode & 0xa0) == 0xa0) {
+		struct vnet_stall_guard sg = {(mode & 4) != 0, mp * 16u, us % 2048u};
+
+		vnet_dev_set_stall_guard(g.dev, &sg);
+		return;
+	}
+	if (mode & 0x80) {
+		bool kind = (mode & 2) != 0, ok = kind ? qs % 3 != VNET_QUEUE_CTRL
+						       : qi < g.nq && vnet_dev_queue(g.dev, qi)->kind !=
+									   VNET_QUEUE_CTRL;
+
+		r = vnet_dev_host_adaptive(g.dev, kind ? -1 : (int)qi,
+					   (enum vnet_queue_kind)(qs % 3), (mode & 4) != 0);
+		CHECK(r == (ok ? 0 : -1), "host adaptive: wrong answer for the queue or kind");
+		return;
+	}
 	if ((mode & 3) < 2) { /* a data queue, or every queue of a data kind: 0; else -1 */
 		bool ok = (mode & 3) ? qs % 3 != VNET_QUEUE_CTRL
 				     : qi < g.nq && vnet_dev_queue(g.dev, qi)->kind != VNET_QUEUE_CTRL;
@@ -623,8 +651,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(g.td->queue_errors, 0, sizeof(g.td->queue_errors));
 	driver_start();
 	check_op(s, false);
+	/* Port settings outlive resets: every input starts from the same ones. */
+	vnet_dev_set_stall_guard(g.dev, &(struct vnet_stall_guard){true, 4096, 100});
+	vnet_dev_host_adaptive(g.dev, -1, VNET_QUEUE_RX, false);
+	vnet_dev_host_adaptive(g.dev, -1, VNET_QUEUE_TX, false);
 	while (in.off < in.n && nops++ < MAX_OPS) {
-		run_op(u8(&in) % OP_COUNT, &in);
+		g.last_op = u8(&in) % OP_COUNT;
+		run_op(g.last_op, &in);
 		check_op(s, true);
 	}
 	return 0;

@@ -55,6 +55,7 @@ struct fz_state {
 	bool rx_more, detached; /* rx_resume() says packets are left; no backend attached */
 	struct iovec rx_iov[3];
 	unsigned rx_iovcnt;
+	unsigned last_op; /* the op running (or just run) */
 	struct drv_q q[VNET_MAX_QUEUES];
 };
 

@@ -54,6 +54,13 @@ static struct stats_queue sample_queue(unsigned index, const char *kind)
 	q.max_packets = 32;
 	q.max_usecs = 64;
 	q.set_by = "guest";
+	q.early_idle = 1;
+	q.early_ring = 2;
+	q.early_bytes = 4;
+	q.early = 7;
+	q.adaptive = index == 1;
+	q.adaptive_level = index == 1 ? 3 : 0;
+	q.adaptive_changes = 11;
 	q.lateness.cumulative[0] = 1;
 	for (unsigned b = 1; b < VNET_LATENESS_BUCKETS; b++)
 		q.lateness.cumulative[b] = 4;
@@ -78,6 +85,7 @@ static char *render(void)
 	v.port.connected = true;
 	v.port.connections = 2;
 	v.port.nqueues = 2;
+	v.port.stall_guard = true;
 	v.queues = queues;
 	metrics_format(&tb, &v, 1);
 	assert_false(tb.oom);
@@ -111,7 +119,18 @@ static void test_exposition_lines(void **state)
 	assert_line(t,
 		    "vnetd_queue_notifications_timer_total{port=\"p0\",queue=\"0\",kind=\"rx\"} 9");
 	assert_line(t,
-		    "vnetd_queue_notifications_early_total{port=\"p0\",queue=\"0\",kind=\"rx\"} 0");
+		    "vnetd_queue_notifications_early_total{port=\"p0\",queue=\"0\",kind=\"rx\"} 7");
+	assert_line(t, "vnetd_queue_notifications_early_idle_total{port=\"p0\",queue=\"0\","
+		       "kind=\"rx\"} 1");
+	assert_line(t, "vnetd_queue_notifications_early_ring_total{port=\"p0\",queue=\"0\","
+		       "kind=\"rx\"} 2");
+	assert_line(t, "vnetd_queue_notifications_early_bytes_total{port=\"p0\",queue=\"0\","
+		       "kind=\"rx\"} 4");
+	assert_line(t, "vnetd_queue_coalesce_adaptive{port=\"p0\",queue=\"1\",kind=\"tx\"} 1");
+	assert_line(t, "vnetd_queue_coalesce_adaptive_level{port=\"p0\",queue=\"1\",kind=\"tx\"} 3");
+	assert_line(t, "vnetd_queue_coalesce_adaptive_changes_total{port=\"p0\",queue=\"0\","
+		       "kind=\"rx\"} 11");
+	assert_line(t, "vnetd_port_stall_guard{port=\"p0\"} 1");
 	assert_line(t, "vnetd_port_frontend_connected{port=\"p0\"} 1");
 	assert_line(t, "vnetd_port_connections_total{port=\"p0\"} 2");
 	assert_line(t, "vnetd_port_worker{port=\"p0\"} 0");

@@ -405,6 +405,37 @@ static void test_state_owed_notification(void **state)
 	td_free(b);
 }
 
+/* An adaptive queue migrates with its level; the destination's controller goes on from it. */
+static void test_state_adaptive_queue(void **state)
+{
+	struct test_dev *a = state_dev(), *b = state_dev();
+	static uint8_t buf[VNET_STATE_MAX], buf2[VNET_STATE_MAX];
+	struct vnet_queue *qa = vnet_dev_queue(a->dev, TXQ), *qb = vnet_dev_queue(b->dev, TXQ);
+	const char *why;
+	size_t n;
+
+	(void)state;
+	assert_int_equal(vnet_dev_host_adaptive(a->dev, TXQ, VNET_QUEUE_TX, true), 0);
+	qa->adapt.level = 3; /* as if the controller had got there */
+	coal_set_params(&qa->coal, coal_adapt_profile(3), COAL_SET_ADAPTIVE);
+	n = vnet_dev_state_save(a->dev, buf, sizeof(buf));
+	assert_int_equal(vnet_dev_state_load(b->dev, buf, n, &why), 0);
+	assert_true(qb->adapt.on);
+	assert_int_equal(qb->adapt.level, 3);
+	assert_int_equal(qb->coal.setter, COAL_SET_ADAPTIVE);
+	assert_int_equal(vnet_dev_state_save(b->dev, buf2, sizeof(buf2)), n);
+	assert_memory_equal(buf, buf2, n);
+	td_start_queues(b, 64);
+	assert_true(qb->adapt.on);
+	assert_int_equal(qb->coal.params.max_usecs, coal_adapt_profile(3)->max_usecs);
+	/* "Adaptive" with values that are no level's is refused. */
+	put_le32(buf + 62 + TXQ * 10 + 6, 12345);
+	assert_int_equal(vnet_dev_state_load(a->dev, buf, n, &why), -1);
+	assert_string_equal(why, "bad queue coalescing state");
+	td_free(a);
+	td_free(b);
+}
+
 static void test_state_hostile(void **state)
 {
 	struct test_dev *a = state_dev(), *b = state_dev(), *one;
@@ -470,6 +501,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_every_write_logged, td_cleanup),
 		cmocka_unit_test_teardown(test_state_round_trip, td_cleanup),
 		cmocka_unit_test_teardown(test_state_owed_notification, td_cleanup),
+		cmocka_unit_test_teardown(test_state_adaptive_queue, td_cleanup),
 		cmocka_unit_test_teardown(test_state_hostile, td_cleanup),
 	};
 

@@ -1,0 +1,286 @@
+/* test_stall_guard.c - early notifications of the stall guard (notify.c), on the fake clock. */
+#include "coal_helpers.h"
+
+/* A device with the stall guard as given, every queue of size qsize. */
+static struct test_dev *td_guard(bool on, uint32_t bytes, uint32_t idle_usecs, uint16_t qsize,
+				 uint64_t extra_features)
+{
+	struct vnet_dev_params p;
+	struct test_dev *td;
+
+	td_default_params(&p, 1);
+	p.stall_guard = (struct vnet_stall_guard){on, bytes, idle_usecs};
+	td = td_create(&p, TD_BASE_FEATURES | extra_features);
+	td_start_queues(td, qsize);
+	return td;
+}
+
+static uint64_t early(struct test_dev *td, unsigned q)
+{
+	return stats(td, q)->early_idle + stats(td, q)->early_ring + stats(td, q)->early_bytes;
+}
+
+static void test_bytes_held_end_the_hold(void **state)
+{
+	struct test_dev *td = td_guard(true, 4000, 0, 256, 0);
+
+	(void)state;
+	assert_int_equal(td_coal_cmd(td, TX_SET, 64, 5000), VIRTIO_NET_OK);
+	for (unsigned i = 0; i < 3; i++)
+		td_tx(td, TXQ, 1, 1000);
+	assert_int_equal(td->notifies[TXQ], 0); /* 3000 bytes held */
+	td_tx(td, TXQ, 1, 1000);
+	assert_int_equal(td->notifies[TXQ], 1); /* 4000: now */
+	assert_int_equal(stats(td, TXQ)->early_bytes, 1);
+	assert_int_equal(coal(td, TXQ)->pending, 0);
+	assert_int_equal(td->deadline[TXQ], 0);
+	/* Counting starts afresh after the notification. */
+	for (unsigned i = 0; i < 3; i++)
+		td_tx(td, TXQ, 1, 1000);
+	assert_int_equal(td->notifies[TXQ], 1);
+	td_advance(td, 5 * MS);
+	assert_int_equal(td->notifies[TXQ], 2);
+	assert_int_equal(stats(td, TXQ)->timer_notifications, 1);
+	assert_int_equal(stats(td, TXQ)->early_bytes, 1);
+	td_free(td);
+}
+
+static void test_guard_off_holds_as_before(void **state)
+{
+	struct test_dev *td = td_guard(false, 4000, 1000, 16, 0);
+
+	(void)state;
+	assert_int_equal(td_coal_cmd(td, TX_SET, 64, 5000), VIRTIO_NET_OK);
+	assert_int_equal(td_coal_cmd(td, RX_SET, 64, 5000), VIRTIO_NET_OK);
+	for (unsigned i = 0; i < 7; i++)
+		td_tx(td, TXQ, 1, 1000); /* bytes, idle and 14 of 16 descriptors: all would fire */
+	td_post_rx(td, RXQ, 4, 2048);
+	for (unsigned i = 0; i < 4; i++)
+		assert_int_equal(td_receive(td, 60, 1), 1);
+	td_advance(td, 4999 * US);
+	assert_int_equal(td->notifies[TXQ], 0);
+	assert_int_equal(td->notifies[RXQ], 0);
+	assert_int_equal(early(td, TXQ) + early(td, RXQ), 0);
+	td_advance(td, 1 * US);
+	assert_int_equal(td->notifies[TXQ], 1);
+	assert_int_equal(td->notifies[RXQ], 1);
+	td_free(td);
+}
+
+static void test_tx_driver_idle_gets_its_completions(void **state)
+{
+	struct test_dev *td = td_guard(true, 0, 1000, 256, 0);
+	uint64_t t0 = td->now;
+
+	(void)state;
+	assert_int_equal(td_coal_cmd(td, TX_SET, 64, 5000), VIRTIO_NET_OK);
+	td_tx(td, TXQ, 2, 100);
+	assert_int_equal(td->deadline[TXQ], t0 + 1 * MS); /* the idle check comes first */
+	td_advance(td, 999 * US);
+	assert_int_equal(td->notifies[TXQ], 0);
+	td_advance(td, 1 * US);
+	assert_int_equal(td->notifies[TXQ], 1);
+	assert_int_equal(stats(td, TXQ)->early_idle, 1);
+	assert_int_equal(stats(td, TXQ)->timer_notifications, 0);
+	assert_int_equal(td->deadline[TXQ], 0);
+	td_free(td);
+}
+
+/* RX: the guest sent until the hold began, then went quiet: it waits for what we hold. */
+static void test_rx_hold_ends_when_the_guest_stops_sending(void **state)
+{
+	struct test_dev *td = td_guard(true, 0, 1000, 256, 0);
+	uint64_t t0;
+
+	(void)state;
+	assert_int_equal(td_coal_cmd(td, RX_SET, 64, 5000), VIRTIO_NET_OK);
+	td_post_rx(td, RXQ, 16, 2048);
+	td_tx(td, TXQ, 1, 100); /* a request (TX not coalesced: notified at once) */
+	t0 = td->now;
+	td_advance(td, 10 * US);
+	assert_int_equal(td_receive(td, 60, 1), 1); /* the answer */
+	assert_int_equal(td->deadline[RXQ], t0 + 10 * US + 250 * US); /* a quarter of 1000 us */
+	td_advance(td, 249 * US);
+	assert_int_equal(td->notifies[RXQ], 0);
+	td_advance(td, 1 * US);
+	assert_int_equal(td->notifies[RXQ], 1);
+	assert_int_equal(stats(td, RXQ)->early_idle, 1);
+	/* The guest sent nothing around the next hold: coalescing holds it to its deadline. */
+	td_advance(td, 10 * MS);
+	assert_int_equal(td_receive(td, 60, 2), 1);
+	td_advance(td, 4999 * US);
+	assert_int_equal(td->notifies[RXQ], 1);
+	td_advance(td, 1 * US);
+	assert_int_equal(td->notifies[RXQ], 2);
+	assert_int_equal(stats(td, RXQ)->early_idle, 1);
+	assert_int_equal(stats(td, RXQ)->timer_notifications, 1);
+	td_free(td);
+}
+
+/* ... while it keeps sending (a bulk sender whose ACKs we hold is not stalled yet). */
+static void test_rx_hold_lasts_while_the_guest_sends(void **state)
+{
+	struct test_dev *td = td_guard(true, 0, 1000, 256, 0);
+
+	(void)state;
+	assert_int_equal(td_coal_cmd(td, RX_SET, 64, 5000), VIRTIO_NET_OK);
+	td_post_rx(td, RXQ, 16, 2048);
+	td_tx(td, TXQ, 1, 100);
+	assert_int_equal(td_receive(td, 60, 1), 1);
+	for (unsigned i = 0; i < 20; i++) { /* 4 ms of TX every 200 us */
+		td_advance(td, 200 * US);
+		td_tx(td, TXQ, 1, 100);
+	}
+	assert_int_equal(td->notifies[RXQ], 0);
+	td_advance(td, 250 * US); /* then quiet */
+	assert_int_equal(td->notifies[RXQ], 1);
+	assert_int_equal(stats(td, RXQ)->early_idle, 1);
+	td_free(td);
+}
+
+/* Paced traffic (a packet every 500 us) keeps its reduction: the driver is not idle. */
+static void test_paced_tx_keeps_coalescing(void **state)
+{
+	struct test_dev *td = td_guard(true, 64 * 1024, 1000, 256, 0);
+
+	(void)state;
+	assert_int_equal(td_coal_cmd(td, TX_SET, 50, 5000), VIRTIO_NET_OK);
+	for (unsigned i = 0; i < 100; i++) { /* 50 ms */
+		td_tx(td, TXQ, 1, 1400);
+		td_advance(td, 500 * US);
+	}
+	/* One notification per 5 ms window (10 packets), none early. */
+	assert_int_equal(early(td, TXQ), 0);
+	assert_true(td->notifies[TXQ] >= 9 && td->notifies[TXQ] <= 10);
+	assert_int_equal(stats(td, TXQ)->timer_notifications, td->notifies[TXQ]);
+	td_free(td);
+}
+
+/* Paced RX: the ring stays mostly full of buffers, so nothing fires early. */
+static void test_paced_rx_keeps_coalescing(void **state)
+{
+	struct test_dev *td = td_guard(true, 64 * 1024, 1000, 256, 0);
+
+	(void)state;
+	assert_int_equal(td_coal_cmd(td, RX_SET, 50, 5000), VIRTIO_NET_OK);
+	td_post_rx(td, RXQ, 200, 2048);
+	for (unsigned i = 0; i < 100; i++) {
+		assert_int_equal(td_receive(td, 1400, (uint8_t)i), 1);
+		td_advance(td, 500 * US);
+	}
+	assert_int_equal(early(td, RXQ), 0);
+	assert_true(td->notifies[RXQ] >= 9 && td->notifies[RXQ] <= 10);
+	td_free(td);
+}
+
+static void test_rx_ring_nearly_empty_notifies(void **state)
+{
+	struct test_dev *td = td_guard(true, 0, 0, 256, 0);
+
+	(void)state;
+	assert_int_equal(td_coal_cmd(td, RX_SET, 64, 5000), VIRTIO_NET_OK);
+	td_post_rx(td, RXQ, 8, 2048);
+	for (unsigned i = 0; i < 5; i++)
+		assert_int_equal(td_receive(td, 60, 1), 1);
+	assert_int_equal(td->notifies[RXQ], 0); /* 3 buffers left, 5 held */
+	assert_int_equal(td_receive(td, 60, 1), 1);
+	assert_int_equal(td->notifies[RXQ], 1); /* 2 left of 8: a quarter */
+	assert_int_equal(stats(td, RXQ)->early_ring, 1);
+	td_free(td);
+}
+
+static void test_tx_descriptors_nearly_used_up_notify(void **state)
+{
+	struct test_dev *td = td_guard(true, 0, 0, 16, 0);
+
+	(void)state;
+	assert_int_equal(td_coal_cmd(td, TX_SET, 64, 5000), VIRTIO_NET_OK);
+	/* Two descriptors a packet (header, data): 10 of 16 held, then 12 = three quarters. */
+	for (unsigned i = 0; i < 5; i++)
+		td_tx(td, TXQ, 1, 100);
+	assert_int_equal(td->notifies[TXQ], 0);
+	td_tx(td, TXQ, 1, 100);
+	assert_int_equal(td->notifies[TXQ], 1);
+	assert_int_equal(stats(td, TXQ)->early_ring, 1);
+	td_free(td);
+}
+
+/* The guard never notifies a driver that suppresses notifications (flags). */
+static void test_guard_respects_no_interrupt(void **state)
+{
+	struct test_dev *td = td_guard(true, 100, 0, 256, 0);
+
+	(void)state;
+	assert_int_equal(td_coal_cmd(td, RX_SET, 64, 5000), VIRTIO_NET_OK);
+	fake_vq_set_no_interrupt(&td->vq[RXQ], true);
+	td_post_rx(td, RXQ, 4, 2048);
+	for (unsigned i = 0; i < 4; i++)
+		assert_int_equal(td_receive(td, 500, 1), 1); /* bytes and ring: both would fire */
+	assert_int_equal(td->notifies[RXQ], 0);
+	assert_int_equal(early(td, RXQ), 0);
+	assert_int_equal(stats(td, RXQ)->suppressed, 0); /* still held: decided at the deadline */
+	td_advance(td, 5 * MS);
+	assert_int_equal(td->notifies[RXQ], 0);
+	assert_int_equal(stats(td, RXQ)->suppressed, 1);
+	td_free(td);
+}
+
+/* ... nor one whose EVENT_IDX used_event lies ahead. */
+static void test_guard_respects_used_event(void **state)
+{
+	struct test_dev *td = td_guard(true, 100, 0, 256, BIT_ULL(VIRTIO_RING_F_EVENT_IDX));
+	struct fake_vq *q = &td->vq[TXQ];
+
+	(void)state;
+	assert_true(td->features & BIT_ULL(VIRTIO_RING_F_EVENT_IDX));
+	assert_int_equal(td_coal_cmd(td, TX_SET, 64, 5000), VIRTIO_NET_OK);
+	fake_vq_set_used_event(q, 0);
+	td_tx(td, TXQ, 1, 500); /* first decision: no EVENT_IDX history, the driver gets it */
+	assert_int_equal(td->notifies[TXQ], 1);
+	fake_vq_set_used_event(q, 3); /* wants one once the 4th entry is used */
+	td_tx(td, TXQ, 1, 500);
+	td_tx(td, TXQ, 1, 500);
+	assert_int_equal(td->notifies[TXQ], 1); /* bytes say now, the driver says not yet */
+	assert_int_equal(early(td, TXQ), 1);
+	td_tx(td, TXQ, 1, 500);
+	assert_int_equal(td->notifies[TXQ], 2);
+	assert_int_equal(early(td, TXQ), 2);
+	td_free(td);
+}
+
+/* New thresholds through vnet_dev_set_stall_guard() re-check what is held at once. */
+static void test_new_threshold_applies_at_once(void **state)
+{
+	struct test_dev *td = td_guard(true, 0, 0, 256, 0);
+	struct vnet_stall_guard g = {true, 1000, 0};
+
+	(void)state;
+	assert_int_equal(td_coal_cmd(td, TX_SET, 64, 5000), VIRTIO_NET_OK);
+	td_tx(td, TXQ, 3, 500);
+	assert_int_equal(td->notifies[TXQ], 0);
+	vnet_dev_set_stall_guard(td->dev, &g);
+	assert_int_equal(td->notifies[TXQ], 1);
+	assert_int_equal(stats(td, TXQ)->early_bytes, 1);
+	assert_true(vnet_dev_stall_guard(td->dev)->bytes == 1000);
+	td_free(td);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_bytes_held_end_the_hold, td_cleanup),
+		cmocka_unit_test_teardown(test_guard_off_holds_as_before, td_cleanup),
+		cmocka_unit_test_teardown(test_tx_driver_idle_gets_its_completions, td_cleanup),
+		cmocka_unit_test_teardown(test_rx_hold_ends_when_the_guest_stops_sending, td_cleanup),
+		cmocka_unit_test_teardown(test_rx_hold_lasts_while_the_guest_sends, td_cleanup),
+		cmocka_unit_test_teardown(test_paced_tx_keeps_coalescing, td_cleanup),
+		cmocka_unit_test_teardown(test_paced_rx_keeps_coalescing, td_cleanup),
+		cmocka_unit_test_teardown(test_rx_ring_nearly_empty_notifies, td_cleanup),
+		cmocka_unit_test_teardown(test_tx_descriptors_nearly_used_up_notify, td_cleanup),
+		cmocka_unit_test_teardown(test_guard_respects_no_interrupt, td_cleanup),
+		cmocka_unit_test_teardown(test_guard_respects_used_event, td_cleanup),
+		cmocka_unit_test_teardown(test_new_threshold_applies_at_once, td_cleanup),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
