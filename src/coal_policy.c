@@ -163,3 +163,14 @@ const struct vnet_stall_guard *vnet_dev_stall_guard(const struct vnet_dev *dev)
 {
 	return &dev->guard;
 }
+
+int vnet_dev_restore_coal(struct vnet_dev *dev, unsigned qidx, const struct coal_params *params,
+			  enum coal_setter who)
+{
+	struct vnet_queue *q = dev_queue(dev, qidx);
+
+	if (!q || q->kind == VNET_QUEUE_CTRL || (who != COAL_SET_GUEST && who != COAL_SET_HOST))
+		return -1;
+	dev_apply_coal(dev, q, params, who);
+	return 0;
+}

@@ -242,28 +242,21 @@ static json_t *cmd_ports(struct port *const *ports, unsigned nports, json_t *req
 	return json_pack("{s:b,s:o}", "ok", 1, "ports", list);
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* lateness_summary() - percentiles (nearest rank) of the retained lateness samples, in us. */
+/*
+ * lateness_summary() - nearest-rank percentiles of the lateness histogram, in us: the upper
+ * bound of the bucket (about 19% wide) holding the rank; max is exact. Every value since the
+ * last reset counts, so samples == total.
+ */
 static json_t *lateness_summary(const struct vnet_queue_stats *st)
 {
-	static uint32_t sorted[VNET_LATENESS_SAMPLES];
-	size_t n = st->lateness_count < VNET_LATENESS_SAMPLES ? (size_t)st->lateness_count
-							       : VNET_LATENESS_SAMPLES;
+	const struct lat_hist *h = &st->lateness;
 
-	if (n == 0)
+	if (h->count == 0)
 		return json_pack("{s:i,s:I,s:n,s:n,s:n}", "samples", 0, "total", (json_int_t)0,
 				 "p50", "p99", "max");
-	memcpy(sorted, st->lateness_ns, n * sizeof(sorted[0]));
-	qsort(sorted, n, sizeof(sorted[0]), cmp_u32);
-	return json_pack("{s:I,s:o,s:f,s:f,s:f}", "samples", (json_int_t)n, "total",
-			 ju64(st->lateness_count), "p50", sorted[(n * 50 + 99) / 100 - 1] / 1e3,
-			 "p99", sorted[(n * 99 + 99) / 100 - 1] / 1e3, "max", sorted[n - 1] / 1e3);
+	return json_pack("{s:o,s:o,s:f,s:f,s:f}", "samples", ju64(h->count), "total",
+			 ju64(h->count), "p50", lat_hist_percentile(h, 50) / 1e3,
+			 "p99", lat_hist_percentile(h, 99) / 1e3, "max", h->max_ns / 1e3);
 }
 
 /* queue_stats() - one queue, read through stats.c like the Prometheus metrics. */
@@ -542,6 +535,55 @@ static json_t *cmd_coalesce(struct port *const *ports, unsigned nports, json_t *
 	return ok_reply();
 }
 
+/* ---- Run-time ports: the daemon does the work (control_set_port_ops) ---------------------- */
+
+static const struct control_port_ops *port_ops;
+static void *port_ops_ctx;
+
+void control_set_port_ops(const struct control_port_ops *ops, void *ctx)
+{
+	port_ops = ops;
+	port_ops_ctx = ctx;
+}
+
+static json_t *cmd_port_add(struct port *const *ports, unsigned nports, json_t *req)
+{
+	static const char *const keys[] = {"spec", NULL};
+	json_t *err = check_keys(req, "port-add", keys);
+	json_t *spec = json_object_get(req, "spec");
+	char name[16], msg[256];
+
+	(void)ports;
+	(void)nports;
+	if (err)
+		return err;
+	if (!json_is_string(spec) || strlen(json_string_value(spec)) != json_string_length(spec))
+		return error_reply("\"spec\" must be a string: a --port SPEC");
+	if (!port_ops)
+		return error_reply("run-time ports are not available");
+	if (port_ops->add(port_ops_ctx, json_string_value(spec), name, sizeof(name), msg,
+			  sizeof(msg)) < 0)
+		return error_reply("%s", msg);
+	return json_pack("{s:b,s:s}", "ok", 1, "port", name);
+}
+
+static json_t *cmd_port_del(struct port *const *ports, unsigned nports, json_t *req)
+{
+	static const char *const keys[] = {"port", NULL};
+	json_t *err = check_keys(req, "port-del", keys);
+	struct port *p;
+	char msg[256];
+
+	if (err)
+		return err;
+	if (!(p = find_port(ports, nports, json_object_get(req, "port"), &err)))
+		return err;
+	if (!port_ops)
+		return error_reply("run-time ports are not available");
+	if (port_ops->del(port_ops_ctx, p, msg, sizeof(msg)) < 0)
+		return error_reply("%s", msg);
+	return ok_reply();
+}
 
 static json_t *cmd_stall_guard(struct port *const *ports, unsigned nports, json_t *req)
 {
@@ -576,6 +618,8 @@ static const struct {
 	const char *name;
 	command_fn run;
 } commands[] = {
+	{"port-add", cmd_port_add},
+	{"port-del", cmd_port_del},
 	{"ports", cmd_ports},
 	{"stats", cmd_stats},
 	{"coalesce", cmd_coalesce},
@@ -605,7 +649,7 @@ static json_t *dispatch(struct port *const *ports, unsigned nports, const char *
 			reply = commands[i].run(ports, nports, req);
 		else
 			reply = error_reply("unknown cmd '%.64s' (ports, stats, coalesce, "
-					    "reset-stats, stall-guard)", json_string_value(cmd));
+					    "reset-stats, stall-guard, port-add, port-del)", json_string_value(cmd));
 	}
 	json_decref(req);
 	return reply;

@@ -3,6 +3,7 @@
 #define VNETD_CONTROL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "port.h"
@@ -49,5 +50,20 @@ int control_client_writable(struct control_client *c);
  * (that gets an {"ok":false,...} reply); NULL only when out of memory.
  */
 char *control_execute(struct port *const *ports, unsigned nports, const char *line);
+
+/* Run-time port changes the daemon makes for "port-add" / "port-del" requests. */
+struct control_port_ops {
+	/* Add a port from SPEC (as --port takes it); its name into name. 0, or -1 (err). */
+	int (*add)(void *ctx, const char *spec, char *name, size_t name_len, char *err,
+		   size_t err_len);
+	/*
+	 * Remove port p (it stays valid until the end of the event-loop round, so the ports
+	 * array a request runs with never dangles). 0, or -1 (err).
+	 */
+	int (*del)(void *ctx, struct port *p, char *err, size_t err_len);
+};
+
+/* control_set_port_ops() - enable port-add/port-del; without it they fail. */
+void control_set_port_ops(const struct control_port_ops *ops, void *ctx);
 
 #endif

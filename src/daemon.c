@@ -1,35 +1,55 @@
-/* daemon.c - the vnetd process: one epoll loop dispatching typed references to their owners. */
+/* daemon.c - the vnetd process: worker loops dispatching typed references, control, ports. */
 #include "daemon.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "config_file.h"
 #include "control.h"
 #include "event_loop.h"
 #include "guest_fault.h"
 #include "log.h"
 #include "metrics.h"
+#include "options.h"
 #include "port_internal.h"
 #include "sandbox.h"
 #include "switch.h"
+#include "tap.h"
+#include "worker.h"
 
 #define MAX_CONTROL_CLIENTS 32
-#define MAX_EVENTS 64
+
+/* Where a port came from: a --config reload only adds, changes and removes its own. */
+enum port_origin { ORIGIN_CMDLINE, ORIGIN_CONFIG, ORIGIN_RUNTIME };
 
 struct daemon {
-	int epfd;
+	struct worker_pool pool; /* worker 0: this thread, with signals and the control socket */
 	int signal_fd;
 	int control_fd;
-	unsigned nports;
+	const struct vnetd_options *opts;
+	/* Ports by slot (the index in their name and in ev_ref.port); NULL: free. */
 	struct port *ports[VNETD_MAX_PORTS];
-	struct vnet_switch *sw;
-	struct run_queue rq;     /* queues that yielded at their budget, oldest first */
-	struct run_queue flushq; /* ports holding received packets the guest cannot see yet */
+	/* The same, packed, for the control socket; removed ones leave at the end of a round. */
+	struct port *live[VNETD_MAX_PORTS];
+	unsigned nlive;
+	uint8_t origin[VNETD_MAX_PORTS];      /* enum port_origin */
+	uint8_t worker_of[VNETD_MAX_PORTS];   /* the worker that owns the port */
+	char *config_spec[VNETD_MAX_PORTS];   /* ORIGIN_CONFIG: the spec it was made from */
+	bool doomed[VNETD_MAX_PORTS];         /* port-del'd: destroyed at the end of the round */
+	unsigned ndoomed;
+	bool reload;                          /* SIGHUP: re-read --config after this round */
+	int config_dir;                       /* --config's directory (O_PATH) */
+	int state_dir;                        /* --state-dir (O_PATH) */
+	const char *config_name;              /* ... and the file's name in it */
+	struct vnet_switch *sw;  /* its ports all belong to worker 0 */
 	struct control_client *clients[MAX_CONTROL_CLIENTS];
 	struct metrics_server *metrics; /* NULL without --metrics */
 	bool stop;
@@ -39,7 +59,7 @@ static void client_close(struct daemon *d, unsigned slot)
 {
 	struct control_client *c = d->clients[slot];
 
-	event_loop_del(d->epfd, control_client_fd(c));
+	event_loop_del(d->pool.w[0].epfd, control_client_fd(c));
 	control_client_free(c);
 	d->clients[slot] = NULL;
 }
@@ -63,8 +83,8 @@ static void control_accept(struct daemon *d)
 		close(fd);
 		return;
 	}
-	struct ev_ref ref = {.kind = EV_CONTROL_CLIENT, .queue = (uint16_t)slot, .fd = fd};
-	if (event_loop_add(d->epfd, fd, EPOLLIN, ref) < 0)
+	struct ev_ref ref = {.kind = EV_CONTROL_CLIENT, .queue = (uint8_t)slot, .fd = fd};
+	if (event_loop_add(d->pool.w[0].epfd, fd, EPOLLIN, ref) < 0)
 		client_close(d, slot);
 }
 
@@ -75,24 +95,258 @@ static void control_event(struct daemon *d, struct ev_ref ref, uint32_t events)
 
 	if (!c || control_client_fd(c) != ref.fd)
 		return;
+	/* Requests read and change ports of every worker: the others wait meanwhile. */
+	worker_pool_park(&d->pool);
 	if (events & EPOLLIN)
-		r = control_client_readable(c, d->ports, d->nports);
+		r = control_client_readable(c, d->live, d->nlive);
 	if (r == 0 && (events & EPOLLOUT))
 		r = control_client_writable(c);
 	if (r == 0 && (events & (EPOLLHUP | EPOLLERR)) && !(events & EPOLLIN))
 		r = -1;
+	for (unsigned i = 0; i < d->nlive; i++)
+		port_state_sync(d->live[i]); /* e.g. vnetctl coalesce: keep it for a restart */
+	worker_pool_unpark(&d->pool);
 	if (r < 0) {
 		client_close(d, ref.queue);
 		return;
 	}
-	event_loop_mod(d->epfd, ref.fd, control_client_events(c), ref);
+	event_loop_mod(d->pool.w[0].epfd, ref.fd, control_client_events(c), ref);
 }
 
-static void dispatch(struct daemon *d, struct ev_ref ref, uint32_t events)
+/* signal_event() - SIGHUP asks for a --config reload, SIGTERM/SIGINT for the end. */
+static void signal_event(struct daemon *d)
 {
+	struct signalfd_siginfo si;
+
+	while (read(d->signal_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (si.ssi_signo == SIGHUP)
+			d->reload = true;
+		else
+			d->stop = true;
+	}
+}
+
+/* ---- Run-time ports ------------------------------------------------------------------------ */
+
+/* add_port_cfg() - create a port from cfg in `slot`; the slot, or -1 (logged). */
+static int add_port_cfg(struct daemon *d, unsigned slot, const struct port_config *cfg,
+			enum port_origin origin)
+{
+	struct worker *w = &d->pool.w[0];
+	struct port *p;
+
+	if (cfg->backend == PORT_BACKEND_SWITCH && !d->sw) {
+		d->sw = switch_create();
+		if (!d->sw)
+			return -1;
+	}
+	/* The switch forwards between its ports in place: they share worker 0. Other ports go to
+	 * the worker with the fewest. */
+	if (cfg->backend != PORT_BACKEND_SWITCH)
+		for (unsigned i = 1; i < d->pool.n; i++)
+			if (d->pool.w[i].nports < w->nports)
+				w = &d->pool.w[i];
+	p = port_create(slot, cfg, w->epfd, &w->rq, &w->flushq, d->sw);
+	if (!p)
+		return -1;
+	w->nports++;
+	p->worker = w->id;
+	d->worker_of[slot] = (uint8_t)w->id;
+	if (d->pool.n > 1)
+		log_info("%s: worker %u", port_name(p), w->id);
+	d->ports[slot] = p;
+	d->origin[slot] = (uint8_t)origin;
+	d->doomed[slot] = false;
+	d->live[d->nlive++] = p;
+	return (int)slot;
+}
+
+static int free_slot(const struct daemon *d)
+{
+	for (unsigned i = 0; i < VNETD_MAX_PORTS; i++)
+		if (!d->ports[i])
+			return (int)i;
+	return -1;
+}
+
+/* add_port_spec() - parse SPEC against the live ports and create it; slot, or -1 (err). */
+static int add_port_spec(struct daemon *d, const char *spec, enum port_origin origin, char *err,
+			 size_t err_len)
+{
+	static const struct port_config *others[VNETD_MAX_PORTS];
+	static unsigned other_index[VNETD_MAX_PORTS];
+	static struct port_config cfg;
+	int slot = free_slot(d), r;
+	unsigned n = 0;
+
+	if (slot < 0) {
+		snprintf(err, err_len, "all %d ports are in use", VNETD_MAX_PORTS);
+		return -1;
+	}
+	for (unsigned i = 0; i < VNETD_MAX_PORTS; i++)
+		if (d->ports[i]) {
+			others[n] = port_config(d->ports[i]);
+			other_index[n++] = i;
+		}
+	if (options_runtime_port(spec, (unsigned)slot, &cfg, others, other_index, n, err,
+				 err_len) < 0)
+		return -1;
+	r = add_port_cfg(d, (unsigned)slot, &cfg, origin);
+	if (r < 0)
+		snprintf(err, err_len, "cannot set up the port (see vnetd's log)");
+	return r;
+}
+
+/* doom_port() - remove the port at the end of this round (nothing may dangle before). */
+static int doom_port(struct daemon *d, unsigned slot)
+{
+	if (d->doomed[slot])
+		return -1;
+	d->doomed[slot] = true;
+	d->ndoomed++;
+	return 0;
+}
+
+/* reap_ports() - destroy the doomed ports: frontend disconnected (held completions signalled,
+ * queues stopped as for any disconnect), tap closed, switch port detached. Other workers are
+ * parked by the caller. */
+static void reap_ports(struct daemon *d)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < VNETD_MAX_PORTS && d->ndoomed; i++) {
+		if (!d->doomed[i])
+			continue;
+		struct worker *w = &d->pool.w[d->worker_of[i]];
+
+		log_info("%s: removed", port_name(d->ports[i]));
+		port_destroy(d->ports[i]);
+		/* Entries the port (or its teardown) queued must not reach the slot's next port. */
+		run_queue_drop_port(&w->rq, i);
+		run_queue_drop_port(&w->flushq, i);
+		w->nports--;
+		d->ports[i] = NULL;
+		d->doomed[i] = false;
+		free(d->config_spec[i]);
+		d->config_spec[i] = NULL;
+		d->ndoomed--;
+	}
+	for (unsigned i = 0; i < VNETD_MAX_PORTS; i++)
+		if (d->ports[i])
+			d->live[n++] = d->ports[i];
+	d->nlive = n;
+}
+
+static int ctl_port_add(void *ctx, const char *spec, char *name, size_t name_len, char *err,
+			size_t err_len)
+{
+	struct daemon *d = ctx;
+	int slot = add_port_spec(d, spec, ORIGIN_RUNTIME, err, err_len);
+
+	if (slot < 0)
+		return -1;
+	snprintf(name, name_len, "%s", port_name(d->ports[slot]));
+	log_info("%s: added at run time", name);
+	return 0;
+}
+
+static int ctl_port_del(void *ctx, struct port *p, char *err, size_t err_len)
+{
+	if (doom_port(ctx, port_index(p)) < 0) {
+		snprintf(err, err_len, "%s is being removed already", port_name(p));
+		return -1;
+	}
+	return 0;
+}
+
+static const struct control_port_ops daemon_port_ops = {
+	.add = ctl_port_add,
+	.del = ctl_port_del,
+};
+
+/*
+ * load_config() - apply --config: ports it no longer lists (or lists with another spec) go,
+ * new ones come; ports it lists unchanged stay untouched (their guests notice nothing). A file
+ * that does not parse changes nothing. Ports from the command line or port-add are not its own.
+ */
+static int load_config(struct daemon *d)
+{
+	static struct config_ports cp;
+	char err[256];
+	bool keep[VNETD_MAX_PORTS] = {false};
+	unsigned added = 0, removed = 0, failed = 0;
+
+	if (config_file_load(d->config_dir, d->config_name, &cp, err, sizeof(err)) < 0) {
+		log_err("config %s: %s; nothing changed", d->opts->config_path, err);
+		return -1;
+	}
+	for (unsigned i = 0; i < VNETD_MAX_PORTS; i++) {
+		bool listed = false;
+
+		if (!d->ports[i] || d->origin[i] != ORIGIN_CONFIG || d->doomed[i])
+			continue;
+		for (unsigned j = 0; j < cp.n && !listed; j++)
+			if (!keep[j] && d->config_spec[i] && strcmp(cp.spec[j], d->config_spec[i]) == 0)
+				keep[j] = listed = true;
+		if (!listed) {
+			doom_port(d, i);
+			removed++;
+		}
+	}
+	reap_ports(d); /* a changed port's socket and tap are free again for its new spec */
+	for (unsigned j = 0; j < cp.n; j++) {
+		int slot;
+
+		if (keep[j])
+			continue;
+		slot = add_port_spec(d, cp.spec[j], ORIGIN_CONFIG, err, sizeof(err));
+		if (slot < 0) {
+			log_err("config %s: port %u: %s", d->opts->config_path, j, err);
+			failed++;
+			continue;
+		}
+		d->config_spec[slot] = strdup(cp.spec[j]); /* NULL (no memory): replaced next time */
+		added++;
+	}
+	log_info("config %s: %u port(s) added, %u removed, %u unchanged, %u failed",
+		 d->opts->config_path, added, removed, cp.n - added - failed, failed);
+	return failed ? -1 : 0;
+}
+
+/*
+ * open_config_dir() - the directory of --config, kept open: SIGHUP re-reads the file by name
+ * in it (an editor's rename is seen), and the sandbox allows opening files there only.
+ */
+static int open_config_dir(struct daemon *d)
+{
+	static char dir[sizeof(d->opts->config_path)];
+	const char *path = d->opts->config_path, *slash = strrchr(path, '/');
+
+	if (slash) {
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+		d->config_name = slash + 1;
+	} else {
+		snprintf(dir, sizeof(dir), ".");
+		d->config_name = path;
+	}
+	d->config_dir = open(dir[0] ? dir : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (d->config_dir < 0 || d->config_name[0] == '\0') {
+		log_err("config %s: cannot open its directory: %s", path,
+			d->config_dir < 0 ? strerror(errno) : "no file name");
+		return -1;
+	}
+	sandbox_allow_openat(d->config_dir, CONFIG_OPEN_FLAGS);
+	return 0;
+}
+
+static void dispatch(void *ctx, struct worker *w, struct ev_ref ref, uint32_t events)
+{
+	struct daemon *d = ctx;
+
+	(void)w;
 	switch (ref.kind) {
 	case EV_SIGNAL:
-		d->stop = true;
+		signal_event(d);
 		break;
 	case EV_CONTROL_LISTEN:
 		control_accept(d);
@@ -103,8 +357,11 @@ static void dispatch(struct daemon *d, struct ev_ref ref, uint32_t events)
 	case EV_METRICS_LISTEN:
 	case EV_METRICS_CLIENT:
 	case EV_METRICS_TIMER:
-		if (d->metrics)
-			metrics_event(d->metrics, ref, events, d->ports, d->nports);
+		if (d->metrics) {
+			worker_pool_park(&d->pool); /* a scrape reads every worker's ports */
+			metrics_event(d->metrics, ref, events, d->live, d->nlive);
+			worker_pool_unpark(&d->pool);
+		}
 		break;
 	case EV_VU_LISTEN:
 	case EV_VU_CONN:
@@ -112,63 +369,120 @@ static void dispatch(struct daemon *d, struct ev_ref ref, uint32_t events)
 	case EV_QUEUE_TIMER:
 	case EV_TAP:
 	case EV_QUEUE_RUN:
+	case EV_RECONNECT:
 	case EV_DEV_STATE:
-		if (ref.port < d->nports)
+		if (ref.port < VNETD_MAX_PORTS && d->ports[ref.port])
 			port_handle_event(d->ports[ref.port], ref, events);
+		break;
+	case EV_PORT_FLUSH:
+		if (ref.port < VNETD_MAX_PORTS && d->ports[ref.port])
+			port_flush_rx(d->ports[ref.port]);
 		break;
 	default:
 		break;
 	}
 }
 
+/* A guest memory fault somewhere: the worker checks the ports it owns. */
+static void worker_fault(void *ctx, struct worker *w)
+{
+	struct daemon *d = ctx;
+
+	for (unsigned i = 0; i < VNETD_MAX_PORTS; i++)
+		if (d->ports[i] && d->worker_of[i] == w->id)
+			port_check_fault(d->ports[i]);
+}
+
+static void worker_round_begin(void *ctx, struct worker *w)
+{
+	struct daemon *d = ctx;
+
+	if (w->id == 0 && d->sw)
+		switch_tick(d->sw); /* the switch's clock for this round */
+}
+
+static const struct worker_ops daemon_worker_ops = {
+	.dispatch = dispatch,
+	.fault = worker_fault,
+	.round_begin = worker_round_begin,
+};
+
+/*
+ * raise_fd_limit() - a connected port holds about a dozen fds (socket, kick/call/error
+ * eventfds, timers, tap): take the hard RLIMIT_NOFILE as the soft one (the usual soft 1024 is
+ * too few for a thousand ports). A failure is only logged; ports that do not fit fail to open.
+ */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		log_warn("cannot raise the open-file limit: %s", strerror(errno));
+}
+
 static int setup(struct daemon *d, const struct vnetd_options *opts)
 {
 	sigset_t mask;
 
-	d->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (d->epfd < 0 || guest_fault_install() < 0 ||
-	    run_queue_init(&d->rq, VNETD_MAX_PORTS * VNET_MAX_QUEUES) < 0 ||
-	    run_queue_init(&d->flushq, VNETD_MAX_PORTS) < 0)
+	raise_fd_limit();
+	if (guest_fault_install() < 0 ||
+	    worker_pool_init(&d->pool, opts->workers ? opts->workers : 1,
+			     VNETD_MAX_PORTS * VNET_MAX_QUEUES, &daemon_worker_ops, d) < 0)
 		return -1;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	d->signal_fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (d->signal_fd < 0 ||
-	    event_loop_add(d->epfd, d->signal_fd, EPOLLIN,
+	    event_loop_add(d->pool.w[0].epfd, d->signal_fd, EPOLLIN,
 			   (struct ev_ref){.kind = EV_SIGNAL, .fd = d->signal_fd}) < 0)
 		return -1;
-	for (unsigned i = 0; i < opts->nports; i++) {
-		if (opts->ports[i].backend == PORT_BACKEND_SWITCH && !d->sw) {
-			d->sw = switch_create();
-			if (!d->sw)
-				return -1;
-		}
-		d->ports[i] = port_create(i, &opts->ports[i], d->epfd, &d->rq, &d->flushq, d->sw);
-		if (!d->ports[i])
+	if (opts->state_dir[0]) {
+		d->state_dir = open(opts->state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (d->state_dir < 0) {
+			log_err("--state-dir %s: %s", opts->state_dir, strerror(errno));
 			return -1;
-		d->nports = i + 1;
+		}
+		port_set_state_dir(d->state_dir);
+		sandbox_allow_openat(d->state_dir, PORT_STATE_READ_FLAGS);
+		sandbox_allow_openat(d->state_dir, PORT_STATE_WRITE_FLAGS);
 	}
+	for (unsigned i = 0; i < opts->nports; i++)
+		if (add_port_cfg(d, i, &opts->ports[i], ORIGIN_CMDLINE) < 0)
+			return -1;
+	if (opts->config_path[0] && (open_config_dir(d) < 0 || load_config(d) < 0))
+		return -1;
+	/* Run-time taps open /dev/net/tun relative to /dev/net; the filter allows only that. */
+	if (tap_open_tun_dir() >= 0)
+		sandbox_allow_openat(tap_open_tun_dir(), TAP_TUN_FLAGS);
+	control_set_port_ops(&daemon_port_ops, d);
 	d->control_fd = control_listen(opts->control_path);
 	if (d->control_fd < 0 ||
-	    event_loop_add(d->epfd, d->control_fd, EPOLLIN,
+	    event_loop_add(d->pool.w[0].epfd, d->control_fd, EPOLLIN,
 			   (struct ev_ref){.kind = EV_CONTROL_LISTEN, .fd = d->control_fd}) < 0)
 		return -1;
-	if (opts->metrics[0] && !(d->metrics = metrics_open(opts->metrics, d->epfd)))
+	if (opts->metrics[0] && !(d->metrics = metrics_open(opts->metrics, d->pool.w[0].epfd)))
 		return -1;
 	return 0;
 }
 
 static void teardown(struct daemon *d, const struct vnetd_options *opts)
 {
+	worker_pool_stop(&d->pool); /* the threads end; their ports are ours to destroy */
 	for (unsigned i = 0; i < MAX_CONTROL_CLIENTS; i++)
 		if (d->clients[i])
 			client_close(d, i);
 	metrics_close(d->metrics);
-	for (unsigned i = 0; i < d->nports; i++)
+	for (unsigned i = 0; i < VNETD_MAX_PORTS; i++) {
 		port_destroy(d->ports[i]);
+		free(d->config_spec[i]);
+	}
 	if (d->sw)
 		switch_destroy(d->sw);
 	if (d->control_fd >= 0) {
@@ -177,50 +491,48 @@ static void teardown(struct daemon *d, const struct vnetd_options *opts)
 	}
 	if (d->signal_fd >= 0)
 		close(d->signal_fd);
-	if (d->epfd >= 0)
-		close(d->epfd);
-	run_queue_free(&d->rq);
-	run_queue_free(&d->flushq);
+	if (d->config_dir >= 0)
+		close(d->config_dir);
+	if (d->state_dir >= 0)
+		close(d->state_dir);
+	worker_pool_free(&d->pool);
 }
 
 int daemon_run(const struct vnetd_options *opts)
 {
-	struct daemon d = {.epfd = -1, .signal_fd = -1, .control_fd = -1};
-	struct epoll_event events[MAX_EVENTS];
+	static struct daemon d; /* ~60 KB of port tables: not on the stack */
 	int status = 0;
 
-	if (setup(&d, opts) < 0 || sandbox_enter(opts) < 0) {
+	memset(&d, 0, sizeof(d));
+	d.signal_fd = d.control_fd = d.config_dir = d.state_dir = -1;
+	d.opts = opts;
+	/* Threads before the sandbox: creating one needs clone(), which the filter kills. */
+	if (setup(&d, opts) < 0 || worker_pool_start(&d.pool) < 0 || sandbox_enter(opts) < 0) {
 		teardown(&d, opts);
 		return 1;
 	}
-	log_info("ready: %u port(s), control socket %s", d.nports, opts->control_path);
+	log_info("ready: %u port(s), %u worker(s), control socket %s", d.nlive, d.pool.n,
+		 opts->control_path);
 	while (!d.stop) {
-		/* Work left over from budgets: look at the other fds without sleeping, then run it. */
-		unsigned pending = run_queue_len(&d.rq);
-		int n = epoll_wait(d.epfd, events, MAX_EVENTS, pending ? 0 : -1);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			log_err("epoll_wait: %s", strerror(errno));
+		if (worker_round(&d.pool.w[0]) < 0) {
 			status = 1;
 			break;
 		}
-		if (d.sw)
-			switch_tick(d.sw); /* the switch's clock for this round */
-		for (int i = 0; i < n; i++)
-			dispatch(&d, ev_ref_unpack(events[i].data.u64), events[i].events);
-		/* One budget each for what waited before this round; re-queued work goes behind. */
-		for (struct ev_ref ref; pending-- && run_queue_pop(&d.rq, &ref);)
-			dispatch(&d, ref, 0);
-		/* Batch: received packets become visible once per loop iteration, on the ports that
-		 * have some (work proportional to what is active, not to the number of ports). */
-		for (struct ev_ref ref; run_queue_pop(&d.flushq, &ref);)
-			if (ref.port < d.nports)
-				port_flush_rx(d.ports[ref.port]);
-		if (guest_fault_take())
-			for (unsigned i = 0; i < d.nports; i++)
-				port_check_fault(d.ports[i]);
+		/* Port changes take effect between rounds: nothing of this round refers to them. */
+		if (d.ndoomed) {
+			worker_pool_park(&d.pool);
+			reap_ports(&d);
+			worker_pool_unpark(&d.pool);
+		}
+		if (d.reload) {
+			d.reload = false;
+			worker_pool_park(&d.pool);
+			if (opts->config_path[0])
+				load_config(&d);
+			else
+				log_info("SIGHUP without --config: nothing to reload");
+			worker_pool_unpark(&d.pool);
+		}
 	}
 	log_info("shutting down");
 	teardown(&d, opts);

@@ -77,3 +77,16 @@ bool run_queue_pop(struct run_queue *rq, struct ev_ref *ref)
 	rq->len--;
 	return true;
 }
+
+void run_queue_drop_port(struct run_queue *rq, unsigned port)
+{
+	unsigned kept = 0;
+
+	for (unsigned i = 0; i < rq->len; i++) {
+		struct ev_ref ref = rq->ring[(rq->head + i) % rq->cap];
+
+		if (ref.port != port)
+			rq->ring[(rq->head + kept++) % rq->cap] = ref;
+	}
+	rq->len = kept;
+}

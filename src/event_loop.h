@@ -24,13 +24,15 @@ enum ev_kind {
 	EV_METRICS_CLIENT,  /* one metrics HTTP connection (`queue`: its slot) */
 	EV_METRICS_TIMER,   /* timerfd closing metrics connections past their time */
 	EV_DEV_STATE,       /* device-state pipe of port `port` (live migration) */
+	EV_RECONNECT,       /* timerfd of client-mode port `port`: connect again */
+	EV_WAKE,            /* eventfd of a worker: park request or stop (worker.c) */
 };
 
 /* Typed reference carried in epoll_event.data.u64. */
 struct ev_ref {
 	uint8_t kind;   /* enum ev_kind */
-	uint8_t port;   /* port index */
-	uint16_t queue; /* queue index, or client slot */
+	uint8_t queue;  /* queue index, or client slot */
+	uint16_t port;  /* port index (slot in the daemon's port table) */
 	int32_t fd;
 };
 
@@ -71,6 +73,9 @@ bool run_queue_push(struct run_queue *rq, struct ev_ref ref);
 
 /* run_queue_pop() - take the oldest entry; false if empty. */
 bool run_queue_pop(struct run_queue *rq, struct ev_ref *ref);
+
+/* run_queue_drop_port() - forget every entry of port `port` (it is being removed). */
+void run_queue_drop_port(struct run_queue *rq, unsigned port);
 
 /* run_queue_len() - entries waiting. */
 static inline unsigned run_queue_len(const struct run_queue *rq)

@@ -1,6 +1,7 @@
 /* guest_fault.c - survive SIGBUS from guest memory a frontend truncated after mapping it. */
 #include "guest_fault.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -8,17 +9,18 @@
 
 #include "log.h"
 
-#define GUEST_FAULT_MAX_MAPS 512
+#define GUEST_FAULT_MAX_MAPS (1024 * 8) /* VNETD_MAX_PORTS frontends of 8 regions each */
 
-/* Only the event loop thread changes the table; the handler runs on that thread too. */
+/* Worker threads change the table under table_lock; the handler (any thread) only reads it. */
 struct watched_map {
 	uintptr_t base;
 	size_t len;
 	volatile sig_atomic_t *flag;
 };
 
-/* Set by the handler on any fault: owners then look at their own flags. */
-static volatile sig_atomic_t fault_seen;
+/* Bumped by the handler on any fault: owners (every worker) then look at their own flags. */
+static unsigned fault_gen;
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct watched_map maps[GUEST_FAULT_MAX_MAPS];
 static size_t page_size = 4096;
@@ -39,7 +41,7 @@ static void on_sigbus(int sig, siginfo_t *si, void *ucontext)
 			 0) == MAP_FAILED)
 			break;
 		*m->flag = 1;
-		fault_seen = 1;
+		__atomic_add_fetch(&fault_gen, 1, __ATOMIC_RELEASE); /* lock-free: signal-safe */
 		return;
 	}
 	/* Not guest memory: a real bug. Fault again with the default action (core dump). */
@@ -66,33 +68,38 @@ int guest_fault_install(void)
 
 int guest_fault_watch(void *base, size_t len, volatile sig_atomic_t *flag)
 {
+	int r = -1;
+
+	pthread_mutex_lock(&table_lock);
 	for (size_t i = 0; i < GUEST_FAULT_MAX_MAPS; i++) {
 		if (maps[i].len)
 			continue;
 		maps[i].base = (uintptr_t)base;
 		maps[i].flag = flag;
-		maps[i].len = len; /* last: the entry is live once len is set */
-		return 0;
+		/* last: the entry is live once len is set */
+		__atomic_store_n(&maps[i].len, len, __ATOMIC_RELEASE);
+		r = 0;
+		break;
 	}
-	return -1;
+	pthread_mutex_unlock(&table_lock);
+	return r;
 }
 
 void guest_fault_unwatch(void *base)
 {
+	pthread_mutex_lock(&table_lock);
 	for (size_t i = 0; i < GUEST_FAULT_MAX_MAPS; i++)
 		if (maps[i].len && maps[i].base == (uintptr_t)base)
-			maps[i].len = 0;
+			__atomic_store_n(&maps[i].len, 0, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&table_lock);
 }
 
-int guest_fault_take(void)
+unsigned guest_fault_generation(void)
 {
-	int seen = fault_seen;
-
-	fault_seen = 0;
-	return seen;
+	return __atomic_load_n(&fault_gen, __ATOMIC_ACQUIRE);
 }
 
 void guest_fault_note(void)
 {
-	fault_seen = 1;
+	__atomic_add_fetch(&fault_gen, 1, __ATOMIC_RELEASE);
 }

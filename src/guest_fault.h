@@ -18,8 +18,12 @@ int guest_fault_watch(void *base, size_t len, volatile sig_atomic_t *flag);
 /* guest_fault_note() - a fault found another way (EFAULT from a syscall): owners look too. */
 void guest_fault_note(void);
 
-/* guest_fault_take() - whether any watched mapping faulted since the last call (then clears). */
-int guest_fault_take(void);
+/*
+ * guest_fault_generation() - a counter every fault (and guest_fault_note()) bumps: an owner
+ * that sees it change since its last look checks its own flags (each worker thread keeps its
+ * own last value).
+ */
+unsigned guest_fault_generation(void);
 
 /* guest_fault_unwatch() - forget the mapping starting at base (before munmap). */
 void guest_fault_unwatch(void *base);

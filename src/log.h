@@ -28,10 +28,10 @@ void log_ratelimited(struct log_ratelimit *rl, enum log_level level, const char 
 #define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)
 #define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
 
-/* Guest-triggered problems: one static rate limiter per call site. */
+/* Guest-triggered problems: one rate limiter per call site and worker thread. */
 #define log_guest(...)                                                                             \
 	do {                                                                                       \
-		static struct log_ratelimit rl_;                                                   \
+		static _Thread_local struct log_ratelimit rl_;                                     \
 		log_ratelimited(&rl_, LOG_WARN, __VA_ARGS__);                                      \
 	} while (0)
 

@@ -290,7 +290,7 @@ static void accept_clients(struct metrics_server *m)
 		m->clients[slot] = c;
 		if (event_loop_add(m->epfd, fd, EPOLLIN,
 				   (struct ev_ref){.kind = EV_METRICS_CLIENT,
-						   .queue = (uint16_t)slot,
+						   .queue = (uint8_t)slot,
 						   .fd = fd}) < 0)
 			client_close(m, slot);
 	}

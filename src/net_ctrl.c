@@ -236,7 +236,7 @@ uint8_t vnet_dev_ctrl_execute(struct vnet_dev *dev, const uint8_t *in, size_t in
  */
 static uint32_t ctrl_run_chain(struct vnet_dev *dev, struct vnet_queue *q)
 {
-	const struct vq_chain *c = &q->chain;
+	const struct vq_chain *c = q->chain;
 	const struct iovec *w = &c->iov[c->nread];
 	uint8_t in[CTRL_MAX_IN], out[64], ack;
 	size_t in_len, written = 0;
@@ -270,8 +270,8 @@ bool net_ctrl_process(struct vnet_dev *dev, struct vnet_queue *q)
 	for (;;) {
 		uint32_t done = 0;
 
-		while (done < VNET_BUDGET_CTRL - total && vq_pop(&q->vq, &q->chain) == 1) {
-			vq_push(&q->vq, q->chain.head, ctrl_run_chain(dev, q));
+		while (done < VNET_BUDGET_CTRL - total && vq_pop(&q->vq, q->chain) == 1) {
+			vq_push(&q->vq, q->chain->head, ctrl_run_chain(dev, q));
 			done++;
 		}
 		if (done) {

@@ -106,7 +106,7 @@ static __attribute__((noinline)) int rx_place(struct vnet_dev *dev, struct vnet_
 	unsigned nslots = 0, nhdr_iov = 0;
 
 	while (placed < total) {
-		struct vq_chain *c = &q->chain;
+		struct vq_chain *c = q->chain;
 		size_t room, n, hdr_part;
 		int r = vq_pop(&q->vq, c);
 
@@ -170,7 +170,7 @@ static inline int rx_place_one(struct vnet_dev *dev, struct vnet_queue *q,
 			       struct virtio_net_hdr_v1 *hdr, const struct iovec *iov,
 			       unsigned iovcnt, size_t off, size_t frame_len)
 {
-	struct vq_chain *c = &q->chain;
+	struct vq_chain *c = q->chain;
 	size_t total = dev->hdr_len + frame_len;
 	int r = vq_pop(&q->vq, c);
 	uint8_t *buf;
@@ -340,7 +340,7 @@ static int rx_cache_fill(struct vnet_dev *dev, struct vnet_queue *q, size_t max_
 	bool mergeable = dev_has(dev, VIRTIO_NET_F_MRG_RXBUF);
 
 	while (rc->bytes < max_len) {
-		struct vq_chain *c = &q->chain;
+		struct vq_chain *c = q->chain;
 		unsigned slot;
 		int r;
 

@@ -78,12 +78,12 @@ static bool tx_hdr_allowed(const struct vnet_dev *dev, const struct vnet_queue *
 }
 
 /*
- * Send the chain in q->chain; -EAGAIN if the backend is full (the chain stays in q->chain),
+ * Send the chain in q->chain; -EAGAIN if the backend is full (the caller gives the chain back),
  * else the extra work the backend reported (0 for one delivery).
  */
 static int tx_send_one(struct vnet_dev *dev, struct vnet_queue *q)
 {
-	const struct vq_chain *c = &q->chain;
+	const struct vq_chain *c = q->chain;
 	struct virtio_net_hdr_v1 *hdr = &dev->tx_hdr;
 	int r;
 
@@ -133,23 +133,24 @@ bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 				spent = true;
 				break;
 			}
-			if (!q->tx_blocked) {
-				r = vq_pop(&q->vq, &q->chain);
-				if (r <= 0)
-					break;
-			}
+			r = vq_pop(&q->vq, q->chain);
+			if (r <= 0)
+				break;
 			cost = tx_send_one(dev, q);
 			if (cost == -EAGAIN) {
+				/* Given back, walked again on resume: the device's chain scratch is
+				 * shared by its queues, so no queue keeps a chain across events. */
+				vq_unpop(&q->vq, 1);
 				q->tx_blocked = true;
 				r = -EAGAIN;
 				break;
 			}
 			extra += (uint32_t)cost;
 			q->tx_blocked = false;
-			bytes += q->chain.read_len;
-			descs += q->chain.ndesc;
-			q->guard.descs += q->chain.ndesc;
-			vq_push(&q->vq, q->chain.head, 0);
+			bytes += q->chain->read_len;
+			descs += q->chain->ndesc;
+			q->guard.descs += q->chain->ndesc;
+			vq_push(&q->vq, q->chain->head, 0);
 			done++;
 		}
 		if (done) {

@@ -15,8 +15,7 @@ static void record_lateness(struct vnet_queue *q, uint64_t now, uint64_t deadlin
 
 	if (late > UINT32_MAX)
 		late = UINT32_MAX;
-	q->stats.lateness_ns[q->stats.lateness_count % VNET_LATENESS_SAMPLES] = (uint32_t)late;
-	q->stats.lateness_count++;
+	lat_hist_add(&q->stats.lateness, late); /* fine-grained: vnetctl's percentiles */
 	while (b < VNET_LATENESS_BUCKETS && late > (uint64_t)vnet_lateness_bounds_us[b] * 1000u)
 		b++;
 	q->stats.lateness_bucket[b]++;

@@ -18,15 +18,22 @@
 
 static const char usage_text[] =
 	"Usage: vnetd --port socket=PATH,tap=IFNAME|switch[,KEY=VALUE...] [--port ...]\n"
-	"             --control PATH [--metrics ADDR:PORT] [--user NAME] [--no-sandbox]\n"
-	"             [-v|--verbose] [-h|--help]\n"
+	"             --control PATH [--config FILE] [--state-dir DIR] [--workers N]\n"
+	"             [--metrics ADDR:PORT] [--user NAME] [--no-sandbox] [-v|--verbose]\n"
+	"             [-h|--help]\n"
 	"\n"
 	"Serves virtio-net devices to VMs over vhost-user, with notification (interrupt)\n"
 	"coalescing. Each --port is one device; ports are named p0, p1, ... in order.\n"
 	"\n"
 	"Options:\n"
-	"  --port SPEC          add a port (at most 32); SPEC is a comma-separated list of keys\n"
+	"  --port SPEC          add a port (at most 1024); SPEC is a comma-separated list of keys\n"
 	"  --control PATH       control socket for vnetctl (required; created with mode 0600)\n"
+	"  --config FILE        more ports from a JSON file (docs/scale.md); SIGHUP re-reads it\n"
+	"                       and applies only what changed\n"
+	"  --state-dir DIR      keep per-port settings a frontend cannot resend (coalescing)\n"
+	"                       in DIR, so they survive a vnetd restart\n"
+	"  --workers N          event-loop threads, 1..16 (default 1); tap ports are spread over\n"
+	"                       them, switch ports share the first\n"
 	"  --metrics ADDR:PORT  serve Prometheus metrics on http://ADDR:PORT/metrics; numeric\n"
 	"                       IPv4 or [IPv6] address, e.g. 127.0.0.1:9465 (default: off)\n"
 	"  --user NAME          drop privileges to user NAME once the sockets are open\n"
@@ -36,6 +43,8 @@ static const char usage_text[] =
 	"\n"
 	"Port keys (socket= and exactly one of tap= or switch are required):\n"
 	"  socket=PATH          vhost-user socket to listen on; the VMM connects to it\n"
+	"  client               connect to socket=PATH instead (the VMM listens, e.g. QEMU\n"
+	"                       -chardev socket,server=on); reconnect whenever it goes away\n"
 	"  tap=IFNAME           backend: the tap interface IFNAME (at most 15 characters)\n"
 	"  switch               backend: the built-in switch joining every switch port\n"
 	"  mac=MAC              guest MAC, unicast XX:XX:XX:XX:XX:XX (default 52:54:00:xx:xx:xx,\n"
@@ -106,6 +115,7 @@ enum port_key {
 	K_INDIRECT,
 	K_MRG_RXBUF,
 	K_COAL_PERSIST,
+	K_CLIENT,
 	K_STALL_GUARD,
 	K_STALL_BYTES,
 	K_STALL_IDLE_USECS,
@@ -127,6 +137,7 @@ static const char *const port_key_names[K_COUNT] = {
 	[K_COAL_PERSIST] = "coal-persist", [K_STALL_GUARD] = "stall-guard",
 	[K_STALL_BYTES] = "stall-bytes", [K_STALL_IDLE_USECS] = "stall-idle-usecs",
 	[K_RX_ADAPTIVE] = "rx-adaptive", [K_TX_ADAPTIVE] = "tx-adaptive",
+	[K_CLIENT] = "client",
 };
 
 #define OFFLOAD_BITS                                                                               \
@@ -144,9 +155,12 @@ struct port_parse {
 	bool notf_coal, vq_notf_coal, offloads, event_idx, indirect, mrg_rxbuf, coal_persist;
 };
 
+/* Where port-spec errors go: stderr at start-up, a buffer for run-time ports (the reply). */
+static FILE *opt_err;
+
 static int bad_value(const char *key, const char *value, const char *expect)
 {
-	fprintf(stderr, "vnetd: bad value '%s' for %s (expected %s)\n", value, key, expect);
+	fprintf(opt_err, "vnetd: bad value '%s' for %s (expected %s)\n", value, key, expect);
 	return -1;
 }
 
@@ -269,6 +283,9 @@ static int apply_port_key(struct port_config *pc, struct port_parse *pp, enum po
 	case K_SWITCH:
 		pc->backend = PORT_BACKEND_SWITCH;
 		return 0;
+	case K_CLIENT:
+		pc->client = true;
+		return 0;
 	case K_MAC:
 		pp->mac_given = true;
 		return parse_mac(value, d->mac);
@@ -352,20 +369,20 @@ static int parse_port_item(struct port_config *pc, struct port_parse *pp, char *
 		if (strcmp(item, port_key_names[k]) == 0)
 			break;
 	if (k == K_COUNT) {
-		fprintf(stderr, "vnetd: bad --port key '%s'\n", item);
+		fprintf(opt_err, "vnetd: bad --port key '%s'\n", item);
 		return -1;
 	}
 	if (pp->seen[k]) {
-		fprintf(stderr, "vnetd: --port key '%s' given twice\n", item);
+		fprintf(opt_err, "vnetd: --port key '%s' given twice\n", item);
 		return -1;
 	}
 	pp->seen[k] = true;
-	if (k == K_SWITCH && value) {
-		fprintf(stderr, "vnetd: --port key 'switch' takes no value (got '%s')\n", value);
+	if ((k == K_SWITCH || k == K_CLIENT) && value) {
+		fprintf(opt_err, "vnetd: --port key '%s' takes no value (got '%s')\n", item, value);
 		return -1;
 	}
-	if (k != K_SWITCH && !value) {
-		fprintf(stderr, "vnetd: --port key '%s' needs a value (%s=...)\n", item, item);
+	if (k != K_SWITCH && k != K_CLIENT && !value) {
+		fprintf(opt_err, "vnetd: --port key '%s' needs a value (%s=...)\n", item, item);
 		return -1;
 	}
 	return apply_port_key(pc, pp, (enum port_key)k, value);
@@ -377,21 +394,21 @@ static int finish_port(struct port_config *pc, const struct port_parse *pp, unsi
 	struct vnet_dev_params *d = &pc->dev;
 
 	if (!pp->seen[K_SOCKET]) {
-		fprintf(stderr, "vnetd: --port p%u needs socket=PATH\n", index);
+		fprintf(opt_err, "vnetd: --port p%u needs socket=PATH\n", index);
 		return -1;
 	}
 	if (pp->seen[K_TAP] == pp->seen[K_SWITCH]) {
-		fprintf(stderr, "vnetd: --port p%u needs exactly one of tap=IFNAME or switch\n",
+		fprintf(opt_err, "vnetd: --port p%u needs exactly one of tap=IFNAME or switch\n",
 			index);
 		return -1;
 	}
 	if (pp->seen[K_VQ_NOTF_COAL] && pp->vq_notf_coal && !pp->notf_coal) {
-		fprintf(stderr, "vnetd: --port p%u: vq-notf-coal=on conflicts with notf-coal=off\n",
+		fprintf(opt_err, "vnetd: --port p%u: vq-notf-coal=on conflicts with notf-coal=off\n",
 			index);
 		return -1;
 	}
 	if ((d->host_coal_rx_set || d->host_coal_tx_set) && !pp->coal_persist) {
-		fprintf(stderr,
+		fprintf(opt_err,
 			"vnetd: --port p%u: rx-/tx-usecs/frames are host defaults that must outlive "
 			"device resets (the virtio spec resets coalescing to 0): add coal-persist=on\n",
 			index);
@@ -414,10 +431,9 @@ static int finish_port(struct port_config *pc, const struct port_parse *pp, unsi
 	return 0;
 }
 
-/* parse_port() - one --port SPEC into out->ports[out->nports]. */
-static int parse_port(struct vnetd_options *out, const char *spec, bool *mac_given)
+/* parse_port_spec() - SPEC into *pc (fully overwritten) for port `index`; errors to opt_err. */
+static int parse_port_spec(struct port_config *pc, const char *spec, unsigned index)
 {
-	struct port_config *pc;
 	struct port_parse pp = {
 		.notf_coal = true,
 		.vq_notf_coal = true,
@@ -429,11 +445,6 @@ static int parse_port(struct vnetd_options *out, const char *spec, bool *mac_giv
 	char *copy, *item, *next;
 	int ret = 0;
 
-	if (out->nports >= VNETD_MAX_PORTS) {
-		fprintf(stderr, "vnetd: too many --port options (at most %d)\n", VNETD_MAX_PORTS);
-		return -1;
-	}
-	pc = &out->ports[out->nports];
 	memset(pc, 0, sizeof(*pc));
 	pc->dev.queue_pairs = 1;
 	pc->dev.features_mask = ~0ull;
@@ -444,7 +455,7 @@ static int parse_port(struct vnetd_options *out, const char *spec, bool *mac_giv
 
 	copy = strdup(spec);
 	if (!copy) {
-		fprintf(stderr, "vnetd: out of memory\n");
+		fprintf(opt_err, "vnetd: out of memory\n");
 		return -1;
 	}
 	for (item = copy; item && ret == 0; item = next) {
@@ -452,7 +463,7 @@ static int parse_port(struct vnetd_options *out, const char *spec, bool *mac_giv
 		if (next)
 			*next++ = '\0';
 		if (item[0] == '\0') {
-			fprintf(stderr, "vnetd: empty key in --port '%s'\n", spec);
+			fprintf(opt_err, "vnetd: empty key in --port '%s'\n", spec);
 			ret = -1;
 		} else {
 			ret = parse_port_item(pc, &pp, item);
@@ -460,11 +471,27 @@ static int parse_port(struct vnetd_options *out, const char *spec, bool *mac_giv
 	}
 	free(copy);
 	if (ret == 0)
-		ret = finish_port(pc, &pp, out->nports);
-	if (ret == 0)
-		mac_given[out->nports++] = pp.mac_given;
+		ret = finish_port(pc, &pp, index);
+	pc->mac_given = pp.mac_given;
 	return ret;
 }
+
+/* parse_port() - one --port SPEC into out->ports[out->nports]. */
+static int parse_port(struct vnetd_options *out, const char *spec, bool *mac_given)
+{
+	if (out->nports >= VNETD_MAX_PORTS) {
+		fprintf(opt_err, "vnetd: too many --port options (at most %d)\n", VNETD_MAX_PORTS);
+		return -1;
+	}
+	if (parse_port_spec(&out->ports[out->nports], spec, out->nports) < 0)
+		return -1;
+	mac_given[out->nports] = out->ports[out->nports].mac_given;
+	out->nports++;
+	return 0;
+}
+
+static bool port_clash(const struct port_config *pc, unsigned i, const struct port_config *other,
+		       unsigned j);
 
 /* check_ports() - cross-port rules; derives default MACs unique among all ports. */
 static int check_ports(struct vnetd_options *o, const bool *mac_given)
@@ -474,26 +501,9 @@ static int check_ports(struct vnetd_options *o, const bool *mac_given)
 	bool clash;
 
 	for (i = 0; i < o->nports; i++) {
-		for (j = 0; j < i; j++) {
-			if (strcmp(o->ports[i].socket_path, o->ports[j].socket_path) == 0) {
-				fprintf(stderr, "vnetd: ports p%u and p%u both use socket '%s'\n",
-					j, i, o->ports[i].socket_path);
+		for (j = 0; j < i; j++)
+			if (port_clash(&o->ports[i], i, &o->ports[j], j))
 				return -1;
-			}
-			if (o->ports[i].backend == PORT_BACKEND_TAP &&
-			    o->ports[j].backend == PORT_BACKEND_TAP &&
-			    strcmp(o->ports[i].tap_name, o->ports[j].tap_name) == 0) {
-				fprintf(stderr, "vnetd: ports p%u and p%u both use tap '%s'\n", j,
-					i, o->ports[i].tap_name);
-				return -1;
-			}
-			if (mac_given[i] && mac_given[j] &&
-			    memcmp(o->ports[i].dev.mac, o->ports[j].dev.mac, 6) == 0) {
-				fprintf(stderr, "vnetd: ports p%u and p%u have the same mac\n", j,
-					i);
-				return -1;
-			}
-		}
 	}
 	/* Derived MACs: step the last three bytes until no other port has the address. */
 	for (i = 0; i < o->nports; i++) {
@@ -549,6 +559,80 @@ static int copy_string_option(const char *name, const char *value, char *dst, si
 	return 0;
 }
 
+/* port_clash() - whether pc and other (port `j`) may not both exist; one line to opt_err. */
+static bool port_clash(const struct port_config *pc, unsigned i, const struct port_config *other,
+		       unsigned j)
+{
+	if (strcmp(pc->socket_path, other->socket_path) == 0) {
+		fprintf(opt_err, "vnetd: ports p%u and p%u both use socket '%s'\n", j, i,
+			pc->socket_path);
+		return true;
+	}
+	if (pc->backend == PORT_BACKEND_TAP && other->backend == PORT_BACKEND_TAP &&
+	    strcmp(pc->tap_name, other->tap_name) == 0) {
+		fprintf(opt_err, "vnetd: ports p%u and p%u both use tap '%s'\n", j, i, pc->tap_name);
+		return true;
+	}
+	if (pc->mac_given && other->mac_given && memcmp(pc->dev.mac, other->dev.mac, 6) == 0) {
+		fprintf(opt_err, "vnetd: ports p%u and p%u have the same mac\n", j, i);
+		return true;
+	}
+	return false;
+}
+
+/* runtime_port() - the body of options_runtime_port() with opt_err set. */
+static int runtime_port(const char *spec, unsigned index, struct port_config *pc,
+			const struct port_config *const *others, const unsigned *other_index,
+			unsigned n)
+{
+	uint8_t *mac = pc->dev.mac;
+	bool clash;
+	uint32_t suffix;
+
+	if (parse_port_spec(pc, spec, index) < 0)
+		return -1;
+	for (unsigned j = 0; j < n; j++)
+		if (port_clash(pc, index, others[j], other_index[j]))
+			return -1;
+	if (pc->mac_given)
+		return 0;
+	default_mac(index, pc->socket_path, mac);
+	do {
+		clash = false;
+		for (unsigned j = 0; j < n && !clash; j++)
+			clash = memcmp(others[j]->dev.mac, mac, 6) == 0;
+		if (clash) {
+			suffix = (uint32_t)mac[3] << 16 | (uint32_t)mac[4] << 8 | mac[5];
+			suffix++;
+			mac[3] = (uint8_t)(suffix >> 16);
+			mac[4] = (uint8_t)(suffix >> 8);
+			mac[5] = (uint8_t)suffix;
+		}
+	} while (clash);
+	return 0;
+}
+
+int options_runtime_port(const char *spec, unsigned index, struct port_config *pc,
+			 const struct port_config *const *others, const unsigned *other_index,
+			 unsigned n, char *err, size_t err_len)
+{
+	FILE *saved = opt_err;
+	int r;
+
+	err[0] = '\0';
+	opt_err = fmemopen(err, err_len, "w");
+	if (!opt_err) {
+		opt_err = saved;
+		snprintf(err, err_len, "out of memory");
+		return -1;
+	}
+	r = runtime_port(spec, index, pc, others, other_index, n);
+	fclose(opt_err);
+	opt_err = saved;
+	err[strcspn(err, "\n")] = '\0';
+	return r;
+}
+
 /* parse_metrics() - --metrics ADDR:PORT, checked now so a typo fails before anything starts. */
 static int parse_metrics(const char *value, char *dst, size_t size)
 {
@@ -566,7 +650,9 @@ static int parse_metrics(const char *value, char *dst, size_t size)
 
 int options_parse(int argc, char **argv, struct vnetd_options *out)
 {
-	static const char *const valued[] = {"--port", "--control", "--user", "--metrics"};
+	static const char *const valued[] = {"--port",	    "--control", "--user",   "--config",
+					     "--state-dir", "--workers", "--metrics"};
+	unsigned long n;
 	bool mac_given[VNETD_MAX_PORTS] = {false};
 	bool missing = false;
 	const char *value;
@@ -574,6 +660,8 @@ int options_parse(int argc, char **argv, struct vnetd_options *out)
 	int i;
 
 	memset(out, 0, sizeof(*out));
+	out->workers = 1;
+	opt_err = stderr;
 	for (i = 1; i < argc; i++) {
 		const char *arg = argv[i];
 
@@ -615,11 +703,25 @@ int options_parse(int argc, char **argv, struct vnetd_options *out)
 			return -1;
 		if (k == 2 && copy_string_option("--user", value, out->user, sizeof(out->user)) < 0)
 			return -1;
-		if (k == 3 && parse_metrics(value, out->metrics, sizeof(out->metrics)) < 0)
+		if (k == 3 && copy_string_option("--config", value, out->config_path,
+						  sizeof(out->config_path)) < 0)
+			return -1;
+		if (k == 4 && copy_string_option("--state-dir", value, out->state_dir,
+						  sizeof(out->state_dir)) < 0)
+			return -1;
+		if (k == 5) {
+			if (!parse_ulong(value, 1, 16, &n)) {
+				fprintf(stderr, "vnetd: bad value '%s' for --workers (expected 1..16)\n",
+					value);
+				return -1;
+			}
+			out->workers = (unsigned)n;
+		}
+		if (k == 6 && parse_metrics(value, out->metrics, sizeof(out->metrics)) < 0)
 			return -1;
 	}
-	if (out->nports == 0) {
-		fprintf(stderr, "vnetd: at least one --port is required (see --help)\n");
+	if (out->nports == 0 && out->config_path[0] == '\0') {
+		fprintf(stderr, "vnetd: at least one --port (or --config) is required (see --help)\n");
 		return -1;
 	}
 	if (out->control_path[0] == '\0') {

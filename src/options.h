@@ -13,8 +13,11 @@ struct vnetd_options {
 	char control_path[108]; /* control socket path (required) */
 	char user[64];          /* drop privileges to this user; "" keeps the current one */
 	char metrics[64];       /* Prometheus listener ADDR:PORT; "" for none */
+	char config_path[256];  /* --config FILE: more ports, re-read on SIGHUP; "" none */
+	char state_dir[256];    /* --state-dir DIR: per-port state kept across restarts; "" none */
 	bool no_sandbox;        /* skip seccomp and privilege dropping */
 	int verbose;            /* number of -v given */
+	unsigned workers;       /* --workers N: event-loop threads, 1 (default) .. 16 */
 };
 
 /*
@@ -22,6 +25,16 @@ struct vnetd_options {
  * --help was printed to stdout (exit 0), -1 on an error (one line printed to stderr).
  */
 int options_parse(int argc, char **argv, struct vnetd_options *out);
+
+/*
+ * options_runtime_port() - a port added at run time (vnetctl port-add, --config): SPEC exactly
+ * as --port takes it, for port `index`, checked against the n existing ports others[] (with
+ * indexes other_index[]) for the same socket, tap or mac; a default MAC is derived unique
+ * among them. 0, or -1 with one line in err.
+ */
+int options_runtime_port(const char *spec, unsigned index, struct port_config *pc,
+			 const struct port_config *const *others, const unsigned *other_index,
+			 unsigned n, char *err, size_t err_len);
 
 /* options_usage() - the --help text (static storage). */
 const char *options_usage(void);

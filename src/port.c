@@ -43,6 +43,11 @@ bool port_connected(const struct port *p)
 	return p->connected;
 }
 
+unsigned port_worker(const struct port *p)
+{
+	return p->worker;
+}
+
 uint64_t port_connections(const struct port *p)
 {
 	return p->connections;
@@ -63,9 +68,84 @@ uint64_t port_rarps(const struct port *p)
 	return p->connected ? p->conn.rarps : 0;
 }
 
+/* ---- --state-dir ---------------------------------------------------------------------------- */
+
+static int state_dir = -1;
+
+void port_set_state_dir(int dirfd)
+{
+	state_dir = dirfd;
+}
+
+static void state_load(struct port *p)
+{
+	char err[256];
+	int r;
+
+	if (state_dir < 0)
+		return;
+	r = port_state_load(state_dir, p->cfg.socket_path, vnet_dev_num_queues(p->dev), &p->saved,
+			    err, sizeof(err));
+	if (r < 0)
+		log_warn("%s: state file ignored: %s", p->name, err);
+	p->restore_pending = r == 0 && p->saved.nqueues > 0;
+	if (p->restore_pending)
+		log_info("%s: coalescing of %u queue(s) restored once the frontend is back", p->name,
+			 p->saved.nqueues);
+}
+
+/* state_restore() - the frontend's queues run again: give each its saved parameters once. */
+static void state_restore(struct port *p)
+{
+	bool pending = false;
+
+	for (unsigned i = 0; i < p->saved.nqueues; i++) {
+		const struct vnet_queue *q = vnet_dev_queue(p->dev, i);
+
+		if (p->restored[i] || !q || q->kind == VNET_QUEUE_CTRL ||
+		    p->saved.q[i].setter == COAL_SET_NONE) {
+			p->restored[i] = true;
+			continue;
+		}
+		if (!q->enabled || !q->vq.started) {
+			pending = true;
+			continue;
+		}
+		vnet_dev_restore_coal(p->dev, i, &p->saved.q[i].params,
+				      (enum coal_setter)p->saved.q[i].setter);
+		p->restored[i] = true;
+	}
+	p->restore_pending = pending;
+}
+
+void port_state_sync(struct port *p)
+{
+	struct port_state now = p->saved;
+	unsigned n = vnet_dev_num_queues(p->dev);
+
+	if (state_dir < 0 || !p->connected || p->restore_pending)
+		return;
+	now.nqueues = n;
+	for (unsigned i = 0; i < n; i++) {
+		const struct vnet_queue *q = vnet_dev_queue(p->dev, i);
+
+		/* A queue that is not running keeps what it had (a disconnect resets it). */
+		if (!q || q->kind == VNET_QUEUE_CTRL || !q->enabled || !q->vq.started)
+			continue;
+		now.q[i].params = q->coal.params;
+		now.q[i].setter = (uint8_t)q->coal.setter;
+	}
+	if (memcmp(&now, &p->saved, sizeof(now)) != 0 &&
+	    port_state_save(state_dir, p->cfg.socket_path, &now) == 0)
+		p->saved = now;
+}
+
+_Static_assert(VNET_MAX_QUEUES <= UINT8_MAX, "a queue index must fit ev_ref.queue");
+_Static_assert(VNETD_MAX_PORTS <= UINT16_MAX + 1, "a port index must fit ev_ref.port");
+
 static struct ev_ref port_ref(const struct port *p, enum ev_kind kind, unsigned queue, int fd)
 {
-	return (struct ev_ref){.kind = kind, .port = (uint8_t)p->index, .queue = (uint16_t)queue, .fd = fd};
+	return (struct ev_ref){.kind = kind, .port = (uint16_t)p->index, .queue = (uint8_t)queue, .fd = fd};
 }
 
 /* Device environment: real clock, timerfds, call fds. */
@@ -198,6 +278,71 @@ static const struct tap_owner_ops port_tap_ops = {
 	.guest_fault = port_tap_guest_fault,
 };
 
+/* ---- Client mode: vnetd connects to the VMM's socket, and again whenever it goes away ---- */
+
+#define RECONNECT_MIN_MS 50
+#define RECONNECT_MAX_MS 2000
+
+static void port_attach_conn(struct port *p, int fd);
+
+/* arm_reconnect() - try again after the current backoff (doubling up to RECONNECT_MAX_MS). */
+static void arm_reconnect(struct port *p)
+{
+	struct itimerspec its = {0};
+
+	its.it_value.tv_sec = p->backoff_ms / 1000;
+	its.it_value.tv_nsec = (long)(p->backoff_ms % 1000) * 1000000L;
+	if (timerfd_settime(p->reconnect_fd, 0, &its, NULL) < 0)
+		log_err("%s: reconnect timer: %s", p->name, strerror(errno));
+	p->backoff_ms = p->backoff_ms * 2 > RECONNECT_MAX_MS ? RECONNECT_MAX_MS : p->backoff_ms * 2;
+}
+
+/* port_connect() - one connect attempt to the VMM's listening socket; re-armed on failure. */
+static void port_connect(struct port *p)
+{
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	int fd;
+
+	if (p->connected)
+		return;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		log_err("%s: socket: %s", p->name, strerror(errno));
+		arm_reconnect(p);
+		return;
+	}
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", p->cfg.socket_path);
+	/* A blocking connect on a unix socket never waits for the peer's accept(): it fails at
+	 * once when nobody listens, or succeeds when the connection is queued (EAGAIN only with a
+	 * full backlog, an attempt like any other). */
+	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+		if (!p->connect_logged)
+			log_info("%s: cannot connect to %s (%s); retrying", p->name, addr.sun_path,
+				 strerror(errno));
+		p->connect_logged = true;
+		close(fd);
+		arm_reconnect(p);
+		return;
+	}
+	p->connect_logged = false;
+	p->backoff_ms = RECONNECT_MIN_MS;
+	port_attach_conn(p, fd);
+}
+
+static int port_client_init(struct port *p)
+{
+	p->backoff_ms = RECONNECT_MIN_MS;
+	p->reconnect_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (p->reconnect_fd < 0 ||
+	    event_loop_add(p->epfd, p->reconnect_fd, EPOLLIN,
+			   port_ref(p, EV_RECONNECT, 0, p->reconnect_fd)) < 0) {
+		log_err("%s: reconnect timer: %s", p->name, strerror(errno));
+		return -1;
+	}
+	port_connect(p);
+	return 0;
+}
+
 static int port_listen(struct port *p)
 {
 	struct sockaddr_un addr = {.sun_family = AF_UNIX};
@@ -231,12 +376,14 @@ struct port *port_create(unsigned index, const struct port_config *cfg, int epfd
 	p->rq = rq;
 	p->flushq = flushq;
 	p->listen_fd = -1;
+	p->reconnect_fd = -1;
 	p->conn.sock = -1;
 	for (unsigned i = 0; i < VNET_MAX_QUEUES; i++)
 		p->timer_fd[i] = -1;
 	p->dev = vnet_dev_create(&cfg->dev, &port_env_ops, p);
 	if (!p->dev)
 		goto fail;
+	state_load(p);
 	for (unsigned i = 0; i < vnet_dev_num_queues(p->dev); i++) {
 		p->timer_fd[i] = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 		if (p->timer_fd[i] < 0 ||
@@ -260,13 +407,19 @@ struct port *port_create(unsigned index, const struct port_config *cfg, int epfd
 			goto fail;
 		vnet_dev_attach_backend(p->dev, &switch_backend_ops, p->be);
 	}
+	log_info("%s: %s backend %s, vhost-user %s %s", p->name,
+		 cfg->backend == PORT_BACKEND_TAP ? "tap" : "switch",
+		 cfg->backend == PORT_BACKEND_TAP ? cfg->tap_name : "",
+		 cfg->client ? "client of" : "socket", cfg->socket_path);
+	if (cfg->client) {
+		if (port_client_init(p) < 0)
+			goto fail;
+		return p;
+	}
 	p->listen_fd = port_listen(p);
 	if (p->listen_fd < 0 ||
 	    event_loop_add(epfd, p->listen_fd, EPOLLIN, port_ref(p, EV_VU_LISTEN, 0, p->listen_fd)) < 0)
 		goto fail;
-	log_info("%s: %s backend %s, vhost-user socket %s", p->name,
-		 cfg->backend == PORT_BACKEND_TAP ? "tap" : "switch",
-		 cfg->backend == PORT_BACKEND_TAP ? cfg->tap_name : "", cfg->socket_path);
 	return p;
 fail:
 	port_destroy(p);
@@ -281,6 +434,10 @@ static void port_disconnect(struct port *p)
 	vu_conn_close(&p->conn);
 	p->connected = false;
 	log_info("%s: frontend disconnected", p->name);
+	if (p->cfg.client && p->reconnect_fd >= 0) {
+		p->backoff_ms = RECONNECT_MIN_MS; /* the VMM restarting: it listens again soon */
+		arm_reconnect(p);
+	}
 }
 
 void port_destroy(struct port *p)
@@ -288,6 +445,11 @@ void port_destroy(struct port *p)
 	if (!p)
 		return;
 	port_disconnect(p);
+	if (p->reconnect_fd >= 0) {
+		event_loop_del(p->epfd, p->reconnect_fd);
+		close(p->reconnect_fd);
+		p->reconnect_fd = -1;
+	}
 	if (p->listen_fd >= 0) {
 		event_loop_del(p->epfd, p->listen_fd);
 		close(p->listen_fd);
@@ -322,6 +484,12 @@ static void port_accept(struct port *p)
 		close(fd);
 		return;
 	}
+	port_attach_conn(p, fd);
+}
+
+/* port_attach_conn() - serve the frontend on connected socket fd (accepted or connected). */
+static void port_attach_conn(struct port *p, int fd)
+{
 	vu_conn_init(&p->conn, fd, p->dev, &port_vu_ops, p);
 	if (event_loop_add(p->epfd, fd, EPOLLIN, port_ref(p, EV_VU_CONN, 0, fd)) < 0) {
 		vu_conn_close(&p->conn);
@@ -353,6 +521,8 @@ void port_handle_event(struct port *p, struct ev_ref ref, uint32_t events)
 		if (events & EPOLLIN) {
 			if (vu_conn_handle_readable(&p->conn) < 0)
 				port_disconnect(p);
+			else if (p->restore_pending)
+				state_restore(p);
 		} else if (events & (EPOLLHUP | EPOLLERR)) {
 			port_disconnect(p);
 		}
@@ -363,6 +533,8 @@ void port_handle_event(struct port *p, struct ev_ref ref, uint32_t events)
 			break;
 		drain_fd(ref.fd);
 		vnet_dev_kick(p->dev, ref.queue);
+		if (ref.queue == vnet_dev_ctrl_queue_index(p->dev))
+			port_state_sync(p); /* the guest may have changed its coalescing */
 		break;
 	case EV_QUEUE_TIMER:
 		drain_fd(ref.fd);
@@ -370,6 +542,10 @@ void port_handle_event(struct port *p, struct ev_ref ref, uint32_t events)
 		break;
 	case EV_QUEUE_RUN:
 		vnet_dev_queue_run(p->dev, ref.queue);
+		break;
+	case EV_RECONNECT:
+		drain_fd(ref.fd);
+		port_connect(p);
 		break;
 	case EV_DEV_STATE:
 		if (p->connected && ref.fd == p->conn.xfer.fd)

@@ -9,7 +9,7 @@
 #include "vhost_user.h"
 #include "vnet_dev.h"
 
-#define VNETD_MAX_PORTS 32
+#define VNETD_MAX_PORTS 1024 /* fits ev_ref.port (16 bits) */
 
 enum port_backend_kind { PORT_BACKEND_TAP, PORT_BACKEND_SWITCH };
 
@@ -18,6 +18,8 @@ struct port_config {
 	char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	enum port_backend_kind backend;
 	char tap_name[16];
+	bool client;    /* vhost-user client: connect to socket_path (and reconnect) */
+	bool mac_given; /* mac= was in the spec (else derived from index and socket) */
 	struct vnet_dev_params dev;
 };
 
@@ -33,6 +35,9 @@ const struct port_config *port_config(const struct port *p);
 struct vnet_dev *port_dev(struct port *p);
 /* port_connected() - whether a frontend is connected now. */
 bool port_connected(const struct port *p);
+/* port_worker() - the worker (event-loop thread) that owns the port. */
+unsigned port_worker(const struct port *p);
+
 /* port_connections() - frontends accepted so far. */
 uint64_t port_connections(const struct port *p);
 /* port_dirty_logging() - whether the frontend has vnetd log its writes now (live migration). */

@@ -4,6 +4,7 @@
 
 #include "event_loop.h"
 #include "port.h"
+#include "port_state.h"
 
 struct vnet_switch;
 
@@ -22,7 +23,25 @@ struct port {
 	struct vnet_dev *dev;
 	struct vnet_backend *be;
 	int timer_fd[VNET_MAX_QUEUES];
+	unsigned worker;         /* the worker that owns it (daemon.c sets it) */
+	int reconnect_fd;        /* client mode: timerfd for the next connect attempt */
+	unsigned backoff_ms;     /* client mode: delay before the next attempt */
+	bool connect_logged;     /* client mode: "cannot connect" said once per outage */
+	/* --state-dir: what the file says (restored once the first frontend's queues run), and
+	 * what was last written. */
+	bool restore_pending;
+	bool restored[VNET_MAX_QUEUES];
+	struct port_state saved;
 };
+
+/* port_set_state_dir() - the --state-dir directory (an fd) for every port created after. */
+void port_set_state_dir(int dirfd);
+
+/*
+ * port_state_sync() - write the port's state file if its coalescing changed since the last
+ * write (called after control requests and control-queue kicks: never on the data path).
+ */
+void port_state_sync(struct port *p);
 
 /*
  * port_create() - set up a port (backend, listener, timers) in epoll set epfd; queues that

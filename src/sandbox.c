@@ -13,6 +13,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -172,7 +173,38 @@ static const int sandbox_kill[] = {
 	SCMP_SYS(kexec_load),	  SCMP_SYS(bpf),
 };
 
+/*
+ * Run-time ports (vnetctl port-add, a --config reload, a client port reconnecting): a unix
+ * socket to listen on or to connect to, its timers, and a tap opened relative to /dev/net.
+ * No other address family; files only through the directories sandbox_allow_openat() names.
+ */
+static const struct sandbox_rule sandbox_allow_runtime[] = {
+	ALLOW_IF(socket, ARG_EQ(0, AF_UNIX)),
+	ALLOW(bind),
+	ALLOW(listen),
+	ALLOW(connect),
+	ALLOW(chmod),     /* the vhost-user socket's mode 0660 */
+	ALLOW(fchmodat),
+	ALLOW(timerfd_create),
+	ALLOW(getrandom), /* the switch's hash key, when the first switch port comes at run time */
+	ALLOW_IF(ioctl, ARG_EQ(1, TUNSETIFF)),
+	ALLOW_IF(ioctl, ARG_EQ(1, TUNSETVNETHDRSZ)),
+	ALLOW_IF(ioctl, ARG_EQ(1, TUNSETVNETLE)),
+	ALLOW(renameat),  /* the state directory: a new file replaces the old one */
+	/* --workers: the main thread parks the others for control requests (pthread mutex and
+	 * condition variable) */
+	ALLOW(futex),
+};
+
 /* clang-format on */
+
+/* openat() relative to these directory fds only, with exactly these flags. */
+#define SANDBOX_MAX_DIRS 8
+static struct {
+	int dirfd;
+	int flags;
+} open_dirs[SANDBOX_MAX_DIRS];
+static unsigned n_open_dirs;
 
 #ifndef SCMP_ACT_KILL_PROCESS /* libseccomp < 2.4: kill the calling thread (we have one) */
 #define SCMP_ACT_KILL_PROCESS SCMP_ACT_KILL
@@ -210,6 +242,11 @@ static int install_filter(void)
 	}
 	/* Best effort: the kernel's audit log then names the refused call (API level >= 3). */
 	(void)seccomp_attr_set(ctx, SCMP_FLTATR_CTL_LOG, 1);
+	/* Every thread (the workers exist already) gets the filter, not only this one. */
+	if (seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1) < 0) {
+		log_err("sandbox: cannot apply the filter to every thread");
+		goto fail;
+	}
 	/* abort() may only signal this process, and only with SIGABRT. */
 	if (add_rule(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 2,
 		     (const struct scmp_arg_cmp[]){ARG_EQ(0, getpid()), ARG_EQ(2, SIGABRT)}) < 0)
@@ -217,6 +254,15 @@ static int install_filter(void)
 	for (size_t i = 0; i < sizeof(sandbox_allow) / sizeof(sandbox_allow[0]); i++)
 		if (add_rule(ctx, SCMP_ACT_ALLOW, sandbox_allow[i].nr, sandbox_allow[i].nargs,
 			     sandbox_allow[i].args) < 0)
+			goto fail;
+	for (size_t i = 0; i < sizeof(sandbox_allow_runtime) / sizeof(sandbox_allow_runtime[0]); i++)
+		if (add_rule(ctx, SCMP_ACT_ALLOW, sandbox_allow_runtime[i].nr,
+			     sandbox_allow_runtime[i].nargs, sandbox_allow_runtime[i].args) < 0)
+			goto fail;
+	for (unsigned i = 0; i < n_open_dirs; i++)
+		if (add_rule(ctx, SCMP_ACT_ALLOW, SCMP_SYS(openat), 2,
+			     (const struct scmp_arg_cmp[]){ARG_EQ(0, open_dirs[i].dirfd),
+							   ARG_EQ(2, open_dirs[i].flags)}) < 0)
 			goto fail;
 	for (size_t i = 0; i < sizeof(sandbox_kill) / sizeof(sandbox_kill[0]); i++)
 		if (add_rule(ctx, SCMP_ACT_KILL_PROCESS, sandbox_kill[i], 0, NULL) < 0)
@@ -235,6 +281,20 @@ fail:
 }
 
 #endif /* SANDBOX_SECCOMP */
+
+int sandbox_allow_openat(int dirfd, int flags)
+{
+#if SANDBOX_SECCOMP
+	if (dirfd < 0 || n_open_dirs == SANDBOX_MAX_DIRS)
+		return -1;
+	open_dirs[n_open_dirs].dirfd = dirfd;
+	open_dirs[n_open_dirs++].flags = flags;
+#else
+	(void)dirfd;
+	(void)flags;
+#endif
+	return 0;
+}
 
 /*
  * sandbox_enter() - called once every fd exists and right before the event loop. Order matters:
@@ -265,7 +325,9 @@ int sandbox_enter(const struct vnetd_options *opts)
 		return -1;
 	log_info("sandbox: uid %u gid %u, no_new_privs, seccomp allow-list of %zu rules "
 		 "(others: EPERM, %zu calls kill the process)",
-		 uid, gid, sizeof(sandbox_allow) / sizeof(sandbox_allow[0]) + 1,
+		 uid, gid,
+		 sizeof(sandbox_allow) / sizeof(sandbox_allow[0]) + 1 +
+			 sizeof(sandbox_allow_runtime) / sizeof(sandbox_allow_runtime[0]) + n_open_dirs,
 		 sizeof(sandbox_kill) / sizeof(sandbox_kill[0]));
 #else
 	log_warn("sandbox: built without libseccomp: no system call filter "

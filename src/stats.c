@@ -16,7 +16,7 @@ void stats_port_read(struct port *p, struct stats_port *out)
 	out->socket = cfg->socket_path;
 	out->connected = port_connected(p);
 	out->connections = port_connections(p);
-	out->worker = 0; /* one event loop serves every port */
+	out->worker = port_worker(p);
 	out->nqueues = vnet_dev_num_queues(port_dev(p));
 	out->stall_guard = vnet_dev_stall_guard(port_dev(p))->on;
 }

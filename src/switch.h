@@ -9,8 +9,8 @@
 struct vnet_dev;
 struct vnet_switch; /* opaque */
 
-#define SWITCH_MAX_PORTS 64
-#define SWITCH_FDB_SIZE 1024	      /* learned MAC addresses, all ports together */
+#define SWITCH_MAX_PORTS 1024
+#define SWITCH_FDB_SIZE 4096	      /* learned MAC addresses, all ports together */
 #define SWITCH_FDB_PORT_MAX 256	      /* learned MAC addresses one port may hold */
 #define SWITCH_FDB_AGE_SEC 300	      /* a MAC not seen as a source for this long is forgotten */
 #define SWITCH_QUEUE_PACKETS 256      /* packets waiting for one port's guest RX buffers */

@@ -368,6 +368,15 @@ static int tap_setiff(int fd, const char *ifname, char *actual_name)
 	return -first_err;
 }
 
+static int tun_dir_fd = -1;
+
+int tap_open_tun_dir(void)
+{
+	if (tun_dir_fd < 0)
+		tun_dir_fd = open("/dev/net", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return tun_dir_fd;
+}
+
 /* tap_backend_open() - open and set up the tap; see tap.h. */
 struct vnet_backend *tap_backend_open(const char *ifname, struct vnet_dev *dev,
 				      const struct tap_owner_ops *owner, void *owner_ctx)
@@ -387,7 +396,10 @@ struct vnet_backend *tap_backend_open(const char *ifname, struct vnet_dev *dev,
 		log_err("tap %s: out of memory", ifname);
 		return NULL;
 	}
-	fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	/* Through /dev/net opened at start-up when there is one: the sandbox allows run-time
+	 * taps (vnetctl port-add) to open files in that directory only. */
+	fd = tun_dir_fd >= 0 ? openat(tun_dir_fd, "tun", TAP_TUN_FLAGS)
+			     : open("/dev/net/tun", TAP_TUN_FLAGS);
 	if (fd < 0) {
 		log_err("tap %s: cannot open /dev/net/tun: %s", ifname, strerror(errno));
 		goto fail_free;

@@ -2,6 +2,7 @@
 #ifndef VNETD_TAP_H
 #define VNETD_TAP_H
 
+#include <fcntl.h>
 #include <stdint.h>
 
 #include "backend.h"
@@ -32,6 +33,15 @@ struct tap_owner_ops {
 	 */
 	void (*guest_fault)(void *ctx);
 };
+
+/* Flags /dev/net/tun is opened with (the sandbox allows exactly these, see sandbox.c). */
+#define TAP_TUN_FLAGS (O_RDWR | O_NONBLOCK | O_CLOEXEC)
+
+/*
+ * tap_open_tun_dir() - open /dev/net once (O_PATH) so that later taps are opened relative to
+ * it; the fd, or -1 (taps then open /dev/net/tun by path).
+ */
+int tap_open_tun_dir(void);
 
 /*
  * tap_backend_open() - attach to tap interface `ifname` (created if it does not exist, or an

@@ -10,11 +10,11 @@
 #include "coal_adaptive.h"
 #include "coalesce.h"
 #include "guest_mem.h"
+#include "lat_hist.h"
 #include "virtqueue.h"
 
 #define VNET_MAX_QUEUE_PAIRS 16
 #define VNET_MAX_QUEUES (2 * VNET_MAX_QUEUE_PAIRS + 1)
-#define VNET_LATENESS_SAMPLES 4096
 #define VNET_LATENESS_BUCKETS 14 /* histogram upper bounds, vnet_lateness_bounds_us[] */
 
 enum vnet_queue_kind { VNET_QUEUE_RX, VNET_QUEUE_TX, VNET_QUEUE_CTRL };
@@ -42,10 +42,10 @@ struct vnet_queue_stats {
 	uint64_t early_idle;          /* TX: the driver posted nothing for stall-idle-usecs */
 	uint64_t early_ring;          /* the ring nearly exhausted (RX buffers, TX descriptors) */
 	uint64_t early_bytes;         /* bytes held reached stall-bytes */
-	/* Lateness of deadline-driven notifications, ring buffer of the last samples (ns). */
-	uint32_t lateness_ns[VNET_LATENESS_SAMPLES];
-	uint64_t lateness_count;
-	/* ... and every sample since the last reset, as histogram buckets (last: above all). */
+	/* Lateness of deadline-driven notifications (ns), since the last reset: log-spaced
+	 * buckets for percentiles (read with lat_hist_bucket()), and the exporter's fixed
+	 * buckets (vnet_queue_lateness(); last: above all) with the sum. */
+	struct lat_hist lateness;
 	uint64_t lateness_bucket[VNET_LATENESS_BUCKETS + 1];
 	uint64_t lateness_sum_ns;
 };
@@ -143,14 +143,16 @@ struct vnet_queue {
 	uint64_t coal_deadline_ns;  /* coalescing deadline; 0: none */
 	uint64_t tx_deadline_ns;    /* VNET_TX_TIMER: when the waiting TX batch runs; 0: none */
 	uint32_t rx_unflushed;      /* RX packets pushed but not yet published */
-	bool tx_blocked;            /* backend said -EAGAIN: `chain` holds the packet */
+	bool tx_blocked;            /* backend said -EAGAIN (the chain went back): wait for resume */
 	bool rx_waiting;            /* a packet waited for buffers: tell the backend on kick */
 	bool scheduled;             /* waiting in the owner's run queue (env->schedule) */
 	bool reinit;                /* rings set up while disabled: virtio re-enable on enable */
 	bool state_loaded;          /* coalescing came with a migration: kept at the next enable */
 	bool resume_notify;         /* migrated with completions owed: notify once when enabled */
 	struct vnet_queue_stats stats;
-	struct vq_chain chain;      /* scratch for the chain being processed */
+	/* Scratch for the chain being processed: the device's one (vnet_dev_create), shared by its
+	 * queues, as a device works on one chain at a time and never keeps one across events. */
+	struct vq_chain *chain;
 };
 
 struct vnet_dev;
@@ -323,6 +325,13 @@ int vnet_dev_state_load(struct vnet_dev *dev, const uint8_t *buf, size_t len, co
  * 0, or -1 without a backend.
  */
 int vnet_dev_send_rarp(struct vnet_dev *dev, const uint8_t mac[6]);
+
+/*
+ * vnet_dev_restore_coal() - put back parameters queue qidx had before a vnetd restart, as set
+ * by `who` (guest or host) — the driver still believes in its ethtool -C values. 0 or -1.
+ */
+int vnet_dev_restore_coal(struct vnet_dev *dev, unsigned qidx, const struct coal_params *params,
+			  enum coal_setter who);
 
 /* vnet_dev_coal_persist() - whether host coalescing defaults survive a device reset. */
 bool vnet_dev_coal_persist(const struct vnet_dev *dev);

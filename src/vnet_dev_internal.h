@@ -71,6 +71,7 @@ struct vnet_dev {
 	uint8_t mac[6];
 	uint16_t active_pairs;
 	unsigned nqueues;
+	struct vnet_queue *queues; /* nqueues of them (before the device in its mapping) */
 	bool rx_dirty;             /* env->rx_dirty() called, vnet_dev_rx_flush() not yet */
 	struct dirty_log *dirty_log; /* live migration: log guest writes here; NULL: off */
 	struct vnet_rx_filter filter;
@@ -91,7 +92,7 @@ struct vnet_dev {
 	/* TX: the checked copy of the header of the packet being sent (not on the stack: no
 	 * stack-protector canary in the TX loop). */
 	struct virtio_net_hdr_v1 tx_hdr;
-	struct vnet_queue *queues; /* nqueues of them */
+	struct vq_chain chain;     /* chain scratch of every queue (vnet_queue.chain points here) */
 };
 
 /* What made notify_decide() run. */

@@ -43,6 +43,10 @@ static const char usage_text[] =
 	"                             notify early when holding completions would stall the\n"
 	"                             driver (ring nearly used up, N bytes held, TX idle N us)\n"
 	"  reset-stats [PORT]         zero the counters of PORT (default: every port)\n"
+	"  port-add SPEC              add a port at run time; SPEC exactly as vnetd --port takes\n"
+	"                             it; prints the new port's name\n"
+	"  port-del PORT              remove a port: its frontend is disconnected (completions\n"
+	"                             signalled first), its tap closed, its switch port detached\n"
 	"  raw JSON                   send one request line as is and print the reply\n"
 	"\n"
 	"PORT is a port name (p0, p1, ...) or index. Queues are numbered as in virtio:\n"
@@ -638,6 +642,37 @@ static int cmd_reset_stats(const char *path, int argc, char **argv)
 	return EXIT_OK;
 }
 
+static int cmd_port_add(const char *path, int argc, char **argv)
+{
+	json_t *req, *reply;
+	int ret;
+
+	if (argc != 1)
+		return usage_error("port-add needs exactly one SPEC");
+	req = json_pack("{s:s,s:s}", "cmd", "port-add", "spec", argv[0]);
+	if (!req)
+		return usage_error("port-add: SPEC must be UTF-8");
+	if ((ret = request(path, req, &reply)))
+		return ret;
+	printf("%s\n", json_string_value(json_object_get(reply, "port")) ?: "?");
+	json_decref(reply);
+	return EXIT_OK;
+}
+
+static int cmd_port_del(const char *path, int argc, char **argv)
+{
+	json_t *req, *reply;
+	int ret;
+
+	if (argc != 1 || argv[0][0] == '-')
+		return usage_error("port-del needs exactly one PORT");
+	req = json_pack("{s:s,s:o}", "cmd", "port-del", "port", port_value(argv[0]));
+	if ((ret = request(path, req, &reply)))
+		return ret;
+	json_decref(reply);
+	return EXIT_OK;
+}
+
 static int cmd_raw(const char *path, int argc, char **argv)
 {
 	json_t *reply;
@@ -666,6 +701,7 @@ int main(int argc, char **argv)
 		{"ports", cmd_ports},	      {"stats", cmd_stats}, {"coalesce", cmd_coalesce},
 		{"stall-guard", cmd_stall_guard},
 		{"reset-stats", cmd_reset_stats}, {"raw", cmd_raw},
+		{"port-add", cmd_port_add},	  {"port-del", cmd_port_del},
 	};
 	const char *path = getenv("VNETCTL_CONTROL");
 	size_t c;

@@ -415,12 +415,14 @@ static void test_timer_lateness_recorded(void **state)
 	td_tx(td, TXQ, 1, 64);
 	td_advance(td, 50 * US + 7000);
 	assert_int_equal(td->notifies[TXQ], 1);
-	assert_int_equal(stats(td, TXQ)->lateness_count, 1);
-	assert_int_equal(stats(td, TXQ)->lateness_ns[0], 7000);
+	assert_int_equal(stats(td, TXQ)->lateness.count, 1);
+	assert_int_equal(stats(td, TXQ)->lateness.max_ns, 7000);
+	assert_int_equal(stats(td, TXQ)->lateness.bucket[0], 0);
 	td_tx(td, TXQ, 1, 64);
 	td_advance(td, 50 * US);
-	assert_int_equal(stats(td, TXQ)->lateness_count, 2);
-	assert_int_equal(stats(td, TXQ)->lateness_ns[1], 0);
+	assert_int_equal(stats(td, TXQ)->lateness.count, 2);
+	assert_int_equal(stats(td, TXQ)->lateness.bucket[0], 1); /* on time: 0 ns */
+	assert_int_equal(lat_hist_percentile(&stats(td, TXQ)->lateness, 100), 7000);
 	td_free(td);
 }
 
@@ -439,13 +441,13 @@ static void test_packet_path_records_lateness_of_a_passed_deadline(void **state)
 	/* The completion found the deadline passed: that notification was 3 us late. */
 	assert_int_equal(td->notifies[TXQ], 1);
 	assert_int_equal(stats(td, TXQ)->timer_notifications, 0);
-	assert_int_equal(stats(td, TXQ)->lateness_count, 1);
-	assert_int_equal(stats(td, TXQ)->lateness_ns[0], 3000);
+	assert_int_equal(stats(td, TXQ)->lateness.count, 1);
+	assert_int_equal(stats(td, TXQ)->lateness.max_ns, 3000);
 	assert_int_equal(td->deadline[TXQ], 0);
 	/* A completion that merely holds again records nothing. */
 	td_tx(td, TXQ, 1, 64);
 	assert_int_equal(td->notifies[TXQ], 1);
-	assert_int_equal(stats(td, TXQ)->lateness_count, 1);
+	assert_int_equal(stats(td, TXQ)->lateness.count, 1);
 	td_free(td);
 }
 

@@ -1,0 +1,68 @@
+/* lat_hist.c - fixed log-spaced histogram: bucket index, bounds and percentiles (a leaf). */
+#include "lat_hist.h"
+
+#include <stddef.h>
+
+static unsigned bucket_of(uint64_t ns)
+{
+	unsigned e;
+
+	if (ns < (1ull << LAT_HIST_MIN_SHIFT))
+		return 0;
+	e = 63u - (unsigned)__builtin_clzll(ns); /* ns < 2^32 here: e is 10..31 */
+	return 1u + (e - LAT_HIST_MIN_SHIFT) * LAT_HIST_SUB +
+	       (unsigned)((ns >> (e - LAT_HIST_SUB_SHIFT)) & (LAT_HIST_SUB - 1));
+}
+
+void lat_hist_add(struct lat_hist *h, uint64_t ns)
+{
+	if (ns > UINT32_MAX)
+		ns = UINT32_MAX;
+	h->bucket[bucket_of(ns)]++;
+	h->count++;
+	if (ns > h->max_ns)
+		h->max_ns = ns;
+}
+
+void lat_hist_bucket(const struct lat_hist *h, unsigned i, uint64_t *lower_ns, uint64_t *upper_ns,
+		     uint64_t *count)
+{
+	uint64_t lo = 0, hi = 0, n = 0;
+
+	if (i == 0) {
+		hi = 1ull << LAT_HIST_MIN_SHIFT;
+	} else if (i < LAT_HIST_BUCKETS) {
+		unsigned e = LAT_HIST_MIN_SHIFT + (i - 1) / LAT_HIST_SUB;
+		uint64_t step = 1ull << (e - LAT_HIST_SUB_SHIFT);
+
+		lo = (LAT_HIST_SUB + (i - 1) % LAT_HIST_SUB) * step;
+		hi = lo + step;
+	}
+	if (i < LAT_HIST_BUCKETS && h)
+		n = h->bucket[i];
+	if (lower_ns)
+		*lower_ns = lo;
+	if (upper_ns)
+		*upper_ns = hi;
+	if (count)
+		*count = n;
+}
+
+uint64_t lat_hist_percentile(const struct lat_hist *h, unsigned pct)
+{
+	uint64_t rank, seen = 0, upper = 0, n;
+
+	if (!h->count || pct == 0)
+		return 0;
+	if (pct > 100)
+		pct = 100;
+	rank = (h->count * pct + 99) / 100;
+	for (unsigned i = 0; i < LAT_HIST_BUCKETS; i++) {
+		lat_hist_bucket(h, i, NULL, &upper, &n);
+		seen += n;
+		if (seen >= rank)
+			break;
+	}
+	/* upper is exclusive; the largest value seen bounds every bucket's contents. */
+	return upper - 1 < h->max_ns ? upper - 1 : h->max_ns;
+}

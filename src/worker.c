@@ -1,0 +1,208 @@
+/* worker.c - event-loop threads: one epoll loop each, parking for the main thread's changes. */
+#include "worker.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "guest_fault.h"
+#include "log.h"
+#include "vnet_dev.h"
+
+#define MAX_EVENTS 64
+
+int worker_pool_init(struct worker_pool *p, unsigned n, unsigned rq_cap,
+		     const struct worker_ops *ops, void *ctx)
+{
+	for (unsigned i = 0; i < n; i++)
+		p->w[i].epfd = p->w[i].wake_fd = -1;
+	p->n = n;
+	p->ops = ops;
+	p->ctx = ctx;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->cond, NULL);
+	for (unsigned i = 0; i < n; i++) {
+		struct worker *w = &p->w[i];
+
+		w->id = i;
+		w->pool = p;
+		w->epfd = epoll_create1(EPOLL_CLOEXEC);
+		w->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		w->fault_gen = guest_fault_generation();
+		if (w->epfd < 0 || w->wake_fd < 0 || run_queue_init(&w->rq, rq_cap) < 0 ||
+		    run_queue_init(&w->flushq, rq_cap) < 0 ||
+		    event_loop_add(w->epfd, w->wake_fd, EPOLLIN,
+				   (struct ev_ref){.kind = EV_WAKE, .fd = w->wake_fd}) < 0) {
+			log_err("worker %u: %s", i, strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int worker_round(struct worker *w)
+{
+	const struct worker_ops *ops = w->pool->ops;
+	void *ctx = w->pool->ctx;
+	struct epoll_event events[MAX_EVENTS];
+	/* Work left over from budgets: look at the other fds without sleeping, then run it. */
+	unsigned pending = run_queue_len(&w->rq);
+	unsigned gen;
+	int n = epoll_wait(w->epfd, events, MAX_EVENTS, pending ? 0 : -1);
+
+	if (n < 0) {
+		if (errno == EINTR)
+			return 0;
+		log_err("worker %u: epoll_wait: %s", w->id, strerror(errno));
+		return -1;
+	}
+	if (ops->round_begin)
+		ops->round_begin(ctx, w);
+	for (int i = 0; i < n; i++) {
+		struct ev_ref ref = ev_ref_unpack(events[i].data.u64);
+		uint64_t v;
+
+		if (ref.kind == EV_WAKE) {
+			if (read(w->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+				log_warn("worker %u: wake fd: %s", w->id, strerror(errno));
+			continue;
+		}
+		ops->dispatch(ctx, w, ref, events[i].events);
+	}
+	/* One budget each for what waited before this round; re-queued work goes behind. */
+	for (struct ev_ref ref; pending-- && run_queue_pop(&w->rq, &ref);)
+		ops->dispatch(ctx, w, ref, 0);
+	/* Batch: received packets become visible once per round, on the ports that have some. */
+	for (struct ev_ref ref; run_queue_pop(&w->flushq, &ref);)
+		ops->dispatch(ctx, w, ref, 0);
+	gen = guest_fault_generation();
+	if (gen != w->fault_gen) {
+		w->fault_gen = gen;
+		ops->fault(ctx, w);
+	}
+	return 0;
+}
+
+static void wake(struct worker *w)
+{
+	uint64_t one = 1;
+
+	if (write(w->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		log_warn("worker %u: wake: %s", w->id, strerror(errno));
+}
+
+/* park_point() - between two rounds of a worker thread: wait while the main thread works. */
+static bool park_point(struct worker_pool *p)
+{
+	bool stop;
+
+	pthread_mutex_lock(&p->lock);
+	if (p->park) {
+		p->parked++;
+		pthread_cond_broadcast(&p->cond);
+		while (p->park && !p->stop)
+			pthread_cond_wait(&p->cond, &p->lock);
+		p->parked--;
+	}
+	stop = p->stop;
+	pthread_mutex_unlock(&p->lock);
+	return !stop;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct worker_pool *p = w->pool;
+
+	/* Running: glibc's per-thread set-up (rseq registration...) is done, so the sandbox
+	 * may come now (worker_pool_start() waits for this). */
+	pthread_mutex_lock(&p->lock);
+	p->running++;
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+	while (park_point(w->pool))
+		if (worker_round(w) < 0)
+			break;
+	return NULL;
+}
+
+int worker_pool_start(struct worker_pool *p)
+{
+	for (unsigned i = 1; i < p->n; i++) {
+		int r = pthread_create(&p->w[i].thread, NULL, worker_main, &p->w[i]);
+
+		if (r != 0) {
+			log_err("worker %u: pthread_create: %s", i, strerror(r));
+			return -1;
+		}
+		p->w[i].started = true;
+	}
+	pthread_mutex_lock(&p->lock);
+	while (p->running + 1 < p->n)
+		pthread_cond_wait(&p->cond, &p->lock);
+	pthread_mutex_unlock(&p->lock);
+	return 0;
+}
+
+void worker_pool_park(struct worker_pool *p)
+{
+	if (p->n < 2)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->park = true;
+	pthread_mutex_unlock(&p->lock);
+	for (unsigned i = 1; i < p->n; i++)
+		if (p->w[i].started)
+			wake(&p->w[i]);
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		unsigned want = 0;
+
+		for (unsigned i = 1; i < p->n; i++)
+			want += p->w[i].started;
+		if (p->parked >= want)
+			break;
+		pthread_cond_wait(&p->cond, &p->lock);
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+void worker_pool_unpark(struct worker_pool *p)
+{
+	if (p->n < 2)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->park = false;
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+}
+
+void worker_pool_stop(struct worker_pool *p)
+{
+	pthread_mutex_lock(&p->lock);
+	p->stop = true;
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+	for (unsigned i = 1; i < p->n; i++)
+		if (p->w[i].started) {
+			wake(&p->w[i]);
+			pthread_join(p->w[i].thread, NULL);
+			p->w[i].started = false;
+		}
+}
+
+void worker_pool_free(struct worker_pool *p)
+{
+	for (unsigned i = 0; i < p->n; i++) {
+		struct worker *w = &p->w[i];
+
+		if (w->wake_fd >= 0)
+			close(w->wake_fd);
+		if (w->epfd >= 0)
+			close(w->epfd);
+		w->wake_fd = w->epfd = -1;
+		run_queue_free(&w->rq);
+		run_queue_free(&w->flushq);
+	}
+}

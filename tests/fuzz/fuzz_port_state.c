@@ -1,0 +1,32 @@
+/* fuzz_port_state.c - libFuzzer: the --state-dir file parser (hostile input), and a round trip. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "port_state.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const char sock[] = "/run/vm1.sock";
+	struct port_state st, again;
+	char err[256], *text;
+
+	if (port_state_parse((const char *)data, size, sock, 5, &st, err, sizeof(err)) < 0) {
+		if (!memchr(err, '\0', sizeof(err)) || st.nqueues != 0)
+			__builtin_trap();
+		return 0;
+	}
+	if (st.nqueues > 5)
+		__builtin_trap();
+	/* What parses formats back to the same state. */
+	text = port_state_format(&st, sock);
+	if (!text)
+		return 0;
+	if (port_state_parse(text, strlen(text), sock, 5, &again, err, sizeof(err)) < 0 ||
+	    memcmp(&st, &again, sizeof(st)) != 0)
+		__builtin_trap();
+	free(text);
+	return 0;
+}

@@ -1,0 +1,160 @@
+/* test_runtime_config.c - run-time port specs, the --config file parser and the state file. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "config_file.h"
+#include "options.h"
+#include "port_state.h"
+
+static struct config_ports cp;
+
+static int parse(const char *text, char *err)
+{
+	return config_file_parse(text, strlen(text), &cp, err, 256);
+}
+
+static void test_config_strings_and_objects(void **state)
+{
+	char err[256];
+
+	(void)state;
+	assert_int_equal(parse("{\"ports\": [\"socket=/a,tap=t0\", {\"socket\": \"/b\", "
+			       "\"switch\": true, \"queues\": 2, \"offloads\": false, "
+			       "\"client\": false}]}", err), 0);
+	assert_int_equal(cp.n, 2);
+	assert_string_equal(cp.spec[0], "socket=/a,tap=t0");
+	assert_string_equal(cp.spec[1], "socket=/b,switch,queues=2,offloads=off");
+	assert_int_equal(parse("{\"ports\": []}", err), 0);
+	assert_int_equal(cp.n, 0);
+}
+
+static void test_config_refuses_what_a_spec_cannot_say(void **state)
+{
+	static const char *const bad[] = {
+	    "", "[]", "{\"ports\": {}}", "{\"ports\": [], \"more\": 1}", "{\"ports\": [1]}",
+	    "{\"ports\": [{\"socket\": \"/a,b\"}]}", "{\"ports\": [{\"so,cket\": \"/a\"}]}",
+	    "{\"ports\": [{\"socket\": -1}]}", "{\"ports\": [{}]}", "{\"ports\": [null]}",
+	    "{\"ports\": [{\"socket\": [\"/a\"]}]}", "{\"ports\": [\"a\\u0000b\"]}",
+	    "{\"ports\": [], \"ports\": []}",
+	};
+	char err[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(parse(bad[i], err), -1);
+		assert_true(err[0] != '\0');
+		assert_int_equal(cp.n, 0);
+	}
+}
+
+static void test_runtime_port_checks_against_live_ports(void **state)
+{
+	struct port_config a, b, c;
+	const struct port_config *others[2] = {&a, &b};
+	unsigned idx[2] = {0, 5};
+	char err[256];
+
+	(void)state;
+	assert_int_equal(options_runtime_port("socket=/a,tap=t0,mac=52:54:00:00:00:01", 0, &a, NULL,
+					      NULL, 0, err, sizeof(err)), 0);
+	assert_true(a.mac_given);
+	assert_int_equal(options_runtime_port("socket=/b,switch", 5, &b, others, idx, 1, err,
+					      sizeof(err)), 0);
+	assert_false(b.mac_given);
+	assert_int_equal(b.dev.mac[0], 0x52);
+	/* Same socket, same tap, same explicit MAC: refused with a line naming it. */
+	assert_int_equal(options_runtime_port("socket=/a,switch", 7, &c, others, idx, 2, err,
+					      sizeof(err)), -1);
+	assert_non_null(strstr(err, "socket"));
+	assert_int_equal(options_runtime_port("socket=/c,tap=t0", 7, &c, others, idx, 2, err,
+					      sizeof(err)), -1);
+	assert_non_null(strstr(err, "tap"));
+	assert_int_equal(options_runtime_port("socket=/c,switch,mac=52:54:00:00:00:01", 7, &c,
+					      others, idx, 2, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "mac"));
+	assert_int_equal(options_runtime_port("socket=/c,switch,nosuch=1", 7, &c, others, idx, 2,
+					      err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "nosuch"));
+	assert_null(strchr(err, '\n'));
+	/* client mode is a bare key. */
+	assert_int_equal(options_runtime_port("socket=/c,switch,client", 7, &c, others, idx, 2, err,
+					      sizeof(err)), 0);
+	assert_true(c.client);
+	assert_int_equal(options_runtime_port("socket=/d,switch,client=on", 7, &c, others, idx, 2,
+					      err, sizeof(err)), -1);
+}
+
+static void test_runtime_port_default_mac_is_unique(void **state)
+{
+	struct port_config a, other, c;
+	const struct port_config *others[1] = {&other};
+	unsigned idx[1] = {8};
+	char err[256];
+
+	(void)state;
+	assert_int_equal(options_runtime_port("socket=/x,switch", 3, &a, NULL, NULL, 0, err,
+					      sizeof(err)), 0);
+	/* A live port (another socket) that happens to hold the MAC port 3 on /x derives. */
+	other = a;
+	strcpy(other.socket_path, "/other");
+	assert_int_equal(options_runtime_port("socket=/x,switch", 3, &c, others, idx, 1, err,
+					      sizeof(err)), 0);
+	assert_memory_not_equal(c.dev.mac, other.dev.mac, 6);
+	assert_memory_equal(c.dev.mac, a.dev.mac, 3); /* stepped in the last three bytes only */
+}
+
+static void test_state_round_trip_and_refusals(void **state)
+{
+	struct port_state st, back;
+	char err[256], *text;
+
+	(void)state;
+	memset(&st, 0, sizeof(st));
+	st.nqueues = 3;
+	st.q[0].params = (struct coal_params){16, 64};
+	st.q[0].setter = COAL_SET_HOST;
+	st.q[1].params = (struct coal_params){32, 100};
+	st.q[1].setter = COAL_SET_GUEST;
+	text = port_state_format(&st, "/run/a.sock");
+	assert_non_null(text);
+	assert_int_equal(port_state_parse(text, strlen(text), "/run/a.sock", 3, &back, err,
+					  sizeof(err)), 0);
+	assert_memory_equal(&st, &back, sizeof(st));
+	/* Another port's file, more queues than the port has. */
+	assert_int_equal(port_state_parse(text, strlen(text), "/run/b.sock", 3, &back, err,
+					  sizeof(err)), -1);
+	assert_int_equal(port_state_parse(text, strlen(text), "/run/a.sock", 2, &back, err,
+					  sizeof(err)), -1);
+	assert_int_equal(back.nqueues, 0);
+	free(text);
+	static const char *const bad[] = {
+	    "{\"version\":2,\"socket\":\"/s\",\"queues\":[]}",
+	    "{\"version\":1,\"socket\":\"/s\",\"queues\":[[1,2,\"root\"]]}",
+	    "{\"version\":1,\"socket\":\"/s\",\"queues\":[[1,4294967296,\"host\"]]}",
+	    "{\"version\":1,\"socket\":\"/s\",\"queues\":[[1,2]]}",
+	    "{\"version\":1,\"socket\":\"/s\",\"queues\":[],\"x\":0}",
+	    "{\"version\":1,\"socket\":\"/s\"}", "not json",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(port_state_parse(bad[i], strlen(bad[i]), "/s", 3, &back, err,
+						  sizeof(err)), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_config_strings_and_objects),
+	    cmocka_unit_test(test_config_refuses_what_a_spec_cannot_say),
+	    cmocka_unit_test(test_runtime_port_checks_against_live_ports),
+	    cmocka_unit_test(test_runtime_port_default_mac_is_unique),
+	    cmocka_unit_test(test_state_round_trip_and_refusals),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
