@@ -256,7 +256,7 @@ def table_md(cs, directions):
             continue
         lines += ['### Coalescing rows: %s on vnetd (tap)' % label, '',
                   '| Guest | Profile | Dir | Bulk TCP Gbit/s | bulk IRQ/s | IRQ per Gbit | notif/s rx / tx '
-                  '| early (guard) rx / tx | paced UDP %s Mbit/s | paced IRQ/s | paced notif/s rx / tx '
+                  '| guard early notif. rx / tx (bulk runs, all reps) | paced UDP %s Mbit/s | paced IRQ/s | paced notif/s rx / tx '
                   '| ping-pong RTT p50 / p99 µs |' % PACED_RATE,
                   '|' + '---|' * 12]
         for p in (p for p in profiles if p in s):
