@@ -65,7 +65,9 @@ demo: deps
 	$(PYTHON) tools/demo.py
 
 # Coalescing profiles set by the guests' own ethtool -C: UML 6.1 and QEMU 11 full-device (sid's
-# QEMU, fetched by guest/qemu.sh), then the QEMU 7.2 peer. BENCH_ARGS e.g. "--guest uml-7.2".
+# QEMU, fetched by guest/qemu.sh), the coalescing rows of issue 9 (UML 6.1 and 7.2 with 1 GB:
+# stall guard on/off, vnetd adaptive, the 7.2 driver's DIM; "targets"), then the QEMU 7.2 peer.
+# BENCH_ARGS e.g. "--guest uml-7.2", "--no-coal", or "--coal-only" (merged into results/latest.*).
 bench: build
 	$(PYTHON) bench/bench.py --guest uml,qemu-full $(BENCH_ARGS)
 	$(PYTHON) bench/fairness.py

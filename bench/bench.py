@@ -44,6 +44,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(TOP, 'tests', 'e2e'))
+sys.path.insert(0, HERE)
+import bench_coal  # noqa: E402
 import harness  # noqa: E402
 from harness import Netns, QemuGuest, UmlGuest, Vnetd, GuestError  # noqa: E402
 from bench_report import (GUESTS, TARGETS, TARGETS_QEMU, chart,  # noqa: E402
@@ -154,6 +156,11 @@ def guest_irqs(g, pattern):
     return sum(nums)
 
 
+# Stall guard and adaptive counters (kept per run when this vnetd reports them).
+OPTIONAL_STATS = ('early_idle', 'early_ring', 'early_bytes', 'adaptive', 'adaptive_level',
+                  'adaptive_changes', 'adaptive_windows')
+
+
 def queue_stats(vd):
     p0 = vd.stats()['p0']
     return {'rx': p0[0], 'tx': p0[1]}
@@ -197,6 +204,7 @@ class Subject:
                 m[q] = {k: s[k] for k in ('packets', 'bytes', 'kicks', 'notifications', 'suppressed',
                                           'held', 'timer_notifications', 'dropped', 'rx_no_buffers',
                                           'max_usecs', 'max_packets', 'set_by', 'lateness_us')}
+                m[q].update({k: s[k] for k in OPTIONAL_STATS if k in s})
                 m['notif_%s_per_s' % q] = s['notifications'] / wall
         return result, m
 
@@ -437,6 +445,39 @@ def bench_peer(args, kit, wd, runs, info):
 
 # ---------------------------------------------------------------------------------------------
 
+COAL_MARK = '<!-- coalescing rows (bench_coal.py) -->'
+
+
+def merge_latest(resdir, new, coal_md, now):
+    """--coal-only: the existing latest.json/.md with this run's coalescing rows put in (any
+    earlier ones replaced); everything else, e.g. "targets_qemu", stays as it was."""
+    try:
+        with open(os.path.join(resdir, 'latest.json')) as f:
+            old = json.load(f)
+        with open(os.path.join(resdir, 'latest.md')) as f:
+            old_md = f.read().split(COAL_MARK)[0].rstrip('\n') + '\n\n'
+    except (OSError, ValueError):
+        old, old_md = {'meta': {}, 'summary': {}, 'runs': []}, ''
+    coal_setups = {v[0] for v in bench_coal.COAL_GUESTS.values()}
+    res = dict(old)
+    res['runs'] = [r for r in old.get('runs', []) if r.get('setup') not in coal_setups] + new['runs']
+    for k in ('coal', 'targets', 'targets_met'):
+        if k in new:
+            res[k] = new[k]
+    res.setdefault('info', {}).update({k: v for k, v in new['info'].items()
+                                       if k.startswith(('coal', 'uml-1g', 'uml72-1g'))})
+    res['meta'] = dict(old.get('meta', {}))
+    res['meta']['coal_run'] = dict(new['meta'], merged_into=old.get('meta', {}).get('date'),
+                                   note='--coal-only: the coalescing rows and "targets" are from '
+                                   'this run; the other rows and "targets_qemu" from the run of '
+                                   'meta.date')
+    res['meta']['targets_goals'] = bench_coal.GOALS
+    oa = old.get('meta', {}).get('args', {})
+    osetups = [GUESTS[x][0] for x in oa.get('guests', []) if x in GUESTS]
+    return res, old_md + coal_md, old.get('summary', {}), (
+        oa.get('profiles', list(PROFILES)), oa.get('directions', ['tx', 'rx']), osetups)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--duration', type=float, default=5, help='seconds per iperf3 run (default 5)')
@@ -459,6 +500,14 @@ def main():
                     '(default uml,qemu-full)' % ', '.join(GUESTS))
     ap.add_argument('--no-uml', dest='uml', action='store_false', default=True,
                     help='no --guest benchmark at all (peer only)')
+    ap.add_argument('--no-coal', dest='coal', action='store_false', default=True,
+                    help='skip the coalescing rows of issue 9 (UML 6.1 and 7.2 with 1 GB: stall '
+                    'guard on/off, vnetd adaptive, DIM; "targets" in latest.json)')
+    ap.add_argument('--coal-only', action='store_true',
+                    help='only the coalescing rows; merged into the existing results/latest.json, '
+                    '.md and .png (their other rows, e.g. "targets_qemu", are kept as they are)')
+    ap.add_argument('--paced-duration', type=int, default=3,
+                    help='seconds per paced UDP run of the coalescing rows (default 3)')
     args = ap.parse_args()
     if args.guest is None:
         args.guest = 'uml' if args.quick else 'uml,qemu-full'
@@ -468,6 +517,9 @@ def main():
             ap.error('unknown guest %r (known: %s)' % (x, ', '.join(GUESTS)))
     if args.quick:
         args.duration, args.reps, args.peer, args.rr_duration = 2, 1, False, 1.5
+        args.paced_duration = 2
+    if args.coal_only:
+        args.guests, args.peer, args.coal = [], False, True
     args.profiles = [p.strip() for p in args.profiles.split(',') if p.strip()]
     for p in args.profiles:
         if p not in PROFILES:
@@ -488,6 +540,8 @@ def main():
     os.makedirs(resdir, exist_ok=True)
 
     kit = harness.guest_kit()
+    if args.coal:
+        harness.guest_kit('sid')
     for x in args.guests:       # fetch everything first: a missing piece skips before any run
         if x == 'uml-7.2':
             harness.guest_kit('sid')
@@ -521,6 +575,10 @@ def main():
             log('bench: peer comparison failed: %s' % str(e)[:1500])
             info['peer_error'] = str(e)[:3000]
 
+    cs = bench_coal.run_all(sys.modules[__name__], args, wd, runs, info) if args.coal else {}
+    tg, tg_per = bench_coal.targets(cs, args.directions)
+    dimc = bench_coal.dim_compare(cs, args.directions)
+
     guest_setups = [GUESTS[x][0] for x in args.guests]
     setups = guest_setups + ['qemu-tap', 'qemu-vnetd']
     summary = summarize(runs, setups, list(PROFILES), args.directions)
@@ -536,12 +594,20 @@ def main():
             'kvm_used': False, 'loadavg_start': load0, 'loadavg_end': load1,
             'elapsed_s': round(elapsed, 1), 'vnetd_commit': commit,
             'args': {k: v for k, v in vars(args).items()}, 'profiles': PROFILES,
-            'targets': TARGETS, 'targets_qemu_goals': TARGETS_QEMU, 'clk_tck': CLK_TCK}
+            'targets_legacy_goals': TARGETS, 'targets_qemu_goals': TARGETS_QEMU,
+            'targets_goals': bench_coal.GOALS, 'coal_mem': bench_coal.MEM, 'clk_tck': CLK_TCK}
     result = {'meta': meta, 'info': info, 'summary': summary, 'ratios': rat,
               'ratios_by_guest': rat_by_guest, 'runs': runs}
     if tq is not None:
         result['targets_qemu'] = tq
         result['targets_qemu_per_direction'] = tq_per_dir
+    coal = {'summary': cs, 'targets_per_direction': tg_per, 'adaptive_vs_dim_uml72': dimc,
+            'profiles': bench_coal.PROFILE_LABELS}
+    if args.coal:
+        result['coal'] = coal
+        if tg is not None:
+            result['targets'] = tg
+        result['targets_met'] = {k: bench_coal.met(k, v) for k, v in (tg or {}).items()}
 
     md = []
     for x in args.guests:
@@ -567,16 +633,28 @@ def main():
               args.duration, args.reps,
               ' (QEMU peer %d s x %d)' % (args.peer_duration, args.peer_reps) if args.peer else
               ', no QEMU peer', elapsed)]
-    md = '\n'.join(md) + '\n'
+    coal_md = ''
+    if args.coal and cs:
+        coal_md = '\n'.join([COAL_MARK, '', bench_coal.table_md(cs, args.directions),
+                             bench_coal.targets_md(tg or {}, tg_per, dimc), '',
+                             'Coalescing rows measured %s, load average %.2f at start, %.2f at end; '
+                             '%d s bulk, %d s paced, %s s ping-pong runs x %d reps.'
+                             % (meta['date'], load0[0], load1[0], args.duration, args.paced_duration,
+                                args.rr_duration, args.reps)]) + '\n'
+    md = '\n'.join(md) + '\n\n' + coal_md
+    chart_summary, chart_args = summary, (args.profiles, args.directions, guest_setups)
+    if args.coal_only:
+        result, md, chart_summary, chart_args = merge_latest(resdir, result, coal_md, now)
 
     for path in (out, os.path.join(resdir, 'latest.json')):
         with open(path, 'w') as f:
             json.dump(result, f, indent=1, sort_keys=False, default=str)
     with open(os.path.join(resdir, 'latest.md'), 'w') as f:
         f.write(md)
-    if any(x in summary for x in guest_setups):
-        chart(summary, args.profiles, args.directions, os.path.join(resdir, 'latest.png'),
-              os.path.join(resdir, 'latest.dat'), guest_setups)
+    extra = bench_coal.chart_rows(cs, args.directions, os.path.join(resdir, 'latest.dat'))
+    if extra[0] or any(x in chart_summary for x in chart_args[2]):
+        chart(chart_summary, chart_args[0], chart_args[1], os.path.join(resdir, 'latest.png'),
+              os.path.join(resdir, 'latest.dat'), chart_args[2], extra)
     log('\n' + md)
     log('wrote %s, %s, %s, %s' % (out, os.path.join(resdir, 'latest.json'),
                                   os.path.join(resdir, 'latest.md'), os.path.join(resdir, 'latest.png')))

@@ -187,17 +187,19 @@ def ratios_md(rat):
     return '\n'.join(lines)
 
 
-def chart(summary, profiles, directions, path_png, path_dat, setups=('uml-vnetd',)):
-    """One row of three panels (throughput, CPU per Gbit, IRQ/s) per guest setup."""
+def chart(summary, profiles, directions, path_png, path_dat, setups=('uml-vnetd',), extra=(0, [])):
+    """One row of three panels (throughput, CPU per Gbit, IRQ/s) per guest setup; extra =
+    (rows, gnuplot commands) of further three-panel rows (bench_coal.chart_rows)."""
     setups = [x for x in setups if x in summary]
     labels = {v[0]: v[1] for v in GUESTS.values()}
     metrics = [('gbps', 'Throughput (Gbit/s)'), ('cpu_s_per_gbit', 'CPU s per Gbit (guest+vnetd)'),
                ('irq_per_s', 'Guest IRQ/s')]
     nd = len(directions)
-    gp = ['set terminal pngcairo size 1500,%d font "sans,10"' % (60 + 420 * len(setups)),
+    nrows = len(setups) + extra[0]
+    gp = ['set terminal pngcairo size 1500,%d font "sans,10"' % (60 + 420 * nrows),
           'set output "%s"' % path_png,
           'set multiplot layout %d,3 title "vnetd coalescing profiles set by the guest\'s ethtool -C; '
-          'median, bars = min-max"' % len(setups),
+          'median, bars = min-max"' % nrows,
           'set style data histogram', 'set style histogram errorbars gap 1 lw 1',
           'set style fill solid 0.6 border -1', 'set boxwidth 0.9', 'set yrange [0:*]',
           'set grid ytics', 'set key top right', 'set xtics nomirror']
@@ -221,5 +223,6 @@ def chart(summary, profiles, directions, path_png, path_dat, setups=('uml-vnetd'
                 plots.append('"%s" using %d:%d:%d:xtic(1) title "%s"' % (dat, c, c + 1, c + 2,
                                                                          d.upper()))
             gp += ['set title "%s: %s"' % (labels.get(setup, setup), title), 'plot ' + ', '.join(plots)]
+    gp += extra[1]
     gp.append('unset multiplot')
     return gnuplot.run(gp, log)

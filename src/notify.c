@@ -133,7 +133,10 @@ static enum guard_reason guard_check(const struct vnet_dev *dev, struct vnet_que
 	*recheck_ns = 0;
 	if (guard_ring_low(dev, q))
 		return GUARD_RING;
-	if (g->bytes && q->guard.held_bytes >= g->bytes)
+	/* Not for a queue the adaptive controller drives: its holds are short (at most the top
+	 * level's max_usecs) and a level that costs rate is left by the controller's own check;
+	 * bytes of a bulk flow's GSO frames would otherwise end every hold after two frames. */
+	if (g->bytes && !q->adapt.on && q->guard.held_bytes >= g->bytes)
 		return GUARD_BYTES;
 	if (g->idle_usecs && q->kind == VNET_QUEUE_TX) {
 		uint64_t due = q->guard.last_done_ns + (uint64_t)g->idle_usecs * 1000u;

@@ -1,6 +1,8 @@
 /* test_stall_guard.c - early notifications of the stall guard (notify.c), on the fake clock. */
 #include "coal_helpers.h"
 
+#include "coal_adaptive.h"
+
 /* A device with the stall guard as given, every queue of size qsize. */
 static struct test_dev *td_guard(bool on, uint32_t bytes, uint32_t idle_usecs, uint16_t qsize,
 				 uint64_t extra_features)
@@ -265,6 +267,34 @@ static void test_new_threshold_applies_at_once(void **state)
 	td_free(td);
 }
 
+/* The byte rule leaves adaptive queues alone (their holds are short, the controller checks
+ * the rate); the ring and idle rules still apply, and fixed values get the byte rule again. */
+static void test_bytes_rule_not_for_adaptive_queues(void **state)
+{
+	struct test_dev *td = td_guard(true, 2000, 0, 256, 0);
+	struct vnet_queue *q = vnet_dev_queue(td->dev, TXQ);
+
+	(void)state;
+	assert_int_equal(vnet_dev_host_adaptive(td->dev, TXQ, VNET_QUEUE_TX, true), 0);
+	q->adapt.level = 3; /* as the controller would set it under bulk load */
+	coal_set_params(&q->coal, coal_adapt_profile(3), COAL_SET_ADAPTIVE);
+	for (unsigned i = 0; i < 4; i++)
+		td_tx(td, TXQ, 1, 1000);
+	assert_int_equal(td->notifies[TXQ], 0); /* 4000 bytes held, over 2000: still held */
+	assert_int_equal(stats(td, TXQ)->early_bytes, 0);
+	td_advance(td, coal_adapt_profile(3)->max_usecs * US);
+	assert_int_equal(td->notifies[TXQ], 1); /* the level's own deadline */
+	assert_int_equal(early(td, TXQ), 0);
+	/* The guest's values end adaptive mode on the queue: the byte rule is back. */
+	assert_int_equal(td_coal_cmd(td, TX_SET, 64, 5000), VIRTIO_NET_OK);
+	assert_false(q->adapt.on);
+	td_tx(td, TXQ, 1, 1000);
+	td_tx(td, TXQ, 1, 1000);
+	assert_int_equal(td->notifies[TXQ], 2);
+	assert_int_equal(stats(td, TXQ)->early_bytes, 1);
+	td_free(td);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -280,6 +310,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_guard_respects_no_interrupt, td_cleanup),
 		cmocka_unit_test_teardown(test_guard_respects_used_event, td_cleanup),
 		cmocka_unit_test_teardown(test_new_threshold_applies_at_once, td_cleanup),
+		cmocka_unit_test_teardown(test_bytes_rule_not_for_adaptive_queues, td_cleanup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
