@@ -261,6 +261,17 @@ static void default_mac(unsigned index, const char *socket_path, uint8_t mac[6])
 	mac[5] = (uint8_t)h;
 }
 
+/* mac_bump() - the next address after a clash: the low 24 bits (the hash part) plus one. */
+static void mac_bump(uint8_t mac[6])
+{
+	uint32_t suffix = (uint32_t)mac[3] << 16 | (uint32_t)mac[4] << 8 | mac[5];
+
+	suffix++;
+	mac[3] = (uint8_t)(suffix >> 16);
+	mac[4] = (uint8_t)(suffix >> 8);
+	mac[5] = (uint8_t)suffix;
+}
+
 static int apply_port_key(struct port_config *pc, struct port_parse *pp, enum port_key key,
 			  const char *value)
 {
@@ -497,7 +508,6 @@ static bool port_clash(const struct port_config *pc, unsigned i, const struct po
 static int check_ports(struct vnetd_options *o, const bool *mac_given)
 {
 	unsigned i, j;
-	uint32_t suffix;
 	bool clash;
 
 	for (i = 0; i < o->nports; i++) {
@@ -518,11 +528,7 @@ static int check_ports(struct vnetd_options *o, const bool *mac_given)
 				clash = j != i && (mac_given[j] || j < i) &&
 					memcmp(o->ports[j].dev.mac, mac, 6) == 0;
 			if (clash) {
-				suffix = (uint32_t)mac[3] << 16 | (uint32_t)mac[4] << 8 | mac[5];
-				suffix++;
-				mac[3] = (uint8_t)(suffix >> 16);
-				mac[4] = (uint8_t)(suffix >> 8);
-				mac[5] = (uint8_t)suffix;
+				mac_bump(mac);
 			}
 		} while (clash);
 	}
@@ -587,7 +593,6 @@ static int runtime_port(const char *spec, unsigned index, struct port_config *pc
 {
 	uint8_t *mac = pc->dev.mac;
 	bool clash;
-	uint32_t suffix;
 
 	if (parse_port_spec(pc, spec, index) < 0)
 		return -1;
@@ -602,11 +607,7 @@ static int runtime_port(const char *spec, unsigned index, struct port_config *pc
 		for (unsigned j = 0; j < n && !clash; j++)
 			clash = memcmp(others[j]->dev.mac, mac, 6) == 0;
 		if (clash) {
-			suffix = (uint32_t)mac[3] << 16 | (uint32_t)mac[4] << 8 | mac[5];
-			suffix++;
-			mac[3] = (uint8_t)(suffix >> 16);
-			mac[4] = (uint8_t)(suffix >> 8);
-			mac[5] = (uint8_t)suffix;
+			mac_bump(mac);
 		}
 	} while (clash);
 	return 0;
