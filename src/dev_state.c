@@ -4,6 +4,8 @@
 #include <endian.h>
 #include <string.h>
 
+#include "le_bytes.h"
+
 /*
  * The state stream, version 1 (little-endian; every field checked on load):
  *
@@ -36,34 +38,6 @@ _Static_assert(STATE_HDR + 4 * STATE_KIND + VNET_MAX_QUEUES * STATE_QUEUE +
 		       2 * VNET_MAC_TABLE_SIZE * 6 <= VNET_STATE_MAX,
 	       "the largest state fits VNET_STATE_MAX");
 
-static void put16(uint8_t *p, uint16_t v)
-{
-	v = htole16(v);
-	memcpy(p, &v, 2);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(p, &v, 4);
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-	uint16_t v;
-
-	memcpy(&v, p, 2);
-	return le16toh(v);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return le32toh(v);
-}
-
 static uint8_t rxmode_bits(const struct vnet_rx_filter *f)
 {
 	return (uint8_t)(f->promisc | f->allmulti << 1 | f->alluni << 2 | f->nomulti << 3 |
@@ -75,8 +49,8 @@ static void put_kind(uint8_t *p, const struct vnet_kind_coal *k)
 {
 	p[0] = k->set;
 	p[1] = k->set ? (uint8_t)k->who : 0;
-	put32(p + 2, k->set ? k->params.max_packets : 0);
-	put32(p + 6, k->set ? k->params.max_usecs : 0);
+	le_put32(p + 2, k->set ? k->params.max_packets : 0);
+	le_put32(p + 6, k->set ? k->params.max_usecs : 0);
 }
 
 size_t vnet_dev_state_save(const struct vnet_dev *dev, uint8_t *buf, size_t cap)
@@ -89,10 +63,10 @@ size_t vnet_dev_state_save(const struct vnet_dev *dev, uint8_t *buf, size_t cap)
 	if (cap < VNET_STATE_MAX)
 		return 0;
 	memcpy(buf, STATE_MAGIC, 4);
-	put16(buf + 4, STATE_VERSION);
-	put16(buf + 6, (uint16_t)dev->nqueues);
-	put16(buf + 8, dev->params.queue_pairs);
-	put16(buf + 10, dev->active_pairs);
+	le_put16(buf + 4, STATE_VERSION);
+	le_put16(buf + 6, (uint16_t)dev->nqueues);
+	le_put16(buf + 8, dev->params.queue_pairs);
+	le_put16(buf + 10, dev->active_pairs);
 	memcpy(buf + 12, dev->mac, 6);
 	buf[18] = rxmode_bits(f);
 	buf[19] = (uint8_t)f->n_uc;
@@ -109,8 +83,8 @@ size_t vnet_dev_state_save(const struct vnet_dev *dev, uint8_t *buf, size_t cap)
 
 		buf[off] = (uint8_t)q->coal.setter;
 		buf[off + 1] = owed ? QFLAG_NOTIFY : 0;
-		put32(buf + off + 2, q->coal.params.max_packets);
-		put32(buf + off + 6, q->coal.params.max_usecs);
+		le_put32(buf + off + 2, q->coal.params.max_packets);
+		le_put32(buf + off + 6, q->coal.params.max_usecs);
 	}
 	memcpy(buf + off, f->uc, f->n_uc * 6u);
 	off += f->n_uc * 6u;
@@ -134,8 +108,8 @@ static int get_kind(const uint8_t *p, bool host, struct vnet_kind_coal *k, const
 {
 	k->set = p[0] == 1;
 	k->who = (enum coal_setter)p[1];
-	k->params.max_packets = get32(p + 2);
-	k->params.max_usecs = get32(p + 6);
+	k->params.max_packets = le_get32(p + 2);
+	k->params.max_usecs = le_get32(p + 6);
 	if (p[0] > 1 || !valid_who(p[1]))
 		return *why = "bad kind-wide coalescing setting", -1;
 	if (!k->set && (p[1] || k->params.max_packets || k->params.max_usecs))
@@ -167,12 +141,12 @@ static int state_parse(const struct vnet_dev *dev, const uint8_t *buf, size_t le
 		return *why = "state shorter than its header", -1;
 	if (memcmp(buf, STATE_MAGIC, 4))
 		return *why = "not a vnetd device state", -1;
-	if (get16(buf + 4) != STATE_VERSION)
+	if (le_get16(buf + 4) != STATE_VERSION)
 		return *why = "unknown device state version", -1;
-	nq = get16(buf + 6);
-	if (nq != dev->nqueues || get16(buf + 8) != dev->params.queue_pairs)
+	nq = le_get16(buf + 6);
+	if (nq != dev->nqueues || le_get16(buf + 8) != dev->params.queue_pairs)
 		return *why = "device state of a device with other queues", -1;
-	in->active = get16(buf + 10);
+	in->active = le_get16(buf + 10);
 	if (in->active < 1 || in->active > dev->params.queue_pairs)
 		return *why = "bad number of active queue pairs", -1;
 	memcpy(in->mac, buf + 12, 6);
@@ -192,8 +166,8 @@ static int state_parse(const struct vnet_dev *dev, const uint8_t *buf, size_t le
 	for (unsigned i = 0; i < nq; i++, off += STATE_QUEUE) {
 		in->qwho[i] = buf[off];
 		in->qflags[i] = buf[off + 1];
-		in->qp[i].max_packets = get32(buf + off + 2);
-		in->qp[i].max_usecs = get32(buf + off + 6);
+		in->qp[i].max_packets = le_get32(buf + off + 2);
+		in->qp[i].max_usecs = le_get32(buf + off + 6);
 		if (!valid_queue_who(in->qwho[i], &in->qp[i]) || (in->qflags[i] & ~QFLAG_NOTIFY))
 			return *why = "bad queue coalescing state", -1;
 		if (in->qwho[i] == COAL_SET_NONE && (in->qp[i].max_packets || in->qp[i].max_usecs))

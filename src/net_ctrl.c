@@ -4,25 +4,10 @@
 #include <endian.h>
 #include <string.h>
 
+#include "le_bytes.h"
 #include "log.h"
 
 #define CTRL_MAX_IN 4096 /* bytes of one command we read (a full MAC table fits) */
-
-static uint16_t get_le16(const uint8_t *p)
-{
-	uint16_t v;
-
-	memcpy(&v, p, 2);
-	return le16toh(v);
-}
-
-static uint32_t get_le32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return le32toh(v);
-}
 
 static uint8_t ctrl_rx(struct vnet_dev *dev, uint8_t cmd, const uint8_t *p, size_t len)
 {
@@ -65,7 +50,7 @@ static size_t parse_mac_table(const uint8_t *p, size_t len, uint8_t (*table)[6],
 
 	if (len < 4)
 		return 0;
-	entries = get_le32(p);
+	entries = le_get32(p);
 	if (entries > (len - 4) / 6)
 		return 0;
 	*overflow = entries > VNET_MAC_TABLE_SIZE;
@@ -107,7 +92,7 @@ static uint8_t ctrl_mq(struct vnet_dev *dev, uint8_t cmd, const uint8_t *p, size
 
 	if (!dev_has(dev, VIRTIO_NET_F_MQ) || cmd != VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET || len != 2)
 		return VIRTIO_NET_ERR;
-	pairs = get_le16(p);
+	pairs = le_get16(p);
 	if (pairs < VIRTIO_NET_CTRL_MQ_VQ_PAIRS_MIN || pairs > dev->params.queue_pairs)
 		return VIRTIO_NET_ERR;
 	dev->active_pairs = pairs;
@@ -135,7 +120,7 @@ static uint8_t ctrl_guest_offloads(struct vnet_dev *dev, uint8_t cmd, const uint
 /* The queue a VQ_SET / VQ_GET names, or NULL (control queue, out of range, not enabled). */
 static struct vnet_queue *coal_vq(struct vnet_dev *dev, const uint8_t *p)
 {
-	struct vnet_queue *q = dev_queue(dev, get_le16(p)); /* reserved: ignored */
+	struct vnet_queue *q = dev_queue(dev, le_get16(p)); /* reserved: ignored */
 
 	if (!q || q->kind == VNET_QUEUE_CTRL || !q->enabled)
 		return NULL;
@@ -156,8 +141,8 @@ static uint8_t ctrl_notf_coal(struct vnet_dev *dev, uint8_t cmd, const uint8_t *
 	case VIRTIO_NET_CTRL_NOTF_COAL_RX_SET:
 		if (!dev_has(dev, VIRTIO_NET_F_NOTF_COAL) || len != sizeof(wire))
 			return VIRTIO_NET_ERR;
-		params.max_packets = get_le32(p);
-		params.max_usecs = get_le32(p + 4);
+		params.max_packets = le_get32(p);
+		params.max_usecs = le_get32(p + 4);
 		dev_set_kind_coal(dev,
 				  cmd == VIRTIO_NET_CTRL_NOTF_COAL_TX_SET ? VNET_QUEUE_TX : VNET_QUEUE_RX,
 				  &params, COAL_SET_GUEST);
@@ -169,8 +154,8 @@ static uint8_t ctrl_notf_coal(struct vnet_dev *dev, uint8_t cmd, const uint8_t *
 		q = coal_vq(dev, p);
 		if (!q)
 			return VIRTIO_NET_ERR;
-		params.max_packets = get_le32(p + 4);
-		params.max_usecs = get_le32(p + 8);
+		params.max_packets = le_get32(p + 4);
+		params.max_usecs = le_get32(p + 8);
 		dev_apply_coal(dev, q, &params, COAL_SET_GUEST);
 		return VIRTIO_NET_OK;
 	case VIRTIO_NET_CTRL_NOTF_COAL_VQ_GET:
