@@ -453,6 +453,28 @@ static void test_rx_partial_buffers_ask_for_kick_at_avail_index(void **state)
 	td_free(td);
 }
 
+/*
+ * Regression (found by test_switch): a mergeable packet that needs more buffers than the whole
+ * ring holds can never fit; waiting for more would stall the queue (and a switch port's queue
+ * behind it) forever. It is dropped and counted; the ring is left as it was.
+ */
+static void test_rx_packet_larger_than_whole_ring_dropped(void **state)
+{
+	struct test_dev *td = td_new(1, TD_BASE_FEATURES | F(MRG_RXBUF));
+	int head;
+
+	(void)state;
+	for (unsigned i = 0; i < 256; i++) /* the ring's 256 entries, 64 bytes each */
+		post_one(td, 64, &head);
+	assert_int_equal(td_receive(td, 20000, 0x33), 1);
+	assert_int_equal(stats(td, RXQ)->dropped, 1);
+	assert_int_equal(fake_vq_used_idx(&td->vq[RXQ]), 0);
+	assert_int_equal(td_receive(td, 100, 0x44), 1); /* 2 buffers: delivered */
+	assert_int_equal(fake_vq_used_idx(&td->vq[RXQ]), 2);
+	assert_int_equal(stats(td, RXQ)->packets, 1);
+	td_free(td);
+}
+
 static void test_rx_oversize_packet_dropped_and_counted(void **state)
 {
 	struct test_dev *td = td_new(1, TD_BASE_FEATURES);
@@ -535,6 +557,7 @@ int main(void)
 	    T(test_rx_no_buffers_returns_0_and_resumes_after_kick),
 	    T(test_rx_mergeable_waits_when_buffers_insufficient),
 	    T(test_rx_partial_buffers_ask_for_kick_at_avail_index),
+	    T(test_rx_packet_larger_than_whole_ring_dropped),
 	    T(test_rx_oversize_packet_dropped_and_counted),
 	    T(test_rx_used_index_published_once_per_flush),
 	    T(test_rx_hostile_buffer_breaks_queue),
