@@ -97,10 +97,14 @@ static bool guard_ring_low(const struct vnet_dev *dev, struct vnet_queue *q)
 }
 
 /*
- * RX: the driver transmitted on this pair's TX queue until about when the hold began and has
- * been quiet since, for a quarter of stall-idle-usecs: it waits for what we hold (a TCP sender
- * for its ACKs, a request for its answer). A paced stream into a guest that sends nothing
- * never fires this; nor does paced TX, which holds nothing on RX.
+ * RX: the driver transmitted on this pair's TX queue until about when the hold began, and both
+ * that queue and this one have been quiet since, for a quarter of stall-idle-usecs: it waits
+ * for what we hold (a TCP sender for its ACKs, a request for its answer) and the peer waits
+ * for it. While packets keep arriving nobody waits yet: a guest receiving a bulk flow stops
+ * sending ACKs because its data is held, and its peer still has window; that hold ends at the
+ * ring rule, the frame count, or when the peer's window runs out and arrivals stop. A paced
+ * stream into a guest that sends nothing never fires this; nor does paced TX, which holds
+ * nothing on RX.
  */
 static enum guard_reason guard_rx_waited_for(const struct vnet_dev *dev, const struct vnet_queue *q,
 					     uint64_t now, uint64_t *recheck_ns)
@@ -114,6 +118,8 @@ static enum guard_reason guard_rx_waited_for(const struct vnet_dev *dev, const s
 	last = tx->guard.last_done_ns;
 	if (!last || last + quiet < q->coal.first_ns)
 		return GUARD_NONE; /* not sending when the hold began */
+	if (q->guard.last_done_ns > last)
+		last = q->guard.last_done_ns; /* the latest arrival on this queue */
 	due = (last > q->coal.first_ns ? last : q->coal.first_ns) + quiet;
 	if (now >= due)
 		return GUARD_IDLE;

@@ -140,6 +140,33 @@ static void test_rx_hold_lasts_while_the_guest_sends(void **state)
 	td_free(td);
 }
 
+/*
+ * RX into a guest whose ACKs stopped because its data is held: while packets keep arriving its
+ * peer still has window, nobody waits yet; the hold ends once arrivals stop too.
+ */
+static void test_rx_hold_lasts_while_packets_arrive(void **state)
+{
+	struct test_dev *td = td_guard(true, 0, 1000, 256, 0);
+
+	(void)state;
+	assert_int_equal(td_coal_cmd(td, RX_SET, 64, 5000), VIRTIO_NET_OK);
+	td_post_rx(td, RXQ, 32, 2048);
+	td_tx(td, TXQ, 1, 100); /* the guest's last ACK before the hold */
+	assert_int_equal(td_receive(td, 1500, 1), 1);
+	for (unsigned i = 0; i < 20; i++) { /* 2 ms of data every 100 us, the guest silent */
+		td_advance(td, 100 * US);
+		assert_int_equal(td_receive(td, 1500, 1), 1);
+	}
+	assert_int_equal(td->notifies[RXQ], 0);
+	td_advance(td, 249 * US);
+	assert_int_equal(td->notifies[RXQ], 0);
+	td_advance(td, 1 * US); /* a quarter of 1000 us after the last arrival */
+	assert_int_equal(td->notifies[RXQ], 1);
+	assert_int_equal(stats(td, RXQ)->early_idle, 1);
+	assert_int_equal(stats(td, RXQ)->timer_notifications, 0);
+	td_free(td);
+}
+
 /* Paced traffic (a packet every 500 us) keeps its reduction: the driver is not idle. */
 static void test_paced_tx_keeps_coalescing(void **state)
 {
@@ -303,6 +330,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_tx_driver_idle_gets_its_completions, td_cleanup),
 		cmocka_unit_test_teardown(test_rx_hold_ends_when_the_guest_stops_sending, td_cleanup),
 		cmocka_unit_test_teardown(test_rx_hold_lasts_while_the_guest_sends, td_cleanup),
+		cmocka_unit_test_teardown(test_rx_hold_lasts_while_packets_arrive, td_cleanup),
 		cmocka_unit_test_teardown(test_paced_tx_keeps_coalescing, td_cleanup),
 		cmocka_unit_test_teardown(test_paced_rx_keeps_coalescing, td_cleanup),
 		cmocka_unit_test_teardown(test_rx_ring_nearly_empty_notifies, td_cleanup),
