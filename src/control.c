@@ -244,11 +244,11 @@ static json_t *cmd_ports(struct port *const *ports, unsigned nports, json_t *req
  * bound of the bucket (about 19% wide) holding the rank; max is exact. Every value since the
  * last reset counts, so samples == total.
  */
-static json_t *lateness_summary(const struct vnet_queue_stats *st)
+static json_t *lateness_summary(struct port *p, unsigned index)
 {
-	const struct lat_hist *h = &st->lateness;
+	struct lat_hist copy, *h = &copy;
 
-	if (h->count == 0)
+	if (!stats_queue_lateness(p, index, h) || h->count == 0)
 		return json_pack("{s:i,s:I,s:n,s:n,s:n}", "samples", 0, "total", (json_int_t)0,
 				 "p50", "p99", "max");
 	return json_pack("{s:o,s:o,s:f,s:f,s:f}", "samples", ju64(h->count), "total",
@@ -276,7 +276,7 @@ static json_t *queue_stats(struct port *p, unsigned index)
 			 "max_packets", (json_int_t)sq.max_packets,
 			 "max_usecs", (json_int_t)sq.max_usecs,
 			 "set_by", sq.set_by,
-			 "lateness_us", lateness_summary(stats_queue_raw(p, index)));
+			 "lateness_us", lateness_summary(p, index));
 	if (o) {
 		json_object_set_new(o, "yields", ju64(sq.yields));
 		json_object_set_new(o, "rx_direct", ju64(sq.rx_direct));
@@ -402,17 +402,36 @@ static json_t *cmd_port_del(struct port *const *ports, unsigned nports, json_t *
 	return ctl_ok_reply();
 }
 
+/* ---- Which requests run beside the workers ------------------------------------------------ */
+
+static const struct control_sync_ops *sync_ops;
+static void *sync_ctx;
+
+void control_set_sync_ops(const struct control_sync_ops *ops, void *ctx)
+{
+	sync_ops = ops;
+	sync_ctx = ctx;
+}
+
+/*
+ * lockfree: the command only reads through stats.c, which is safe while the workers run (the
+ * data path is not stopped for it). Every other command runs inside sync_ops' enter/leave (the
+ * workers parked): they read fields that are not published for other threads (features, MAC,
+ * ...) or change ports — reset-stats included, which zeroes counters whose one writer is the
+ * worker, so that worker must not run meanwhile.
+ */
 static const struct {
 	const char *name;
 	command_fn run;
+	bool lockfree;
 } commands[] = {
-	{"port-add", cmd_port_add},
-	{"port-del", cmd_port_del},
-	{"ports", cmd_ports},
-	{"stats", cmd_stats},
-	{"coalesce", cmd_coalesce},
-	{"reset-stats", cmd_reset_stats},
-	{"stall-guard", cmd_stall_guard},
+	{"port-add", cmd_port_add, false},
+	{"port-del", cmd_port_del, false},
+	{"ports", cmd_ports, false},
+	{"stats", cmd_stats, true},
+	{"coalesce", cmd_coalesce, false},
+	{"reset-stats", cmd_reset_stats, false},
+	{"stall-guard", cmd_stall_guard, false},
 };
 
 static json_t *dispatch(struct port *const *ports, unsigned nports, const char *line)
@@ -433,9 +452,15 @@ static json_t *dispatch(struct port *const *ports, unsigned nports, const char *
 		while (i < sizeof(commands) / sizeof(commands[0]) &&
 		       strcmp(commands[i].name, json_string_value(cmd)) != 0)
 			i++;
-		if (i < sizeof(commands) / sizeof(commands[0]))
+		if (i < sizeof(commands) / sizeof(commands[0])) {
+			bool sync = sync_ops && !commands[i].lockfree;
+
+			if (sync)
+				sync_ops->enter(sync_ctx);
 			reply = commands[i].run(ports, nports, req);
-		else
+			if (sync)
+				sync_ops->leave(sync_ctx);
+		} else
 			reply = ctl_error_reply("unknown cmd '%.64s' (ports, stats, coalesce, "
 					    "reset-stats, stall-guard, port-add, port-del)", json_string_value(cmd));
 	}

@@ -15,6 +15,7 @@
 #include "guest_fault.h"
 #include "log.h"
 #include "port_internal.h"
+#include "stat_atomic.h"
 #include "switch.h"
 #include "tap.h"
 
@@ -40,7 +41,7 @@ struct vnet_dev *port_dev(struct port *p)
 
 bool port_connected(const struct port *p)
 {
-	return p->connected;
+	return __atomic_load_n(&p->connected, __ATOMIC_RELAXED);
 }
 
 unsigned port_worker(const struct port *p)
@@ -50,7 +51,7 @@ unsigned port_worker(const struct port *p)
 
 uint64_t port_connections(const struct port *p)
 {
-	return p->connections;
+	return stat_read(&p->connections);
 }
 
 bool port_dirty_logging(const struct port *p)
@@ -432,7 +433,7 @@ static void port_disconnect(struct port *p)
 		return;
 	event_loop_del(p->epfd, p->conn.sock);
 	vu_conn_close(&p->conn);
-	p->connected = false;
+	__atomic_store_n(&p->connected, false, __ATOMIC_RELAXED); /* stats read it unparked */
 	log_info("%s: frontend disconnected", p->name);
 	if (p->cfg.client && p->reconnect_fd >= 0) {
 		p->backoff_ms = RECONNECT_MIN_MS; /* the VMM restarting: it listens again soon */
@@ -495,8 +496,9 @@ static void port_attach_conn(struct port *p, int fd)
 		vu_conn_close(&p->conn);
 		return;
 	}
-	p->connected = true;
-	p->connections++;
+	/* Read by statistics on the main thread without parking this worker (stat_atomic.h). */
+	__atomic_store_n(&p->connected, true, __ATOMIC_RELAXED);
+	stat_inc(&p->connections);
 	log_info("%s: frontend connected", p->name);
 }
 

@@ -131,6 +131,29 @@ struct vnet_guard_state {
 	uint64_t last_done_ns; /* when the last completion happened */
 };
 
+/*
+ * A queue's settings as a reader on another thread sees them (vnet_queue_view_read()): one
+ * consistent set, published by the thread that changed them (queue_view.c).
+ */
+struct vnet_queue_view {
+	enum vnet_queue_kind kind; /* changes with the negotiated features (CTRL_VQ, MQ) */
+	bool enabled, started, broken;
+	struct coal_params coal;
+	enum coal_setter set_by;
+	bool adaptive;                     /* adapt.on */
+	enum coal_adapt_state adapt_state;
+	unsigned adapt_level;
+	uint64_t adapt_changes, adapt_windows;
+};
+
+#define VNET_VIEW_WORDS 4
+
+/* The published view: packed words under a seqcount (odd while being written). */
+struct vnet_view_pub {
+	uint32_t seq;
+	uint64_t w[VNET_VIEW_WORDS];
+};
+
 /* One queue of the device. */
 struct vnet_queue {
 	struct virtqueue vq;
@@ -149,7 +172,8 @@ struct vnet_queue {
 	bool reinit;                /* rings set up while disabled: virtio re-enable on enable */
 	bool state_loaded;          /* coalescing came with a migration: kept at the next enable */
 	bool resume_notify;         /* migrated with completions owed: notify once when enabled */
-	struct vnet_queue_stats stats;
+	struct vnet_queue_stats stats; /* written with stat_add() (stat_atomic.h) */
+	struct vnet_view_pub pub;      /* settings for readers on other threads (queue_view.c) */
 	/* Scratch for the chain being processed: the device's one (vnet_dev_create), shared by its
 	 * queues, as a device works on one chain at a time and never keeps one across events. */
 	struct vq_chain *chain;
@@ -342,7 +366,23 @@ bool vnet_dev_link_up(const struct vnet_dev *dev);
 uint16_t vnet_dev_active_pairs(const struct vnet_dev *dev);
 const char *vnet_queue_kind_name(enum vnet_queue_kind kind);
 
-/* vnet_queue_lateness() - the queue's deadline lateness as a histogram: the one reader of it. */
+/*
+ * vnet_queue_lateness() - the queue's deadline lateness as a histogram: the one reader of it.
+ * Safe from any thread (relaxed loads of single-writer counters; count is the buckets' sum).
+ */
 void vnet_queue_lateness(const struct vnet_queue *q, struct vnet_lateness_hist *out);
+
+/*
+ * vnet_queue_view_read() - the queue's settings as last published, from any thread, without a
+ * lock: a consistent set (seqcount), never a half-written one.
+ */
+void vnet_queue_view_read(const struct vnet_queue *q, struct vnet_queue_view *out);
+
+/*
+ * vnet_dev_publish() - publish every queue's settings view now. The device does this itself
+ * whenever it changes them; for owners that changed the device by other means. Called by the
+ * thread that owns the device (or while its worker is parked).
+ */
+void vnet_dev_publish(struct vnet_dev *dev);
 
 #endif

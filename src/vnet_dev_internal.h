@@ -4,6 +4,7 @@
 
 #include "vnet_dev.h"
 #include "iov.h"
+#include "stat_atomic.h"
 #include "virtio_net_defs.h"
 
 #define VNET_MAC_TABLE_SIZE 64
@@ -112,6 +113,12 @@ void notify_decide(struct vnet_dev *dev, struct vnet_queue *q, enum notify_event
 
 /* queue_rearm_timer() - arm the queue's timer for the earlier of its coalescing and TX deadlines. */
 void queue_rearm_timer(struct vnet_dev *dev, struct vnet_queue *q);
+
+/*
+ * queue_publish() - publish queue q's settings view (queue_view.c): after each change of
+ * enabled/started/broken, coalescing parameters or their setter, or the adaptive controller.
+ */
+void queue_publish(struct vnet_queue *q);
 
 /* dev_now() - the injected clock. */
 static inline uint64_t dev_now(const struct vnet_dev *dev)
