@@ -204,6 +204,40 @@ static json_t *port_info(struct port *p)
 			 ju64(port_dirty_log_dropped(p)));
 }
 
+static json_t *mac_json(const uint8_t *m)
+{
+	char mac[18];
+
+	snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
+		 m[5]);
+	return json_string(mac);
+}
+
+/* The driver's RX mode and MAC filter tables (VIRTIO_NET_CTRL_RX, CTRL_MAC), in "ports". */
+static void add_rx_filter(json_t *o, const struct vnet_dev *dev)
+{
+	const struct vnet_rx_filter *f = vnet_dev_rx_filter(dev);
+	const struct {
+		const char *name;
+		bool on;
+	} modes[] = {{"promisc", f->promisc}, {"allmulti", f->allmulti}, {"alluni", f->alluni},
+		     {"nomulti", f->nomulti}, {"nouni", f->nouni},	    {"nobcast", f->nobcast}};
+	json_t *mode = json_array(), *uc = json_array(), *mc = json_array();
+
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+		if (modes[i].on)
+			json_array_append_new(mode, json_string(modes[i].name));
+	for (unsigned i = 0; i < f->n_uc && i < VNET_MAC_TABLE_SIZE; i++)
+		json_array_append_new(uc, mac_json(f->uc[i]));
+	for (unsigned i = 0; i < f->n_mc && i < VNET_MAC_TABLE_SIZE; i++)
+		json_array_append_new(mc, mac_json(f->mc[i]));
+	json_object_set_new(o, "rx_mode", mode);
+	json_object_set_new(o, "mac_table",
+			    json_pack("{s:o,s:o,s:b,s:b}", "unicast", uc, "multicast", mc,
+				      "unicast_overflow", f->uc_overflow, "multicast_overflow",
+				      f->mc_overflow));
+}
+
 /* The port's coalescing modes: stall guard and adaptive, in "ports" and "stats". */
 static void add_coal_modes(json_t *o, const struct vnet_dev *dev)
 {
@@ -234,6 +268,8 @@ static json_t *cmd_ports(struct port *const *ports, unsigned nports, json_t *req
 		json_t *o = port_info(ports[i]);
 
 		add_coal_modes(o, port_dev(ports[i]));
+		if (o)
+			add_rx_filter(o, port_dev(ports[i]));
 		json_array_append_new(list, o);
 	}
 	return json_pack("{s:b,s:o}", "ok", 1, "ports", list);

@@ -16,6 +16,16 @@
 #define VNET_MAX_QUEUE_PAIRS 16
 #define VNET_MAX_QUEUES (2 * VNET_MAX_QUEUE_PAIRS + 1)
 #define VNET_LATENESS_BUCKETS 14 /* histogram upper bounds, vnet_lateness_bounds_us[] */
+#define VNET_MAC_TABLE_SIZE 64   /* MAC filter entries kept per table (more: overflow) */
+
+/* Receive filter set by CTRL_RX and CTRL_MAC (a table over the size: overflow, n 0). */
+struct vnet_rx_filter {
+	bool promisc, allmulti, alluni, nomulti, nouni, nobcast;
+	unsigned n_uc, n_mc;
+	bool uc_overflow, mc_overflow;
+	uint8_t uc[VNET_MAC_TABLE_SIZE][6];
+	uint8_t mc[VNET_MAC_TABLE_SIZE][6];
+};
 
 enum vnet_queue_kind { VNET_QUEUE_RX, VNET_QUEUE_TX, VNET_QUEUE_CTRL };
 
@@ -356,6 +366,18 @@ int vnet_dev_send_rarp(struct vnet_dev *dev, const uint8_t mac[6]);
  */
 int vnet_dev_restore_coal(struct vnet_dev *dev, unsigned qidx, const struct coal_params *params,
 			  enum coal_setter who);
+
+/* vnet_dev_rx_filter() - the receive filter and RX mode the driver set (reset: promisc only). */
+const struct vnet_rx_filter *vnet_dev_rx_filter(const struct vnet_dev *dev);
+
+/*
+ * vnet_dev_restore_rx() - put back the receive filter and RX mode (f) and the MAC the driver set
+ * with CTRL_MAC_ADDR_SET (mac; NULL: keep the current one) before a vnetd restart: the driver
+ * does not send them again. Each applies only if the driver negotiated the feature that lets
+ * it set them (CTRL_RX, CTRL_MAC_ADDR). -1 (nothing changed) for a table over
+ * VNET_MAC_TABLE_SIZE or an overflowed one with entries; else 0.
+ */
+int vnet_dev_restore_rx(struct vnet_dev *dev, const struct vnet_rx_filter *f, const uint8_t *mac);
 
 /* vnet_dev_coal_persist() - whether host coalescing defaults survive a device reset. */
 bool vnet_dev_coal_persist(const struct vnet_dev *dev);
