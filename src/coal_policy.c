@@ -79,6 +79,7 @@ void dev_apply_coal(struct vnet_dev *dev, struct vnet_queue *q, const struct coa
 	if (who != COAL_SET_ADAPTIVE)
 		coal_adapt_stop(&q->adapt); /* the last setter wins: guest or host values now */
 	coal_set_params(&q->coal, p, who);
+	queue_publish(q);
 	notify_decide(dev, q, NOTIFY_PARAMS_CHANGED, 0);
 }
 
@@ -123,6 +124,7 @@ static void adapt_switch(struct vnet_dev *dev, struct vnet_queue *q, bool on)
 		coal_set_params(&q->coal, &p, who);
 		coal_adapt_stop(&q->adapt);
 	}
+	queue_publish(q);
 	notify_decide(dev, q, NOTIFY_PARAMS_CHANGED, 0);
 }
 

@@ -204,6 +204,40 @@ static json_t *port_info(struct port *p)
 			 ju64(port_dirty_log_dropped(p)));
 }
 
+static json_t *mac_json(const uint8_t *m)
+{
+	char mac[18];
+
+	snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
+		 m[5]);
+	return json_string(mac);
+}
+
+/* The driver's RX mode and MAC filter tables (VIRTIO_NET_CTRL_RX, CTRL_MAC), in "ports". */
+static void add_rx_filter(json_t *o, const struct vnet_dev *dev)
+{
+	const struct vnet_rx_filter *f = vnet_dev_rx_filter(dev);
+	const struct {
+		const char *name;
+		bool on;
+	} modes[] = {{"promisc", f->promisc}, {"allmulti", f->allmulti}, {"alluni", f->alluni},
+		     {"nomulti", f->nomulti}, {"nouni", f->nouni},	    {"nobcast", f->nobcast}};
+	json_t *mode = json_array(), *uc = json_array(), *mc = json_array();
+
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+		if (modes[i].on)
+			json_array_append_new(mode, json_string(modes[i].name));
+	for (unsigned i = 0; i < f->n_uc && i < VNET_MAC_TABLE_SIZE; i++)
+		json_array_append_new(uc, mac_json(f->uc[i]));
+	for (unsigned i = 0; i < f->n_mc && i < VNET_MAC_TABLE_SIZE; i++)
+		json_array_append_new(mc, mac_json(f->mc[i]));
+	json_object_set_new(o, "rx_mode", mode);
+	json_object_set_new(o, "mac_table",
+			    json_pack("{s:o,s:o,s:b,s:b}", "unicast", uc, "multicast", mc,
+				      "unicast_overflow", f->uc_overflow, "multicast_overflow",
+				      f->mc_overflow));
+}
+
 /* The port's coalescing modes: stall guard and adaptive, in "ports" and "stats". */
 static void add_coal_modes(json_t *o, const struct vnet_dev *dev)
 {
@@ -234,6 +268,8 @@ static json_t *cmd_ports(struct port *const *ports, unsigned nports, json_t *req
 		json_t *o = port_info(ports[i]);
 
 		add_coal_modes(o, port_dev(ports[i]));
+		if (o)
+			add_rx_filter(o, port_dev(ports[i]));
 		json_array_append_new(list, o);
 	}
 	return json_pack("{s:b,s:o}", "ok", 1, "ports", list);
@@ -244,11 +280,11 @@ static json_t *cmd_ports(struct port *const *ports, unsigned nports, json_t *req
  * bound of the bucket (about 19% wide) holding the rank; max is exact. Every value since the
  * last reset counts, so samples == total.
  */
-static json_t *lateness_summary(const struct vnet_queue_stats *st)
+static json_t *lateness_summary(struct port *p, unsigned index)
 {
-	const struct lat_hist *h = &st->lateness;
+	struct lat_hist copy, *h = &copy;
 
-	if (h->count == 0)
+	if (!stats_queue_lateness(p, index, h) || h->count == 0)
 		return json_pack("{s:i,s:I,s:n,s:n,s:n}", "samples", 0, "total", (json_int_t)0,
 				 "p50", "p99", "max");
 	return json_pack("{s:o,s:o,s:f,s:f,s:f}", "samples", ju64(h->count), "total",
@@ -276,7 +312,7 @@ static json_t *queue_stats(struct port *p, unsigned index)
 			 "max_packets", (json_int_t)sq.max_packets,
 			 "max_usecs", (json_int_t)sq.max_usecs,
 			 "set_by", sq.set_by,
-			 "lateness_us", lateness_summary(stats_queue_raw(p, index)));
+			 "lateness_us", lateness_summary(p, index));
 	if (o) {
 		json_object_set_new(o, "yields", ju64(sq.yields));
 		json_object_set_new(o, "rx_direct", ju64(sq.rx_direct));
@@ -402,17 +438,36 @@ static json_t *cmd_port_del(struct port *const *ports, unsigned nports, json_t *
 	return ctl_ok_reply();
 }
 
+/* ---- Which requests run beside the workers ------------------------------------------------ */
+
+static const struct control_sync_ops *sync_ops;
+static void *sync_ctx;
+
+void control_set_sync_ops(const struct control_sync_ops *ops, void *ctx)
+{
+	sync_ops = ops;
+	sync_ctx = ctx;
+}
+
+/*
+ * lockfree: the command only reads through stats.c, which is safe while the workers run (the
+ * data path is not stopped for it). Every other command runs inside sync_ops' enter/leave (the
+ * workers parked): they read fields that are not published for other threads (features, MAC,
+ * ...) or change ports — reset-stats included, which zeroes counters whose one writer is the
+ * worker, so that worker must not run meanwhile.
+ */
 static const struct {
 	const char *name;
 	command_fn run;
+	bool lockfree;
 } commands[] = {
-	{"port-add", cmd_port_add},
-	{"port-del", cmd_port_del},
-	{"ports", cmd_ports},
-	{"stats", cmd_stats},
-	{"coalesce", cmd_coalesce},
-	{"reset-stats", cmd_reset_stats},
-	{"stall-guard", cmd_stall_guard},
+	{"port-add", cmd_port_add, false},
+	{"port-del", cmd_port_del, false},
+	{"ports", cmd_ports, false},
+	{"stats", cmd_stats, true},
+	{"coalesce", cmd_coalesce, false},
+	{"reset-stats", cmd_reset_stats, false},
+	{"stall-guard", cmd_stall_guard, false},
 };
 
 static json_t *dispatch(struct port *const *ports, unsigned nports, const char *line)
@@ -433,9 +488,15 @@ static json_t *dispatch(struct port *const *ports, unsigned nports, const char *
 		while (i < sizeof(commands) / sizeof(commands[0]) &&
 		       strcmp(commands[i].name, json_string_value(cmd)) != 0)
 			i++;
-		if (i < sizeof(commands) / sizeof(commands[0]))
+		if (i < sizeof(commands) / sizeof(commands[0])) {
+			bool sync = sync_ops && !commands[i].lockfree;
+
+			if (sync)
+				sync_ops->enter(sync_ctx);
 			reply = commands[i].run(ports, nports, req);
-		else
+			if (sync)
+				sync_ops->leave(sync_ctx);
+		} else
 			reply = ctl_error_reply("unknown cmd '%.64s' (ports, stats, coalesce, "
 					    "reset-stats, stall-guard, port-add, port-del)", json_string_value(cmd));
 	}

@@ -66,4 +66,16 @@ struct control_port_ops {
 /* control_set_port_ops() - enable port-add/port-del; without it they fail. */
 void control_set_port_ops(const struct control_port_ops *ops, void *ctx);
 
+/* What the daemon does around a request that must not run beside the other workers. */
+struct control_sync_ops {
+	void (*enter)(void *ctx); /* park the other workers */
+	void (*leave)(void *ctx); /* e.g. keep changed state for a restart, then let them go */
+};
+
+/*
+ * control_set_sync_ops() - wrap every request except "stats" (which reads lock-free through
+ * stats.c) in enter/leave. Without it requests run as they come (one thread).
+ */
+void control_set_sync_ops(const struct control_sync_ops *ops, void *ctx);
+
 #endif

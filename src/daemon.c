@@ -95,23 +95,40 @@ static void control_event(struct daemon *d, struct ev_ref ref, uint32_t events)
 
 	if (!c || control_client_fd(c) != ref.fd)
 		return;
-	/* Requests read and change ports of every worker: the others wait meanwhile. */
-	worker_pool_park(&d->pool);
+	/* Requests that read or change ports of every worker park the others (control_sync_ops,
+	 * per request); "stats" does not. */
 	if (events & EPOLLIN)
 		r = control_client_readable(c, d->live, d->nlive);
 	if (r == 0 && (events & EPOLLOUT))
 		r = control_client_writable(c);
 	if (r == 0 && (events & (EPOLLHUP | EPOLLERR)) && !(events & EPOLLIN))
 		r = -1;
-	for (unsigned i = 0; i < d->nlive; i++)
-		port_state_sync(d->live[i]); /* e.g. vnetctl coalesce: keep it for a restart */
-	worker_pool_unpark(&d->pool);
 	if (r < 0) {
 		client_close(d, ref.queue);
 		return;
 	}
 	event_loop_mod(d->pool.w[0].epfd, ref.fd, control_client_events(c), ref);
 }
+
+/* control_sync_enter() - before a control request other than "stats": park the other workers. */
+static void control_sync_enter(void *ctx)
+{
+	struct daemon *d = ctx;
+
+	worker_pool_park(&d->pool);
+}
+
+/* control_sync_leave() - after it: keep what it changed for a restart, then resume the workers. */
+static void control_sync_leave(void *ctx)
+{
+	struct daemon *d = ctx;
+
+	for (unsigned i = 0; i < d->nlive; i++)
+		port_state_sync(d->live[i]); /* e.g. vnetctl coalesce: keep it for a restart */
+	worker_pool_unpark(&d->pool);
+}
+
+static const struct control_sync_ops daemon_sync_ops = {control_sync_enter, control_sync_leave};
 
 /* signal_event() - SIGHUP asks for a --config reload, SIGTERM/SIGINT for the end. */
 static void signal_event(struct daemon *d)
@@ -357,11 +374,9 @@ static void dispatch(void *ctx, struct worker *w, struct ev_ref ref, uint32_t ev
 	case EV_METRICS_LISTEN:
 	case EV_METRICS_CLIENT:
 	case EV_METRICS_TIMER:
-		if (d->metrics) {
-			worker_pool_park(&d->pool); /* a scrape reads every worker's ports */
+		/* A scrape reads every worker's ports through stats.c, lock-free: no park. */
+		if (d->metrics)
 			metrics_event(d->metrics, ref, events, d->live, d->nlive);
-			worker_pool_unpark(&d->pool);
-		}
 		break;
 	case EV_VU_LISTEN:
 	case EV_VU_CONN:
@@ -462,6 +477,7 @@ static int setup(struct daemon *d, const struct vnetd_options *opts)
 	if (tap_open_tun_dir() >= 0)
 		sandbox_allow_openat(tap_open_tun_dir(), TAP_TUN_FLAGS);
 	control_set_port_ops(&daemon_port_ops, d);
+	control_set_sync_ops(&daemon_sync_ops, d);
 	d->control_fd = control_listen(opts->control_path);
 	if (d->control_fd < 0 ||
 	    event_loop_add(d->pool.w[0].epfd, d->control_fd, EPOLLIN,

@@ -224,6 +224,7 @@ int vnet_dev_state_load(struct vnet_dev *dev, const uint8_t *buf, size_t len, co
 		q->state_loaded = true;
 		q->resume_notify = in.qflags[i] & QFLAG_NOTIFY;
 	}
+	vnet_dev_publish(dev);
 	return 0;
 }
 

@@ -3,6 +3,8 @@
 
 #include <stddef.h>
 
+#include "stat_atomic.h"
+
 static unsigned bucket_of(uint64_t ns)
 {
 	unsigned e;
@@ -18,10 +20,21 @@ void lat_hist_add(struct lat_hist *h, uint64_t ns)
 {
 	if (ns > UINT32_MAX)
 		ns = UINT32_MAX;
-	h->bucket[bucket_of(ns)]++;
-	h->count++;
+	/* One writer (the queue's thread); readers elsewhere use lat_hist_snapshot(). */
+	stat_inc(&h->bucket[bucket_of(ns)]);
+	stat_inc(&h->count);
 	if (ns > h->max_ns)
-		h->max_ns = ns;
+		stat_set(&h->max_ns, ns);
+}
+
+void lat_hist_snapshot(const struct lat_hist *h, struct lat_hist *out)
+{
+	uint64_t n = 0;
+
+	for (unsigned i = 0; i < LAT_HIST_BUCKETS; i++)
+		n += out->bucket[i] = stat_read(&h->bucket[i]);
+	out->count = n; /* what these buckets hold, so the percentile ranks stay inside them */
+	out->max_ns = n ? stat_read(&h->max_ns) : 0;
 }
 
 void lat_hist_bucket(const struct lat_hist *h, unsigned i, uint64_t *lower_ns, uint64_t *upper_ns,

@@ -26,6 +26,13 @@ struct lat_hist {
 void lat_hist_add(struct lat_hist *h, uint64_t ns);
 
 /*
+ * lat_hist_snapshot() - copy h into *out from any thread while its writer records: every bucket
+ * torn-free, out->count their sum (so percentiles of the copy are consistent), max from the
+ * same moment or a little later.
+ */
+void lat_hist_snapshot(const struct lat_hist *h, struct lat_hist *out);
+
+/*
  * lat_hist_bucket() - THE accessor for readers (control socket, metrics exporters): bucket i
  * (0 <= i < LAT_HIST_BUCKETS) holds *count values v with *lower_ns <= v < *upper_ns. Bounds
  * are fixed (independent of the data); buckets are disjoint and ascending, bucket 0 starts at

@@ -86,6 +86,24 @@ static uint8_t ctrl_mac(struct vnet_dev *dev, uint8_t cmd, const uint8_t *p, siz
 	}
 }
 
+const struct vnet_rx_filter *vnet_dev_rx_filter(const struct vnet_dev *dev)
+{
+	return &dev->filter;
+}
+
+int vnet_dev_restore_rx(struct vnet_dev *dev, const struct vnet_rx_filter *f, const uint8_t *mac)
+{
+	if (f->n_uc > VNET_MAC_TABLE_SIZE || f->n_mc > VNET_MAC_TABLE_SIZE ||
+	    (f->uc_overflow && f->n_uc) || (f->mc_overflow && f->n_mc))
+		return -1;
+	/* What CTRL_RX / CTRL_MAC_TABLE_SET and CTRL_MAC_ADDR_SET could have set, no more. */
+	if (dev_has(dev, VIRTIO_NET_F_CTRL_RX))
+		dev->filter = *f;
+	if (mac && dev_has(dev, VIRTIO_NET_F_CTRL_MAC_ADDR))
+		memcpy(dev->mac, mac, 6);
+	return 0;
+}
+
 static uint8_t ctrl_mq(struct vnet_dev *dev, uint8_t cmd, const uint8_t *p, size_t len)
 {
 	uint16_t pairs;

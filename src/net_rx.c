@@ -87,7 +87,7 @@ static bool rx_wait_for_buffers(struct vnet_queue *q, uint16_t seen)
 		q->rx_waiting = false;
 		return true;
 	}
-	q->stats.rx_no_buffers++;
+	stat_inc(&q->stats.rx_no_buffers);
 	return false;
 }
 
@@ -205,8 +205,8 @@ static void rx_hdr_flags(const struct vnet_dev *dev, struct virtio_net_hdr_v1 *h
 /* A packet of `bytes` frame bytes was pushed on q: count it, have the owner publish it. */
 static inline void rx_delivered(struct vnet_dev *dev, struct vnet_queue *q, size_t bytes)
 {
-	q->stats.packets++;
-	q->stats.bytes += bytes;
+	stat_inc(&q->stats.packets);
+	stat_add(&q->stats.bytes, bytes);
 	if (!q->rx_unflushed++ && !dev->rx_dirty && dev->env->rx_dirty) {
 		dev->rx_dirty = true;
 		dev->env->rx_dirty(dev->env_ctx);
@@ -230,7 +230,7 @@ int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 
 	if (dev->rx_cache.n)
 		net_rx_cache_release(dev, &dev->queues[0]);
 	if (frame_len < 14 || frame_len > VNET_MAX_FRAME) {
-		dev->queues[0].stats.dropped++;
+		stat_inc(&dev->queues[0].stats.dropped);
 		return 1;
 	}
 	if (hdr_in) {
@@ -251,7 +251,7 @@ int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 
 		got = iov_copy_from(iov, iovcnt, off, dev->rx_eth, need);
 	q = &dev->queues[2 * rx_pick_pair(dev, eth, got)];
 	if (!dev_queue_usable(q) || !dev->be) {
-		q->stats.dropped++;
+		stat_inc(&q->stats.dropped);
 		return 1;
 	}
 	if (!rx_filter_accepts(dev, eth))
@@ -265,7 +265,7 @@ int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 
 	if (r == 0)
 		return 0;
 	if (r < 0) {
-		q->stats.dropped++;
+		stat_inc(&q->stats.dropped);
 		return 1;
 	}
 	rx_delivered(dev, q, frame_len);
@@ -280,7 +280,7 @@ int vnet_dev_receive(struct vnet_dev *dev, const struct iovec *iov, unsigned iov
 	if (total < VNET_HDR_LEN + 14 || total - VNET_HDR_LEN > VNET_MAX_FRAME) {
 		if (dev->rx_cache.n)
 			net_rx_cache_release(dev, &dev->queues[0]);
-		dev->queues[0].stats.dropped++;
+		stat_inc(&dev->queues[0].stats.dropped);
 		return 1;
 	}
 	iov_copy_from(iov, iovcnt, 0, &hdr, sizeof(hdr));
@@ -427,7 +427,7 @@ void vnet_dev_rx_commit(struct vnet_dev *dev, size_t len)
 		return;
 	if (len > rc->bytes || len < VNET_HDR_LEN + 14) {
 		/* Truncated (larger than the guest may take) or runt: the buffers stay reserved. */
-		q->stats.dropped++;
+		stat_inc(&q->stats.dropped);
 		log_guest("queue 0: received packet of %zu bytes does not fit the guest's %zu; "
 			  "dropped", len, rc->bytes);
 		return;
@@ -453,7 +453,7 @@ void vnet_dev_rx_commit(struct vnet_dev *dev, size_t len)
 		vq_push(&q->vq, dev->rx_slots[i].head, dev->rx_slots[i].len);
 		rc->bytes -= rc->cap[rc->first + i];
 	}
-	q->stats.rx_direct++;
+	stat_inc(&q->stats.rx_direct);
 	rc->first += used;
 	rc->n -= used;
 	rc->iov_first += used_iov;

@@ -77,9 +77,12 @@ static bool tx_hdr_allowed(const struct vnet_dev *dev, const struct vnet_queue *
 	return false;
 }
 
+#define TX_DROPPED (-1) /* tx_send_one(): the packet was dropped (and counted) */
+
 /*
  * Send the chain in q->chain; -EAGAIN if the backend is full (the caller gives the chain back),
- * else the extra work the backend reported (0 for one delivery).
+ * TX_DROPPED, else the extra work the backend reported (0 for one delivery). The caller counts
+ * the packets sent, once per batch.
  */
 static int tx_send_one(struct vnet_dev *dev, struct vnet_queue *q)
 {
@@ -90,28 +93,26 @@ static int tx_send_one(struct vnet_dev *dev, struct vnet_queue *q)
 	if (c->read_len < dev->hdr_len || c->read_len - dev->hdr_len > VNET_MAX_FRAME) {
 		log_guest("queue %u: TX packet of %llu bytes dropped", q->vq.index,
 			  (unsigned long long)c->read_len);
-		q->stats.dropped++;
-		return 0;
+		stat_inc(&q->stats.dropped);
+		return TX_DROPPED;
 	}
 	if (!dev->be_ops) {
-		q->stats.dropped++;
-		return 0;
+		stat_inc(&q->stats.dropped);
+		return TX_DROPPED;
 	}
 	tx_read_hdr(dev, c, hdr);
 	if (!tx_hdr_allowed(dev, q, hdr, c->read_len - dev->hdr_len)) {
-		q->stats.dropped++;
-		return 0;
+		stat_inc(&q->stats.dropped);
+		return TX_DROPPED;
 	}
 	r = dev->be_ops->transmit(dev->be, hdr, c->iov, c->nread, dev->hdr_len,
 				  c->read_len - dev->hdr_len);
 	if (r == -EAGAIN)
 		return r;
 	if (r < 0) {
-		q->stats.dropped++;
-		return 0;
+		stat_inc(&q->stats.dropped);
+		return TX_DROPPED;
 	}
-	q->stats.packets++;
-	q->stats.bytes += c->read_len - dev->hdr_len;
 	return r; /* > 0: further deliveries the backend made (a flood): they cost budget too */
 }
 
@@ -124,7 +125,8 @@ bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 	vq_kick_disable(&q->vq);
 	for (;;) {
 		bool spent = false;
-		uint32_t done = 0;
+		uint32_t done = 0, sent = 0;
+		uint64_t sent_bytes = 0;
 		int r = 0, cost;
 
 		while (done < TX_BATCH) {
@@ -145,7 +147,11 @@ bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 				r = -EAGAIN;
 				break;
 			}
-			extra += (uint32_t)cost;
+			if (cost != TX_DROPPED) {
+				extra += (uint32_t)cost;
+				sent++;
+				sent_bytes += q->chain->read_len - dev->hdr_len;
+			}
 			q->tx_blocked = false;
 			bytes += q->chain->read_len;
 			descs += q->chain->ndesc;
@@ -154,6 +160,9 @@ bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 			done++;
 		}
 		if (done) {
+			/* Counted once per batch (stat_atomic.h), before the decision reads them. */
+			stat_add(&q->stats.packets, sent);
+			stat_add(&q->stats.bytes, sent_bytes);
 			/* Packets left at once; only the notification may wait. */
 			vq_publish(&q->vq);
 			notify_decide(dev, q, NOTIFY_COMPLETED, done);

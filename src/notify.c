@@ -18,20 +18,22 @@ static void record_lateness(struct vnet_queue *q, uint64_t now, uint64_t deadlin
 	lat_hist_add(&q->stats.lateness, late); /* fine-grained: vnetctl's percentiles */
 	while (b < VNET_LATENESS_BUCKETS && late > (uint64_t)vnet_lateness_bounds_us[b] * 1000u)
 		b++;
-	q->stats.lateness_bucket[b]++;
-	q->stats.lateness_sum_ns += late;
+	stat_inc(&q->stats.lateness_bucket[b]);
+	stat_add(&q->stats.lateness_sum_ns, late);
 }
 
 void vnet_queue_lateness(const struct vnet_queue *q, struct vnet_lateness_hist *out)
 {
 	uint64_t sum = 0;
 
+	/* Each bucket once, and the count from those very values: a Prometheus histogram whose
+	 * buckets add up even while the worker records (sum_ns may be one value ahead). */
 	for (unsigned b = 0; b < VNET_LATENESS_BUCKETS; b++) {
-		sum += q->stats.lateness_bucket[b];
+		sum += stat_read(&q->stats.lateness_bucket[b]);
 		out->cumulative[b] = sum;
 	}
-	out->count = sum + q->stats.lateness_bucket[VNET_LATENESS_BUCKETS];
-	out->sum_ns = q->stats.lateness_sum_ns;
+	out->count = sum + stat_read(&q->stats.lateness_bucket[VNET_LATENESS_BUCKETS]);
+	out->sum_ns = stat_read(&q->stats.lateness_sum_ns);
 }
 
 void queue_rearm_timer(struct vnet_dev *dev, struct vnet_queue *q)
@@ -159,11 +161,11 @@ static enum guard_reason guard_check(const struct vnet_dev *dev, struct vnet_que
 static void guard_count(struct vnet_queue *q, enum guard_reason r)
 {
 	if (r == GUARD_IDLE)
-		q->stats.early_idle++;
+		stat_inc(&q->stats.early_idle);
 	else if (r == GUARD_RING)
-		q->stats.early_ring++;
+		stat_inc(&q->stats.early_ring);
 	else if (r == GUARD_BYTES)
-		q->stats.early_bytes++;
+		stat_inc(&q->stats.early_bytes);
 }
 
 /* Adaptive coalescing: let the controller see the queue; it may pick new parameters. */
@@ -171,9 +173,12 @@ static void adapt_tick(struct vnet_queue *q, uint64_t now)
 {
 	const struct coal_adapt_counters c = {q->stats.packets, q->stats.bytes,
 					      q->stats.notifications};
+	uint64_t windows = q->adapt.windows;
 
 	if (coal_adapt_tick(&q->adapt, now, &c))
 		coal_set_params(&q->coal, coal_adapt_profile(q->adapt.level), COAL_SET_ADAPTIVE);
+	if (q->adapt.windows != windows)
+		queue_publish(q); /* a window was evaluated: at most every COAL_ADAPT_WINDOW_NS */
 }
 
 void notify_decide(struct vnet_dev *dev, struct vnet_queue *q, enum notify_event ev,
@@ -222,25 +227,25 @@ void notify_decide(struct vnet_dev *dev, struct vnet_queue *q, enum notify_event
 		break;
 	case COAL_HOLD:
 		if (ev == NOTIFY_COMPLETED)
-			q->stats.held += packets;
+			stat_add(&q->stats.held, packets);
 		q->coal_deadline_ns = deadline;
 		break;
 	case COAL_DUE:
 		q->coal_deadline_ns = 0;
 		if (vq_driver_wants_notify(&q->vq)) {
 			dev->env->notify(dev->env_ctx, q->vq.index);
-			q->stats.notifications++;
+			stat_inc(&q->stats.notifications);
 			if (early != GUARD_NONE) {
 				guard_count(q, early);
 			} else if (ev == NOTIFY_TIMER && fired) {
-				q->stats.timer_notifications++;
+				stat_inc(&q->stats.timer_notifications);
 				record_lateness(q, now, fired);
 			} else if (ev == NOTIFY_COMPLETED && fired && now >= fired) {
 				/* The packet path beat a late timer: just as late. */
 				record_lateness(q, now, fired);
 			}
 		} else {
-			q->stats.suppressed++;
+			stat_inc(&q->stats.suppressed);
 		}
 		coal_restart(&q->coal);
 		break;

@@ -15,6 +15,7 @@
 #include "guest_fault.h"
 #include "log.h"
 #include "port_internal.h"
+#include "stat_atomic.h"
 #include "switch.h"
 #include "tap.h"
 
@@ -40,7 +41,7 @@ struct vnet_dev *port_dev(struct port *p)
 
 bool port_connected(const struct port *p)
 {
-	return p->connected;
+	return __atomic_load_n(&p->connected, __ATOMIC_RELAXED);
 }
 
 unsigned port_worker(const struct port *p)
@@ -50,7 +51,7 @@ unsigned port_worker(const struct port *p)
 
 uint64_t port_connections(const struct port *p)
 {
-	return p->connections;
+	return stat_read(&p->connections);
 }
 
 bool port_dirty_logging(const struct port *p)
@@ -88,16 +89,40 @@ static void state_load(struct port *p)
 			    err, sizeof(err));
 	if (r < 0)
 		log_warn("%s: state file ignored: %s", p->name, err);
-	p->restore_pending = r == 0 && p->saved.nqueues > 0;
+	p->restore_pending = r == 0 && (p->saved.nqueues > 0 || p->saved.rx.present);
+	p->rx_restored = !p->saved.rx.present;
 	if (p->restore_pending)
-		log_info("%s: coalescing of %u queue(s) restored once the frontend is back", p->name,
-			 p->saved.nqueues);
+		log_info("%s: coalescing of %u queue(s)%s restored once the frontend is back",
+			 p->name, p->saved.nqueues,
+			 p->saved.rx.present ? ", receive filter, RX mode and MAC" : "");
+}
+
+/*
+ * state_restore_rx() - once the driver runs a queue again (its features negotiated, so the
+ * device knows whether it has CTRL_RX / CTRL_MAC_ADDR): its filter, RX mode and MAC back.
+ * True when done.
+ */
+static bool state_restore_rx(struct port *p)
+{
+	const struct vnet_queue *q = vnet_dev_queue(p->dev, 0);
+	const struct port_state_rx *rx = &p->saved.rx;
+	struct vnet_rx_filter f;
+
+	if (p->rx_restored)
+		return true;
+	if (!q || !q->enabled || !q->vq.started)
+		return false;
+	port_state_rx_filter(rx, &f);
+	if (vnet_dev_restore_rx(p->dev, &f, rx->mac_set ? rx->mac : NULL) < 0)
+		log_warn("%s: saved receive filter not restored", p->name);
+	p->rx_restored = true;
+	return true;
 }
 
 /* state_restore() - the frontend's queues run again: give each its saved parameters once. */
 static void state_restore(struct port *p)
 {
-	bool pending = false;
+	bool pending = !state_restore_rx(p);
 
 	for (unsigned i = 0; i < p->saved.nqueues; i++) {
 		const struct vnet_queue *q = vnet_dev_queue(p->dev, i);
@@ -135,6 +160,7 @@ void port_state_sync(struct port *p)
 		now.q[i].params = q->coal.params;
 		now.q[i].setter = (uint8_t)q->coal.setter;
 	}
+	port_state_rx_from(&now.rx, vnet_dev_rx_filter(p->dev), vnet_dev_mac(p->dev), p->cfg.dev.mac);
 	if (memcmp(&now, &p->saved, sizeof(now)) != 0 &&
 	    port_state_save(state_dir, p->cfg.socket_path, &now) == 0)
 		p->saved = now;
@@ -432,7 +458,7 @@ static void port_disconnect(struct port *p)
 		return;
 	event_loop_del(p->epfd, p->conn.sock);
 	vu_conn_close(&p->conn);
-	p->connected = false;
+	__atomic_store_n(&p->connected, false, __ATOMIC_RELAXED); /* stats read it unparked */
 	log_info("%s: frontend disconnected", p->name);
 	if (p->cfg.client && p->reconnect_fd >= 0) {
 		p->backoff_ms = RECONNECT_MIN_MS; /* the VMM restarting: it listens again soon */
@@ -495,8 +521,9 @@ static void port_attach_conn(struct port *p, int fd)
 		vu_conn_close(&p->conn);
 		return;
 	}
-	p->connected = true;
-	p->connections++;
+	/* Read by statistics on the main thread without parking this worker (stat_atomic.h). */
+	__atomic_store_n(&p->connected, true, __ATOMIC_RELAXED);
+	stat_inc(&p->connections);
 	log_info("%s: frontend connected", p->name);
 }
 

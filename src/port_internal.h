@@ -31,6 +31,7 @@ struct port {
 	 * what was last written. */
 	bool restore_pending;
 	bool restored[VNET_MAX_QUEUES];
+	bool rx_restored;        /* the receive filter, RX mode and MAC (saved.rx) */
 	struct port_state saved;
 };
 

@@ -1,4 +1,10 @@
 /* port_state.c - the --state-dir file of a port: JSON (jansson), parsed as hostile input. */
+/*
+ * Version 2 (version 1 lacks "rx"; both are read):
+ *   {"version":2,"socket":"/run/vm1.sock","queues":[[32,64,"host"],[0,0,"none"],[0,0,"none"]],
+ *    "rx":{"mode":["promisc"],"mac":null,"unicast":["52:54:00:12:34:56"],"multicast":[],
+ *          "unicast_overflow":false,"multicast_overflow":false}}
+ */
 #include "port_state.h"
 
 #include <errno.h>
@@ -34,6 +40,91 @@ static bool get_u32(json_t *v, uint32_t *out)
 	return true;
 }
 
+static const char *const rx_mode_names[] = {"promisc", "allmulti", "alluni",
+					     "nomulti", "nouni",    "nobcast"};
+
+/* "52:54:00:12:34:56" (either case, nothing else) into mac; false if it is not one. */
+static bool get_mac(json_t *v, uint8_t mac[6])
+{
+	const char *s = json_string_value(v);
+
+	if (!s || json_string_length(v) != 17)
+		return false;
+	for (unsigned i = 0; i < 6; i++) {
+		unsigned b = 0;
+
+		for (unsigned k = 0; k < 2; k++) {
+			char c = s[3 * i + k];
+
+			b <<= 4;
+			if (c >= '0' && c <= '9')
+				b |= (unsigned)(c - '0');
+			else if (c >= 'a' && c <= 'f')
+				b |= (unsigned)(c - 'a' + 10);
+			else if (c >= 'A' && c <= 'F')
+				b |= (unsigned)(c - 'A' + 10);
+			else
+				return false;
+		}
+		if (i < 5 && s[3 * i + 2] != ':')
+			return false;
+		mac[i] = (uint8_t)b;
+	}
+	return true;
+}
+
+/* One MAC table: an array of at most VNET_MAC_TABLE_SIZE MACs; none if it overflowed. */
+static bool get_table(json_t *v, bool overflow, uint8_t (*table)[6], uint8_t *n)
+{
+	size_t i;
+	json_t *e;
+
+	if (!json_is_array(v) || json_array_size(v) > VNET_MAC_TABLE_SIZE ||
+	    (overflow && json_array_size(v) != 0))
+		return false;
+	json_array_foreach(v, i, e)
+		if (!get_mac(e, table[i]))
+			return false;
+	*n = (uint8_t)json_array_size(v);
+	return true;
+}
+
+/* The "rx" object: exactly its six keys, each of its one type. */
+static int parse_rx(json_t *rx, struct port_state_rx *out, char *err, size_t err_len)
+{
+	json_t *mode = json_object_get(rx, "mode"), *mac = json_object_get(rx, "mac"), *v;
+	json_t *uo = json_object_get(rx, "unicast_overflow");
+	json_t *mo = json_object_get(rx, "multicast_overflow");
+	size_t i;
+
+	if (!json_is_object(rx) || json_object_size(rx) != 6 || !json_is_array(mode) ||
+	    !json_is_boolean(uo) || !json_is_boolean(mo) || (!json_is_null(mac) && !json_is_string(mac)))
+		return fail(err, err_len, "\"rx\" must be {mode, mac, unicast, multicast, "
+			    "unicast_overflow, multicast_overflow}");
+	json_array_foreach(mode, i, v) {
+		unsigned bit = 0;
+
+		while (bit < 6 && !(json_is_string(v) &&
+				    strcmp(json_string_value(v), rx_mode_names[bit]) == 0))
+			bit++;
+		if (bit == 6 || (out->mode & (1u << bit)))
+			return fail(err, err_len, "rx mode %zu: not one of promisc, allmulti, alluni, "
+				    "nomulti, nouni, nobcast (each once)", i);
+		out->mode |= (uint8_t)(1u << bit);
+	}
+	out->mac_set = json_is_string(mac);
+	if (out->mac_set && !get_mac(mac, out->mac))
+		return fail(err, err_len, "rx mac: not a MAC address");
+	out->uc_overflow = json_is_true(uo);
+	out->mc_overflow = json_is_true(mo);
+	if (!get_table(json_object_get(rx, "unicast"), out->uc_overflow, out->uc, &out->n_uc) ||
+	    !get_table(json_object_get(rx, "multicast"), out->mc_overflow, out->mc, &out->n_mc))
+		return fail(err, err_len, "rx tables: arrays of at most %d MAC addresses (none "
+			    "when overflowed)", VNET_MAC_TABLE_SIZE);
+	out->present = true;
+	return 0;
+}
+
 int port_state_parse(const char *text, size_t len, const char *socket, unsigned nqueues,
 		     struct port_state *out, char *err, size_t err_len)
 {
@@ -47,11 +138,16 @@ int port_state_parse(const char *text, size_t len, const char *socket, unsigned 
 	if (!root)
 		return fail(err, err_len, "line %d column %d: %s", jerr.line, jerr.column, jerr.text);
 	v = json_object_get(root, "version");
-	if (!json_is_object(root) || json_object_size(root) != 3 || !json_is_integer(v) ||
-	    json_integer_value(v) != 1) {
-		fail(err, err_len, "not a version 1 state object");
+	/* Version 1: version, socket, queues; version 2 adds rx. */
+	if (!json_is_object(root) || !json_is_integer(v) || json_integer_value(v) < 1 ||
+	    json_integer_value(v) > PORT_STATE_VERSION ||
+	    json_object_size(root) != (size_t)(2 + json_integer_value(v))) {
+		fail(err, err_len, "not a version 1 or 2 state object");
 		goto out;
 	}
+	if (json_integer_value(v) == 2 &&
+	    parse_rx(json_object_get(root, "rx"), &out->rx, err, err_len) < 0)
+		goto out;
 	sock = json_object_get(root, "socket");
 	if (!json_is_string(sock) || strcmp(json_string_value(sock), socket) != 0) {
 		fail(err, err_len, "the file is for another socket");
@@ -93,6 +189,72 @@ out:
 	return r;
 }
 
+static json_t *mac_string(const uint8_t m[6])
+{
+	char s[18];
+
+	snprintf(s, sizeof(s), "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+	return json_string(s);
+}
+
+static json_t *format_table(const uint8_t (*table)[6], unsigned n)
+{
+	json_t *a = json_array();
+
+	for (unsigned i = 0; i < n && a; i++)
+		json_array_append_new(a, mac_string(table[i]));
+	return a;
+}
+
+static json_t *format_rx(const struct port_state_rx *rx)
+{
+	json_t *mode = json_array();
+
+	for (unsigned bit = 0; bit < 6 && mode; bit++)
+		if (rx->mode & (1u << bit))
+			json_array_append_new(mode, json_string(rx_mode_names[bit]));
+	return json_pack("{s:o,s:o,s:o,s:o,s:b,s:b}", "mode", mode, "mac",
+			 rx->mac_set ? mac_string(rx->mac) : json_null(), "unicast",
+			 format_table(rx->uc, rx->n_uc), "multicast", format_table(rx->mc, rx->n_mc),
+			 "unicast_overflow", rx->uc_overflow, "multicast_overflow", rx->mc_overflow);
+}
+
+void port_state_rx_from(struct port_state_rx *out, const struct vnet_rx_filter *f,
+			const uint8_t mac[6], const uint8_t cfg_mac[6])
+{
+	memset(out, 0, sizeof(*out));
+	out->present = true;
+	out->mode = (uint8_t)(f->promisc * PORT_RX_PROMISC | f->allmulti * PORT_RX_ALLMULTI |
+			      f->alluni * PORT_RX_ALLUNI | f->nomulti * PORT_RX_NOMULTI |
+			      f->nouni * PORT_RX_NOUNI | f->nobcast * PORT_RX_NOBCAST);
+	out->mac_set = memcmp(mac, cfg_mac, 6) != 0;
+	if (out->mac_set)
+		memcpy(out->mac, mac, 6);
+	out->uc_overflow = f->uc_overflow;
+	out->mc_overflow = f->mc_overflow;
+	out->n_uc = (uint8_t)(f->n_uc <= VNET_MAC_TABLE_SIZE ? f->n_uc : 0);
+	out->n_mc = (uint8_t)(f->n_mc <= VNET_MAC_TABLE_SIZE ? f->n_mc : 0);
+	memcpy(out->uc, f->uc, out->n_uc * 6u);
+	memcpy(out->mc, f->mc, out->n_mc * 6u);
+}
+
+void port_state_rx_filter(const struct port_state_rx *in, struct vnet_rx_filter *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->promisc = in->mode & PORT_RX_PROMISC;
+	f->allmulti = in->mode & PORT_RX_ALLMULTI;
+	f->alluni = in->mode & PORT_RX_ALLUNI;
+	f->nomulti = in->mode & PORT_RX_NOMULTI;
+	f->nouni = in->mode & PORT_RX_NOUNI;
+	f->nobcast = in->mode & PORT_RX_NOBCAST;
+	f->uc_overflow = in->uc_overflow;
+	f->mc_overflow = in->mc_overflow;
+	f->n_uc = in->n_uc <= VNET_MAC_TABLE_SIZE ? in->n_uc : 0;
+	f->n_mc = in->n_mc <= VNET_MAC_TABLE_SIZE ? in->n_mc : 0;
+	memcpy(f->uc, in->uc, f->n_uc * 6u);
+	memcpy(f->mc, in->mc, f->n_mc * 6u);
+}
+
 char *port_state_format(const struct port_state *st, const char *socket)
 {
 	json_t *queues = json_array(), *root;
@@ -103,7 +265,12 @@ char *port_state_format(const struct port_state *st, const char *socket)
 							(json_int_t)st->q[i].params.max_packets,
 							(json_int_t)st->q[i].params.max_usecs,
 							coal_setter_name(st->q[i].setter)));
-	root = json_pack("{s:i,s:s,s:o}", "version", 1, "socket", socket, "queues", queues);
+	root = json_pack("{s:i,s:s,s:o}", "version", st->rx.present ? 2 : 1, "socket", socket,
+			 "queues", queues);
+	if (root && st->rx.present && json_object_set_new(root, "rx", format_rx(&st->rx)) < 0) {
+		json_decref(root);
+		root = NULL;
+	}
 	if (!root)
 		return NULL;
 	text = json_dumps(root, JSON_COMPACT);

@@ -1,4 +1,4 @@
-/* port_state.h - what a port keeps across vnetd restarts (--state-dir): coalescing per queue. */
+/* port_state.h - what a port keeps across vnetd restarts (--state-dir): coalescing, RX filter, MAC. */
 #ifndef VNETD_PORT_STATE_H
 #define VNETD_PORT_STATE_H
 
@@ -13,10 +13,35 @@
 #define PORT_STATE_READ_FLAGS (O_RDONLY | O_CLOEXEC)
 #define PORT_STATE_WRITE_FLAGS (O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC)
 
+#define PORT_STATE_VERSION 2 /* written; version 1 files (coalescing only) are still read */
+
+/* RX mode bits of port_state_rx.mode: the VIRTIO_NET_CTRL_RX commands. */
+enum {
+	PORT_RX_PROMISC = 1,
+	PORT_RX_ALLMULTI = 2,
+	PORT_RX_ALLUNI = 4,
+	PORT_RX_NOMULTI = 8,
+	PORT_RX_NOUNI = 16,
+	PORT_RX_NOBCAST = 32,
+};
+
+/* What the driver set over the control queue besides coalescing. Bytes only: no padding. */
+struct port_state_rx {
+	bool present;  /* the file had it (version 2) */
+	uint8_t mode;  /* PORT_RX_* */
+	bool mac_set;  /* the driver gave the port another MAC (CTRL_MAC_ADDR_SET): mac */
+	uint8_t mac[6];
+	bool uc_overflow, mc_overflow; /* its table was longer than VNET_MAC_TABLE_SIZE (n 0) */
+	uint8_t n_uc, n_mc;            /* at most VNET_MAC_TABLE_SIZE; unused entries zero */
+	uint8_t uc[VNET_MAC_TABLE_SIZE][6];
+	uint8_t mc[VNET_MAC_TABLE_SIZE][6];
+};
+
 /*
  * Settings a frontend cannot resend after a restart: the coalescing parameters each queue used
  * and who set them (the host with vnetctl coalesce, or the guest's driver, which believes its
- * ethtool -C values still hold). Zero-initialise before filling: structs are compared whole.
+ * ethtool -C values still hold), and the driver's receive filter, RX mode and MAC.
+ * Zero-initialise before filling: structs are compared whole.
  */
 struct port_state {
 	unsigned nqueues;
@@ -24,7 +49,18 @@ struct port_state {
 		struct coal_params params;
 		uint8_t setter; /* enum coal_setter */
 	} q[VNET_MAX_QUEUES];
+	struct port_state_rx rx;
 };
+
+/*
+ * port_state_rx_from() - *out from the device's filter f and its MAC mac; mac_set when that
+ * differs from cfg_mac, the port's configured one. (out zeroed first.)
+ */
+void port_state_rx_from(struct port_state_rx *out, const struct vnet_rx_filter *f,
+			const uint8_t mac[6], const uint8_t cfg_mac[6]);
+
+/* port_state_rx_filter() - the device filter *in describes. */
+void port_state_rx_filter(const struct port_state_rx *in, struct vnet_rx_filter *f);
 
 /*
  * port_state_parse() - text[0..len) (hostile: any bytes) into *out, for a port on `socket`
@@ -34,7 +70,10 @@ struct port_state {
 int port_state_parse(const char *text, size_t len, const char *socket, unsigned nqueues,
 		     struct port_state *out, char *err, size_t err_len);
 
-/* port_state_format() - *st as the JSON port_state_parse() reads; malloc'd, NULL if no memory. */
+/*
+ * port_state_format() - *st as the JSON port_state_parse() reads (version 2 with st->rx.present,
+ * else 1); malloc'd, NULL if no memory.
+ */
 char *port_state_format(const struct port_state *st, const char *socket);
 
 /* port_state_file_name() - the file's name in the state directory: from a hash of socket. */

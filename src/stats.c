@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "stat_atomic.h"
+
 void stats_port_read(struct port *p, struct stats_port *out)
 {
 	const struct port_config *cfg = port_config(p);
@@ -21,51 +23,66 @@ void stats_port_read(struct port *p, struct stats_port *out)
 	out->stall_guard = vnet_dev_stall_guard(port_dev(p))->on;
 }
 
+/*
+ * Nothing here stops the data path: the port's worker keeps running while the main thread
+ * reads. Counters are single-writer 64-bit values read with relaxed atomic loads
+ * (stat_atomic.h: each torn-free, two of them possibly a packet apart); the settings
+ * (enabled/started/broken, coalescing values, who set them, the adaptive controller) come
+ * from the queue's seqcount view (queue_view.c: one consistent set); the lateness histograms
+ * are copied bucket by bucket.
+ */
 bool stats_queue_read(struct port *p, unsigned qidx, struct stats_queue *out)
 {
 	const struct vnet_queue *q = vnet_dev_queue(port_dev(p), qidx);
 	const struct vnet_queue_stats *st;
+	struct vnet_queue_view v;
+	struct coal_adapt a;
 
 	if (!q)
 		return false;
 	st = &q->stats;
+	vnet_queue_view_read(q, &v);
 	memset(out, 0, sizeof(*out));
 	out->index = qidx;
-	out->kind = vnet_queue_kind_name(q->kind);
-	out->enabled = q->enabled;
-	out->started = q->vq.started;
-	out->broken = q->vq.broken;
-	out->packets = st->packets;
-	out->bytes = st->bytes;
-	out->kicks = st->kicks;
-	out->notifications = st->notifications;
-	out->suppressed = st->suppressed;
-	out->held = st->held;
-	out->timer = st->timer_notifications;
-	out->early_idle = st->early_idle;
-	out->early_ring = st->early_ring;
-	out->early_bytes = st->early_bytes;
-	out->early = st->early_idle + st->early_ring + st->early_bytes;
-	out->stop = st->stop_notifications;
-	out->dropped = st->dropped;
-	out->rx_no_buffers = st->rx_no_buffers;
-	out->yields = st->yields;
-	out->rx_direct = st->rx_direct;
-	out->max_packets = q->coal.params.max_packets;
-	out->max_usecs = q->coal.params.max_usecs;
-	out->set_by = coal_setter_name(q->coal.setter);
-	out->adaptive = q->adapt.on;
-	out->adaptive_state = coal_adapt_state_name(&q->adapt);
-	out->adaptive_level = q->adapt.level;
-	out->adaptive_changes = q->adapt.changes;
-	out->adaptive_windows = q->adapt.windows;
+	out->kind = vnet_queue_kind_name(v.kind);
+	out->enabled = v.enabled;
+	out->started = v.started;
+	out->broken = v.broken;
+	out->packets = stat_read(&st->packets);
+	out->bytes = stat_read(&st->bytes);
+	out->kicks = stat_read(&st->kicks);
+	out->notifications = stat_read(&st->notifications);
+	out->suppressed = stat_read(&st->suppressed);
+	out->held = stat_read(&st->held);
+	out->timer = stat_read(&st->timer_notifications);
+	out->early_idle = stat_read(&st->early_idle);
+	out->early_ring = stat_read(&st->early_ring);
+	out->early_bytes = stat_read(&st->early_bytes);
+	out->early = out->early_idle + out->early_ring + out->early_bytes;
+	out->stop = stat_read(&st->stop_notifications);
+	out->dropped = stat_read(&st->dropped);
+	out->rx_no_buffers = stat_read(&st->rx_no_buffers);
+	out->yields = stat_read(&st->yields);
+	out->rx_direct = stat_read(&st->rx_direct);
+	out->max_packets = v.coal.max_packets;
+	out->max_usecs = v.coal.max_usecs;
+	out->set_by = coal_setter_name(v.set_by);
+	out->adaptive = v.adaptive;
+	a = (struct coal_adapt){.on = v.adaptive, .state = v.adapt_state};
+	out->adaptive_state = coal_adapt_state_name(&a);
+	out->adaptive_level = v.adapt_level;
+	out->adaptive_changes = v.adapt_changes;
+	out->adaptive_windows = v.adapt_windows;
 	vnet_queue_lateness(q, &out->lateness);
 	return true;
 }
 
-const struct vnet_queue_stats *stats_queue_raw(struct port *p, unsigned qidx)
+bool stats_queue_lateness(struct port *p, unsigned qidx, struct lat_hist *out)
 {
 	const struct vnet_queue *q = vnet_dev_queue(port_dev(p), qidx);
 
-	return q ? &q->stats : NULL;
+	if (!q)
+		return false;
+	lat_hist_snapshot(&q->stats.lateness, out);
+	return true;
 }

@@ -16,7 +16,7 @@ struct stats_port {
 	const char *socket;  /* vhost-user socket path */
 	bool connected;	     /* a frontend is connected */
 	uint64_t connections;
-	unsigned worker; /* thread serving the port: always 0 (one event loop) */
+	unsigned worker; /* thread serving the port (--workers) */
 	unsigned nqueues;
 	bool stall_guard; /* the port's stall guard is on */
 };
@@ -44,14 +44,22 @@ struct stats_queue {
 	struct vnet_lateness_hist lateness;
 };
 
+/*
+ * The readers run on the main thread and never park the port's worker: every field below is
+ * read lock-free (stats.c says how). The port's own settings (stall guard) only change on the
+ * main thread.
+ */
+
 /* stats_port_read() - fill *out for port p. */
 void stats_port_read(struct port *p, struct stats_port *out);
 
 /* stats_queue_read() - fill *out for queue qidx of port p; false if the port has no such queue. */
 bool stats_queue_read(struct port *p, unsigned qidx, struct stats_queue *out);
 
-/* stats_queue_raw() - the queue's counters as stored (lateness samples for percentiles); or NULL.
+/*
+ * stats_queue_lateness() - a copy of queue qidx's fine lateness histogram (for percentiles),
+ * taken while the worker may record; false if the port has no such queue.
  */
-const struct vnet_queue_stats *stats_queue_raw(struct port *p, unsigned qidx);
+bool stats_queue_lateness(struct port *p, unsigned qidx, struct lat_hist *out);
 
 #endif

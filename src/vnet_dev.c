@@ -86,6 +86,7 @@ static void dev_queue_broken(void *ctx, unsigned qidx)
 	/* Nothing is decided for a broken queue any more: a pending deadline would re-fire. */
 	q->coal_deadline_ns = q->tx_deadline_ns = 0;
 	queue_rearm_timer(dev, q);
+	queue_publish(q);
 	if (dev->env->queue_error)
 		dev->env->queue_error(dev->env_ctx, qidx);
 }
@@ -93,7 +94,7 @@ static void dev_queue_broken(void *ctx, unsigned qidx)
 /* The queue stopped at its budget with work left: ask the owner to run it again later. */
 static void dev_schedule(struct vnet_dev *dev, struct vnet_queue *q)
 {
-	q->stats.yields++;
+	stat_inc(&q->stats.yields);
 	if (q->scheduled || !dev->env->schedule)
 		return;
 	/* A full run queue (cannot happen: one entry per queue fits) must not strand the queue. */
@@ -235,6 +236,7 @@ static void assign_queue_kinds(struct vnet_dev *dev)
 		dev->queues[i].kind = i == ctrl ? VNET_QUEUE_CTRL
 				      : (i & 1) ? VNET_QUEUE_TX
 						: VNET_QUEUE_RX;
+	vnet_dev_publish(dev); /* the kinds are part of the queues' views */
 }
 
 int vnet_dev_queue_start(struct vnet_dev *dev, unsigned qidx, const struct guest_mem *mem)
@@ -246,12 +248,15 @@ int vnet_dev_queue_start(struct vnet_dev *dev, unsigned qidx, const struct guest
 	assign_queue_kinds(dev);
 	q->vq.event_idx = dev_has(dev, VIRTIO_RING_F_EVENT_IDX);
 	q->vq.indirect = dev_has(dev, VIRTIO_RING_F_INDIRECT_DESC);
-	if (vq_start(&q->vq, mem) < 0)
+	if (vq_start(&q->vq, mem) < 0) {
+		queue_publish(q);
 		return -1;
+	}
 	/* Rings set up while the queue is disabled: the driver set the queue up anew. */
 	if (!q->enabled)
 		q->reinit = true;
 	q->rx_waiting = q->kind == VNET_QUEUE_RX;
+	queue_publish(q);
 	return 0;
 }
 
@@ -269,7 +274,7 @@ static void queue_flush_held(struct vnet_dev *dev, struct vnet_queue *q)
 	if (q->kind == VNET_QUEUE_RX && q->rx_unflushed)
 		net_rx_flush_queue(dev, q);
 	notify_decide(dev, q, NOTIFY_STOP, 0);
-	q->stats.stop_notifications += q->stats.notifications - before;
+	stat_add(&q->stats.stop_notifications, q->stats.notifications - before);
 }
 
 uint16_t vnet_dev_queue_stop(struct vnet_dev *dev, unsigned qidx)
@@ -287,6 +292,7 @@ uint16_t vnet_dev_queue_stop(struct vnet_dev *dev, unsigned qidx)
 	q->timer_deadline_ns = q->coal_deadline_ns = q->tx_deadline_ns = 0;
 	coal_restart(&q->coal);
 	vq_stop(&q->vq);
+	queue_publish(q);
 	return q->vq.last_avail;
 }
 
@@ -299,6 +305,7 @@ void vnet_dev_queue_enable(struct vnet_dev *dev, unsigned qidx, bool enable)
 	if (!enable) {
 		queue_flush_held(dev, q);
 		q->enabled = false;
+		queue_publish(q);
 		return;
 	}
 	q->enabled = true;
@@ -310,6 +317,7 @@ void vnet_dev_queue_enable(struct vnet_dev *dev, unsigned qidx, bool enable)
 	if (q->reinit && !q->state_loaded)
 		coal_policy_queue_default(dev, q);
 	q->reinit = q->state_loaded = false;
+	queue_publish(q);
 	coal_restart(&q->coal);
 	q->coal_deadline_ns = 0;
 	queue_rearm_timer(dev, q);
@@ -317,7 +325,7 @@ void vnet_dev_queue_enable(struct vnet_dev *dev, unsigned qidx, bool enable)
 		/* Migrated while completions were held: the driver may be waiting for this. */
 		q->resume_notify = false;
 		dev->env->notify(dev->env_ctx, qidx);
-		q->stats.notifications++;
+		stat_inc(&q->stats.notifications);
 	}
 	if (q->kind == VNET_QUEUE_RX)
 		q->rx_waiting = true;
@@ -378,7 +386,7 @@ void vnet_dev_kick(struct vnet_dev *dev, unsigned qidx)
 
 	if (!q)
 		return;
-	q->stats.kicks++;
+	stat_inc(&q->stats.kicks);
 	/* Already waiting in the run queue: that run sees whatever this kick announced. */
 	if (q->scheduled || !dev_queue_usable(q))
 		return;
@@ -483,6 +491,7 @@ void vnet_dev_reset(struct vnet_dev *dev)
 	assign_queue_kinds(dev);
 	for (unsigned i = 0; i < dev->nqueues; i++)
 		queue_reset(dev, &dev->queues[i]);
+	vnet_dev_publish(dev);
 }
 
 void vnet_dev_set_dirty_log(struct vnet_dev *dev, struct dirty_log *log)

@@ -16,6 +16,16 @@
 #define VNET_MAX_QUEUE_PAIRS 16
 #define VNET_MAX_QUEUES (2 * VNET_MAX_QUEUE_PAIRS + 1)
 #define VNET_LATENESS_BUCKETS 14 /* histogram upper bounds, vnet_lateness_bounds_us[] */
+#define VNET_MAC_TABLE_SIZE 64   /* MAC filter entries kept per table (more: overflow) */
+
+/* Receive filter set by CTRL_RX and CTRL_MAC (a table over the size: overflow, n 0). */
+struct vnet_rx_filter {
+	bool promisc, allmulti, alluni, nomulti, nouni, nobcast;
+	unsigned n_uc, n_mc;
+	bool uc_overflow, mc_overflow;
+	uint8_t uc[VNET_MAC_TABLE_SIZE][6];
+	uint8_t mc[VNET_MAC_TABLE_SIZE][6];
+};
 
 enum vnet_queue_kind { VNET_QUEUE_RX, VNET_QUEUE_TX, VNET_QUEUE_CTRL };
 
@@ -131,6 +141,29 @@ struct vnet_guard_state {
 	uint64_t last_done_ns; /* when the last completion happened */
 };
 
+/*
+ * A queue's settings as a reader on another thread sees them (vnet_queue_view_read()): one
+ * consistent set, published by the thread that changed them (queue_view.c).
+ */
+struct vnet_queue_view {
+	enum vnet_queue_kind kind; /* changes with the negotiated features (CTRL_VQ, MQ) */
+	bool enabled, started, broken;
+	struct coal_params coal;
+	enum coal_setter set_by;
+	bool adaptive;                     /* adapt.on */
+	enum coal_adapt_state adapt_state;
+	unsigned adapt_level;
+	uint64_t adapt_changes, adapt_windows;
+};
+
+#define VNET_VIEW_WORDS 4
+
+/* The published view: packed words under a seqcount (odd while being written). */
+struct vnet_view_pub {
+	uint32_t seq;
+	uint64_t w[VNET_VIEW_WORDS];
+};
+
 /* One queue of the device. */
 struct vnet_queue {
 	struct virtqueue vq;
@@ -149,7 +182,8 @@ struct vnet_queue {
 	bool reinit;                /* rings set up while disabled: virtio re-enable on enable */
 	bool state_loaded;          /* coalescing came with a migration: kept at the next enable */
 	bool resume_notify;         /* migrated with completions owed: notify once when enabled */
-	struct vnet_queue_stats stats;
+	struct vnet_queue_stats stats; /* written with stat_add() (stat_atomic.h) */
+	struct vnet_view_pub pub;      /* settings for readers on other threads (queue_view.c) */
 	/* Scratch for the chain being processed: the device's one (vnet_dev_create), shared by its
 	 * queues, as a device works on one chain at a time and never keeps one across events. */
 	struct vq_chain *chain;
@@ -333,6 +367,18 @@ int vnet_dev_send_rarp(struct vnet_dev *dev, const uint8_t mac[6]);
 int vnet_dev_restore_coal(struct vnet_dev *dev, unsigned qidx, const struct coal_params *params,
 			  enum coal_setter who);
 
+/* vnet_dev_rx_filter() - the receive filter and RX mode the driver set (reset: promisc only). */
+const struct vnet_rx_filter *vnet_dev_rx_filter(const struct vnet_dev *dev);
+
+/*
+ * vnet_dev_restore_rx() - put back the receive filter and RX mode (f) and the MAC the driver set
+ * with CTRL_MAC_ADDR_SET (mac; NULL: keep the current one) before a vnetd restart: the driver
+ * does not send them again. Each applies only if the driver negotiated the feature that lets
+ * it set them (CTRL_RX, CTRL_MAC_ADDR). -1 (nothing changed) for a table over
+ * VNET_MAC_TABLE_SIZE or an overflowed one with entries; else 0.
+ */
+int vnet_dev_restore_rx(struct vnet_dev *dev, const struct vnet_rx_filter *f, const uint8_t *mac);
+
 /* vnet_dev_coal_persist() - whether host coalescing defaults survive a device reset. */
 bool vnet_dev_coal_persist(const struct vnet_dev *dev);
 
@@ -342,7 +388,23 @@ bool vnet_dev_link_up(const struct vnet_dev *dev);
 uint16_t vnet_dev_active_pairs(const struct vnet_dev *dev);
 const char *vnet_queue_kind_name(enum vnet_queue_kind kind);
 
-/* vnet_queue_lateness() - the queue's deadline lateness as a histogram: the one reader of it. */
+/*
+ * vnet_queue_lateness() - the queue's deadline lateness as a histogram: the one reader of it.
+ * Safe from any thread (relaxed loads of single-writer counters; count is the buckets' sum).
+ */
 void vnet_queue_lateness(const struct vnet_queue *q, struct vnet_lateness_hist *out);
+
+/*
+ * vnet_queue_view_read() - the queue's settings as last published, from any thread, without a
+ * lock: a consistent set (seqcount), never a half-written one.
+ */
+void vnet_queue_view_read(const struct vnet_queue *q, struct vnet_queue_view *out);
+
+/*
+ * vnet_dev_publish() - publish every queue's settings view now. The device does this itself
+ * whenever it changes them; for owners that changed the device by other means. Called by the
+ * thread that owns the device (or while its worker is parked).
+ */
+void vnet_dev_publish(struct vnet_dev *dev);
 
 #endif

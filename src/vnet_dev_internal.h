@@ -4,9 +4,9 @@
 
 #include "vnet_dev.h"
 #include "iov.h"
+#include "stat_atomic.h"
 #include "virtio_net_defs.h"
 
-#define VNET_MAC_TABLE_SIZE 64
 #define VNET_HDR_LEN 12            /* struct virtio_net_hdr_v1 */
 #define VNET_MAX_FRAME (65536 + 14 + 4) /* largest frame (GSO) we move */
 #define VNET_RX_MAX_BUFFERS 256    /* mergeable buffers one packet may use */
@@ -17,15 +17,6 @@
 	(BIT_ULL(VIRTIO_NET_F_GUEST_CSUM) | BIT_ULL(VIRTIO_NET_F_GUEST_TSO4) |                     \
 	 BIT_ULL(VIRTIO_NET_F_GUEST_TSO6) | BIT_ULL(VIRTIO_NET_F_GUEST_ECN) |                      \
 	 BIT_ULL(VIRTIO_NET_F_GUEST_UFO))
-
-/* Receive filter set by CTRL_RX and CTRL_MAC. */
-struct vnet_rx_filter {
-	bool promisc, allmulti, alluni, nomulti, nouni, nobcast;
-	unsigned n_uc, n_mc;
-	bool uc_overflow, mc_overflow;
-	uint8_t uc[VNET_MAC_TABLE_SIZE][6];
-	uint8_t mc[VNET_MAC_TABLE_SIZE][6];
-};
 
 /* A coalescing setting for every queue of one kind, and who made it. */
 struct vnet_kind_coal {
@@ -112,6 +103,12 @@ void notify_decide(struct vnet_dev *dev, struct vnet_queue *q, enum notify_event
 
 /* queue_rearm_timer() - arm the queue's timer for the earlier of its coalescing and TX deadlines. */
 void queue_rearm_timer(struct vnet_dev *dev, struct vnet_queue *q);
+
+/*
+ * queue_publish() - publish queue q's settings view (queue_view.c): after each change of
+ * enabled/started/broken, coalescing parameters or their setter, or the adaptive controller.
+ */
+void queue_publish(struct vnet_queue *q);
 
 /* dev_now() - the injected clock. */
 static inline uint64_t dev_now(const struct vnet_dev *dev)

@@ -1,16 +1,49 @@
 """--state-dir: a full-device frontend's own coalescing (set over the control queue, as a UML
 guest's ethtool -C is) comes back after vnetd is SIGKILLed and restarted and the frontend sets
-its rings up again without resending it; host coalescing likewise; a state file that is
-garbage, too big or for another socket is ignored (logged) and vnetd starts anyway. Python
-frontends (tests/e2e/vhost_user_client.py), no guest kernel."""
+its rings up again without resending it; host coalescing likewise; so do the frontend's RX
+mode (VIRTIO_NET_CTRL_RX), MAC filter table (CTRL_MAC_TABLE_SET) and MAC (CTRL_MAC_ADDR_SET),
+shown by vnetctl ports; a state file that is garbage, too big or for another socket is ignored
+(logged) and vnetd starts anyway. Python frontends (tests/e2e/vhost_user_client.py), no guest
+kernel."""
 
 import os
 import signal
+import struct
 
 from harness import NoNs, Vnetd, check, workdir
-from vhost_user_client import VirtioNetFrontend
+from vhost_user_client import (CTRL_MAC, CTRL_RX, DEFAULT_FEATURES, VIRTIO_NET_F_CTRL_RX,
+                               VirtioNetFrontend)
 
 OK = 0
+VIRTIO_NET_F_CTRL_MAC_ADDR = 23
+RX_FEATURES = DEFAULT_FEATURES | (1 << VIRTIO_NET_F_CTRL_RX) | (1 << VIRTIO_NET_F_CTRL_MAC_ADDR)
+RX_PROMISC, RX_ALLMULTI, RX_NOBCAST = 0, 1, 5
+MAC_TABLE_SET, MAC_ADDR_SET = 0, 1
+GUEST_MAC = '52:54:00:ab:cd:ef'
+UC_ENTRY = '02:00:00:00:00:42'
+MC_ENTRY = '01:00:5e:00:00:fb'
+
+
+def mac_bytes(text):
+    return bytes(int(x, 16) for x in text.split(':'))
+
+
+def set_rx_filter(f):
+    """What a driver sends when its interface is configured: RX mode, filter table, MAC."""
+    table = (struct.pack('<I', 1) + mac_bytes(UC_ENTRY) + struct.pack('<I', 1) +
+             mac_bytes(MC_ENTRY))
+    return (f.ctrl(CTRL_RX, RX_PROMISC, b'\x00') == OK and
+            f.ctrl(CTRL_RX, RX_ALLMULTI, b'\x01') == OK and
+            f.ctrl(CTRL_RX, RX_NOBCAST, b'\x01') == OK and
+            f.ctrl(CTRL_MAC, MAC_TABLE_SET, table) == OK and
+            f.ctrl(CTRL_MAC, MAC_ADDR_SET, mac_bytes(GUEST_MAC)) == OK)
+
+
+def rx_filter_is_back(info):
+    t = info['mac_table']
+    return (info['rx_mode'] == ['allmulti', 'nobcast'] and info['mac'] == GUEST_MAC and
+            t['unicast'] == [UC_ENTRY] and t['multicast'] == [MC_ENTRY] and
+            not t['unicast_overflow'] and not t['multicast_overflow'])
 
 
 def start(wd, name, ports, state):
@@ -33,9 +66,13 @@ def main():
 
     vd = start(wd, 'v1', ports, state)
     try:
-        f = VirtioNetFrontend(socks[0]).setup()
+        f = VirtioNetFrontend(socks[0], features=RX_FEATURES).setup()
         check(f.coal_rx_set(24, 300) == OK and f.coal_tx_set(8, 100) == OK,
               'the frontend sets its coalescing over the control queue')
+        check(set_rx_filter(f), 'and its RX mode, MAC filter table and MAC')
+        info = vd.port_info()['p0']
+        check(rx_filter_is_back(info), 'vnetctl ports shows them (%s, %s, %s)'
+              % (info['rx_mode'], info['mac'], info['mac_table']))
         vd.ctl('coalesce', 'p1', 'rx-usecs', '64', 'rx-frames', '16')
         g = VirtioNetFrontend(socks[1]).setup()  # p1's queues run: the host value applies
         vd.ctl('coalesce', 'p1', 'rx-usecs', '64', 'rx-frames', '16')
@@ -50,7 +87,10 @@ def main():
         g.close()
 
         vd = start(wd, 'v2', ports, state)
-        f = VirtioNetFrontend(socks[0]).setup()  # rings again, no control command
+        info = vd.port_info()['p0']
+        check(info['rx_mode'] == ['promisc'] and info['mac'] != GUEST_MAC,
+              'before the frontend is back p0 has the reset filter (promisc, its own MAC)')
+        f = VirtioNetFrontend(socks[0], features=RX_FEATURES).setup()  # rings, no command
         g = VirtioNetFrontend(socks[1]).setup()
         st = vd.stats()
         q = st['p0']
@@ -63,6 +103,12 @@ def main():
         q = st['p1']
         check(q[0]['max_packets'] == 16 and q[0]['max_usecs'] == 64 and q[0]['set_by'] == 'host',
               'and p1 the host\'s')
+        info = vd.port_info()
+        check(rx_filter_is_back(info['p0']),
+              'p0\'s RX mode, MAC filter table and MAC are back too (%s, %s, %s)'
+              % (info['p0']['rx_mode'], info['p0']['mac'], info['p0']['mac_table']))
+        check(info['p1']['rx_mode'] == ['promisc'] and info['p1']['mac_table']['unicast'] == [],
+              'p1, whose frontend set none, keeps the reset filter')
         f.close()
         g.close()
         vd.stop()

@@ -1,4 +1,4 @@
-/* fuzz_port_state.c - libFuzzer: the --state-dir file parser (hostile input), and a round trip. */
+/* fuzz_port_state.c - libFuzzer: the --state-dir file parser (hostile input), and round trips. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +18,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			__builtin_trap();
 		return 0;
 	}
-	if (st.nqueues > 5)
+	if (st.nqueues > 5 || st.rx.n_uc > VNET_MAC_TABLE_SIZE || st.rx.n_mc > VNET_MAC_TABLE_SIZE ||
+	    (st.rx.uc_overflow && st.rx.n_uc) || (st.rx.mc_overflow && st.rx.n_mc))
 		__builtin_trap();
+	if (st.rx.present) {
+		/* The receive filter it gives the device says the same (the MAC aside). */
+		static const uint8_t cfg[6];
+		struct vnet_rx_filter f;
+		struct port_state_rx rx;
+
+		port_state_rx_filter(&st.rx, &f);
+		port_state_rx_from(&rx, &f, cfg, cfg);
+		rx.mac_set = st.rx.mac_set;
+		memcpy(rx.mac, st.rx.mac, 6);
+		if (memcmp(&rx, &st.rx, sizeof(rx)) != 0)
+			__builtin_trap();
+	}
 	/* What parses formats back to the same state. */
 	text = port_state_format(&st, sock);
 	if (!text)

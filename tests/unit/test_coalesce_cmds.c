@@ -390,6 +390,48 @@ static void test_no_value_is_invalid(void **state)
 	td_free(td);
 }
 
+/* What another thread reads (vnet_queue_view_read()) follows every change of the settings. */
+static void test_published_view_follows_settings(void **state)
+{
+	struct vnet_dev_params p;
+	struct vnet_queue_view v;
+	struct test_dev *td;
+
+	(void)state;
+	td_default_params(&p, 1);
+	td = td_create(&p, TD_BASE_FEATURES);
+	td_start_queues(td, 64);
+	vnet_queue_view_read(vnet_dev_queue(td->dev, TXQ), &v);
+	assert_true(v.enabled && v.started && !v.broken);
+	assert_int_equal(v.kind, VNET_QUEUE_TX);
+	assert_int_equal(v.set_by, COAL_SET_NONE);
+	assert_int_equal(td_coal_cmd(td, TX_SET, 4, 10), VIRTIO_NET_OK);
+	vnet_queue_view_read(vnet_dev_queue(td->dev, TXQ), &v);
+	assert_int_equal(v.coal.max_packets, 4);
+	assert_int_equal(v.coal.max_usecs, 10);
+	assert_int_equal(v.set_by, COAL_SET_GUEST);
+	assert_int_equal(
+	    vnet_dev_host_coalesce(td->dev, RXQ, VNET_QUEUE_RX, &(struct coal_params){7, 70}), 0);
+	vnet_queue_view_read(vnet_dev_queue(td->dev, RXQ), &v);
+	assert_int_equal(v.coal.max_packets, 7);
+	assert_int_equal(v.set_by, COAL_SET_HOST);
+	assert_int_equal(vnet_dev_host_adaptive(td->dev, RXQ, VNET_QUEUE_RX, true), 0);
+	vnet_queue_view_read(vnet_dev_queue(td->dev, RXQ), &v);
+	assert_true(v.adaptive);
+	assert_int_equal(v.set_by, COAL_SET_ADAPTIVE);
+	vnet_dev_queue_enable(td->dev, TXQ, false);
+	vnet_queue_view_read(vnet_dev_queue(td->dev, TXQ), &v);
+	assert_false(v.enabled);
+	vnet_dev_reset(td->dev);
+	vnet_queue_view_read(vnet_dev_queue(td->dev, TXQ), &v);
+	assert_false(v.started);
+	assert_int_equal(v.coal.max_packets, 0);
+	assert_int_equal(v.set_by, COAL_SET_NONE);
+	vnet_queue_view_read(vnet_dev_queue(td->dev, RXQ), &v);
+	assert_false(v.adaptive);
+	td_free(td);
+}
+
 #define T(fn) cmocka_unit_test_teardown(fn, td_cleanup)
 
 int main(void)
@@ -413,6 +455,7 @@ int main(void)
 	    T(test_host_defaults_apply_until_guest_sets),
 	    T(test_notf_coal_offered_only_with_ctrl_vq),
 	    T(test_no_value_is_invalid),
+	    T(test_published_view_follows_settings),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -370,6 +370,50 @@ static void test_rx_filter_follows_promisc_allmulti_and_mac_table(void **state)
 	td_free(td);
 }
 
+/* After a vnetd restart (--state-dir) the filter and MAC come back without a command. */
+static void test_restore_rx_puts_back_filter_and_mac(void **state)
+{
+	static const uint8_t other[6] = {0x02, 0, 0, 0, 0, 0x77};
+	struct vnet_rx_filter f;
+	struct test_dev *td = dev_with(1, F(CTRL_RX) | F(CTRL_MAC_ADDR));
+
+	(void)state;
+	memset(&f, 0, sizeof(f));
+	f.n_uc = 1;
+	memcpy(f.uc[0], other, 6);
+	f.nobcast = true;
+	assert_int_equal(vnet_dev_restore_rx(td->dev, &f, new_mac), 0);
+	assert_false(vnet_dev_rx_filter(td->dev)->promisc);
+	assert_true(vnet_dev_rx_filter(td->dev)->nobcast);
+	assert_int_equal(vnet_dev_rx_filter(td->dev)->n_uc, 1);
+	assert_memory_equal(vnet_dev_mac(td->dev), new_mac, 6);
+	td_post_rx(td, 0, 16, 1526);
+	assert_int_equal(rx_to(td, other), 1);
+	assert_int_equal(rx_to(td, (const uint8_t[6]){0x02, 1, 2, 3, 4, 5}), 0);
+	/* Out-of-bounds tables change nothing. */
+	f.n_uc = VNET_MAC_TABLE_SIZE + 1;
+	assert_int_equal(vnet_dev_restore_rx(td->dev, &f, NULL), -1);
+	f.n_uc = 1;
+	f.uc_overflow = true;
+	assert_int_equal(vnet_dev_restore_rx(td->dev, &f, NULL), -1);
+	assert_int_equal(vnet_dev_rx_filter(td->dev)->n_uc, 1);
+	td_free(td);
+}
+
+/* A driver without CTRL_RX / CTRL_MAC_ADDR could not have set them: nothing is restored. */
+static void test_restore_rx_needs_the_features(void **state)
+{
+	struct vnet_rx_filter f;
+	struct test_dev *td = dev_with(1, 0);
+
+	(void)state;
+	memset(&f, 0, sizeof(f));
+	assert_int_equal(vnet_dev_restore_rx(td->dev, &f, new_mac), 0);
+	assert_true(vnet_dev_rx_filter(td->dev)->promisc);
+	assert_memory_equal(vnet_dev_mac(td->dev), default_mac, 6);
+	td_free(td);
+}
+
 /* ---- CTRL_MQ ---- */
 
 static void test_mq_vq_pairs_set_within_range(void **state)
@@ -704,6 +748,8 @@ int main(void)
 	    T(test_rx_filter_follows_promisc_allmulti_and_mac_table),
 	    T(test_mac_table_set_truncated_is_err),
 	    T(test_mac_addr_set_changes_config_space_mac),
+	    T(test_restore_rx_puts_back_filter_and_mac),
+	    T(test_restore_rx_needs_the_features),
 	    T(test_mq_vq_pairs_set_within_range),
 	    T(test_mq_steering_spreads_flows_with_even_ports),
 	    T(test_mq_vq_pairs_set_out_of_range_or_malformed_is_err),

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -146,6 +147,93 @@ static void test_state_round_trip_and_refusals(void **state)
 						  sizeof(err)), -1);
 }
 
+static void test_state_rx_round_trip(void **state)
+{
+	struct vnet_rx_filter f, back_f;
+	struct port_state st, back;
+	static const uint8_t mac[6] = {0x52, 0x54, 0, 0xab, 0xcd, 0xef}, cfg[6] = {2, 0, 0, 0, 0, 1};
+	char err[256], *text;
+
+	(void)state;
+	memset(&st, 0, sizeof(st));
+	memset(&f, 0, sizeof(f));
+	f.allmulti = f.nobcast = true;
+	f.n_uc = 2;
+	memcpy(f.uc[0], mac, 6);
+	memcpy(f.uc[1], cfg, 6);
+	f.mc_overflow = true;
+	st.nqueues = 1;
+	port_state_rx_from(&st.rx, &f, mac, cfg);
+	assert_true(st.rx.present && st.rx.mac_set);
+	assert_int_equal(st.rx.mode, PORT_RX_ALLMULTI | PORT_RX_NOBCAST);
+	text = port_state_format(&st, "/run/a.sock");
+	assert_non_null(text);
+	assert_non_null(strstr(text, "\"version\":2"));
+	assert_non_null(strstr(text, "\"52:54:00:ab:cd:ef\""));
+	assert_int_equal(port_state_parse(text, strlen(text), "/run/a.sock", 3, &back, err,
+					  sizeof(err)), 0);
+	assert_memory_equal(&st, &back, sizeof(st));
+	free(text);
+	port_state_rx_filter(&back.rx, &back_f);
+	assert_true(back_f.allmulti && back_f.nobcast && !back_f.promisc && back_f.mc_overflow);
+	assert_int_equal(back_f.n_uc, 2);
+	assert_memory_equal(back_f.uc[1], cfg, 6);
+	/* The configured MAC is not "set by the driver". */
+	port_state_rx_from(&st.rx, &f, cfg, cfg);
+	assert_false(st.rx.mac_set);
+}
+
+static void test_state_rx_refusals(void **state)
+{
+	static const char head[] = "{\"version\":2,\"socket\":\"/s\",\"queues\":[],\"rx\":";
+	static const char *const bad[] = {
+	    "{}",
+	    "{\"mode\":[\"promisc\",\"promisc\"],\"mac\":null,\"unicast\":[],\"multicast\":[],"
+	    "\"unicast_overflow\":false,\"multicast_overflow\":false}",
+	    "{\"mode\":[\"root\"],\"mac\":null,\"unicast\":[],\"multicast\":[],"
+	    "\"unicast_overflow\":false,\"multicast_overflow\":false}",
+	    "{\"mode\":[],\"mac\":\"52:54:00:12:34:5g\",\"unicast\":[],\"multicast\":[],"
+	    "\"unicast_overflow\":false,\"multicast_overflow\":false}",
+	    "{\"mode\":[],\"mac\":\"52-54-00-12-34-56\",\"unicast\":[],\"multicast\":[],"
+	    "\"unicast_overflow\":false,\"multicast_overflow\":false}",
+	    "{\"mode\":[],\"mac\":null,\"unicast\":[\"52:54:00:12:34:56\"],\"multicast\":[],"
+	    "\"unicast_overflow\":true,\"multicast_overflow\":false}",
+	    "{\"mode\":[],\"mac\":null,\"unicast\":[1],\"multicast\":[],"
+	    "\"unicast_overflow\":false,\"multicast_overflow\":false}",
+	    "{\"mode\":[],\"mac\":null,\"unicast\":[],\"multicast\":[],"
+	    "\"unicast_overflow\":false,\"multicast_overflow\":0}",
+	    "{\"mode\":[],\"mac\":null,\"unicast\":[],\"multicast\":[],"
+	    "\"unicast_overflow\":false,\"multicast_overflow\":false,\"x\":1}",
+	};
+	struct port_state back;
+	char err[256], text[2048];
+	size_t n;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "%s%s}", head, bad[i]);
+		assert_int_equal(port_state_parse(text, strlen(text), "/s", 3, &back, err,
+						  sizeof(err)), -1);
+		assert_false(back.rx.present);
+	}
+	/* 64 entries fit, 65 do not. */
+	for (unsigned count = 64; count <= 65; count++) {
+		n = (size_t)snprintf(text, sizeof(text), "%s{\"mode\":[],\"mac\":null,"
+				     "\"unicast\":[", head);
+		for (unsigned i = 0; i < count; i++)
+			n += (size_t)snprintf(text + n, sizeof(text) - n, "%s\"02:00:00:00:00:%02x\"",
+					      i ? "," : "", i);
+		snprintf(text + n, sizeof(text) - n, "],\"multicast\":[],\"unicast_overflow\":false,"
+			 "\"multicast_overflow\":false}}");
+		assert_int_equal(port_state_parse(text, strlen(text), "/s", 3, &back, err,
+						  sizeof(err)), count == 64 ? 0 : -1);
+	}
+	/* A version 1 file has no rx. */
+	snprintf(text, sizeof(text), "{\"version\":1,\"socket\":\"/s\",\"queues\":[]}");
+	assert_int_equal(port_state_parse(text, strlen(text), "/s", 3, &back, err, sizeof(err)), 0);
+	assert_false(back.rx.present);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -154,6 +242,8 @@ int main(void)
 	    cmocka_unit_test(test_runtime_port_checks_against_live_ports),
 	    cmocka_unit_test(test_runtime_port_default_mac_is_unique),
 	    cmocka_unit_test(test_state_round_trip_and_refusals),
+	    cmocka_unit_test(test_state_rx_round_trip),
+	    cmocka_unit_test(test_state_rx_refusals),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
