@@ -109,8 +109,8 @@ struct vnet_stall_guard {
 	uint32_t idle_usecs; /* TX: the driver posted nothing for this long since a completion */
 };
 
-#define VNET_STALL_BYTES_DEFAULT (64u * 1024u)
-#define VNET_STALL_IDLE_USECS_DEFAULT 1000u
+#define VNET_STALL_BYTES_DEFAULT 0u 
+#define VNET_STALL_IDLE_USECS_DEFAULT 2000u
 
 /* Static configuration of a device (from the command line). */
 struct vnet_dev_params {
