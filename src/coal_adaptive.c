@@ -93,6 +93,18 @@ void coal_adapt_stop(struct coal_adapt *a)
 	a->state = COAL_ADAPT_SETTLED;
 }
 
+/*
+ * A request/response pattern: at least 90 % of the packets were notified one by one (nothing
+ * merged, by the driver or by a hold) and the pair's other queue moved 75..125 % as many (an
+ * answer per request). A stream into a guest that sends nothing back, or one whose driver
+ * polls (NAPI suppresses notifications), is not one.
+ */
+static bool request_response(const struct coal_adapt_rates *r)
+{
+	return r->nps >= r->pps - r->pps / 10u && r->peer_pps >= r->pps - r->pps / 4u &&
+	       r->peer_pps <= r->pps + r->pps / 4u;
+}
+
 /* The lowest level whose hold spans COAL_ADAPT_BATCH packets at this rate; 0 if none does. */
 static unsigned target_level(uint64_t pps)
 {
@@ -115,6 +127,9 @@ static bool in_band(unsigned level, uint64_t pps)
  *  - fewer than COAL_ADAPT_MIN_PACKETS packets: sparse traffic (a ping-pong, an idle queue);
  *    nothing to batch, so level 0 (after COAL_ADAPT_IDLE_NS without a decision, every wait
  *    before probing is forgotten: a new load);
+ *  - request/response (every packet notified, and the pair's other queue moves about as many
+ *    packets: each one answers the last): nothing can batch, a hold only delays the answer;
+ *    level 0, and a probe that got here failed;
  *  - probing (the first window one level up): kept unless the packet or byte rate fell by
  *    more than a quarter (a flow that slows down when its notifications wait is latency-bound:
  *    back down, and a longer wait before probing from there again);
@@ -139,6 +154,13 @@ static void decide(struct coal_adapt *a, uint64_t packets, uint64_t dur_ns,
 		settle(a);
 		if (dur_ns >= COAL_ADAPT_IDLE_NS)
 			refresh(a); /* idle that long: what comes next is a new load */
+		return;
+	}
+	if (request_response(r)) {
+		if (a->state == COAL_ADAPT_PROBING)
+			probe_failed(a);
+		a->level = 0;
+		settle(a);
 		return;
 	}
 	if (a->state == COAL_ADAPT_PROBING) {
@@ -179,6 +201,7 @@ bool coal_adapt_tick(struct coal_adapt *a, uint64_t now_ns, const struct coal_ad
 	r.pps = per_sec(packets, dur);
 	r.bps = per_sec(delta(c->bytes, a->base.bytes), dur);
 	r.nps = per_sec(delta(c->notifications, a->base.notifications), dur);
+	r.peer_pps = per_sec(delta(c->peer_packets, a->base.peer_packets), dur);
 	a->windows++;
 	a->win_start_ns = now_ns;
 	a->base = *c;

@@ -21,6 +21,7 @@
  */
 struct coal_adapt_counters {
 	uint64_t packets, bytes, notifications;
+	uint64_t peer_packets; /* packets of the pair's other queue (RX for a TX queue, and back) */
 };
 
 enum coal_adapt_state {
@@ -31,6 +32,7 @@ enum coal_adapt_state {
 /* Rates of one window, per second. */
 struct coal_adapt_rates {
 	uint64_t pps, bps, nps; /* packets, bytes, notifications sent (after driver suppression) */
+	uint64_t peer_pps;      /* packets of the pair's other queue */
 };
 
 /* Controller state of one queue (all zero: off). */

@@ -26,8 +26,7 @@ void coal_policy_default(const struct vnet_dev *dev, const struct vnet_queue *q,
 /* The controller takes the queue over at level 0 (notify every packet) from now. */
 static void adapt_begin(struct vnet_dev *dev, struct vnet_queue *q)
 {
-	const struct coal_adapt_counters c = {q->stats.packets, q->stats.bytes,
-					      q->stats.notifications};
+	const struct coal_adapt_counters c = queue_adapt_counters(dev, q);
 
 	coal_adapt_start(&q->adapt, dev_now(dev), &c);
 	coal_set_params(&q->coal, coal_adapt_profile(0), COAL_SET_ADAPTIVE);

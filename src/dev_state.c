@@ -215,8 +215,7 @@ int vnet_dev_state_load(struct vnet_dev *dev, const uint8_t *buf, size_t len, co
 		coal_adapt_stop(&q->adapt);
 		if (in.qwho[i] == COAL_SET_ADAPTIVE) {
 			/* The controller goes on from the level the source had reached. */
-			const struct coal_adapt_counters c = {q->stats.packets, q->stats.bytes,
-							      q->stats.notifications};
+			const struct coal_adapt_counters c = queue_adapt_counters(dev, q);
 
 			coal_adapt_start(&q->adapt, dev_now(dev), &c);
 			q->adapt.level = (uint8_t)coal_adapt_level_of(&in.qp[i]);

@@ -169,10 +169,9 @@ static void guard_count(struct vnet_queue *q, enum guard_reason r)
 }
 
 /* Adaptive coalescing: let the controller see the queue; it may pick new parameters. */
-static void adapt_tick(struct vnet_queue *q, uint64_t now)
+static void adapt_tick(const struct vnet_dev *dev, struct vnet_queue *q, uint64_t now)
 {
-	const struct coal_adapt_counters c = {q->stats.packets, q->stats.bytes,
-					      q->stats.notifications};
+	const struct coal_adapt_counters c = queue_adapt_counters(dev, q);
 	uint64_t windows = q->adapt.windows;
 
 	if (coal_adapt_tick(&q->adapt, now, &c))
@@ -194,7 +193,7 @@ void notify_decide(struct vnet_dev *dev, struct vnet_queue *q, enum notify_event
 		return;
 	}
 	if (q->adapt.on)
-		adapt_tick(q, now);
+		adapt_tick(dev, q, now);
 	if (ev == NOTIFY_COMPLETED) {
 		guard_completed(q, now);
 		coal_add_packets(&q->coal, packets, now);

@@ -128,6 +128,19 @@ static inline bool dev_has(const struct vnet_dev *dev, unsigned bit)
 	return dev->features & BIT_ULL(bit);
 }
 
+/* queue_adapt_counters() - what the adaptive controller of q looks at: its counters and the
+ * packets of its pair's other queue (rx N <-> tx N+1). */
+static inline struct coal_adapt_counters queue_adapt_counters(const struct vnet_dev *dev,
+							      const struct vnet_queue *q)
+{
+	unsigned i = q->vq.index, peer = (i & 1u) ? i - 1u : i + 1u;
+	struct coal_adapt_counters c = {q->stats.packets, q->stats.bytes, q->stats.notifications, 0};
+
+	if (peer < dev->nqueues && dev->queues[peer].kind != VNET_QUEUE_CTRL)
+		c.peer_packets = dev->queues[peer].stats.packets;
+	return c;
+}
+
 /* dev_queue_usable() - enabled, started and not broken. */
 static inline bool dev_queue_usable(const struct vnet_queue *q)
 {

@@ -10,6 +10,7 @@
 /* What a queue would see in one second at a level: packets, bytes, notifications sent. */
 struct rates {
 	uint64_t pps, bps, nps;
+	uint64_t peer; /* packets/s of the pair's other queue (0 unless a model says) */
 };
 
 typedef struct rates (*model_fn)(unsigned level);
@@ -31,13 +32,13 @@ static uint64_t holds_per_sec(unsigned level, uint64_t pps)
 /* Bulk: 10k TSO frames/s of 64 KB whatever the level (the flow is not latency-bound). */
 static struct rates bulk(unsigned level)
 {
-	return (struct rates){10000, 10000ull * 65000, holds_per_sec(level, 10000)};
+	return (struct rates){10000, 10000ull * 65000, holds_per_sec(level, 10000), 0};
 }
 
 /* Bulk of small frames: 100k/s of 1500 bytes. */
 static struct rates bulk_small(unsigned level)
 {
-	return (struct rates){100000, 150000000, holds_per_sec(level, 100000)};
+	return (struct rates){100000, 150000000, holds_per_sec(level, 100000), 0};
 }
 
 /* Bulk that loses 30 % of its rate from level 4 on (holding that long paces the flow). */
@@ -45,7 +46,7 @@ static struct rates bulk_paced_at_4(unsigned level)
 {
 	uint64_t pps = level >= 4 ? 7000 : 10000;
 
-	return (struct rates){pps, pps * 65000, holds_per_sec(level, pps)};
+	return (struct rates){pps, pps * 65000, holds_per_sec(level, pps), 0};
 }
 
 /* Ping-pong: one 64-byte packet per round trip of 30 us plus what the hold adds. */
@@ -53,14 +54,32 @@ static struct rates ping_pong(unsigned level)
 {
 	uint64_t pps = 1000000u / (30 + coal_adapt_profile(level)->max_usecs);
 
-	return (struct rates){pps, pps * 64, pps};
+	return (struct rates){pps, pps * 64, pps, 0};
+}
+
+/* Request/response: the ping-pong above with its answers counted on the pair's other queue. */
+static struct rates request_response(unsigned level)
+{
+	struct rates r = ping_pong(level);
+
+	r.peer = r.pps;
+	return r;
+}
+
+/* Bulk whose receiver ACKs every other frame on the pair's other queue. */
+static struct rates bulk_with_acks(unsigned level)
+{
+	struct rates r = bulk(level);
+
+	r.peer = r.pps / 2;
+	return r;
 }
 
 /* Sparse: 1000 packets/s (4 a window), e.g. a slow ping or paced UDP at 12 Mbit/s. */
 static struct rates sparse(unsigned level)
 {
 	(void)level;
-	return (struct rates){1000, 1000 * 1400, 1000};
+	return (struct rates){1000, 1000 * 1400, 1000, 0};
 }
 
 /* Deterministic noise: each rate off by up to +-8 % per window (a linear congruential draw). */
@@ -76,7 +95,7 @@ static struct rates noisy_bulk(unsigned level)
 {
 	struct rates r = bulk(level);
 
-	return (struct rates){noisy(r.pps), noisy(r.bps), noisy(r.nps)};
+	return (struct rates){noisy(r.pps), noisy(r.bps), noisy(r.nps), 0};
 }
 
 struct sim {
@@ -105,6 +124,7 @@ static void sim_run(struct sim *s, model_fn model, unsigned n)
 		s->c.packets += r.pps * w / 1000000u;
 		s->c.bytes += r.bps * w / 1000000u;
 		s->c.notifications += r.nps * w / 1000000u;
+		s->c.peer_packets += r.peer * w / 1000000u;
 		s->now += COAL_ADAPT_WINDOW_NS;
 		if (coal_adapt_tick(&s->a, s->now, &s->c))
 			s->changes++;
@@ -228,6 +248,33 @@ static void test_ping_pong_after_bulk_returns_in_one_window(void **state)
 	sim_run(&s, ping_pong, 1);
 	assert_int_equal(s.a.level, 0);
 	sim_run(&s, bulk, 2 * COAL_ADAPT_LEVELS); /* and back up when bulk resumes */
+	assert_int_equal(s.a.level, 4);
+}
+
+/* An answer per request on the pair's other queue: never even probed. */
+static void test_request_response_is_never_held(void **state)
+{
+	struct sim s;
+
+	(void)state;
+	sim_start(&s);
+	sim_run(&s, request_response, 1000);
+	assert_int_equal(s.windows_at[0], 1000);
+	assert_int_equal(s.changes, 0);
+	sim_run(&s, bulk, 50); /* a stream after it still gets its level */
+	assert_int_equal(s.a.level, 4);
+	sim_run(&s, request_response, 1);
+	assert_int_equal(s.a.level, 0);
+}
+
+/* ACKs on the other queue do not make a stream look like request/response. */
+static void test_stream_with_acks_still_batches(void **state)
+{
+	struct sim s;
+
+	(void)state;
+	sim_start(&s);
+	sim_run(&s, bulk_with_acks, 50);
 	assert_int_equal(s.a.level, 4);
 }
 
@@ -424,6 +471,8 @@ int main(void)
 		cmocka_unit_test(test_level_that_paces_the_flow_is_left_and_rarely_retried),
 		cmocka_unit_test(test_ping_pong_stays_at_low_latency),
 		cmocka_unit_test(test_ping_pong_after_bulk_returns_in_one_window),
+cmocka_unit_test(test_request_response_is_never_held),
+cmocka_unit_test(test_stream_with_acks_still_batches),
 		cmocka_unit_test(test_sparse_traffic_is_never_held),
 		cmocka_unit_test(test_idle_queue_returns_to_level_0),
 		cmocka_unit_test(test_counters_reset_under_it),
