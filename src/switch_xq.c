@@ -51,6 +51,7 @@ struct xq {
 _Static_assert(XQ_MAX_WORKERS <= 32, "dirty is a 32-bit set of receivers");
 _Static_assert(sizeof(struct xq_rec) == XQ_REC, "record header size");
 
+/* xq_create() - every ring of every ordered worker pair; pages touched only when used. */
 struct xq *xq_create(unsigned nworkers, size_t ring_bytes, xq_wake_fn wake, void *ctx)
 {
 	struct xq *q = NULL;
@@ -88,6 +89,7 @@ struct xq *xq_create(unsigned nworkers, size_t ring_bytes, xq_wake_fn wake, void
 	return q;
 }
 
+/* xq_destroy() - free the rings and the queue. */
 void xq_destroy(struct xq *q)
 {
 	if (!q)
@@ -118,6 +120,7 @@ static void wake_idle(struct xq *q, struct xq_ring *r, unsigned to)
 		q->wake(q->ctx, to);
 }
 
+/* xq_push() - the sender copies one frame into its ring to `to`, or refuses it. */
 int xq_push(struct xq *q, unsigned from, unsigned to, uint64_t tag, const struct iovec *iov,
 	    unsigned iovcnt, size_t off, size_t len)
 {
@@ -157,6 +160,7 @@ int xq_push(struct xq *q, unsigned from, unsigned to, uint64_t tag, const struct
 	return 0;
 }
 
+/* xq_flush() - the sender's round ended: wake the idle receivers it queued for. */
 void xq_flush(struct xq *q, unsigned from)
 {
 	uint32_t dirty = q->w[from].dirty;
@@ -182,6 +186,7 @@ static bool any_queued(const struct xq *q, unsigned to)
 	return false;
 }
 
+/* xq_drain() - the receiver hands out one budget of frames, then goes idle if all is empty. */
 int xq_drain(struct xq *q, unsigned to, unsigned max_frames, size_t max_bytes,
 	     xq_deliver_fn deliver, void *ctx)
 {
@@ -230,6 +235,7 @@ int xq_drain(struct xq *q, unsigned to, unsigned max_frames, size_t max_bytes,
 	}
 }
 
+/* xq_queued_bytes() - tail minus head of one ring. */
 size_t xq_queued_bytes(const struct xq *q, unsigned from, unsigned to)
 {
 	const struct xq_ring *r = from < q->n && to < q->n ? q->ring[from][to] : NULL;
