@@ -120,13 +120,19 @@ static uint64_t sw_now_ns(void)
 
 /* ---- Flow cache in front of the FDB -------------------------------------------------------- */
 
-/* fdb_learn() through p's flow cache: the same source as last time costs one compare. */
-static void learn_cached(struct vnet_switch *sw, struct switch_port *p, const uint8_t *mac,
-			 uint64_t now)
+/*
+ * fdb_learn() through p's flow cache: the same source as last time costs one compare. With one
+ * worker the entry itself says whether it still holds our MAC (nothing changes it meanwhile);
+ * with several (`xw`) another thread may be rewriting it, so the generation says so instead.
+ */
+static inline __attribute__((always_inline)) void
+learn_cached(struct vnet_switch *sw, struct switch_port *p, const uint8_t *mac, uint64_t now,
+	     const bool xw)
 {
 	struct fdb_entry *e = p->src_hit;
 
-	if (e && p->src_gen == fdb_gen(&sw->fdb) && !memcmp(p->src_mac, mac, SW_ETH_ALEN)) {
+	if (e && (xw ? p->src_gen == fdb_gen(&sw->fdb) && !memcmp(p->src_mac, mac, SW_ETH_ALEN)
+		     : e->port == p->slot && !memcmp(e->mac, mac, SW_ETH_ALEN))) {
 		fdb_touch(e, now);
 		return;
 	}
@@ -135,7 +141,8 @@ static void learn_cached(struct vnet_switch *sw, struct switch_port *p, const ui
 }
 
 /* fdb_lookup() through p's flow cache: the port behind `mac`, NULL to flood. */
-static struct switch_port *lookup_cached(struct vnet_switch *sw, struct switch_port *p,
+static inline __attribute__((always_inline)) struct switch_port *
+lookup_cached(struct vnet_switch *sw, struct switch_port *p,
 					 const uint8_t *mac, uint64_t now)
 {
 	struct fdb_entry *e = p->dst_hit;
@@ -146,8 +153,10 @@ static struct switch_port *lookup_cached(struct vnet_switch *sw, struct switch_p
 
 		memcpy(p->dst_mac, mac, SW_ETH_ALEN);
 		p->dst_port = slot == FDB_NO_PORT ? NULL : sw->ports[slot];
+		e = p->dst_hit;
 	}
-	return p->dst_port;
+	/* No entry, no port (flood): decided on the register that holds e, no load. */
+	return e ? p->dst_port : NULL;
 }
 
 /* ---- Delivery on the receiver's worker ---------------------------------------------------- */
@@ -317,15 +326,15 @@ static void cross_send(struct switch_port *src, unsigned to, const struct switch
  * A guest sent a packet: learn its source, forward or flood it. Never back-pressures. `xw`:
  * ports may be on other workers (a constant: each ops table gets its own copy).
  */
-static inline int transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt,
-			   size_t off, size_t len, const bool xw)
+static inline __attribute__((always_inline)) int
+transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size_t off, size_t len,
+	 const bool xw)
 {
 	struct switch_port *src = port_of(be), *dst;
 	struct vnet_switch *sw = src->sw;
 	const struct sw_worker *own = &sw->w[xw ? src->worker : 0];
 	const uint8_t *dst_mac = src->macs, *src_mac = src->macs + SW_ETH_ALEN;
 	int deliveries = 0;
-	unsigned k = 0;
 	uint64_t now;
 
 	if (len < SW_MIN_FRAME || len > SW_MAX_FRAME) {
@@ -342,7 +351,7 @@ static inline int transmit(struct vnet_backend *be, const struct iovec *iov, uns
 	iov_copy_from(iov, iovcnt, off, src->macs, sizeof(src->macs));
 
 	now = own->now_ns;
-	learn_cached(sw, src, src_mac, now);
+	learn_cached(sw, src, src_mac, now, xw);
 	if (!(dst_mac[0] & 1)) {
 		dst = lookup_cached(sw, src, dst_mac, now);
 		if (dst) {
@@ -358,20 +367,24 @@ static inline int transmit(struct vnet_backend *be, const struct iovec *iov, uns
 		}
 	}
 	src->flooded++;
-	for (unsigned i = 0; i < own->nports; i++) {
+	for (unsigned i = 0, k = 0; i < own->nports; i++) {
 		dst = own->ports[i];
 		if (dst != src)
 			port_deliver(dst, iov, iovcnt, off, len);
 		if (dst != src && k++)
 			deliveries++;
 	}
-	/* Other workers: one copy each, which their thread hands to each of its ports. */
-	for (unsigned wi = 0; xw && wi < sw->nworkers; wi++) {
-		if (wi == src->worker || !sw->w[wi].nports)
-			continue;
-		cross_send(src, wi, NULL, iov, iovcnt, off, len);
-		if (k++)
-			deliveries++;
+	if (xw) {
+		/* Other workers: one copy each, which their thread hands to each of its ports. */
+		unsigned copies = own->nports - 1;
+
+		for (unsigned wi = 0; wi < sw->nworkers; wi++) {
+			if (wi == src->worker || !sw->w[wi].nports)
+				continue;
+			cross_send(src, wi, NULL, iov, iovcnt, off, len);
+			copies++;
+		}
+		deliveries = copies > 1 ? (int)copies - 1 : 0;
 	}
 	return deliveries; /* beyond the first: charged to the sender's budget */
 }

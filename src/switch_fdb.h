@@ -62,8 +62,9 @@ static inline bool fdb_expired(const struct fdb_entry *e, uint64_t now)
 {
 	uint64_t seen = __atomic_load_n(&e->last_seen_ns, __ATOMIC_RELAXED);
 
-	/* Workers keep their own clocks: one a little behind another is not "aged". */
-	return now > seen && now - seen >= (uint64_t)SWITCH_FDB_AGE_SEC * FDB_NS;
+	/* Workers keep their own clocks: one a little behind another (a negative age) is not
+	 * "aged". Monotonic nanoseconds: the difference always fits. */
+	return (int64_t)(now - seen) >= (int64_t)SWITCH_FDB_AGE_SEC * (int64_t)FDB_NS;
 }
 
 /* fdb_touch() - e's MAC was seen again as a source at `now`. */
