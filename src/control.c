@@ -204,6 +204,13 @@ static json_t *port_info(struct port *p)
 			 ju64(port_dirty_log_dropped(p)));
 }
 
+/* The worker (event-loop thread) serving the port, in "ports" and "stats". */
+static void add_worker(json_t *o, struct port *p)
+{
+	if (o)
+		json_object_set_new(o, "worker", json_integer((json_int_t)port_worker(p)));
+}
+
 static json_t *mac_json(const uint8_t *m)
 {
 	char mac[18];
@@ -268,6 +275,7 @@ static json_t *cmd_ports(struct port *const *ports, unsigned nports, json_t *req
 		json_t *o = port_info(ports[i]);
 
 		add_coal_modes(o, port_dev(ports[i]));
+		add_worker(o, ports[i]);
 		if (o)
 			add_rx_filter(o, port_dev(ports[i]));
 		json_array_append_new(list, o);
@@ -339,8 +347,8 @@ static json_t *port_stats(struct port *p)
 	for (i = 0; i < sp.nqueues; i++)
 		if ((q = queue_stats(p, i)))
 			json_array_append_new(queues, q);
-	q = json_pack("{s:s,s:I,s:o}", "name", sp.name, "index", (json_int_t)sp.index, "queues",
-		      queues);
+	q = json_pack("{s:s,s:I,s:I,s:o}", "name", sp.name, "index", (json_int_t)sp.index, "worker",
+		      (json_int_t)sp.worker, "queues", queues);
 	add_coal_modes(q, port_dev(p));
 	return q;
 }

@@ -49,7 +49,9 @@ struct daemon {
 	int config_dir;                       /* --config's directory (O_PATH) */
 	int state_dir;                        /* --state-dir (O_PATH) */
 	const char *config_name;              /* ... and the file's name in it */
-	struct vnet_switch *sw;  /* its ports all belong to worker 0 */
+	struct vnet_switch *sw;  /* its ports are spread over the workers like the others */
+	/* Per worker, touched by its own thread only: an EV_SWITCH_RX entry is in its run queue. */
+	bool switch_rx_queued[VNETD_MAX_WORKERS];
 	struct control_client *clients[MAX_CONTROL_CLIENTS];
 	struct metrics_server *metrics; /* NULL without --metrics */
 	bool stop;
@@ -143,6 +145,46 @@ static void signal_event(struct daemon *d)
 	}
 }
 
+/* ---- The switch across workers ------------------------------------------------------------- */
+
+_Static_assert(VNETD_MAX_WORKERS <= SWITCH_MAX_WORKERS, "the switch spans every worker");
+
+/* Another worker queued switch frames for `worker`'s ports: its eventfd. */
+static void switch_wake(void *ctx, unsigned worker)
+{
+	struct daemon *d = ctx;
+
+	worker_wake(&d->pool.w[worker]);
+}
+
+static const struct switch_owner_ops daemon_switch_ops = {.wake = switch_wake};
+
+/*
+ * switch_rx() - on worker w: one budget of the frames other workers queued for its switch
+ * ports; what is left waits in the run queue behind the other work (fairness), not for another
+ * wake-up. `from_rq`: this is that run-queue entry.
+ */
+static void switch_rx(struct daemon *d, struct worker *w, bool from_rq)
+{
+	bool *queued = &d->switch_rx_queued[w->id];
+
+	if (from_rq)
+		*queued = false;
+	else if (*queued)
+		return; /* the queued entry runs this round or the next */
+	if (!d->sw || !switch_worker_rx(d->sw, w->id))
+		return;
+	if (run_queue_push(&w->rq, (struct ev_ref){.kind = EV_SWITCH_RX, .port = EV_PORT_NONE,
+						  .fd = -1})) {
+		*queued = true;
+		return;
+	}
+	/* No wake-up would come for what is left: place it all now (a bug: logged). */
+	log_err("worker %u: run queue full; placing the switch's frames at once", w->id);
+	while (switch_worker_rx(d->sw, w->id))
+		;
+}
+
 /* ---- Run-time ports ------------------------------------------------------------------------ */
 
 /* add_port_cfg() - create a port from cfg in `slot`; the slot, or -1 (logged). */
@@ -153,21 +195,19 @@ static int add_port_cfg(struct daemon *d, unsigned slot, const struct port_confi
 	struct port *p;
 
 	if (cfg->backend == PORT_BACKEND_SWITCH && !d->sw) {
-		d->sw = switch_create();
+		d->sw = switch_create(d->pool.n, &daemon_switch_ops, d);
 		if (!d->sw)
 			return -1;
 	}
-	/* The switch forwards between its ports in place: they share worker 0. Other ports go to
-	 * the worker with the fewest. */
-	if (cfg->backend != PORT_BACKEND_SWITCH)
-		for (unsigned i = 1; i < d->pool.n; i++)
-			if (d->pool.w[i].nports < w->nports)
-				w = &d->pool.w[i];
-	p = port_create(slot, cfg, w->epfd, &w->rq, &w->flushq, d->sw);
+	/* Every port, tap or switch, goes to the worker with the fewest (the lowest on a tie): the
+	 * switch hands frames between workers itself (switch_xq.c). */
+	for (unsigned i = 1; i < d->pool.n; i++)
+		if (d->pool.w[i].nports < w->nports)
+			w = &d->pool.w[i];
+	p = port_create(slot, cfg, w->id, w->epfd, &w->rq, &w->flushq, d->sw);
 	if (!p)
 		return -1;
 	w->nports++;
-	p->worker = w->id;
 	d->worker_of[slot] = (uint8_t)w->id;
 	if (d->pool.n > 1)
 		log_info("%s: worker %u", port_name(p), w->id);
@@ -360,7 +400,6 @@ static void dispatch(void *ctx, struct worker *w, struct ev_ref ref, uint32_t ev
 {
 	struct daemon *d = ctx;
 
-	(void)w;
 	switch (ref.kind) {
 	case EV_SIGNAL:
 		signal_event(d);
@@ -393,6 +432,9 @@ static void dispatch(void *ctx, struct worker *w, struct ev_ref ref, uint32_t ev
 		if (ref.port < VNETD_MAX_PORTS && d->ports[ref.port])
 			port_flush_rx(d->ports[ref.port]);
 		break;
+	case EV_SWITCH_RX:
+		switch_rx(d, w, true);
+		break;
 	default:
 		break;
 	}
@@ -412,14 +454,31 @@ static void worker_round_begin(void *ctx, struct worker *w)
 {
 	struct daemon *d = ctx;
 
-	if (w->id == 0 && d->sw)
-		switch_tick(d->sw); /* the switch's clock for this round */
+	if (d->sw)
+		switch_tick(d->sw, w->id); /* this worker's switch clock for the round */
+}
+
+/* The wake eventfd fired: frames from other workers' switch ports, perhaps (or a park). */
+static void worker_woken(void *ctx, struct worker *w)
+{
+	switch_rx(ctx, w, false);
+}
+
+/* After the round: wake the workers this one queued switch frames for. */
+static void worker_round_end(void *ctx, struct worker *w)
+{
+	struct daemon *d = ctx;
+
+	if (d->sw)
+		switch_worker_round_end(d->sw, w->id);
 }
 
 static const struct worker_ops daemon_worker_ops = {
 	.dispatch = dispatch,
 	.fault = worker_fault,
 	.round_begin = worker_round_begin,
+	.woken = worker_woken,
+	.round_end = worker_round_end,
 };
 
 /*

@@ -25,7 +25,9 @@ enum ev_kind {
 	EV_METRICS_TIMER,   /* timerfd closing metrics connections past their time */
 	EV_DEV_STATE,       /* device-state pipe of port `port` (live migration) */
 	EV_RECONNECT,       /* timerfd of client-mode port `port`: connect again */
-	EV_WAKE,            /* eventfd of a worker: park request or stop (worker.c) */
+	EV_WAKE,            /* eventfd of a worker: park request, stop, or switch frames (worker.c) */
+	EV_SWITCH_RX,       /* run queue entry: frames other workers queued for this worker's
+	                     * switch ports are left (`port` is EV_PORT_NONE) */
 };
 
 /* Typed reference carried in epoll_event.data.u64. */
@@ -37,6 +39,8 @@ struct ev_ref {
 };
 
 _Static_assert(sizeof(struct ev_ref) == sizeof(uint64_t), "ev_ref must fit epoll data");
+
+#define EV_PORT_NONE 0xffffu /* ev_ref.port of entries that belong to no port */
 
 /* ev_ref_pack() / ev_ref_unpack() - convert to and from the epoll data word. */
 uint64_t ev_ref_pack(struct ev_ref ref);

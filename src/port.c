@@ -388,7 +388,7 @@ static int port_listen(struct port *p)
 	return fd;
 }
 
-struct port *port_create(unsigned index, const struct port_config *cfg, int epfd,
+struct port *port_create(unsigned index, const struct port_config *cfg, unsigned worker, int epfd,
 			 struct run_queue *rq, struct run_queue *flushq, struct vnet_switch *sw)
 {
 	struct port *p = calloc(1, sizeof(*p));
@@ -398,6 +398,7 @@ struct port *port_create(unsigned index, const struct port_config *cfg, int epfd
 	p->index = index;
 	snprintf(p->name, sizeof(p->name), "p%u", index);
 	p->cfg = *cfg;
+	p->worker = worker;
 	p->epfd = epfd;
 	p->rq = rq;
 	p->flushq = flushq;
@@ -428,10 +429,10 @@ struct port *port_create(unsigned index, const struct port_config *cfg, int epfd
 				   port_ref(p, EV_TAP, 0, tap_backend_fd(p->be))) < 0)
 			goto fail;
 	} else {
-		p->be = switch_attach(sw, p->dev, p->name);
+		p->be = switch_attach(sw, p->dev, p->name, worker);
 		if (!p->be)
 			goto fail;
-		vnet_dev_attach_backend(p->dev, &switch_backend_ops, p->be);
+		vnet_dev_attach_backend(p->dev, switch_port_ops(p->be), p->be);
 	}
 	log_info("%s: %s backend %s, vhost-user %s %s", p->name,
 		 cfg->backend == PORT_BACKEND_TAP ? "tap" : "switch",

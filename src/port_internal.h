@@ -23,7 +23,7 @@ struct port {
 	struct vnet_dev *dev;
 	struct vnet_backend *be;
 	int timer_fd[VNET_MAX_QUEUES];
-	unsigned worker;         /* the worker that owns it (daemon.c sets it) */
+	unsigned worker;         /* the worker that owns it */
 	int reconnect_fd;        /* client mode: timerfd for the next connect attempt */
 	unsigned backoff_ms;     /* client mode: delay before the next attempt */
 	bool connect_logged;     /* client mode: "cannot connect" said once per outage */
@@ -45,11 +45,11 @@ void port_set_state_dir(int dirfd);
 void port_state_sync(struct port *p);
 
 /*
- * port_create() - set up a port (backend, listener, timers) in epoll set epfd; queues that
- * yield go on rq, and the port goes on flushq when it has received packets to publish. NULL on
- * error.
+ * port_create() - set up a port (backend, listener, timers) of worker `worker` in its epoll
+ * set epfd; queues that yield go on rq, and the port goes on flushq when it has received
+ * packets to publish. NULL on error.
  */
-struct port *port_create(unsigned index, const struct port_config *cfg, int epfd,
+struct port *port_create(unsigned index, const struct port_config *cfg, unsigned worker, int epfd,
 			 struct run_queue *rq, struct run_queue *flushq, struct vnet_switch *sw);
 
 /* port_destroy() - disconnect, close every fd, free. NULL is fine. */

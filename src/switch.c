@@ -13,20 +13,20 @@
 
 #include "iov.h"
 #include "log.h"
+#include "switch_fdb.h"
+#include "switch_xq.h"
 #include "virtio_net_defs.h"
 #include "vnet_dev.h"
 
-#define SW_ETH_ALEN 6
+#define SW_ETH_ALEN FDB_ETH_ALEN
 #define SW_MIN_FRAME 14	   /* an Ethernet header */
 #define SW_MAX_FRAME 65536 /* the largest frame a port takes */
-#define SW_WAYS 4			/* FDB: set-associative, LRU within a set */
-#define SW_SETS (SWITCH_FDB_SIZE / SW_WAYS)
-#define SW_NS 1000000000ull
-#define SW_NO_PORT 0xffffu
+#define SW_FLOOD 0xffffu   /* cross-worker tag: every port of the receiving worker */
 #define SW_MAGIC 0x73776974u /* "swit": catches a tap handle passed to the switch */
 
-_Static_assert(SWITCH_MAX_PORTS < SW_NO_PORT, "port slots must fit an FDB entry");
-_Static_assert((SW_SETS * SW_WAYS) == SWITCH_FDB_SIZE, "FDB size must be a multiple of SW_WAYS");
+_Static_assert(SWITCH_MAX_WORKERS <= XQ_MAX_WORKERS, "the cross-worker queues cover every worker");
+_Static_assert(SW_MAX_FRAME <= XQ_MAX_FRAME, "every frame fits a cross-worker queue");
+_Static_assert(SWITCH_MAX_PORTS < SW_FLOOD, "a port slot is never the flood tag");
 
 /* A frame copied for a port whose guest had no RX buffers (the header is a zeroed one). */
 struct sw_packet {
@@ -40,52 +40,56 @@ struct sw_packet {
 #define SW_POOL_SMALL 1024 /* free buffers kept for reuse: no allocation per packet */
 #define SW_POOL_LARGE 32
 
-/* One learned source MAC. */
-struct fdb_entry {
-	uint8_t mac[SW_ETH_ALEN];
-	uint16_t port; /* slot in vnet_switch.ports, SW_NO_PORT if unused */
-	uint64_t last_seen_ns;
-};
-
 /* The private side of a struct vnet_backend handed out by switch_attach(). */
 struct switch_port {
 	uint32_t magic;
-	uint16_t slot; /* index in vnet_switch.ports */
-	bool resuming; /* inside rx_resume(): do not flush recursively */
+	uint16_t slot;	 /* index in vnet_switch.ports */
+	uint16_t worker; /* the worker whose thread alone uses dev and the fields below */
+	uint32_t serial; /* tells this port from a later one in the same slot (queued frames) */
+	bool resuming;	 /* inside rx_resume(): do not flush recursively */
 	struct vnet_switch *sw;
 	struct vnet_dev *dev;
 	char name[32];
-	unsigned learned; /* FDB entries pointing here */
 	/* FIFO of packets waiting for guest RX buffers; while non-empty, new packets queue too. */
 	struct sw_packet *queue[SWITCH_QUEUE_PACKETS];
 	unsigned q_head, q_len;
 	size_t q_bytes;
-	uint64_t forwarded, flooded, dropped;
+	uint64_t forwarded, flooded, dropped, crossed;
 	/*
-	 * Flow cache (consecutive frames of a port mostly share their addresses): the entry that
-	 * holds this port's last source MAC, and the last destination looked up with its answer
-	 * (NULL entry: unknown, flooded), valid while the FDB's generation has not moved.
+	 * Flow cache (consecutive frames of a port mostly share their addresses), valid while the
+	 * FDB's generation has not moved, so a hit takes no lock and reads no entry but for its
+	 * age: the entry holding this port's last source MAC, and the last destination looked
+	 * up with its answer (NULL port: unknown, flooded).
 	 */
 	struct fdb_entry *src_hit;
+	uint64_t src_gen;
+	uint8_t src_mac[SW_ETH_ALEN];
 	uint8_t macs[2 * SW_ETH_ALEN]; /* the frame being sent: destination, source (a copy) */
 	uint8_t dst_mac[SW_ETH_ALEN];
 	uint64_t dst_gen;
 	struct fdb_entry *dst_hit;
+	struct switch_port *dst_port;
 };
 
-struct vnet_switch {
-	struct switch_port *ports[SWITCH_MAX_PORTS];
-	/* The attached ports, densely packed: flooding visits these, not every slot. */
-	struct switch_port *attached[SWITCH_MAX_PORTS];
-	unsigned nattached;
-	uint64_t hash_key;	/* so a guest cannot aim its source MACs at one FDB set */
-	uint64_t last_sweep_ns; /* last full scan for aged entries */
-	uint64_t gen;		/* bumped whenever an entry is added, moved or cleared */
-	uint64_t now_ns;	/* learning and aging clock (switch_set_clock()) */
-	struct fdb_entry fdb[SW_SETS][SW_WAYS];
+/* What one worker's thread keeps: its ports (floods visit these), clock and buffer pool. */
+struct sw_worker {
+	struct switch_port *ports[SWITCH_MAX_PORTS]; /* densely packed */
+	unsigned nports;
+	uint64_t now_ns; /* learning and aging clock (switch_tick()) */
 	/* Free packet buffers by size class ([0] small, [1] large), and how many each holds. */
 	struct sw_packet *pool[2];
 	unsigned pool_len[2];
+};
+
+struct vnet_switch {
+	struct switch_port *ports[SWITCH_MAX_PORTS]; /* by slot; changed only with workers parked */
+	unsigned nworkers;
+	uint32_t next_serial;
+	struct xq *xq; /* frames for another worker's ports (NULL with one worker) */
+	const struct switch_owner_ops *ops;
+	void *ctx;
+	struct sw_fdb fdb;
+	struct sw_worker w[];
 };
 
 static struct switch_port *port_of(struct vnet_backend *be)
@@ -111,187 +115,61 @@ static uint64_t sw_now_ns(void)
 	/* Learning and aging work in seconds: the coarse clock (a shared-page read, no TSC
 	 * read), once per event-loop round (switch_tick()), is precise enough. */
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * SW_NS + (uint64_t)ts.tv_nsec;
+	return (uint64_t)ts.tv_sec * FDB_NS + (uint64_t)ts.tv_nsec;
 }
 
-/* ---- Forwarding database ---------------------------------------------------------------- */
-
-static struct fdb_entry *fdb_set(struct vnet_switch *sw, const uint8_t *mac)
-{
-	uint64_t v = 0;
-
-	memcpy(&v, mac, SW_ETH_ALEN);
-	/* Keyed mix (splitmix64 finalizer). */
-	v ^= sw->hash_key;
-	v = (v ^ (v >> 30)) * 0xbf58476d1ce4e5b9ull;
-	v = (v ^ (v >> 27)) * 0x94d049bb133111ebull;
-	v ^= v >> 31;
-	return sw->fdb[v % SW_SETS];
-}
-
-static bool fdb_used(const struct fdb_entry *e)
-{
-	return e->port != SW_NO_PORT;
-}
-
-static bool fdb_expired(const struct fdb_entry *e, uint64_t now)
-{
-	return now - e->last_seen_ns >= (uint64_t)SWITCH_FDB_AGE_SEC * SW_NS;
-}
-
-static void fdb_clear(struct vnet_switch *sw, struct fdb_entry *e)
-{
-	if (!fdb_used(e))
-		return;
-	sw->ports[e->port]->learned--;
-	e->port = SW_NO_PORT;
-	sw->gen++;
-}
-
-/* Forget entries not refreshed for SWITCH_FDB_AGE_SEC; at most once a second. */
-static void fdb_sweep(struct vnet_switch *sw, uint64_t now)
-{
-	if (sw->last_sweep_ns && now - sw->last_sweep_ns < SW_NS)
-		return;
-	sw->last_sweep_ns = now;
-	for (unsigned s = 0; s < SW_SETS; s++)
-		for (unsigned w = 0; w < SW_WAYS; w++)
-			if (fdb_used(&sw->fdb[s][w]) && fdb_expired(&sw->fdb[s][w], now))
-				fdb_clear(sw, &sw->fdb[s][w]);
-}
+/* ---- Flow cache in front of the FDB -------------------------------------------------------- */
 
 /*
- * The entry a new MAC of port p goes to: a free or aged one, else the set's least recently
- * seen. A port holding its quota of entries may only reuse its own, so one guest sending from
- * random MACs cannot push everyone else out of the table.
+ * fdb_learn() through p's flow cache: the same source as last time costs one compare. With one
+ * worker the entry itself says whether it still holds our MAC (nothing changes it meanwhile);
+ * with several (`xw`) another thread may be rewriting it, so the generation says so instead.
  */
-static struct fdb_entry *fdb_victim(struct fdb_entry *set, const struct switch_port *p,
-				    uint64_t now)
-{
-	bool at_quota = p->learned >= SWITCH_FDB_PORT_MAX;
-	struct fdb_entry *lru = NULL;
-
-	for (unsigned w = 0; w < SW_WAYS; w++) {
-		struct fdb_entry *e = &set[w];
-
-		if (at_quota && e->port != p->slot)
-			continue;
-		if (!fdb_used(e) || fdb_expired(e, now))
-			return e;
-		if (!lru || e->last_seen_ns < lru->last_seen_ns)
-			lru = e;
-	}
-	return lru;
-}
-
-/*
- * Remember that `mac` is behind port p. A MAC that moves to another port follows it. Returns
- * the entry now holding it for p, or NULL.
- */
-static struct fdb_entry *fdb_learn(struct vnet_switch *sw, struct switch_port *p,
-				   const uint8_t *mac, uint64_t now)
-{
-	static const uint8_t zero[SW_ETH_ALEN];
-	struct fdb_entry *set, *e = NULL;
-
-	if ((mac[0] & 1) || !memcmp(mac, zero, SW_ETH_ALEN))
-		return NULL; /* not a valid source address */
-	set = fdb_set(sw, mac);
-	for (unsigned w = 0; w < SW_WAYS; w++) {
-		if (fdb_used(&set[w]) && !memcmp(set[w].mac, mac, SW_ETH_ALEN)) {
-			e = &set[w];
-			break;
-		}
-	}
-	if (e && e->port == p->slot) {
-		e->last_seen_ns = now;
-		return e;
-	}
-	if (p->learned >= SWITCH_FDB_PORT_MAX) {
-		fdb_sweep(sw, now); /* our count may include aged entries */
-		if (e && p->learned >= SWITCH_FDB_PORT_MAX)
-			return NULL; /* at quota: the MAC stays where it was */
-	}
-	if (!e)
-		e = fdb_victim(set, p, now);
-	if (!e)
-		return NULL; /* at quota and nothing of ours in this set: frames to it flood */
-	fdb_clear(sw, e);
-	memcpy(e->mac, mac, SW_ETH_ALEN);
-	e->port = p->slot;
-	e->last_seen_ns = now;
-	p->learned++;
-	sw->gen++;
-	return e;
-}
-
-/* fdb_learn() through p's flow cache: the same source as last time costs one compare. */
-static void learn_cached(struct vnet_switch *sw, struct switch_port *p, const uint8_t *mac,
-			 uint64_t now)
+static inline __attribute__((always_inline)) void
+learn_cached(struct vnet_switch *sw, struct switch_port *p, const uint8_t *mac, uint64_t now,
+	     const bool xw)
 {
 	struct fdb_entry *e = p->src_hit;
 
-	if (e && e->port == p->slot && !memcmp(e->mac, mac, SW_ETH_ALEN)) {
-		e->last_seen_ns = now;
+	if (e && (xw ? p->src_gen == fdb_gen(&sw->fdb) && !memcmp(p->src_mac, mac, SW_ETH_ALEN)
+		     : e->port == p->slot && !memcmp(e->mac, mac, SW_ETH_ALEN))) {
+		fdb_touch(e, now);
 		return;
 	}
-	p->src_hit = fdb_learn(sw, p, mac, now);
-}
-
-/* The entry saying which port `mac` was last seen behind, or NULL (unknown or aged). */
-static struct fdb_entry *fdb_lookup(struct vnet_switch *sw, const uint8_t *mac, uint64_t now)
-{
-	struct fdb_entry *set = fdb_set(sw, mac);
-
-	for (unsigned w = 0; w < SW_WAYS; w++) {
-		struct fdb_entry *e = &set[w];
-
-		if (!fdb_used(e) || memcmp(e->mac, mac, SW_ETH_ALEN))
-			continue;
-		if (fdb_expired(e, now)) {
-			fdb_clear(sw, e);
-			return NULL;
-		}
-		return e;
-	}
-	return NULL;
+	p->src_hit = fdb_learn(&sw->fdb, p->slot, mac, now, &p->src_gen);
+	memcpy(p->src_mac, mac, SW_ETH_ALEN);
 }
 
 /* fdb_lookup() through p's flow cache: the port behind `mac`, NULL to flood. */
-static struct switch_port *lookup_cached(struct vnet_switch *sw, struct switch_port *p,
+static inline __attribute__((always_inline)) struct switch_port *
+lookup_cached(struct vnet_switch *sw, struct switch_port *p,
 					 const uint8_t *mac, uint64_t now)
 {
 	struct fdb_entry *e = p->dst_hit;
 
-	if (p->dst_gen != sw->gen || memcmp(p->dst_mac, mac, SW_ETH_ALEN) ||
+	if (p->dst_gen != fdb_gen(&sw->fdb) || memcmp(p->dst_mac, mac, SW_ETH_ALEN) ||
 	    (e && fdb_expired(e, now))) {
-		e = fdb_lookup(sw, mac, now);
+		uint16_t slot = fdb_lookup(&sw->fdb, mac, now, &p->dst_hit, &p->dst_gen);
+
 		memcpy(p->dst_mac, mac, SW_ETH_ALEN);
-		p->dst_gen = sw->gen;
-		p->dst_hit = e;
+		p->dst_port = slot == FDB_NO_PORT ? NULL : sw->ports[slot];
+		e = p->dst_hit;
 	}
-	return e ? sw->ports[e->port] : NULL;
+	/* No entry, no port (flood): decided on the register that holds e, no load. */
+	return e ? p->dst_port : NULL;
 }
 
-static void fdb_forget_port(struct vnet_switch *sw, const struct switch_port *p)
-{
-	for (unsigned s = 0; s < SW_SETS; s++)
-		for (unsigned w = 0; w < SW_WAYS; w++)
-			if (sw->fdb[s][w].port == p->slot)
-				fdb_clear(sw, &sw->fdb[s][w]);
-}
+/* ---- Delivery on the receiver's worker ---------------------------------------------------- */
 
-/* ---- Delivery --------------------------------------------------------------------------- */
-
-/* A buffer for len bytes from the pool (allocated only while the pool warms up). */
-static struct sw_packet *pkt_get(struct vnet_switch *sw, size_t len)
+/* A buffer for len bytes from the worker's pool (allocated only while the pool warms up). */
+static struct sw_packet *pkt_get(struct sw_worker *w, size_t len)
 {
 	unsigned k = len > SW_SMALL_CAP;
-	struct sw_packet *pkt = sw->pool[k];
+	struct sw_packet *pkt = w->pool[k];
 
 	if (pkt) {
-		sw->pool[k] = pkt->next;
-		sw->pool_len[k]--;
+		w->pool[k] = pkt->next;
+		w->pool_len[k]--;
 		return pkt;
 	}
 	pkt = malloc(sizeof(*pkt) + (k ? SW_MAX_FRAME : SW_SMALL_CAP));
@@ -300,26 +178,26 @@ static struct sw_packet *pkt_get(struct vnet_switch *sw, size_t len)
 	return pkt;
 }
 
-static void pkt_put(struct vnet_switch *sw, struct sw_packet *pkt)
+static void pkt_put(struct sw_worker *w, struct sw_packet *pkt)
 {
 	unsigned k = pkt->cap > SW_SMALL_CAP;
 
-	if (sw->pool_len[k] >= (k ? SW_POOL_LARGE : SW_POOL_SMALL)) {
+	if (w->pool_len[k] >= (k ? SW_POOL_LARGE : SW_POOL_SMALL)) {
 		free(pkt);
 		return;
 	}
-	pkt->next = sw->pool[k];
-	sw->pool[k] = pkt;
-	sw->pool_len[k]++;
+	pkt->next = w->pool[k];
+	w->pool[k] = pkt;
+	w->pool_len[k]++;
 }
 
-static void pool_free(struct vnet_switch *sw)
+static void pool_free(struct sw_worker *w)
 {
 	for (unsigned k = 0; k < 2; k++)
-		while (sw->pool[k]) {
-			struct sw_packet *pkt = sw->pool[k];
+		while (w->pool[k]) {
+			struct sw_packet *pkt = w->pool[k];
 
-			sw->pool[k] = pkt->next;
+			w->pool[k] = pkt->next;
 			free(pkt);
 		}
 }
@@ -334,7 +212,7 @@ static void port_enqueue(struct switch_port *dst, const struct iovec *iov, unsig
 		dst->dropped++;
 		return;
 	}
-	pkt = pkt_get(dst->sw, len);
+	pkt = pkt_get(&dst->sw->w[dst->worker], len);
 	if (!pkt) {
 		dst->dropped++;
 		return;
@@ -352,7 +230,7 @@ static void port_dequeue(struct switch_port *p)
 	p->q_head = (p->q_head + 1) % SWITCH_QUEUE_PACKETS;
 	p->q_len--;
 	p->q_bytes -= pkt->len;
-	pkt_put(p->sw, pkt);
+	pkt_put(&p->sw->w[p->worker], pkt);
 }
 
 /*
@@ -391,12 +269,13 @@ static int port_drain(struct switch_port *p, unsigned max_pkts, size_t max_bytes
 
 /*
  * Give a packet (the sender's chain: its header, then a frame of len bytes) to dst's guest
- * with a zeroed header: one copy, from the sender's guest memory straight into dst's buffers. Packets queued earlier (dst had no buffers) go first, so order is kept and the port
- * returns to the one-copy path as soon as its guest has buffers again; only what still does
- * not fit is queued (a copy).
+ * with a zeroed header: one copy, from the sender's guest memory (or a cross-worker queue)
+ * straight into dst's buffers. Packets queued earlier (dst had no buffers) go first, so order
+ * is kept and the port returns to the one-copy path as soon as its guest has buffers again;
+ * only what still does not fit is queued (a copy). Runs on dst's worker.
  */
 static inline void port_deliver(struct switch_port *dst, const struct iovec *iov, unsigned iovcnt,
-			 size_t off, size_t len)
+				size_t off, size_t len)
 {
 	if (dst->q_len && port_drain(dst, SWITCH_QUEUE_PACKETS, SWITCH_QUEUE_BYTES) != 0) {
 		port_enqueue(dst, iov, iovcnt, off, len);
@@ -407,17 +286,57 @@ static inline void port_deliver(struct switch_port *dst, const struct iovec *iov
 	port_enqueue(dst, iov, iovcnt, off, len);
 }
 
-/* A guest sent a packet: learn its source, forward or flood it. Never back-pressures. */
-static int switch_transmit(struct vnet_backend *be, const struct virtio_net_hdr_v1 *hdr,
-			   const struct iovec *iov, unsigned iovcnt, size_t off, size_t len)
+/* One frame another worker queued for worker `worker` (xq_deliver_fn). */
+static unsigned xq_deliver(void *ctx, unsigned worker, uint64_t tag, const uint8_t *frame,
+			   size_t len)
+{
+	struct vnet_switch *sw = ctx;
+	struct sw_worker *w = &sw->w[worker];
+	struct iovec iov = {.iov_base = (void *)frame, .iov_len = len};
+	unsigned slot = (unsigned)(tag & 0xffff);
+	struct switch_port *dst;
+
+	if (slot == SW_FLOOD) {
+		for (unsigned i = 0; i < w->nports; i++)
+			port_deliver(w->ports[i], &iov, 1, 0, len);
+		return w->nports;
+	}
+	dst = slot < SWITCH_MAX_PORTS ? sw->ports[slot] : NULL;
+	/* Detached since (and the slot perhaps reused): the frame was for nobody here now. */
+	if (dst && dst->serial == (uint32_t)(tag >> 16) && dst->worker == worker)
+		port_deliver(dst, &iov, 1, 0, len);
+	return 1;
+}
+
+/* ---- Transmit on the sender's worker ------------------------------------------------------ */
+
+/* Queue the frame for worker `to` (dst a port there, or SW_FLOOD): one copy, or a drop. */
+static void cross_send(struct switch_port *src, unsigned to, const struct switch_port *dst,
+		       const struct iovec *iov, unsigned iovcnt, size_t off, size_t len)
+{
+	uint64_t tag = dst ? (uint64_t)dst->serial << 16 | dst->slot : SW_FLOOD;
+
+	if (xq_push(src->sw->xq, src->worker, to, tag, iov, iovcnt, off, len) == 0)
+		src->crossed++;
+	else
+		src->dropped++;
+}
+
+/*
+ * A guest sent a packet: learn its source, forward or flood it. Never back-pressures. `xw`:
+ * ports may be on other workers (a constant: each ops table gets its own copy).
+ */
+static inline __attribute__((always_inline)) int
+transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size_t off, size_t len,
+	 const bool xw)
 {
 	struct switch_port *src = port_of(be), *dst;
 	struct vnet_switch *sw = src->sw;
+	const struct sw_worker *own = &sw->w[xw ? src->worker : 0];
 	const uint8_t *dst_mac = src->macs, *src_mac = src->macs + SW_ETH_ALEN;
 	int deliveries = 0;
 	uint64_t now;
 
-	(void)hdr;
 	if (len < SW_MIN_FRAME || len > SW_MAX_FRAME) {
 		src->dropped++;
 		log_guest("switch %s: dropped a frame of %zu bytes (%d to %d)", src->name, len,
@@ -431,28 +350,57 @@ static int switch_transmit(struct vnet_backend *be, const struct virtio_net_hdr_
 	 */
 	iov_copy_from(iov, iovcnt, off, src->macs, sizeof(src->macs));
 
-	now = sw->now_ns;
-	learn_cached(sw, src, src_mac, now);
+	now = own->now_ns;
+	learn_cached(sw, src, src_mac, now, xw);
 	if (!(dst_mac[0] & 1)) {
 		dst = lookup_cached(sw, src, dst_mac, now);
 		if (dst) {
 			/* Known: one port. Behind the sender itself: filtered, as on any bridge. */
 			if (dst != src) {
 				src->forwarded++;
-				port_deliver(dst, iov, iovcnt, off, len);
+				if (!xw || dst->worker == src->worker)
+					port_deliver(dst, iov, iovcnt, off, len);
+				else
+					cross_send(src, dst->worker, dst, iov, iovcnt, off, len);
 			}
 			return 0;
 		}
 	}
 	src->flooded++;
-	for (unsigned i = 0, k = 0; i < sw->nattached; i++) {
-		dst = sw->attached[i];
+	for (unsigned i = 0, k = 0; i < own->nports; i++) {
+		dst = own->ports[i];
 		if (dst != src)
 			port_deliver(dst, iov, iovcnt, off, len);
 		if (dst != src && k++)
 			deliveries++;
 	}
+	if (xw) {
+		/* Other workers: one copy each, which their thread hands to each of its ports. */
+		unsigned copies = own->nports - 1;
+
+		for (unsigned wi = 0; wi < sw->nworkers; wi++) {
+			if (wi == src->worker || !sw->w[wi].nports)
+				continue;
+			cross_send(src, wi, NULL, iov, iovcnt, off, len);
+			copies++;
+		}
+		deliveries = copies > 1 ? (int)copies - 1 : 0;
+	}
 	return deliveries; /* beyond the first: charged to the sender's budget */
+}
+
+static int switch_transmit(struct vnet_backend *be, const struct virtio_net_hdr_v1 *hdr,
+			   const struct iovec *iov, unsigned iovcnt, size_t off, size_t len)
+{
+	(void)hdr;
+	return transmit(be, iov, iovcnt, off, len, false);
+}
+
+static int switch_transmit_xw(struct vnet_backend *be, const struct virtio_net_hdr_v1 *hdr,
+			      const struct iovec *iov, unsigned iovcnt, size_t off, size_t len)
+{
+	(void)hdr;
+	return transmit(be, iov, iovcnt, off, len, true);
 }
 
 /* Nothing to do: the switch carries fully formed frames only. */
@@ -468,7 +416,7 @@ static bool switch_rx_resume(struct vnet_backend *be)
 	return port_drain(port_of(be), VNET_BUDGET_PACKETS, VNET_BUDGET_BYTES) > 0;
 }
 
-/* switch_backend_ops - the ops table the device model calls. */
+/* switch_backend_ops - the ops table the device model calls (every port on one worker). */
 const struct vnet_backend_ops switch_backend_ops = {
 	.kind = "switch",
 	.offload_features = 0,
@@ -477,36 +425,91 @@ const struct vnet_backend_ops switch_backend_ops = {
 	.rx_resume = switch_rx_resume,
 };
 
+/* The same for a switch spread over several workers. */
+static const struct vnet_backend_ops switch_backend_ops_xw = {
+	.kind = "switch",
+	.offload_features = 0,
+	.transmit = switch_transmit_xw,
+	.set_offloads = switch_set_offloads,
+	.rx_resume = switch_rx_resume,
+};
+
+/* switch_port_ops() - one worker: switch_backend_ops; several: the cross-worker table. */
+const struct vnet_backend_ops *switch_port_ops(const struct vnet_backend *be)
+{
+	return port_of_const(be)->sw->xq ? &switch_backend_ops_xw : &switch_backend_ops;
+}
+
+/* switch_worker_rx() - one budget of frames queued for this worker's ports. */
+bool switch_worker_rx(struct vnet_switch *sw, unsigned worker)
+{
+	if (!sw->xq || worker >= sw->nworkers)
+		return false;
+	return xq_drain(sw->xq, worker, VNET_BUDGET_PACKETS, VNET_BUDGET_BYTES, xq_deliver, sw) > 0;
+}
+
+/* switch_worker_round_end() - wake the workers this one queued for. */
+void switch_worker_round_end(struct vnet_switch *sw, unsigned worker)
+{
+	if (sw->xq && worker < sw->nworkers)
+		xq_flush(sw->xq, worker);
+}
+
 /* ---- Switch and ports ------------------------------------------------------------------- */
 
-/* switch_create() - allocate an empty switch with a random FDB hash key. */
-struct vnet_switch *switch_create(void)
+static void xq_wake(void *ctx, unsigned worker)
 {
-	struct vnet_switch *sw = calloc(1, sizeof(*sw));
+	struct vnet_switch *sw = ctx;
 
+	sw->ops->wake(sw->ctx, worker);
+}
+
+/* switch_create() - allocate an empty switch with a random FDB hash key. */
+struct vnet_switch *switch_create(unsigned nworkers, const struct switch_owner_ops *ops,
+				  void *ctx)
+{
+	struct vnet_switch *sw;
+	uint64_t key;
+
+	if (nworkers < 1 || nworkers > SWITCH_MAX_WORKERS || (nworkers > 1 && (!ops || !ops->wake))) {
+		log_err("switch: %u workers is not a switch configuration", nworkers);
+		return NULL;
+	}
+	sw = calloc(1, sizeof(*sw) + nworkers * sizeof(sw->w[0]));
 	if (!sw) {
 		log_err("switch: out of memory");
 		return NULL;
 	}
-	if (getrandom(&sw->hash_key, sizeof(sw->hash_key), GRND_NONBLOCK) !=
-	    (ssize_t)sizeof(sw->hash_key))
-		sw->hash_key = sw_now_ns() ^ (uint64_t)(uintptr_t)sw;
-	sw->gen = 1; /* a new port's cache (generation 0) is never valid */
-	sw->now_ns = sw_now_ns();
-	for (unsigned s = 0; s < SW_SETS; s++)
-		for (unsigned w = 0; w < SW_WAYS; w++)
-			sw->fdb[s][w].port = SW_NO_PORT;
+	sw->nworkers = nworkers;
+	sw->ops = ops;
+	sw->ctx = ctx;
+	if (nworkers > 1) {
+		sw->xq = xq_create(nworkers, XQ_RING_BYTES, xq_wake, sw);
+		if (!sw->xq) {
+			log_err("switch: out of memory for the cross-worker queues");
+			free(sw);
+			return NULL;
+		}
+	}
+	if (getrandom(&key, sizeof(key), GRND_NONBLOCK) != (ssize_t)sizeof(key))
+		key = sw_now_ns() ^ (uint64_t)(uintptr_t)sw;
+	fdb_init(&sw->fdb, nworkers > 1, key);
+	switch_set_clock(sw, sw_now_ns());
 	return sw;
 }
 
-void switch_tick(struct vnet_switch *sw)
+/* switch_tick() - the worker's clock for this round (its own: no other thread writes it). */
+void switch_tick(struct vnet_switch *sw, unsigned worker)
 {
-	sw->now_ns = sw_now_ns();
+	if (worker < sw->nworkers)
+		sw->w[worker].now_ns = sw_now_ns();
 }
 
+/* switch_set_clock() - every worker's clock (tests, one thread). */
 void switch_set_clock(struct vnet_switch *sw, uint64_t now_ns)
 {
-	sw->now_ns = now_ns;
+	for (unsigned i = 0; i < sw->nworkers; i++)
+		sw->w[i].now_ns = now_ns;
 }
 
 /* switch_destroy() - detach what is left and free the switch. */
@@ -517,12 +520,16 @@ void switch_destroy(struct vnet_switch *sw)
 	for (unsigned i = 0; i < SWITCH_MAX_PORTS; i++)
 		if (sw->ports[i])
 			switch_detach((struct vnet_backend *)sw->ports[i]);
-	pool_free(sw);
+	for (unsigned i = 0; i < sw->nworkers; i++)
+		pool_free(&sw->w[i]);
+	xq_destroy(sw->xq);
+	fdb_fini(&sw->fdb);
 	free(sw);
 }
 
-/* switch_attach() - take a free slot for a new port delivering to dev. */
-struct vnet_backend *switch_attach(struct vnet_switch *sw, struct vnet_dev *dev, const char *name)
+/* switch_attach() - take a free slot for a new port of worker `worker` delivering to dev. */
+struct vnet_backend *switch_attach(struct vnet_switch *sw, struct vnet_dev *dev, const char *name,
+				   unsigned worker)
 {
 	struct switch_port *p;
 	unsigned slot;
@@ -530,6 +537,10 @@ struct vnet_backend *switch_attach(struct vnet_switch *sw, struct vnet_dev *dev,
 	assert(sw && dev);
 	if (!name)
 		name = "?";
+	if (worker >= sw->nworkers) {
+		log_err("switch: cannot attach %s: worker %u of %u", name, worker, sw->nworkers);
+		return NULL;
+	}
 	for (slot = 0; slot < SWITCH_MAX_PORTS && sw->ports[slot]; slot++)
 		;
 	if (slot == SWITCH_MAX_PORTS) {
@@ -543,11 +554,13 @@ struct vnet_backend *switch_attach(struct vnet_switch *sw, struct vnet_dev *dev,
 	}
 	p->magic = SW_MAGIC;
 	p->slot = (uint16_t)slot;
+	p->worker = (uint16_t)worker;
+	p->serial = ++sw->next_serial;
 	p->sw = sw;
 	p->dev = dev;
 	snprintf(p->name, sizeof(p->name), "%s", name);
 	sw->ports[slot] = p;
-	sw->attached[sw->nattached++] = p;
+	sw->w[worker].ports[sw->w[worker].nports++] = p;
 	log_info("switch: port %s attached", p->name);
 	return (struct vnet_backend *)p;
 }
@@ -557,18 +570,20 @@ void switch_detach(struct vnet_backend *be)
 {
 	struct switch_port *p;
 	struct vnet_switch *sw;
+	struct sw_worker *w;
 
 	if (!be)
 		return;
 	p = port_of(be);
 	sw = p->sw;
-	fdb_forget_port(sw, p);
+	w = &sw->w[p->worker];
+	fdb_forget_port(&sw->fdb, p->slot); /* and every flow cache that named it goes stale */
 	while (p->q_len)
 		port_dequeue(p);
 	sw->ports[p->slot] = NULL;
-	for (unsigned i = 0; i < sw->nattached; i++)
-		if (sw->attached[i] == p) {
-			sw->attached[i] = sw->attached[--sw->nattached];
+	for (unsigned i = 0; i < w->nports; i++)
+		if (w->ports[i] == p) {
+			w->ports[i] = w->ports[--w->nports];
 			break;
 		}
 	log_info("switch: port %s detached", p->name);
@@ -588,6 +603,12 @@ void switch_port_stats(const struct vnet_backend *be, uint64_t *forwarded, uint6
 		*flooded = p->flooded;
 	if (dropped)
 		*dropped = p->dropped;
+}
+
+/* switch_port_crossed() - frames the port queued for other workers. */
+uint64_t switch_port_crossed(const struct vnet_backend *be)
+{
+	return port_of_const(be)->crossed;
 }
 
 /* switch_port_queued() - length of the port's queue. */

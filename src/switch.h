@@ -2,6 +2,7 @@
 #ifndef VNETD_SWITCH_H
 #define VNETD_SWITCH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "backend.h"
@@ -15,45 +16,87 @@ struct vnet_switch; /* opaque */
 #define SWITCH_FDB_AGE_SEC 300	      /* a MAC not seen as a source for this long is forgotten */
 #define SWITCH_QUEUE_PACKETS 256      /* packets waiting for one port's guest RX buffers */
 #define SWITCH_QUEUE_BYTES (4u << 20) /* ... and their bytes */
+#define SWITCH_MAX_WORKERS 16	      /* threads the switch's ports may be spread over */
 
-/* switch_create() - an empty switch; NULL if out of memory (logged). */
-struct vnet_switch *switch_create(void);
+/*
+ * What a switch spread over several workers needs from its owner: wake worker `worker` (from
+ * any thread), whose thread then calls switch_worker_rx() (the daemon: its wake eventfd).
+ */
+struct switch_owner_ops {
+	void (*wake)(void *ctx, unsigned worker);
+};
+
+/*
+ * switch_create() - an empty switch whose ports live on `nworkers` (1..SWITCH_MAX_WORKERS)
+ * event-loop threads; ops (and ctx) may be NULL with one worker. NULL if out of memory
+ * (logged). With one worker every frame is copied straight from the sender's guest into the
+ * receiver's; with more, a frame for a port of another worker is copied into that worker's
+ * bounded queue (switch_xq.h) and placed by that worker's thread (switch_worker_rx()).
+ */
+struct vnet_switch *switch_create(unsigned nworkers, const struct switch_owner_ops *ops,
+				  void *ctx);
 
 /*
  * switch_tick() - read the clock learning and aging use (CLOCK_MONOTONIC_COARSE) once, for
- * every frame until the next tick: the daemon ticks once per event-loop round, so frames pay
- * no clock read. switch_set_clock() sets that time explicitly (tests).
+ * every frame worker `worker` forwards until its next tick: the daemon ticks at the start of
+ * each event-loop round, so frames pay no clock read. switch_set_clock() sets every worker's
+ * time explicitly (tests, one thread).
  */
-void switch_tick(struct vnet_switch *sw);
+void switch_tick(struct vnet_switch *sw, unsigned worker);
 void switch_set_clock(struct vnet_switch *sw, uint64_t now_ns);
+
+/*
+ * switch_worker_rx() - on worker `worker`'s thread, after a wake-up: place the frames other
+ * workers queued for its ports, at most one budget (VNET_BUDGET_*). True: frames are left,
+ * call again (from the run queue) — no wake-up comes for them. False with one worker.
+ */
+bool switch_worker_rx(struct vnet_switch *sw, unsigned worker);
+
+/*
+ * switch_worker_round_end() - on worker `worker`'s thread, at the end of each round: wake the
+ * workers it queued frames for in this round (once each). A no-op with one worker.
+ */
+void switch_worker_round_end(struct vnet_switch *sw, unsigned worker);
 
 /* switch_destroy() - free the switch; ports still attached are detached first. */
 void switch_destroy(struct vnet_switch *sw);
 
 /*
- * switch_attach() - add a port delivering to `dev` (which must outlive the port); `name` is
- * for logs. Returns the port's backend handle for switch_backend_ops, NULL if the switch is
- * full or out of memory (logged).
+ * switch_attach() - add a port delivering to `dev` (which must outlive the port), owned by
+ * worker `worker` (its device is only used on that thread); `name` is for logs. Returns the
+ * port's backend handle for switch_port_ops(), NULL if the switch is full, the worker out of
+ * range or memory short (logged). With several workers, call it (and switch_detach()) only
+ * while no other worker forwards (the daemon parks them).
  */
-struct vnet_backend *switch_attach(struct vnet_switch *sw, struct vnet_dev *dev, const char *name);
+struct vnet_backend *switch_attach(struct vnet_switch *sw, struct vnet_dev *dev, const char *name,
+				   unsigned worker);
 
-/* switch_detach() - remove a port: forget its MACs, drop its queued packets, free it. */
+/*
+ * switch_detach() - remove a port: forget its MACs, drop its queued packets, free it. Frames
+ * other workers queued for it are dropped when they come up (they name the port's serial).
+ */
 void switch_detach(struct vnet_backend *be);
+
+/* switch_port_ops() - the ops table to attach the port with (one worker or several). */
+const struct vnet_backend_ops *switch_port_ops(const struct vnet_backend *be);
 
 /*
  * switch_port_stats() - the port's counters (any pointer may be NULL):
  * forwarded - frames the port sent to one known port;
  * flooded   - frames the port sent to every other port (broadcast, multicast, unknown);
- * dropped   - frames the port sent that were malformed, plus frames for the port that its
- *             full queue could not take.
+ * dropped   - frames the port sent that were malformed or that a full cross-worker queue
+ *             could not take, plus frames for the port that its full queue could not take.
  */
 void switch_port_stats(const struct vnet_backend *be, uint64_t *forwarded, uint64_t *flooded,
 		       uint64_t *dropped);
 
+/* switch_port_crossed() - copies of the port's frames queued for another worker's ports. */
+uint64_t switch_port_crossed(const struct vnet_backend *be);
+
 /* switch_port_queued() - packets waiting in the port's queue for guest RX buffers. */
 unsigned switch_port_queued(const struct vnet_backend *be);
 
-/* Ops table of switch ports ("switch"); use with vnet_dev_attach_backend(). */
+/* Ops table of the ports of a one-worker switch ("switch"); switch_port_ops() picks it. */
 extern const struct vnet_backend_ops switch_backend_ops;
 
 #endif

@@ -66,6 +66,8 @@ int worker_round(struct worker *w)
 		if (ref.kind == EV_WAKE) {
 			if (read(w->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 				log_warn("worker %u: wake fd: %s", w->id, strerror(errno));
+			if (ops->woken)
+				ops->woken(ctx, w);
 			continue;
 		}
 		ops->dispatch(ctx, w, ref, events[i].events);
@@ -76,6 +78,8 @@ int worker_round(struct worker *w)
 	/* Batch: received packets become visible once per round, on the ports that have some. */
 	for (struct ev_ref ref; run_queue_pop(&w->flushq, &ref);)
 		ops->dispatch(ctx, w, ref, 0);
+	if (ops->round_end)
+		ops->round_end(ctx, w);
 	gen = guest_fault_generation();
 	if (gen != w->fault_gen) {
 		w->fault_gen = gen;
@@ -84,7 +88,8 @@ int worker_round(struct worker *w)
 	return 0;
 }
 
-static void wake(struct worker *w)
+/* worker_wake() - one eventfd write (EAGAIN: a wake-up is pending anyway). */
+void worker_wake(struct worker *w)
 {
 	uint64_t one = 1;
 
@@ -154,7 +159,7 @@ void worker_pool_park(struct worker_pool *p)
 	pthread_mutex_unlock(&p->lock);
 	for (unsigned i = 1; i < p->n; i++)
 		if (p->w[i].started)
-			wake(&p->w[i]);
+			worker_wake(&p->w[i]);
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
 		unsigned want = 0;
@@ -186,7 +191,7 @@ void worker_pool_stop(struct worker_pool *p)
 	pthread_mutex_unlock(&p->lock);
 	for (unsigned i = 1; i < p->n; i++)
 		if (p->w[i].started) {
-			wake(&p->w[i]);
+			worker_wake(&p->w[i]);
 			pthread_join(p->w[i].thread, NULL);
 			p->w[i].started = false;
 		}

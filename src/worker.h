@@ -18,8 +18,12 @@ struct worker_ops {
 	void (*dispatch)(void *ctx, struct worker *w, struct ev_ref ref, uint32_t events);
 	/* A guest memory fault happened somewhere: check this worker's ports. */
 	void (*fault)(void *ctx, struct worker *w);
-	/* Start of a round, before its events (the switch's clock on worker 0). May be NULL. */
+	/* Start of a round, before its events (the switch's clock). May be NULL. */
 	void (*round_begin)(void *ctx, struct worker *w);
+	/* The worker's wake eventfd fired (worker_wake(): the switch's frames, a park). May be NULL. */
+	void (*woken)(void *ctx, struct worker *w);
+	/* End of a round, after the flush list (the switch wakes whom it queued for). May be NULL. */
+	void (*round_end)(void *ctx, struct worker *w);
 };
 
 /*
@@ -32,7 +36,7 @@ struct worker_ops {
 struct worker {
 	unsigned id;
 	int epfd;
-	int wake_fd;             /* eventfd in epfd: a park request or the stop */
+	int wake_fd;             /* eventfd in epfd: a park request, the stop, switch frames */
 	struct run_queue rq;     /* queues that yielded at their budget, oldest first */
 	struct run_queue flushq; /* ports holding received packets the guest cannot see yet */
 	unsigned fault_gen;      /* guest_fault_generation() last looked at */
@@ -77,6 +81,12 @@ int worker_round(struct worker *w);
  */
 void worker_pool_park(struct worker_pool *p);
 void worker_pool_unpark(struct worker_pool *p);
+
+/*
+ * worker_wake() - from any thread: make worker w's epoll_wait() return; its thread then calls
+ * ops->woken (one eventfd write; wake-ups that come close together are read as one).
+ */
+void worker_wake(struct worker *w);
 
 /* worker_pool_stop() - end and join the threads (their ports stay, for the main thread). */
 void worker_pool_stop(struct worker_pool *p);

@@ -1,8 +1,11 @@
-"""vnetd --workers 2 with two UML guests on taps (one per worker) and two on the switch: both
-tap guests download a blob at the same time, byte-exact, while vnetctl stats is read over and
-over; the switch guests reach each other; a tap port added at run time goes to a worker and
-works; every thread of vnetd runs under the seccomp filter."""
+"""vnetd --workers 2 with two UML guests on taps (one per worker) and two on the switch (also
+one per worker): both tap guests download a blob at the same time, byte-exact, while vnetctl
+stats is read over and over; the switch guests, whose ports are on different workers (vnetctl
+ports and stats say so), ping each other and move files both ways at once, byte-exact, through
+the switch's cross-worker queues; a tap port added at run time goes to a worker and works;
+every thread of vnetd runs under the seccomp filter."""
 
+import json
 import os
 import subprocess
 import threading
@@ -11,6 +14,7 @@ from harness import (Netns, UmlGuest, Vnetd, check, guest_kit, make_blob, requir
                      workdir)
 
 BLOB_MB = 16
+SWITCH_MB = 8
 TAPS = ('vwk0', 'vwk1', 'vwk2')
 NETS = ('10.80.0', '10.80.1', '10.80.2')
 
@@ -42,6 +46,17 @@ def main():
                 st = dict(line.split(':', 1) for line in f if ':' in line)
             check(st['Seccomp'].strip() == '2', 'thread %s is under the seccomp filter' % t)
         check('worker 1' in vd.log_tail(20000), 'a tap port was placed on worker 1')
+        info = vd.port_info()
+        stats_workers = {p['name']: p['worker']
+                         for p in json.loads(vd.ctl('stats', '--json').stdout)['ports']}
+        check(info['p0']['worker'] != info['p1']['worker'], 'the two tap ports are on different '
+              'workers (%d, %d)' % (info['p0']['worker'], info['p1']['worker']))
+        check(info['p2']['worker'] != info['p3']['worker'], 'the two switch ports are on '
+              'different workers (%d, %d)' % (info['p2']['worker'], info['p3']['worker']))
+        check(all(stats_workers[n] == info[n]['worker'] for n in info),
+              'vnetctl stats --json shows the same worker per port as ports')
+        table = vd.ctl('ports').stdout
+        check('WORKER' in table.splitlines()[0], 'vnetctl ports has a WORKER column')
         servers = []
         for i in (0, 1):
             ns.run('ip addr add %s.1/24 dev %s && ip link set %s up' % (NETS[i], TAPS[i], TAPS[i]))
@@ -89,6 +104,38 @@ def main():
                 g.run('ip link set eth0 up && ip addr add %s/24 dev eth0' % ip, check=True)
             rc, _ = a.run('ping -c 3 -W 5 10.88.9.2', timeout=60)
             check(rc == 0, 'switch guests reach each other with 2 workers')
+            rc, _ = b.run('ping -c 3 -W 5 10.88.9.1', timeout=60)
+            check(rc == 0, 'and back')
+            # Both ways at once: each guest serves a file the other fetches, so frames cross
+            # between the workers in both directions at the same time.
+            sums = {}
+            for g, name in ((a, 'a'), (b, 'b')):
+                g.run('dd if=/dev/urandom of=/tmp/f bs=1M count=%d 2>/dev/null; '
+                      'httpd -p 8080 -h /tmp' % SWITCH_MB, check=True)
+                sums[name] = g.run('sha256sum /tmp/f', check=True)[1].split()[0]
+            before = vd.stats()
+            got = {}
+
+            def get(g, name, ip):
+                got[name] = g.run('wget -q -O - http://%s:8080/f | sha256sum' % ip, timeout=300)
+
+            threads = [threading.Thread(target=get, args=(a, 'a', '10.88.9.2')),
+                       threading.Thread(target=get, args=(b, 'b', '10.88.9.1'))]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            rc, out = got['a']
+            check(rc == 0 and out.split()[0] == sums['b'],
+                  'switch guest A fetched %d MB from B across workers, byte-exact' % SWITCH_MB)
+            rc, out = got['b']
+            check(rc == 0 and out.split()[0] == sums['a'],
+                  'switch guest B fetched %d MB from A across workers, byte-exact' % SWITCH_MB)
+            after = vd.stats()
+            for port in ('p2', 'p3'):
+                rx = after[port][0]['bytes'] - before[port][0]['bytes']
+                check(rx >= SWITCH_MB << 20, '%s received its %d MB (%d bytes)'
+                      % (port, SWITCH_MB, rx))
 
         name = vd.ctl('port-add', 'socket=%s,tap=%s' % (socks[4], TAPS[2])).stdout.strip()
         ns.run('ip addr add %s.1/24 dev %s && ip link set %s up' % (NETS[2], TAPS[2], TAPS[2]))

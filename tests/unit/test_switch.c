@@ -61,7 +61,7 @@ static void tx_header(uint8_t *h)
 
 static void sw_new(void)
 {
-	sw = switch_create();
+	sw = switch_create(1, NULL, NULL);
 	assert_non_null(sw);
 	nports = 0;
 	clock_ns = 1000 * NS;
@@ -78,7 +78,7 @@ static struct port *port_add(uint64_t features)
 	memset(p, 0, sizeof(*p));
 	p->td = td_new(1, TD_BASE_FEATURES | features);
 	assert_int_equal(p->td->features & features, features);
-	p->be = switch_attach(sw, p->td->dev, names[nports]);
+	p->be = switch_attach(sw, p->td->dev, names[nports], 0);
 	assert_non_null(p->be);
 	vnet_dev_attach_backend(p->td->dev, &switch_backend_ops, p->be);
 	memcpy(p->mac, (const uint8_t[6]){0x02, 0, 0, 0, 0, (uint8_t)(0xa0 + nports)}, 6);
@@ -771,12 +771,12 @@ static void test_switch_full_refuses_port(void **state)
 	sw_up(1, 0);
 	be[0] = a->be;
 	for (unsigned i = 1; i < SWITCH_MAX_PORTS; i++) {
-		be[i] = switch_attach(sw, a->td->dev, "x");
+		be[i] = switch_attach(sw, a->td->dev, "x", 0);
 		assert_non_null(be[i]);
 	}
-	assert_null(switch_attach(sw, a->td->dev, "full"));
+	assert_null(switch_attach(sw, a->td->dev, "full", 0));
 	switch_detach(be[7]);
-	be[7] = switch_attach(sw, a->td->dev, "again");
+	be[7] = switch_attach(sw, a->td->dev, "again", 0);
 	assert_non_null(be[7]);
 	for (unsigned i = 1; i < SWITCH_MAX_PORTS; i++)
 		switch_detach(be[i]);
