@@ -78,9 +78,12 @@ bench-scale: build
 	$(PYTHON) bench/scale.py $(SCALE_ARGS)
 	$(PYTHON) bench/scale.py --counts 1,1024 --extra "--workers 2" --name scale-workers2 $(SCALE_ARGS)
 
-# Two busy tap ports: aggregate TX frames/s with --workers 1 vs 2 (about a minute).
+# Two busy tap ports: aggregate TX frames/s with --workers 1 vs 2 (about a minute); then two
+# switch port pairs (a->b, c->d): frames/s received, --workers 1 vs 2 with each pair on one
+# worker and each pair across the two (about two minutes; results/workers-switch-latest.*).
 bench-workers: build
 	$(PYTHON) bench/workers.py $(WORKERS_ARGS)
+	$(PYTHON) bench/workers.py --switch $(WORKERS_ARGS)
 
 bench-fairness: build
 	$(PYTHON) bench/fairness.py

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""make bench-workers: aggregate TX rate of two busy tap ports with vnetd --workers 1 vs 2.
+"""make bench-workers: two busy tap ports (--switch: two switch port pairs), --workers 1 vs 2.
 
 Each run: a fresh vnetd in a private network namespace with two tap ports (taps up, no
 address: the kernel drops the frames at once, so the work measured is vnetd's — walking the
@@ -15,6 +15,27 @@ machine's busy % during the runs. Note: with two ringspin spinners and two vnetd
 
 Outputs: a table; results/workers-<date>.json, results/workers-latest.json and (gnuplot)
 results/workers-latest.png. Any vnetd build: VNETD_BUILD=DIR (default build/). Needs root.
+
+--switch: the same for switch ports. Four switch ports, two pairs a -> b and c -> d; no
+namespace, no root. Senders a and c: TX rings (--ring, 1024 entries: 256 with a 50 us sleep
+would cap a sender below what one switch worker does) kept full by ringspin as above, every
+frame unicast to its receiver's MAC (each receiver first sends one broadcast so the switch has
+learnt it: no flooding is measured). Receivers b and d: RX rings (--rx-ring 2 KiB buffers) kept
+posted by ringspin on the RX queue (its RX mode: it re-posts each buffer vnetd used); the rate
+is what each receiver got per second (counted in its used ring), over a --seconds window that
+starts 0.5 s after the senders. vnetd places each port on the worker with the fewest ports, the
+lowest on a tie, in --port order (docs/scale.md, Workers), so the order steers the placement
+with --workers 2: a, c, b, d puts a, b on worker 0 and c, d on worker 1 ("same": each pair on
+one worker, the frames copied directly); a, b, c, d puts a, c on worker 0 and b, d on worker 1
+("cross": every frame goes through the cross-worker rings, src/switch_xq.c, both senders on one
+worker); a, b, d, c puts a, d on worker 0 and b, c on worker 1 ("cross2": across too, one sender
+and one receiver per worker). The workers vnetd reports (stats --json) are recorded with each
+run and the run is filed under the placement it really had. Per rep: 1 and 2 workers in each
+placement (1, 2, 1, 2, ...); the ratio is the 2-worker median of a placement over the median of
+all 1-worker runs. Four spinners and up to two vnetd threads on a 2-core machine: the spinners
+compete with vnetd for the cores, and the ratio there says more about the machine than vnetd.
+Outputs: results/workers-switch-<date>.json, results/workers-switch-latest.{json,dat,png} (the
+tap files are left alone).
 """
 
 import argparse
@@ -23,6 +44,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -32,11 +54,18 @@ TOP = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(TOP, 'tests', 'e2e'))
 import harness  # noqa: E402
 import fairness_kit as fk  # noqa: E402
-from vhost_user_client import TX_Q  # noqa: E402
+from vhost_user_client import RX_Q, TX_Q  # noqa: E402
 import gnuplot  # noqa: E402 (bench/gnuplot.py)
 
 TAPS = ('vbw0', 'vbw1')
 DST = '52:54:00:ee:ee:ee'
+
+# --switch: two pairs, sender -> receiver; the port order per placement (see the docstring).
+SW_MACS = {'a': '52:54:00:5a:00:0a', 'b': '52:54:00:5a:00:0b', 'c': '52:54:00:5a:00:0c',
+           'd': '52:54:00:5a:00:0d'}
+SW_PAIRS = (('a', 'b'), ('c', 'd'))
+SW_ORDER = {'same': 'acbd', 'cross': 'abcd', 'cross2': 'abdc'}
+SW_WARMUP = 0.5
 
 
 def log(msg):
@@ -99,6 +128,227 @@ def chart(summary, png, dat):
     return gnuplot.run(gp, log)
 
 
+def thread_cpu(pid):
+    """{tid: (comm, utime + stime seconds)} of every thread of pid."""
+    out = {}
+    for tid in os.listdir('/proc/%d/task' % pid):
+        try:
+            with open('/proc/%d/task/%s/comm' % (pid, tid)) as f:
+                comm = f.read().strip()
+            with open('/proc/%d/task/%s/stat' % (pid, tid)) as f:
+                v = f.read()
+            v = v[v.rindex(')') + 2:].split()
+            out[tid] = (comm, (int(v[11]) + int(v[12])) / fk.CLK_TCK)
+        except OSError:
+            pass
+    return out
+
+
+def placement_of(workers, wk):
+    """The placement the ports really had: wk = {port letter: vnetd worker}."""
+    if workers == 1 or len(set(wk.values())) == 1:
+        return 'one'
+    split = [wk[s] != wk[r] for s, r in SW_PAIRS]
+    if all(split):
+        return 'cross' if wk['a'] == wk['c'] else 'cross2'
+    return 'same' if not any(split) else 'mixed'
+
+
+def switch_run(exe, wd, workers, placement, args):
+    """One --switch run: a fresh vnetd, four switch ports in SW_ORDER[placement]; returns the
+    measurement dict."""
+    rwd = tempfile.mkdtemp(dir=wd)
+    order = SW_ORDER[placement]
+    socks = {n: os.path.join(rwd, '%s.sock' % n) for n in order}
+    ports = ['socket=%s,switch,mac=%s' % (socks[n], SW_MACS[n]) for n in order]
+    name = {n: 'p%d' % i for i, n in enumerate(order)}  # vnetd names ports in --port order
+    vd = harness.Vnetd(harness.NoNs(), ports, rwd, extra=['--workers', str(workers)])
+    vd.__enter__()
+    live = []
+    try:
+        rx, tx = {}, {}
+        for _, r in SW_PAIRS:  # receivers first: RX ring posted, then their MAC announced
+            f = fk.spin_guest(socks[r], num=args.rx_ring)
+            live.append(f)
+            rx[r] = fk.Spinner(exe, f, RX_Q, batch=32, idle_us=args.rx_idle_us).start()
+            live.append(rx[r])
+            if not fk.teach_switch(f, SW_MACS[r]):
+                harness.fail('%s: its broadcast was not taken' % r)
+        for s, r in SW_PAIRS:
+            f = fk.spin_guest(socks[s], num=args.ring)
+            live.append(f)
+            tx[s] = fk.Spinner(exe, f, TX_Q, fk.bulk_frame(SW_MACS[r], SW_MACS[s], args.frame),
+                               batch=32, idle_us=args.idle_us)
+        st = json.loads(vd.ctl('stats', '--json').stdout)
+        wk_by_name = {p['name']: p['worker'] for p in st['ports']}
+        wk = {n: wk_by_name[name[n]] for n in order}
+        for sp in tx.values():
+            sp.start(0)
+            live.append(sp)
+        time.sleep(SW_WARMUP)
+        pid = vd.proc.pid
+        s0 = vd.stats()
+        th0, c0, b0, t0 = thread_cpu(pid), fk.cpu_seconds(pid), machine_busy(), time.monotonic()
+        r0 = {n: sp.count() for n, sp in rx.items()}
+        x0 = {n: sp.count() for n, sp in tx.items()}
+        time.sleep(args.seconds)
+        r1 = {n: sp.count() for n, sp in rx.items()}
+        x1 = {n: sp.count() for n, sp in tx.items()}
+        th1, c1, b1, t1 = thread_cpu(pid), fk.cpu_seconds(pid), machine_busy(), time.monotonic()
+        s1 = vd.stats()
+        dt = t1 - t0
+        alive = all(sp.alive() for sp in list(rx.values()) + list(tx.values()))
+        for sp in tx.values():
+            sp.stop()
+        fps = {n: (r1[n] - r0[n]) / dt for n in rx}
+        rxq = {n: {k: harness.counter_delta(s0, s1, name[n], RX_Q, k)
+                   for k in ('packets', 'bytes', 'dropped', 'rx_no_buffers')}
+               for n in rx}
+        threads = {th0[t][0] + '/' + t: 100.0 * (th1[t][1] - th0[t][1]) / dt
+                   for t in th0 if t in th1}
+        return {'workers': workers, 'placement_asked': placement,
+                'placement': placement_of(workers, wk), 'port_order': ''.join(order),
+                'port_names': name, 'port_workers': wk, 'seconds': round(dt, 3),
+                'fps': fps, 'aggregate_fps': sum(fps.values()),
+                'tx_fps': {n: (x1[n] - x0[n]) / dt for n in tx}, 'rx_queue': rxq,
+                'lost_pct': 100.0 * (1 - sum(r1[n] - r0[n] for n in rx) /
+                                     max(1, sum(x1[n] - x0[n] for n in tx))),
+                'spinners_alive': alive,
+                'vnetd_cpu_pct': 100.0 * (c1 - c0) / dt, 'vnetd_threads_cpu_pct': threads,
+                'machine_busy_pct': 100.0 * (b1[0] - b0[0]) / max(1, b1[1] - b0[1])}
+    finally:
+        fk.close_all(reversed(live))
+        vd.stop()
+
+
+SW_LABEL = {'one': '1 worker', 'same': '2, each pair on one',
+            'cross': '2, across, senders on one', 'cross2': '2, across, both ways',
+            'mixed': '2, one pair across'}
+SW_KEYS = ('one', 'same', 'cross', 'cross2', 'mixed')
+SW_TIC = {'one': '1', 'same': '2 same', 'cross': '2 cross', 'cross2': '2 cross2',
+          'mixed': '2 mixed'}
+
+
+def switch_chart(summary, png, dat):
+    keys = [k for k in SW_KEYS if k in summary]
+    with open(dat, 'w') as f:
+        f.write('# config median_kfps min max\n')
+        for k in keys:
+            s = summary[k]
+            f.write('"%s" %g %g %g\n' % (SW_TIC[k], s['median'] / 1e3, s['min'] / 1e3,
+                                          s['max'] / 1e3))
+    gp = ['set terminal pngcairo size 700,420 font "sans,10"', 'set output "%s"' % png,
+          'set title "vnetd: two switch port pairs (a->b, c->d), aggregate frames/s received '
+          '(thousands)\\nmedian of the runs, bars = min-max"',
+          'set style data histogram', 'set style histogram errorbars gap 1 lw 1',
+          'set style fill solid 0.6 border -1', 'set boxwidth 0.6', 'set grid ytics',
+          'set key off', 'set yrange [0:*]',
+          'set xlabel "--workers  (same: each pair on one worker; cross, cross2: each pair '
+          'across the two)"',
+          'plot "%s" using 2:3:4:xtic(1) lc rgb "#40a060"' % dat]
+    return gnuplot.run(gp, log)
+
+
+def main_switch(args):
+    wd = tempfile.mkdtemp(prefix='vnetd-bench-workers-switch-')
+    harness.private_binaries(wd)
+    exe = fk.build_ringspin(wd)
+    placements = [p for p in args.placements.split(',') if p]
+    for p in placements:
+        if p not in SW_ORDER:
+            sys.exit('--placements: %r is not one of %s' % (p, ', '.join(SW_ORDER)))
+    runs = []
+    try:
+        for rep in range(args.reps):
+            for placement in placements:
+                for workers in (1, 2):
+                    r = switch_run(exe, wd, workers, placement, args)
+                    q = r['rx_queue']
+                    log('rep %d, %d worker(s), ports %s (workers %s: %s): received %s frames/s '
+                        '(aggregate %.0f; sent %s, %.1f%% not received), vnetd CPU %.0f%% (%s), '
+                        'machine busy %.0f%%%s' % (
+                            rep + 1, workers, r['port_order'],
+                            ' '.join('%s=%d' % kv for kv in sorted(r['port_workers'].items())),
+                            r['placement'],
+                            ' + '.join('%s %.0f' % (n, r['fps'][n]) for _, n in SW_PAIRS),
+                            r['aggregate_fps'],
+                            ' + '.join('%s %.0f' % (n, r['tx_fps'][n]) for n, _ in SW_PAIRS),
+                            r['lost_pct'], r['vnetd_cpu_pct'],
+                            ' + '.join('%.0f' % v for v in r['vnetd_threads_cpu_pct'].values()),
+                            r['machine_busy_pct'],
+                            ''.join('; %s RX dropped %d, no buffers %d' % (
+                                n, q[n]['dropped'], q[n]['rx_no_buffers'])
+                                for _, n in SW_PAIRS
+                                if q[n]['dropped'] or q[n]['rx_no_buffers'])))
+                    runs.append(r)
+    finally:
+        shutil.rmtree(wd, ignore_errors=True)
+    summary = {}
+    for k in SW_KEYS:
+        rs = [r for r in runs if r['placement'] == k]
+        if not rs:
+            continue
+        agg = [r['aggregate_fps'] for r in rs]
+        summary[k] = {'runs': len(rs), 'median': statistics.median(agg), 'min': min(agg),
+                      'max': max(agg),
+                      'per_receiver_median': {n: statistics.median(r['fps'][n] for r in rs)
+                                              for _, n in SW_PAIRS},
+                      'cpu_pct': statistics.median(r['vnetd_cpu_pct'] for r in rs),
+                      'lost_pct': statistics.median(r['lost_pct'] for r in rs),
+                      'busy_pct': statistics.median(r['machine_busy_pct'] for r in rs)}
+    base = summary.get('one', {}).get('median')
+    ratios = {k: summary[k]['median'] / base for k in summary if k != 'one' and base}
+    log('\n%-28s %4s %11s %11s %11s %11s %11s %6s %9s %6s %5s' % (
+        'workers, placement', 'runs', 'median fps', 'min', 'max', 'b median', 'd median',
+        'lost', 'vnetd CPU', 'busy', '2/1'))
+    for k, s in summary.items():
+        log('%-28s %4d %11.0f %11.0f %11.0f %11.0f %11.0f %5.1f%% %8.0f%% %5.0f%% %5s' % (
+            SW_LABEL[k], s['runs'], s['median'], s['min'], s['max'],
+            s['per_receiver_median']['b'], s['per_receiver_median']['d'], s['lost_pct'],
+            s['cpu_pct'], s['busy_pct'], '%.2f' % ratios[k] if k in ratios else '-'))
+    log('2 workers / 1 worker (medians): %s  (%d CPUs; load %s)' % (
+        ', '.join('%s %.2f' % (k, v) for k, v in ratios.items()) or '-', os.cpu_count(),
+        open('/proc/loadavg').read().split()[0]))
+    log('received = frames/s counted in the receivers\' used RX rings; lost = sent but not '
+        'received in the window (switch queue or cross-worker ring full).')
+    log('placement with 2 workers, from the --port order (as vnetd reported it): "same" = '
+        'a, c, b, d (a, b on worker 0; c, d on worker 1); "cross" = a, b, c, d (senders a, c on '
+        'worker 0; receivers b, d on worker 1); "cross2" = a, b, d, c (a, d on worker 0; b, c '
+        'on worker 1: a -> b crosses 0 -> 1, c -> d crosses 1 -> 0).')
+    if (os.cpu_count() or 1) <= 4:
+        log('note: %d CPUs for four ringspin processes (two TX, two RX) and vnetd\'s threads: '
+            'the spinners compete with vnetd for the cores, the ratio says as much about the '
+            'machine as about vnetd.' % os.cpu_count())
+    res = os.path.join(TOP, 'results')
+    os.makedirs(res, exist_ok=True)
+    stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
+    out = args.out or os.path.join(res, 'workers-switch-%s.json' % stamp)
+    doc = {'date': stamp, 'mode': 'switch', 'seconds': args.seconds, 'warmup': SW_WARMUP,
+           'frame': args.frame, 'idle_us': args.idle_us, 'rx_idle_us': args.rx_idle_us,
+           'ring': args.ring, 'rx_ring': args.rx_ring, 'pairs': SW_PAIRS,
+           'port_orders': {k: SW_ORDER[k] for k in placements}, 'macs': SW_MACS,
+           'runs': runs, 'summary': summary, 'ratio_2_over_1': ratios,
+           'cpus': os.cpu_count(), 'vnetd': vnetd_commit()}
+    for path in (out, os.path.join(res, 'workers-switch-latest.json')):
+        with open(path, 'w') as f:
+            json.dump(doc, f, indent=1)
+    png = os.path.join(res, 'workers-switch-latest.png')
+    if shutil.which('gnuplot') and switch_chart(summary, png,
+                                                os.path.join(res, 'workers-switch-latest.dat')):
+        log('chart: %s' % png)
+    log('json: %s' % out)
+
+
+def vnetd_commit():
+    """git describe of the tree (for the record: which vnetd was measured)."""
+    def git(*a):
+        return subprocess.run(['git', '-C', TOP] + list(a), capture_output=True,
+                              text=True).stdout.strip()
+    return {'commit': git('describe', '--always', '--dirty') or '?',
+            'src_commit': git('log', '-1', '--format=%h', '--', 'src', 'meson.build') or '?',
+            'build': harness.BUILD}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--seconds', type=float, default=5.0)
@@ -107,7 +357,22 @@ def main():
     ap.add_argument('--idle-us', type=int, default=50,
                     help='ringspin sleeps this long when its ring is full (leaves CPU to vnetd)')
     ap.add_argument('--out')
+    ap.add_argument('--switch', action='store_true',
+                    help='four switch ports (pairs a->b, c->d) instead of two taps; no root')
+    ap.add_argument('--placements', default='same,cross,cross2',
+                    help='--switch: same (each pair on one worker), cross (each pair across, '
+                         'both senders on one worker), cross2 (each pair across, one sender '
+                         'per worker)')
+    ap.add_argument('--ring', type=int, default=1024,
+                    help='--switch: senders\' TX ring (256 with --idle-us 50 caps a sender at '
+                         '~4.7 M frames/s, less than one switch worker does)')
+    ap.add_argument('--rx-ring', type=int, default=1024,
+                    help='--switch: receivers\' RX ring (2 KiB buffers)')
+    ap.add_argument('--rx-idle-us', type=int, default=50,
+                    help='--switch: the receivers\' ringspin sleeps this long when nothing came')
     args = ap.parse_args()
+    if args.switch:
+        return main_switch(args)
     if os.geteuid() != 0:
         sys.exit('bench-workers needs root (network namespace, taps)')
     wd = tempfile.mkdtemp(prefix='vnetd-bench-workers-')
