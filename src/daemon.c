@@ -199,11 +199,18 @@ static int add_port_cfg(struct daemon *d, unsigned slot, const struct port_confi
 		if (!d->sw)
 			return -1;
 	}
-	/* Every port, tap or switch, goes to the worker with the fewest (the lowest on a tie): the
-	 * switch hands frames between workers itself (switch_xq.c). */
-	for (unsigned i = 1; i < d->pool.n; i++)
-		if (d->pool.w[i].nports < w->nports)
-			w = &d->pool.w[i];
+	/* A port goes to its worker= or else, tap or switch, to the worker with the fewest (the
+	 * lowest on a tie): the switch hands frames between workers itself (switch_xq.c). */
+	if (cfg->worker >= (int)d->pool.n) {
+		log_err("port %u: worker=%d, but there are %u workers", slot, cfg->worker, d->pool.n);
+		return -1;
+	}
+	if (cfg->worker >= 0)
+		w = &d->pool.w[cfg->worker];
+	else
+		for (unsigned i = 1; i < d->pool.n; i++)
+			if (d->pool.w[i].nports < w->nports)
+				w = &d->pool.w[i];
 	p = port_create(slot, cfg, w->id, w->epfd, &w->rq, &w->flushq, d->sw);
 	if (!p)
 		return -1;

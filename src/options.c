@@ -80,6 +80,8 @@ static const char usage_text[] =
 	"  event-idx=on|off     offer VIRTIO_RING_F_EVENT_IDX (default on)\n"
 	"  indirect=on|off      offer VIRTIO_RING_F_INDIRECT_DESC (default on)\n"
 	"  mrg-rxbuf=on|off     offer VIRTIO_NET_F_MRG_RXBUF (default on)\n"
+	"  worker=N             the --workers thread that owns the port (default: the one with the\n"
+	"                       fewest ports); switch ports that talk a lot belong on one worker\n"
 	"\n"
 	"Coalescing values are 0..4294967295; an unset one is 0. A notification is delayed only\n"
 	"while both usecs and frames are non-zero, and is sent when either limit is reached.\n"
@@ -121,6 +123,7 @@ enum port_key {
 	K_STALL_IDLE_USECS,
 	K_RX_ADAPTIVE,
 	K_TX_ADAPTIVE,
+	K_WORKER,
 	K_COUNT,
 };
 
@@ -137,7 +140,7 @@ static const char *const port_key_names[K_COUNT] = {
 	[K_COAL_PERSIST] = "coal-persist", [K_STALL_GUARD] = "stall-guard",
 	[K_STALL_BYTES] = "stall-bytes", [K_STALL_IDLE_USECS] = "stall-idle-usecs",
 	[K_RX_ADAPTIVE] = "rx-adaptive", [K_TX_ADAPTIVE] = "tx-adaptive",
-	[K_CLIENT] = "client",
+	[K_CLIENT] = "client",	       [K_WORKER] = "worker",
 };
 
 #define OFFLOAD_BITS                                                                               \
@@ -296,6 +299,11 @@ static int apply_port_key(struct port_config *pc, struct port_parse *pp, enum po
 		return 0;
 	case K_CLIENT:
 		pc->client = true;
+		return 0;
+	case K_WORKER:
+		if (!parse_ulong(value, 0, 15, &v))
+			return bad_value(name, value, "0..15 (a worker of --workers)");
+		pc->worker = (int)v;
 		return 0;
 	case K_MAC:
 		pp->mac_given = true;
@@ -457,6 +465,7 @@ static int parse_port_spec(struct port_config *pc, const char *spec, unsigned in
 	int ret = 0;
 
 	memset(pc, 0, sizeof(*pc));
+	pc->worker = -1;
 	pc->dev.queue_pairs = 1;
 	pc->dev.features_mask = ~0ull;
 	pc->dev.tx_mode = VNET_TX_KICK;
@@ -511,6 +520,11 @@ static int check_ports(struct vnetd_options *o, const bool *mac_given)
 	bool clash;
 
 	for (i = 0; i < o->nports; i++) {
+		if (o->ports[i].worker >= (int)o->workers) {
+			fprintf(opt_err, "vnetd: --port %u: worker=%d, but --workers is %u (workers 0..%u)\n",
+				i, o->ports[i].worker, o->workers, o->workers - 1);
+			return -1;
+		}
 		for (j = 0; j < i; j++)
 			if (port_clash(&o->ports[i], i, &o->ports[j], j))
 				return -1;

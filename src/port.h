@@ -20,6 +20,7 @@ struct port_config {
 	char tap_name[16];
 	bool client;    /* vhost-user client: connect to socket_path (and reconnect) */
 	bool mac_given; /* mac= was in the spec (else derived from index and socket) */
+	int worker;     /* worker= (0..), or -1: the worker with the fewest ports */
 	struct vnet_dev_params dev;
 };
 

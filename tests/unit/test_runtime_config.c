@@ -91,6 +91,33 @@ static void test_runtime_port_checks_against_live_ports(void **state)
 					      err, sizeof(err)), -1);
 }
 
+/* worker=N pins a port to a worker: parsed in a spec, refused beyond --workers at start-up. */
+static void test_worker_key(void **state)
+{
+	static struct vnetd_options o; /* 1024 ports: not on the stack */
+	struct port_config c;
+	char err[256];
+	char *ok[] = {"vnetd", "--control", "/c", "--workers", "2", "--port", "socket=/a,switch,worker=1",
+		      "--port", "socket=/b,switch", NULL};
+	char *bad[] = {"vnetd", "--control", "/c", "--workers", "2", "--port",
+		       "socket=/a,switch,worker=2", NULL};
+
+	(void)state;
+	assert_int_equal(options_runtime_port("socket=/c,switch,worker=3", 7, &c, NULL, NULL, 0, err,
+					      sizeof(err)), 0);
+	assert_int_equal(c.worker, 3);
+	assert_int_equal(options_runtime_port("socket=/c,switch", 7, &c, NULL, NULL, 0, err,
+					      sizeof(err)), 0);
+	assert_int_equal(c.worker, -1); /* the worker with the fewest ports */
+	assert_int_equal(options_runtime_port("socket=/c,switch,worker=16", 7, &c, NULL, NULL, 0,
+					      err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "worker"));
+	assert_int_equal(options_parse(9, ok, &o), 0);
+	assert_int_equal(o.ports[0].worker, 1);
+	assert_int_equal(o.ports[1].worker, -1);
+	assert_int_equal(options_parse(7, bad, &o), -1);
+}
+
 static void test_runtime_port_default_mac_is_unique(void **state)
 {
 	struct port_config a, other, c;
@@ -241,6 +268,7 @@ int main(void)
 	    cmocka_unit_test(test_config_refuses_what_a_spec_cannot_say),
 	    cmocka_unit_test(test_runtime_port_checks_against_live_ports),
 	    cmocka_unit_test(test_runtime_port_default_mac_is_unique),
+	    cmocka_unit_test(test_worker_key),
 	    cmocka_unit_test(test_state_round_trip_and_refusals),
 	    cmocka_unit_test(test_state_rx_round_trip),
 	    cmocka_unit_test(test_state_rx_refusals),
