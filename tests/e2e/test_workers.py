@@ -148,6 +148,17 @@ def main():
         vd.ctl('port-del', name)
         check(name not in vd.port_info() and vd.alive(), 'port-del with 2 workers')
 
+        # worker=N pins a port: worker 1 although worker 0 has no more ports than it; and a
+        # worker beyond --workers is refused.
+        pin = os.path.join(wd, 'pin.sock')
+        name = vd.ctl('port-add', 'socket=%s,switch,worker=1' % pin).stdout.strip()
+        check(vd.port_info().get(name, {}).get('worker') == 1,
+              'port-add ...,worker=1 puts %s on worker 1' % name)
+        vd.ctl('port-del', name)
+        r = vd.ctl('port-add', 'socket=%s,switch,worker=2' % pin, check=False)
+        check(r.returncode != 0 and vd.alive(), 'port-add ...,worker=2 refused with 2 workers (%s)'
+              % (r.stdout + r.stderr).strip()[:120])
+
 
 if __name__ == '__main__':
     main()
