@@ -23,9 +23,9 @@ frame unicast to its receiver's MAC (each receiver first sends one broadcast so 
 learnt it: no flooding is measured). Receivers b and d: RX rings (--rx-ring 2 KiB buffers) kept
 posted by ringspin on the RX queue (its RX mode: it re-posts each buffer vnetd used); the rate
 is what each receiver got per second (counted in its used ring), over a --seconds window that
-starts 0.5 s after the senders. vnetd places each port on the worker with the fewest ports, the
-lowest on a tie, in --port order (docs/scale.md, Workers), so the order steers the placement
-with --workers 2: a, c, b, d puts a, b on worker 0 and c, d on worker 1 ("same": each pair on
+starts 0.5 s after the senders. vnetd keeps switch ports without worker= on one worker
+(docs/scale.md, Workers), so with --workers 2 each port gets worker=(its position in the --port
+order) mod 2, and the order steers the placement: a, c, b, d puts a, b on worker 0 and c, d on worker 1 ("same": each pair on
 one worker, the frames copied directly); a, b, c, d puts a, c on worker 0 and b, d on worker 1
 ("cross": every frame goes through the cross-worker rings, src/switch_xq.c, both senders on one
 worker); a, b, d, c puts a, d on worker 0 and b, c on worker 1 ("cross2": across too, one sender
@@ -160,7 +160,11 @@ def switch_run(exe, wd, workers, placement, args):
     rwd = tempfile.mkdtemp(dir=wd)
     order = SW_ORDER[placement]
     socks = {n: os.path.join(rwd, '%s.sock' % n) for n in order}
-    ports = ['socket=%s,switch,mac=%s' % (socks[n], SW_MACS[n]) for n in order]
+    # vnetd keeps switch ports without worker= on one worker: pin them for the placement.
+    pin = {n: i % workers for i, n in enumerate(order)} if workers > 1 else {}
+    ports = ['socket=%s,switch,mac=%s%s' % (socks[n], SW_MACS[n],
+                                            ',worker=%d' % pin[n] if n in pin else '')
+             for n in order]
     name = {n: 'p%d' % i for i, n in enumerate(order)}  # vnetd names ports in --port order
     vd = harness.Vnetd(harness.NoNs(), ports, rwd, extra=['--workers', str(workers)])
     vd.__enter__()

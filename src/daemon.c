@@ -42,6 +42,7 @@ struct daemon {
 	unsigned nlive;
 	uint8_t origin[VNETD_MAX_PORTS];      /* enum port_origin */
 	uint8_t worker_of[VNETD_MAX_PORTS];   /* the worker that owns the port */
+	int switch_home; /* where switch ports without worker= go; -1 until the first one */
 	char *config_spec[VNETD_MAX_PORTS];   /* ORIGIN_CONFIG: the spec it was made from */
 	bool doomed[VNETD_MAX_PORTS];         /* port-del'd: destroyed at the end of the round */
 	unsigned ndoomed;
@@ -199,18 +200,28 @@ static int add_port_cfg(struct daemon *d, unsigned slot, const struct port_confi
 		if (!d->sw)
 			return -1;
 	}
-	/* A port goes to its worker= or else, tap or switch, to the worker with the fewest (the
-	 * lowest on a tie): the switch hands frames between workers itself (switch_xq.c). */
+	/*
+	 * A port goes to its worker=. Else a tap port goes to the worker with the fewest ports (the
+	 * lowest on a tie), and a switch port to the switch's home worker: the one the first such
+	 * port got that way. The switch hands frames between workers (switch_xq.c), but a frame
+	 * that crosses costs several times a direct copy, so unpinned switch ports stay together
+	 * (as talking guests should) and the operator spreads groups with worker=.
+	 */
 	if (cfg->worker >= (int)d->pool.n) {
 		log_err("port %u: worker=%d, but there are %u workers", slot, cfg->worker, d->pool.n);
 		return -1;
 	}
-	if (cfg->worker >= 0)
+	if (cfg->worker >= 0) {
 		w = &d->pool.w[cfg->worker];
-	else
+	} else if (cfg->backend == PORT_BACKEND_SWITCH && d->switch_home >= 0) {
+		w = &d->pool.w[d->switch_home];
+	} else {
 		for (unsigned i = 1; i < d->pool.n; i++)
 			if (d->pool.w[i].nports < w->nports)
 				w = &d->pool.w[i];
+		if (cfg->backend == PORT_BACKEND_SWITCH)
+			d->switch_home = (int)w->id;
+	}
 	p = port_create(slot, cfg, w->id, w->epfd, &w->rq, &w->flushq, d->sw);
 	if (!p)
 		return -1;
@@ -586,6 +597,7 @@ int daemon_run(const struct vnetd_options *opts)
 	int status = 0;
 
 	memset(&d, 0, sizeof(d));
+	d.switch_home = -1;
 	d.signal_fd = d.control_fd = d.config_dir = d.state_dir = -1;
 	d.opts = opts;
 	/* Threads before the sandbox: creating one needs clone(), which the filter kills. */

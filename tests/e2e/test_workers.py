@@ -1,7 +1,7 @@
 """vnetd --workers 2 with two UML guests on taps (one per worker) and two on the switch (also
 one per worker): both tap guests download a blob at the same time, byte-exact, while vnetctl
-stats is read over and over; the switch guests, whose ports are on different workers (vnetctl
-ports and stats say so), ping each other and move files both ways at once, byte-exact, through
+stats is read over and over; the switch guests, whose ports are pinned on different workers
+(worker=0, worker=1; vnetctl ports and stats say so), ping each other and move files both ways at once, byte-exact, through
 the switch's cross-worker queues; a tap port added at run time goes to a worker and works;
 every thread of vnetd runs under the seccomp filter."""
 
@@ -34,8 +34,8 @@ def main():
     sha = make_blob(blob, BLOB_MB)
     socks = [os.path.join(wd, 'p%d.sock' % i) for i in range(5)]
     ports = ['socket=%s,tap=%s' % (socks[0], TAPS[0]), 'socket=%s,tap=%s' % (socks[1], TAPS[1]),
-             'socket=%s,switch,mac=52:54:00:80:09:01' % socks[2],
-             'socket=%s,switch,mac=52:54:00:80:09:02' % socks[3]]
+             'socket=%s,switch,mac=52:54:00:80:09:01,worker=0' % socks[2],
+             'socket=%s,switch,mac=52:54:00:80:09:02,worker=1' % socks[3]]
     with Netns('vnetd-e2e-workers') as ns, \
             Vnetd(ns, ports, wd, extra=['--workers', '2']) as vd:
         pid = vd.proc.pid
@@ -155,6 +155,14 @@ def main():
         check(vd.port_info().get(name, {}).get('worker') == 1,
               'port-add ...,worker=1 puts %s on worker 1' % name)
         vd.ctl('port-del', name)
+        # Switch ports without worker= stay on one worker (a frame crossing costs more).
+        s1 = vd.ctl('port-add', 'socket=%s,switch' % pin).stdout.strip()
+        s2 = vd.ctl('port-add', 'socket=%s,switch' % (pin + '2')).stdout.strip()
+        w1, w2 = (vd.port_info().get(n, {}).get('worker') for n in (s1, s2))
+        check(w1 is not None and w1 == w2, 'switch ports without worker= share a worker (%s: %s, '
+              '%s: %s)' % (s1, w1, s2, w2))
+        vd.ctl('port-del', s1)
+        vd.ctl('port-del', s2)
         r = vd.ctl('port-add', 'socket=%s,switch,worker=2' % pin, check=False)
         check(r.returncode != 0 and vd.alive(), 'port-add ...,worker=2 refused with 2 workers (%s)'
               % (r.stdout + r.stderr).strip()[:120])
