@@ -266,6 +266,11 @@ static int add_port_spec(struct daemon *d, const char *spec, enum port_origin or
 	if (options_runtime_port(spec, (unsigned)slot, &cfg, others, other_index, n, err,
 				 err_len) < 0)
 		return -1;
+	if (cfg.worker >= (int)d->pool.n) {
+		snprintf(err, err_len, "worker=%d, but vnetd runs %u worker(s) (0..%u)", cfg.worker,
+			 d->pool.n, d->pool.n - 1);
+		return -1;
+	}
 	r = add_port_cfg(d, (unsigned)slot, &cfg, origin);
 	if (r < 0)
 		snprintf(err, err_len, "cannot set up the port (see vnetd's log)");

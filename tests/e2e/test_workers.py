@@ -164,7 +164,8 @@ def main():
         vd.ctl('port-del', s1)
         vd.ctl('port-del', s2)
         r = vd.ctl('port-add', 'socket=%s,switch,worker=2' % pin, check=False)
-        check(r.returncode != 0 and vd.alive(), 'port-add ...,worker=2 refused with 2 workers (%s)'
+        check(r.returncode != 0 and 'worker=2' in r.stdout + r.stderr and vd.alive(),
+              'port-add ...,worker=2 refused with 2 workers, saying why (%s)'
               % (r.stdout + r.stderr).strip()[:120])
 
 
