@@ -220,5 +220,36 @@ def make_blob(path, size_mb):
     return hashlib.sha256(data).hexdigest()
 
 
+def ns_fetch_sha(ns, url, timeout=120, run_timeout=300):
+    """sha256 (hex) of url fetched from inside namespace ns (a guest -> host transfer), or
+    'error: ...': timeout for the connection and reads, run_timeout for the whole fetch."""
+    code = ('import hashlib,sys,urllib.request;'
+            'print(hashlib.sha256(urllib.request.urlopen(sys.argv[1], timeout=%d).read())'
+            '.hexdigest())' % timeout)
+    r = ns.run(['python3', '-c', code, url], check=False, timeout=run_timeout)
+    return r.stdout.strip() if r.returncode == 0 else 'error: ' + r.stderr[-300:]
+
+
+class HostServers:
+    """In namespace ns, on address host: an HTTP server for directory (port 8000) and an
+    iperf3 server; both killed on exit."""
+
+    def __init__(self, ns, host, directory):
+        self.ns, self.host, self.directory, self.procs = ns, host, directory, []
+
+    def __enter__(self):
+        self.procs.append(self.ns.popen(['python3', '-m', 'http.server', '8000', '--bind',
+                                         self.host, '--directory', self.directory],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        self.procs.append(self.ns.popen(['iperf3', '-s', '-B', self.host],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        return self
+
+    def __exit__(self, *exc):
+        for p in self.procs:
+            p.kill()
+        return False
+
+
 def workdir(name):
     return tempfile.mkdtemp(prefix='vnetd-%s-' % name)

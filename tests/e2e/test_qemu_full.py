@@ -10,10 +10,9 @@ what QEMU says blocks migration. VNETD_QEMU_GUEST_SUITE=sid boots sid's Linux 7.
 import json
 import os
 import socket
-import subprocess
 
-from harness import (Netns, QemuGuest, Vnetd, check, guest_kit, make_blob, new_qemu,
-                     require_root_and_tun, workdir)
+from harness import (HostServers, Netns, QemuGuest, Vnetd, check, guest_kit, make_blob,
+                     new_qemu, ns_fetch_sha, require_root_and_tun, workdir)
 
 MAC = '52:54:00:7a:00:02'
 HOST, GUEST = '10.122.0.1', '10.122.0.2'
@@ -78,14 +77,6 @@ def migration_blockers(qmp_path):
         return 'QMP failed: %s' % e
 
 
-def host_fetch_sha(ns, url):
-    code = ('import hashlib,sys,urllib.request;'
-            'print(hashlib.sha256(urllib.request.urlopen(sys.argv[1], timeout=300).read())'
-            '.hexdigest())')
-    r = ns.run(['python3', '-c', code, url], check=False, timeout=600)
-    return r.stdout.strip() if r.returncode == 0 else 'error: ' + r.stderr[-300:]
-
-
 def main():
     require_root_and_tun()
     qemu = new_qemu('sid')
@@ -96,21 +87,14 @@ def main():
     port = 'socket=%s,tap=vtap0,mac=%s,queues=2' % (sock, MAC)
     with Netns('vnetd-e2e-qfull') as ns, Vnetd(ns, [port], wd) as vd:
         ns.run('ip addr add %s/24 dev vtap0 && ip link set vtap0 up' % HOST)
-        http = ns.popen(['python3', '-m', 'http.server', '8000', '--bind', HOST, '--directory', wd],
-                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        iperf = ns.popen(['iperf3', '-s', '-B', HOST], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL)
-        try:
-            qmp = os.path.join(wd, 'qmp.sock')
-            with QemuGuest(kit, vhost_socket=sock, qemu=qemu, full_device=True, num_vqs=5,
-                           extra_args=['-qmp', 'unix:%s,server=on,wait=off' % qmp],
-                           log_path=os.path.join(wd, 'qemu.log')) as g:
-                run_guest(g, vd, ns, blob_sha)
-                # Reported, not asserted: what keeps this mode from live migration.
-                print('migration blocked by: %s' % migration_blockers(qmp))
-        finally:
-            http.kill()
-            iperf.kill()
+        qmp = os.path.join(wd, 'qmp.sock')
+        with HostServers(ns, HOST, wd), \
+                QemuGuest(kit, vhost_socket=sock, qemu=qemu, full_device=True, num_vqs=5,
+                          extra_args=['-qmp', 'unix:%s,server=on,wait=off' % qmp],
+                          log_path=os.path.join(wd, 'qemu.log')) as g:
+            run_guest(g, vd, ns, blob_sha)
+            # Reported, not asserted: what keeps this mode from live migration.
+            print('migration blocked by: %s' % migration_blockers(qmp))
         check(vd.alive(), 'vnetd still running')
 
 
@@ -165,7 +149,8 @@ def run_guest(g, vd, ns, blob_sha):
     g.run('dd if=/dev/urandom of=/tmp/up bs=1M count=%d 2>/dev/null && httpd -p 8080 -h /tmp'
           % SIZE_MB, check=True)
     want = g.run('sha256sum /tmp/up', check=True)[1].split()[0]
-    check(host_fetch_sha(ns, 'http://%s:8080/up' % GUEST) == want,
+    check(ns_fetch_sha(ns, 'http://%s:8080/up' % GUEST, timeout=300,
+                       run_timeout=600) == want,
           '%d MB guest->host byte-exact' % SIZE_MB)
 
 

@@ -7,10 +7,9 @@ VNETD_UML_SUITE=trixie runs the same checks against trixie's Linux 6.12 (not par
 
 import hashlib
 import os
-import subprocess
 
-from harness import (Netns, UmlGuest, Vnetd, check, fail, guest_kit, make_blob,
-                     require_root_and_tun, workdir)
+from harness import (HostServers, Netns, UmlGuest, Vnetd, check, fail, guest_kit, make_blob,
+                     ns_fetch_sha, require_root_and_tun, workdir)
 
 SUITE = os.environ.get('VNETD_UML_SUITE', 'sid')
 KERNEL = {'sid': '7.', 'trixie': '6.12'}      # what uname -r of the suite's UML starts with
@@ -48,15 +47,6 @@ def pairs_used(g, vd, ns):
     return {q: b['p0'][q]['packets'] - a['p0'][q]['packets'] for q in range(4)}
 
 
-def host_fetch_sha(ns, url):
-    """sha256 of url fetched from inside the namespace (guest -> host transfer)."""
-    code = ('import hashlib,sys,urllib.request;'
-            'print(hashlib.sha256(urllib.request.urlopen(sys.argv[1], timeout=120).read())'
-            '.hexdigest())')
-    r = ns.run(['python3', '-c', code, url], check=False, timeout=300)
-    return r.stdout.strip() if r.returncode == 0 else 'error: ' + r.stderr[-300:]
-
-
 def main():
     require_root_and_tun()
     if SUITE not in KERNEL:
@@ -68,16 +58,9 @@ def main():
     port = 'socket=%s,tap=vtap0,mac=%s,queues=2' % (sock, MAC)
     with Netns('vnetd-e2e-uml72') as ns, Vnetd(ns, [port], wd) as vd:
         ns.run('ip addr add %s/24 dev vtap0 && ip link set vtap0 up' % HOST)
-        http = ns.popen(['python3', '-m', 'http.server', '8000', '--bind', HOST, '--directory', wd],
-                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        iperf = ns.popen(['iperf3', '-s', '-B', HOST], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL)
-        try:
-            with UmlGuest(kit, sock, log_path=os.path.join(wd, 'guest.log')) as g:
-                run_guest(g, vd, ns, blob_sha)
-        finally:
-            http.kill()
-            iperf.kill()
+        with HostServers(ns, HOST, wd), \
+                UmlGuest(kit, sock, log_path=os.path.join(wd, 'guest.log')) as g:
+            run_guest(g, vd, ns, blob_sha)
         check(vd.alive(), 'vnetd still running')
 
 
@@ -158,7 +141,7 @@ def run_guest(g, vd, ns, blob_sha):
     g.run('dd if=/dev/urandom of=/tmp/up bs=1M count=%d 2>/dev/null && httpd -p 8080 -h /tmp'
           % SIZE_MB, check=True)
     want = g.run('sha256sum /tmp/up', check=True)[1].split()[0]
-    got = host_fetch_sha(ns, 'http://%s:8080/up' % GUEST)
+    got = ns_fetch_sha(ns, 'http://%s:8080/up' % GUEST)
     check(got == want, '%d MB guest->host byte-exact' % SIZE_MB)
     if hashlib.sha256(b'').hexdigest() == want:
         fail('the guest file is empty')

@@ -11,6 +11,7 @@
 
 #include "fake_driver.h"
 #include "switch.h"
+#include "switch_test_stats.h"
 #include "virtio_net_defs.h"
 #include "vnet_dev.h"
 
@@ -114,19 +115,6 @@ static void pump(void)
 	for (unsigned i = 0; i < nports; i++)
 		vnet_dev_rx_flush(ports[i].td->dev);
 }
-
-/* switch_port_stats() one counter at a time: 0 forwarded, 1 flooded, 2 dropped. */
-static uint64_t port_stat(const struct port *p, int which)
-{
-	uint64_t v[3];
-
-	switch_port_stats(p->be, &v[0], &v[1], &v[2]);
-	return v[which];
-}
-
-#define forwarded(p) port_stat(p, 0)
-#define flooded(p) port_stat(p, 1)
-#define dropped(p) port_stat(p, 2)
 
 /* ---- Frames ---- */
 

@@ -16,6 +16,7 @@
 
 #include "fake_driver.h"
 #include "switch.h"
+#include "switch_test_stats.h"
 #include "virtio_net_defs.h"
 #include "vnet_dev.h"
 
@@ -209,18 +210,6 @@ static void rx_repost(struct xport *p)
 	fake_vq_publish(&p->td->vq[RXQ]);
 	vnet_dev_kick(p->td->dev, RXQ);
 }
-
-static uint64_t port_stat(const struct xport *p, int which)
-{
-	uint64_t v[3];
-
-	switch_port_stats(p->be, &v[0], &v[1], &v[2]);
-	return v[which];
-}
-
-#define forwarded(p) port_stat(p, 0)
-#define flooded(p) port_stat(p, 1)
-#define dropped(p) port_stat(p, 2)
 
 /* ---- One thread playing two workers ---- */
 
