@@ -207,11 +207,7 @@ static int add_port_cfg(struct daemon *d, unsigned slot, const struct port_confi
 	 * that crosses costs several times a direct copy, so unpinned switch ports stay together
 	 * (as talking guests should) and the operator spreads groups with worker=.
 	 */
-	if (cfg->worker >= (int)d->pool.n) {
-		log_err("port %u: worker=%d, but there are %u workers", slot, cfg->worker, d->pool.n);
-		return -1;
-	}
-	if (cfg->worker >= 0) {
+	if (cfg->worker >= 0) { /* < d->pool.n: options_parse() and add_port_spec() checked */
 		w = &d->pool.w[cfg->worker];
 	} else if (cfg->backend == PORT_BACKEND_SWITCH && d->switch_home >= 0) {
 		w = &d->pool.w[d->switch_home];
