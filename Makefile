@@ -9,7 +9,7 @@ PREFIX     ?= /usr/local
 DESTDIR    ?=
 export VNETD_BUILD := $(abspath $(BUILD))
 
-.PHONY: all deps build check unit asan fuzz-smoke fuzz e2e demo bench bench-fairness bench-datapath bench-scale bench-workers install bench-migration clean
+.PHONY: all deps build check unit asan fuzz-smoke fuzz e2e demo doctor bench bench-fairness bench-datapath bench-scale bench-workers install bench-migration clean
 
 all: build
 
@@ -63,6 +63,11 @@ check: deps
 demo: deps
 	$(MAKE) build
 	$(PYTHON) tools/demo.py
+
+# What this host can do, a line per item with what to do on a "no": which UML kernels boot on
+# this CPU, QEMU/TCG, KVM (measured), namespaces, taps, hugepages, Prometheus, DPDK, OVS.
+doctor: build
+	$(PYTHON) tools/doctor.py
 
 # Coalescing profiles set by the guests' own ethtool -C: UML 6.1 and QEMU 11 full-device (sid's
 # QEMU, fetched by guest/qemu.sh), the coalescing rows of issue 9 (UML 6.1 and 7.2 with 1 GB:

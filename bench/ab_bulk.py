@@ -23,7 +23,7 @@ TOP = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(TOP, 'tests', 'e2e'))
 
 import harness  # noqa: E402
-from harness import Netns, UmlGuest, Vnetd, guest_kit, require_root_and_tun, workdir  # noqa: E402
+from harness import Netns, UmlGuest, Vnetd, uml_kit, require_root_and_tun, workdir  # noqa: E402
 
 HOST_IP, GUEST_IP = '10.93.0.1', '10.93.0.2'
 
@@ -72,7 +72,7 @@ def main():
     ap.add_argument('--seconds', type=int, default=5)
     args = ap.parse_args()
     require_root_and_tun()
-    kit = guest_kit()
+    kit = uml_kit()
     load0 = os.getloadavg()
     runs = {'old': [], 'new': []}
     for rep in range(args.reps):

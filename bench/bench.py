@@ -362,9 +362,9 @@ def make_guest(kind, wd, sock):
     """(guest object, /proc/interrupts pattern of its virtio line) for a --guest name."""
     logp = os.path.join(wd, '%s.log' % kind)
     if kind == 'uml':
-        return UmlGuest(harness.guest_kit(), sock, log_path=logp), 'virtio-uml'
+        return UmlGuest(harness.uml_kit("bookworm"), sock, log_path=logp), 'virtio-uml'
     if kind == 'uml-7.2':
-        return UmlGuest(harness.guest_kit('sid'), sock, log_path=logp), 'virtio-uml'
+        return UmlGuest(harness.uml_kit("sid"), sock, log_path=logp), 'virtio-uml'
     # qemu-full: one queue pair (num_vqs 3); the device's single MSI-X vector is not enough
     # for Linux (config + queues), so the guest uses one INTx line "virtio0" (see docs/guests.md).
     return (QemuGuest(harness.guest_kit(), vhost_socket=sock, qemu=harness.new_qemu('sid'),

@@ -147,7 +147,7 @@ def bench_coal_guest(B, args, key, wd, runs, info):
     inf = info.setdefault('coal_guests', {}).setdefault(key, {'setup': setup, 'mem': MEM})
     with Netns(B.NETNS) as ns, Vnetd(ns, ['socket=%s,tap=vtap0' % sock], wd) as vd:
         ns.run('ip addr add %s/24 dev vtap0 && ip link set vtap0 up' % B.HOST_IP)
-        with UmlGuest(harness.guest_kit(suite), sock, mem=MEM,
+        with UmlGuest(harness.uml_kit(suite), sock, mem=MEM,
                       log_path=os.path.join(wd, '%s.log' % key)) as g:
             log('%s booted in %.1f s on vnetd port p0' % (label, g.boot_time))
             inf['guest_kernel'] = g.run('uname -r')[1].strip()

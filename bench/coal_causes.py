@@ -154,7 +154,7 @@ def main():
     args.directions = ['tx', 'rx'] if args.direction == 'both' else [args.direction]
     mems = [m for m in args.mems.split(',') if m]
     B.check_prereqs(argparse.Namespace(peer=False, uml=True))
-    kit = harness.guest_kit()
+    kit = harness.uml_kit()
     wd = harness.workdir('coal-causes')
     harness.private_binaries(wd)
     now = datetime.datetime.now()

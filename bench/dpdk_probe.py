@@ -47,7 +47,7 @@ def main():
         sys.exit('dpdk_probe: run as root')
     if shutil.which('dpdk-testpmd') is None:
         sys.exit('dpdk_probe: dpdk-testpmd missing: apt-get install -y dpdk-dev')
-    kit = harness.guest_kit()
+    kit = harness.uml_kit()
     wd = harness.workdir('dpdk-probe')
     sock = os.path.join(wd, 'vhost.sock')
     res = {'testpmd': subprocess.run(['dpkg-query', '-W', '-f=${Version}', 'dpdk-dev'],

@@ -63,7 +63,7 @@ def apply(g, vd, variant, defaults):
 
 def make_guest(kind, wd, sock):
     if kind == 'uml-1g':
-        return UmlGuest(harness.guest_kit(), sock, mem='1G',
+        return UmlGuest(harness.uml_kit(), sock, mem='1G',
                         log_path=os.path.join(wd, 'uml.log')), 'virtio-uml'
     return B.make_guest(kind, wd, sock)
 

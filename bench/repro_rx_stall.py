@@ -30,7 +30,7 @@ def dump(g, vd):
 def main():
     prof = sys.argv[1] if len(sys.argv) > 1 else 'none'
     runs = int(sys.argv[2]) if len(sys.argv) > 2 else 8
-    kit = harness.guest_kit()
+    kit = harness.uml_kit()
     wd = harness.workdir('rx-stall')
     sock = os.path.join(wd, 'p0.sock')
     with Netns('vnetd-rx-stall') as ns, Vnetd(ns, ['socket=%s,tap=vtap0' % sock], wd) as vd:

@@ -3,7 +3,9 @@
 # (never installed) and build {linux.uml,uml-initrd.cpio.gz,vmlinuz,qemu-initrd.cpio.gz} in
 # BUILD_DIR/guest (bookworm, the default) or BUILD_DIR/guest/SUITE (newer suites).
 # Exit 0 ok, 77 when packages cannot be downloaded, other non-zero on errors.
-# Newer suites come through a private apt configuration under the kit directory (APT_CONFIG; the
+# Downloads go to a cache outside the checkout (guest/apt-suite.sh: cache_debs), each .deb checked
+# against the package index's SHA256; MANIFEST records every package version and hash.
+# Newer suites come through a private apt configuration kept in that cache (APT_CONFIG; the
 # system's sources are never changed), from the mirror the system's bookworm sources use
 # (VNETD_DEBIAN_MIRROR overrides it). Their linux.uml needs a newer glibc than the host's: it gets
 # the suite's libc as ELF interpreter and rpath (patchelf), as UML re-executes /proc/self/exe.
@@ -26,7 +28,6 @@ KITDIR=$1/guest
 [ "$SUITE" = bookworm ] || KITDIR=$1/guest/$SUITE
 mkdir -p "$KITDIR"
 OUT=$(cd "$KITDIR" && pwd)
-DEB=$OUT/debs     # downloaded .deb files (cache)
 PK=$OUT/pkgs      # one extracted tree per package (cache)
 ARCH=x86_64-linux-gnu
 
@@ -36,49 +37,32 @@ die() { echo "fetch.sh: ERROR: $*" >&2; exit 1; }
 exec 9>"$OUT/.lock"
 flock 9   # serialise concurrent builds into the same BUILD_DIR
 
-# Outputs newer than this script and guest/init mean nothing to do.
-fresh() {
-	local f
-	for f; do
-		[ -e "$OUT/$f" ] && [ "$OUT/$f" -nt "$SELF" ] && [ "$OUT/$f" -nt "$INIT" ] || return 1
-	done
-}
-if fresh linux.uml uml-initrd.cpio.gz vmlinuz qemu-initrd.cpio.gz; then
-	step "guest kit up to date in $OUT"
-	exit 0
-fi
-
-# --- private apt configuration (suites other than the system's) ---------------------------------
 # shellcheck source=guest/apt-suite.sh
 . "$HERE/apt-suite.sh"
-[ "$SUITE" = bookworm ] || suite_apt "$OUT/apt" "$SUITE"
+APT_DL_OPTS=()
+[ "$(id -u)" = 0 ] && APT_DL_OPTS+=(-o APT::Sandbox::User=root)  # avoid the _apt sandbox warning
+# Newer suites: a private apt configuration whose lists are kept in the cache (not the clone).
+[ "$SUITE" = bookworm ] || suite_apt "$(vnetd_cache_dir)/apt/$SUITE" "$SUITE"
+apt_update() {
+	step "apt-get update ($SUITE package lists)"
+	apt-get update -q "${APT_DL_OPTS[@]}" >"$OUT/apt-update.log" 2>&1 ||
+		step "apt-get update failed (see $OUT/apt-update.log)"
+}
+suite_lists_present || apt_update
 
-# --- package download -------------------------------------------------------------------
+# --- packages -----------------------------------------------------------------------------
 # libssl3 became libssl3t64 (64-bit time_t) after bookworm.
 SSL=libssl3
 [ "$SUITE" = bookworm ] || SSL=libssl3t64
 USERPKGS=(busybox-static ethtool libmnl0 iperf3 libiperf0 libsctp1 "$SSL" sockperf libstdc++6
 	libgcc-s1 libc6)
 PKGS=(user-mode-linux "${USERPKGS[@]}")
-APT_OPTS=(-q)
-[ "$(id -u)" = 0 ] && APT_OPTS+=(-o APT::Sandbox::User=root)  # avoid the _apt sandbox warning
-UPDATED=0
-apt_update() {
-	[ $UPDATED = 1 ] && return 0
-	UPDATED=1
-	step "apt-get update"
-	apt-get update -q >"$OUT/apt-update.log" 2>&1 || step "apt-get update failed (see $OUT/apt-update.log)"
-}
-debfile() { ls -t "$DEB/$1"_*.deb 2>/dev/null | head -n1; }  # newest cached .deb of $1
 
-# QEMU kernel package(s): remembered once chosen so the cache stays consistent. sid splits
-# linux-image-X into linux-binary-X (vmlinuz), linux-modules-X and linux-base-X (modules.builtin).
+# QEMU kernel package(s), from the lists. sid splits linux-image-X into linux-binary-X
+# (vmlinuz), linux-modules-X and linux-base-X (modules.builtin).
 kernel_pkg() {
 	local k b
 	if [ -n "${VNETD_GUEST_KERNEL_PKG:-}" ]; then echo "$VNETD_GUEST_KERNEL_PKG"; return; fi
-	if [ -s "$OUT/kernel-pkg" ] && [ -n "$(debfile "$(awk '{print $1}' "$OUT/kernel-pkg")")" ]; then
-		cat "$OUT/kernel-pkg"; return
-	fi
 	k=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '$1=="Depends:" && $2 ~ /^linux-image-[0-9]/ {print $2; exit}')
 	[ -n "$k" ] || return 1
 	b=$(apt-cache depends "$k" 2>/dev/null | awk '$1=="Depends:" && $2 ~ /^linux-binary-/ {print $2; exit}')
@@ -88,26 +72,24 @@ kernel_pkg() {
 	if apt-cache show "$k-unsigned" >/dev/null 2>&1; then k=$k-unsigned; fi
 	echo "$k"
 }
-KPKGS=$(kernel_pkg) || { apt_update; KPKGS=$(kernel_pkg) || { echo "fetch.sh: cannot resolve linux-image-amd64 (apt lists missing?)"; exit 77; }; }
-echo "$KPKGS" >"$OUT/kernel-pkg"
+KPKGS=$(kernel_pkg) || { apt_update; KPKGS=$(kernel_pkg) ||
+	{ echo "fetch.sh: cannot resolve linux-image-amd64 in the $SUITE package lists"; exit 77; }; }
 read -r -a KPKGS <<<"$KPKGS"
 
-mkdir -p "$DEB"
-NEED=()
-for p in "${PKGS[@]}" "${KPKGS[@]}"; do [ -n "$(debfile "$p")" ] || NEED+=("$p"); done
-download() {
-	# Into a temp dir first so an interrupted download never poisons the cache.
-	rm -rf "$DEB/.tmp" && mkdir -p "$DEB/.tmp"
-	(cd "$DEB/.tmp" && apt-get download "${APT_OPTS[@]}" "${NEED[@]}") >"$OUT/apt-download.log" 2>&1 &&
-		mv "$DEB/.tmp"/*.deb "$DEB/" && rmdir "$DEB/.tmp"
-}
-if [ ${#NEED[@]} -gt 0 ]; then
-	step "apt-get download ${NEED[*]}"
-	if ! download; then
-		apt_update
-		download || { cat "$OUT/apt-download.log"; echo "fetch.sh: cannot download packages"; exit 77; }
-	fi
+rc=0
+cache_debs "$SUITE" apt_update "$OUT/debs.list" "${PKGS[@]}" "${KPKGS[@]}" || rc=$?
+if [ $rc != 0 ]; then echo "fetch.sh: the $SUITE guest kit cannot be built: packages cannot be downloaded"; exit $rc; fi
+debfile() { awk -v p="$1" '$1==p {print $4; exit}' "$OUT/debs.list"; }  # cached .deb of $1
+
+# Outputs built from exactly these packages by this script and init mean nothing to do.
+STAMP=$(cat "$SELF" "$HERE/apt-suite.sh" "$INIT" "$OUT/debs.list" | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$OUT/.stamp" 2>/dev/null)" = "$STAMP" ] &&
+		[ -e "$OUT/linux.uml" ] && [ -e "$OUT/uml-initrd.cpio.gz" ] && [ -e "$OUT/vmlinuz" ] &&
+		[ -e "$OUT/qemu-initrd.cpio.gz" ]; then
+	step "guest kit up to date in $OUT"
+	exit 0
 fi
+rm -f "$OUT/.stamp"
 
 # --- extraction -----------------------------------------------------------------------------
 # extract PKG [TAR-WILDCARDS...]: whole package, or only the members matching the wildcards.
@@ -115,7 +97,7 @@ extract() {
 	local p=$1 d; shift
 	d=$(debfile "$p")
 	[ -n "$d" ] || die "no .deb for $p"
-	if [ -e "$PK/$p/.stamp" ] && [ "$PK/$p/.stamp" -nt "$d" ] && [ "$PK/$p/.stamp" -nt "$SELF" ]; then return; fi
+	if [ "$(cat "$PK/$p/.stamp" 2>/dev/null)" = "$d $STAMP" ]; then return; fi
 	step "extract $(basename "$d")"
 	rm -rf "${PK:?}/$p" && mkdir -p "$PK/$p"
 	if [ $# -eq 0 ]; then
@@ -125,7 +107,7 @@ extract() {
 		# needed is checked after extraction.
 		dpkg-deb --fsys-tarfile "$d" | { tar -x -C "$PK/$p" --wildcards "$@" 2>/dev/null || true; }
 	fi
-	touch "$PK/$p/.stamp"
+	echo "$d $STAMP" >"$PK/$p/.stamp"
 }
 for p in "${USERPKGS[@]}"; do
 	extract "$p"
@@ -245,8 +227,10 @@ stage "$OUT/stage-qemu" "$QMODS" "${QEMUMODS[@]}"
 mkcpio "$OUT/stage-qemu" "$OUT/qemu-initrd.cpio.gz"
 install -m644 "$VMLINUZ" "$OUT/vmlinuz"
 
-# Record what went in (package versions, module paths) for reproducibility.
-for p in "${PKGS[@]}" "${KPKGS[@]}"; do
-	echo "$p $(dpkg-deb -f "$(debfile "$p")" Version)"
-done >"$OUT/MANIFEST"
+# Record exactly what went in: the suite, then "PACKAGE VERSION SHA256" of every .deb.
+{
+	echo "# vnetd guest kit: Debian $SUITE, $(awk '$1=="user-mode-linux" {print "UML " $2}' "$OUT/debs.list")"
+	awk '{print $1, $2, $3}' "$OUT/debs.list"
+} >"$OUT/MANIFEST"
+echo "$STAMP" >"$OUT/.stamp"
 step "done: $OUT ($(du -h "$OUT/uml-initrd.cpio.gz" | cut -f1) uml initrd, $(du -h "$OUT/qemu-initrd.cpio.gz" | cut -f1) qemu initrd)"

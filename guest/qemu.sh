@@ -4,7 +4,8 @@
 # BUILD_DIR/guest/qemu-SUITE/qemu-system-x86_64: a script that runs the extracted binary with the
 # extracted libraries (LIBDIR/ld-linux-x86-64.so.2 --library-path LIBDIR), data (-L) and
 # modules (QEMU_MODULE_DIR; the installed QEMU's modules do not fit a newer binary).
-# Cached: a second run only checks. Exit 0 ok, 77 when the packages cannot be downloaded (or the
+# Downloads go to the cache of guest/apt-suite.sh (outside the checkout, SHA256-checked); a
+# second run only checks. Exit 0 ok, 77 when the packages cannot be downloaded (or the
 # binary cannot run here), other non-zero on errors. Messages go to stderr.
 set -euo pipefail
 SUITE=sid
@@ -21,7 +22,6 @@ SELF=$HERE/qemu.sh
 mkdir -p "$1/guest/qemu-$SUITE"
 OUT=$(cd "$1/guest/qemu-$SUITE" && pwd)
 ROOT=$OUT/root      # every package of the closure extracted here
-DEB=$OUT/debs
 RUNNER=$OUT/qemu-system-x86_64
 ARCH=x86_64-linux-gnu
 
@@ -31,24 +31,17 @@ die() { echo "qemu.sh: ERROR: $*" >&2; exit 1; }
 exec 9>"$OUT/.lock"
 flock 9
 
-if [ -x "$RUNNER" ] && [ "$RUNNER" -nt "$SELF" ] && "$RUNNER" -version >/dev/null 2>&1; then
-	echo "$RUNNER"
-	exit 0
-fi
-
 # shellcheck source=guest/apt-suite.sh
 . "$HERE/apt-suite.sh"
-suite_apt "$OUT/apt" "$SUITE"
-APT_OPTS=(-q)
-[ "$(id -u)" = 0 ] && APT_OPTS+=(-o APT::Sandbox::User=root)
+suite_apt "$(vnetd_cache_dir)/apt/$SUITE" "$SUITE"
+APT_DL_OPTS=(-q)
+[ "$(id -u)" = 0 ] && APT_DL_OPTS+=(-o APT::Sandbox::User=root)
 apt_update() {
 	step "apt-get update ($SUITE, private lists)"
-	apt-get update "${APT_OPTS[@]}" >"$OUT/apt-update.log" 2>&1 ||
+	apt-get update "${APT_DL_OPTS[@]}" >"$OUT/apt-update.log" 2>&1 ||
 		{ cat "$OUT/apt-update.log" >&2; echo "qemu.sh: cannot read the $SUITE package lists" >&2; exit 77; }
 }
-debfile() { find "$DEB" -maxdepth 1 -name "${1}_*.deb" -printf '%T@ %p\n' | sort -nr | head -n1 | cut -d' ' -f2-; }
-UPDATED=0
-if ! compgen -G "$OUT/apt/lists/*_Packages" >/dev/null; then apt_update; UPDATED=1; fi
+suite_lists_present || apt_update
 
 # The run-time closure: Depends and Pre-Depends, recursively (virtual packages left out).
 closure() {
@@ -58,24 +51,19 @@ closure() {
 mapfile -t PKGS < <(closure)
 [ ${#PKGS[@]} -gt 0 ] || { echo "qemu.sh: qemu-system-x86 not in the $SUITE lists" >&2; exit 77; }
 step "${#PKGS[@]} packages in the closure of qemu-system-x86 ($SUITE)"
-mkdir -p "$DEB"
-NEED=()
-for p in "${PKGS[@]}"; do [ -n "$(debfile "$p")" ] || NEED+=("$p"); done
-download() {
-	# Into a temp dir first so an interrupted download never poisons the cache.
-	rm -rf "$DEB/.tmp" && mkdir -p "$DEB/.tmp"
-	(cd "$DEB/.tmp" && apt-get download "${APT_OPTS[@]}" "${NEED[@]}") >"$OUT/apt-download.log" 2>&1 &&
-		mv "$DEB/.tmp"/*.deb "$DEB/" && rmdir "$DEB/.tmp"
-}
-if [ ${#NEED[@]} -gt 0 ]; then
-	step "apt-get download ${#NEED[@]} packages"
-	if ! download; then
-		# Stale private lists (sid moves fast): read them again once, then give up.
-		[ $UPDATED = 1 ] || { apt_update; mapfile -t PKGS < <(closure); NEED=()
-			for p in "${PKGS[@]}"; do [ -n "$(debfile "$p")" ] || NEED+=("$p"); done; }
-		download || { tail -5 "$OUT/apt-download.log" >&2; echo "qemu.sh: cannot download packages" >&2; exit 77; }
-	fi
+rc=0
+cache_debs "$SUITE" apt_update "$OUT/debs.list" "${PKGS[@]}" || rc=$?
+if [ $rc != 0 ]; then echo "qemu.sh: $SUITE's QEMU cannot be had: packages cannot be downloaded" >&2; exit $rc; fi
+debfile() { awk -v p="$1" '$1==p {print $4; exit}' "$OUT/debs.list"; }
+
+# A runner built from exactly these packages by this script means nothing to do.
+STAMP=$(cat "$SELF" "$HERE/apt-suite.sh" "$OUT/debs.list" | sha256sum | cut -d' ' -f1)
+if [ -x "$RUNNER" ] && [ "$(cat "$OUT/.stamp" 2>/dev/null)" = "$STAMP" ] &&
+		"$RUNNER" -version >/dev/null 2>&1; then
+	echo "$RUNNER"
+	exit 0
 fi
+rm -f "$OUT/.stamp"
 
 step "extract into $ROOT"
 rm -rf "$ROOT" && mkdir -p "$ROOT"
@@ -105,8 +93,10 @@ if ! V=$("$RUNNER.tmp" -version 2>&1); then
 	exit 77
 fi
 mv "$RUNNER.tmp" "$RUNNER"
-for p in "${PKGS[@]}"; do
-	echo "$p $(dpkg-deb -f "$(debfile "$p")" Version)"
-done >"$OUT/MANIFEST"
+{
+	echo "# vnetd QEMU: Debian $SUITE, $(awk '$1=="qemu-system-x86" {print "qemu-system-x86 " $2}' "$OUT/debs.list")"
+	awk '{print $1, $2, $3}' "$OUT/debs.list"
+} >"$OUT/MANIFEST"
+echo "$STAMP" >"$OUT/.stamp"
 step "$(echo "$V" | head -n1) ready: $RUNNER"
 echo "$RUNNER"

@@ -238,8 +238,9 @@ class QemuGuest(_Guest):
 
     def __init__(self, kit_dir, vhost_socket=None, tap=None, mem='512M', netns=None,
                  mac='52:54:00:12:34:56', smp=1, device_opts='', append='', extra_args=(),
-                 log_path=None, qemu=None, full_device=False, num_vqs=3, vq_size=256):
+                 log_path=None, qemu=None, full_device=False, num_vqs=3, vq_size=256, accel='tcg'):
         super().__init__(log_path)
+        self.accel = accel                  # 'kvm' only for make doctor's measurement
         if vhost_socket and tap:
             raise ValueError('give vhost_socket or tap, not both')
         if full_device and not vhost_socket:
@@ -260,7 +261,7 @@ class QemuGuest(_Guest):
         self.extra_args = list(extra_args)
 
     def argv(self):
-        a = [self.qemu, '-accel', 'tcg', '-cpu', 'max', '-smp', str(self.smp),
+        a = [self.qemu, '-accel', self.accel, '-cpu', 'max', '-smp', str(self.smp),
              '-m', self.mem, '-nodefaults', '-no-user-config', '-display', 'none',
              '-serial', 'stdio', '-no-reboot',
              '-kernel', os.path.join(self.kit_dir, 'vmlinuz'),

@@ -11,6 +11,7 @@ import tempfile
 import time
 
 from guest import Netns, UmlGuest, QemuGuest, GuestError  # noqa: F401  (re-exported)
+import kits
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 BUILD = os.environ.get('VNETD_BUILD', os.path.join(TOP, 'build'))
@@ -62,17 +63,30 @@ def private_binaries(wd):
 
 def guest_kit(suite='bookworm'):
     """Build (or reuse) the guest kit of a Debian suite (bookworm: Linux 6.1, trixie: 6.12,
-    sid: 7.2); skip only when packages truly cannot be fetched."""
-    argv = [os.path.join(TOP, 'guest', 'fetch.sh'), BUILD]
-    if suite != 'bookworm':
-        argv += ['--suite', suite]
-    r = subprocess.run(argv, capture_output=True, text=True)
-    if r.returncode == 77:
-        skip('%s guest packages cannot be downloaded here: %s'
-             % (suite, (r.stdout.strip().splitlines() or ['?'])[-1]))
-    if r.returncode != 0:
-        fail('guest/fetch.sh failed:\n' + r.stdout + r.stderr)
-    return os.path.join(BUILD, 'guest') if suite == 'bookworm' else os.path.join(BUILD, 'guest', suite)
+    sid: 7.2) for its QEMU kernel or files; skip only when packages truly cannot be fetched. A
+    test that boots UML takes uml_kit() instead: which UML boots depends on the host's CPU."""
+    try:
+        kit = kits.build_kit(BUILD, suite, log=_log)
+    except kits.KitError as e:
+        (skip if e.skip else fail)(str(e))
+    print('guest kit: ' + kits.describe(kit), flush=True)
+    return kit
+
+
+def uml_kit(suite=None):
+    """A kit whose UML boots on this host. suite None: "a Linux guest", the newest kernel that
+    boots here (sid's 7.x, else bookworm's 6.1); a named suite: that kernel, or a skip naming
+    why it cannot run on this CPU."""
+    try:
+        kit = kits.uml_kit(BUILD, suite, log=_log)
+    except kits.KitError as e:
+        (skip if e.skip else fail)(str(e))
+    print('guest kit: %s (CPU %s)' % (kits.describe(kit), kits.cpu_summary()), flush=True)
+    return kit
+
+
+def _log(line):
+    print(line, flush=True)
 
 
 def new_qemu(suite='sid'):

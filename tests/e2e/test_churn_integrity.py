@@ -26,7 +26,7 @@ import subprocess
 import threading
 import time
 
-from harness import (GuestError, Netns, UmlGuest, Vnetd, check, guest_kit, require_root_and_tun,
+from harness import (GuestError, Netns, UmlGuest, Vnetd, check, uml_kit, require_root_and_tun,
                      workdir)
 
 HOST_IP, GUEST_IP = '10.82.0.1', '10.82.0.2'
@@ -198,7 +198,7 @@ def main():
     limit = int(os.environ.get('VNETD_CHURN_TIMEOUT', '30'))
     size_mb = int(os.environ.get('VNETD_CHURN_MB', '8'))
     size = size_mb << 20
-    kit = guest_kit()
+    kit = uml_kit()
     wd = workdir('churn')
     sock = os.path.join(wd, 'p0.sock')
     blob = os.urandom(size)

@@ -9,7 +9,7 @@ import subprocess
 import threading
 import time
 
-from harness import (Netns, UmlGuest, Vnetd, check, guest_kit, make_blob, require_root_and_tun,
+from harness import (Netns, UmlGuest, Vnetd, check, uml_kit, make_blob, require_root_and_tun,
                      workdir)
 
 MAC = '52:54:00:77:00:09'
@@ -84,7 +84,7 @@ def iperf(ns, args, seconds=4):
 
 def main():
     require_root_and_tun()
-    kit = guest_kit()
+    kit = uml_kit()
     wd = workdir('coal-adaptive')
     sock = os.path.join(wd, 'p0.sock')
     blob = os.path.join(wd, 'blob')

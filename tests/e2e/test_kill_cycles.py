@@ -21,7 +21,7 @@ import re
 import subprocess
 import time
 
-from harness import (Netns, UmlGuest, Vnetd, check, fail, guest_kit, require_root_and_tun,
+from harness import (Netns, UmlGuest, Vnetd, check, fail, uml_kit, require_root_and_tun,
                      workdir)
 
 HOST_IP, GUEST_IP = '10.81.0.1', '10.81.0.2'
@@ -154,7 +154,7 @@ def main():
     rng = random.Random(seed)
     print('%d kill cycles after one warm-up (VNETD_KILL_CYCLES), seed %d (VNETD_KILL_SEED)'
           % (cycles, seed), flush=True)
-    kit = guest_kit()
+    kit = uml_kit()
     wd = workdir('kill-cycles')
     sock = os.path.join(wd, 'p0.sock')
     blob = os.urandom(BLOB_MB << 20)

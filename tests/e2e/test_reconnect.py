@@ -18,7 +18,7 @@ import os
 import subprocess
 import time
 
-from harness import (Netns, UmlGuest, Vnetd, check, fail, guest_kit, make_blob,
+from harness import (Netns, UmlGuest, Vnetd, check, fail, uml_kit, make_blob,
                      require_root_and_tun, workdir)
 
 HOST_IP, GUEST_IP = '10.78.0.1', '10.78.0.2'
@@ -133,7 +133,7 @@ def run_rounds(kit, wd, sock, small_sha):
 
 def main():
     require_root_and_tun()
-    kit = guest_kit()
+    kit = uml_kit()
     wd = workdir('reconnect')
     try:
         # The killed downloads need bytes, not content: a sparse file takes no disk and no time.

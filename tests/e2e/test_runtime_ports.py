@@ -9,7 +9,7 @@ import os
 import signal
 import time
 
-from harness import (Netns, UmlGuest, Vnetd, check, guest_kit, require_root_and_tun, workdir)
+from harness import (Netns, UmlGuest, Vnetd, check, uml_kit, require_root_and_tun, workdir)
 
 MAC = '52:54:00:77:01:02'
 HOST_IP, GUEST_IP = '10.77.1.1', '10.77.1.2'
@@ -46,7 +46,7 @@ def guest_ping(kit, wd, sock, tag):
 
 def main():
     require_root_and_tun()
-    kit = guest_kit()
+    kit = uml_kit()
     wd = workdir('runtime-ports')
     cfg = os.path.join(wd, 'vnetd.json')
     sock = {n: os.path.join(wd, '%s.sock' % n) for n in ('a', 'b', 'c', 'd', 'e')}

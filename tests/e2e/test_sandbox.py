@@ -20,7 +20,7 @@ import signal
 import subprocess
 import time
 
-from harness import (BUILD, TOP, Netns, UmlGuest, Vnetd, check, fail, guest_kit,
+from harness import (BUILD, TOP, Netns, UmlGuest, Vnetd, check, fail, uml_kit,
                      require_root_and_tun, skip, workdir)
 
 NETNS = 'vnetd-e2e-sandbox'
@@ -211,7 +211,7 @@ def main():
         nobody = pwd.getpwnam('nobody')
     except KeyError:
         skip('no user "nobody" on this machine')
-    kit = guest_kit()
+    kit = uml_kit()
     wd = workdir('sandbox')
     blob = os.path.join(wd, 'blob')
     with open(blob, 'wb') as f:

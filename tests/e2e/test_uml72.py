@@ -8,7 +8,7 @@ VNETD_UML_SUITE=trixie runs the same checks against trixie's Linux 6.12 (not par
 import hashlib
 import os
 
-from harness import (HostServers, Netns, UmlGuest, Vnetd, check, fail, guest_kit, make_blob,
+from harness import (HostServers, Netns, UmlGuest, Vnetd, check, fail, uml_kit, make_blob,
                      ns_fetch_sha, require_root_and_tun, workdir)
 
 SUITE = os.environ.get('VNETD_UML_SUITE', 'sid')
@@ -51,7 +51,7 @@ def main():
     require_root_and_tun()
     if SUITE not in KERNEL:
         fail('VNETD_UML_SUITE must be one of %s' % ', '.join(KERNEL))
-    kit = guest_kit(SUITE)
+    kit = uml_kit(SUITE)
     wd = workdir('uml72')
     sock = os.path.join(wd, 'p0.sock')
     blob_sha = make_blob(os.path.join(wd, 'blob'), SIZE_MB)

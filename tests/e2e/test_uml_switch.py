@@ -2,7 +2,7 @@
 
 import os
 
-from harness import UmlGuest, Vnetd, check, guest_kit, require_root_and_tun, workdir
+from harness import UmlGuest, Vnetd, check, uml_kit, require_root_and_tun, workdir
 
 
 class _NoNs:
@@ -16,7 +16,7 @@ class _NoNs:
 
 def main():
     require_root_and_tun()
-    kit = guest_kit()
+    kit = uml_kit()
     wd = workdir('uml-switch')
     socks = [os.path.join(wd, 'p%d.sock' % i) for i in range(2)]
     macs = ['52:54:00:88:00:01', '52:54:00:88:00:02']

@@ -4,7 +4,7 @@ byte-exact 20 MB transfers both ways, and coalescing cuts RX/TX notifications to
 import os
 import subprocess
 
-from harness import (Netns, UmlGuest, Vnetd, check, counter_delta, guest_kit, make_blob,
+from harness import (Netns, UmlGuest, Vnetd, check, counter_delta, uml_kit, make_blob,
                      require_root_and_tun, workdir)
 
 MAC = '52:54:00:77:00:02'
@@ -29,7 +29,7 @@ def transfer_out(ns, g, expect_sha):
 
 def main():
     require_root_and_tun()
-    kit = guest_kit()
+    kit = uml_kit()
     wd = workdir('uml-tap')
     sock = os.path.join(wd, 'p0.sock')
     blob = os.path.join(wd, 'blob')

@@ -10,7 +10,7 @@ import os
 import subprocess
 import threading
 
-from harness import (Netns, UmlGuest, Vnetd, check, guest_kit, make_blob, require_root_and_tun,
+from harness import (Netns, UmlGuest, Vnetd, check, uml_kit, make_blob, require_root_and_tun,
                      workdir)
 
 BLOB_MB = 16
@@ -28,7 +28,7 @@ def tap_guest(kit, wd, sock, i):
 
 def main():
     require_root_and_tun()
-    kit = guest_kit()
+    kit = uml_kit()
     wd = workdir('workers')
     blob = os.path.join(wd, 'blob')
     sha = make_blob(blob, BLOB_MB)
