@@ -748,8 +748,6 @@ def ctrl_disconnect(env, res):
 # ---- waits on a peer (issue 20 items 1, 2) and socket paths (item 9) ----
 # Nothing vnetd does for one port may wait on another party: a VMM that never accepts, a
 # frontend that clears O_NONBLOCK on the fds it shares with vnetd, a FIFO planted as a file.
-import errno as _errno
-import fcntl as _fcntl
 import signal as _signal
 import socket as _socket
 import stat as _stat
@@ -892,53 +890,67 @@ def client_backlog_full(env, res):
         res.check(reply is not None and reply.get('ok'), 'port-del %s: %r' % (name, reply))
 
 
-@case('start-up with a client port whose VMM never accepts (backlog full); reconnect to one',
-      nolog='a vnetd of its own: its log is checked by the case')
-def client_backlog_full_startup(env, res):
-    wd = workdir('hostile-backlog')
-    vmm = os.path.join(wd, 'vmm.sock')
-    lst, filler = stuck_listener(vmm)
-    env.hostile += [lst, filler]
-    vd = OwnVnetd(wd, ['--port', 'socket=%s,client,switch' % vmm,
-                       '--port', 'socket=%s,switch' % os.path.join(wd, 'p1.sock')])
-    try:
-        up = res.check(vd.ready(), 'vnetd comes up although its client port\'s VMM never '
-                       'accepts')
-        if not up:
-            return
-        reply, dt = quick_ctl(vd.ctl, {'cmd': 'stats'})
-        res.check(reply is not None and dt < PROMPT, 'stats answers (%.2f s)' % dt)
-        # The VMM accepts, then goes away and comes back with a full backlog: the
-        # reconnect (on the port's worker) must not hang either.
-        filler.close()
-        fe = accept_frontend(lst, 5.0)
-        res.check(fe is not None, 'the client port connects once its VMM accepts')
-        lst.close()
-        lst, filler = stuck_listener(vmm)
-        env.hostile += [lst, filler]
-        if fe is not None:
-            fe.close()  # vnetd sees the VMM gone: it reconnects to the stuck listener
-        time.sleep(0.5)
-        reply, dt = quick_ctl(vd.ctl, {'cmd': 'stats'})
-        res.check(reply is not None and dt < PROMPT,
-                  'stats answers while the port reconnects to a full backlog (%.2f s)' % dt)
-        reply, dt = quick_ctl(vd.ctl, {'cmd': 'ports'})
-        res.check(reply is not None and dt < PROMPT,
-                  'ports (parks the workers) answers too (%.2f s)' % dt)
-        t0 = time.monotonic()
+def client_stuck_case(name, stuck_at_start):
+    def fn(env, res):
+        wd = workdir('hostile-backlog')
+        vmm = os.path.join(wd, 'vmm.sock')
+        if stuck_at_start:
+            lst, filler = stuck_listener(vmm)
+            env.hostile += [lst, filler]
+        else:
+            lst = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+            lst.bind(vmm)
+            lst.listen(4)
+            filler = None
+            env.hostile.append(lst)
+        # Two workers: the reconnect runs on the client port's own worker (worker=1), which
+        # the main thread parks for "ports".
+        vd = OwnVnetd(wd, ['--workers', '2', '--port', 'socket=%s,client,switch,worker=1' % vmm,
+                           '--port', 'socket=%s,switch,worker=0' % os.path.join(wd, 'p1.sock')])
         try:
-            c = VhostUserClient(os.path.join(wd, 'p1.sock'), timeout=PROMPT)
-            c.get_features()
-            c.close()
-            ok1 = True
-        except (VhostUserError, OSError):
-            ok1 = False
-        res.check(ok1, 'another port of that vnetd answers GET_FEATURES (%.2f s)'
-                  % (time.monotonic() - t0))
-    finally:
-        check_sigterm(res, vd, 'a client port on a full backlog')
-        if 'listen backlog is full' not in vd.log_text():
-            res.check(False, 'its log says why the port does not connect')
+            if not res.check(vd.ready(), 'vnetd comes up (its client port\'s VMM %s)'
+                             % ('never accepts' if stuck_at_start else 'accepts')):
+                return
+            reply, dt = quick_ctl(vd.ctl, {'cmd': 'stats'})
+            res.check(reply is not None and dt < PROMPT, 'stats answers (%.2f s)' % dt)
+            if filler is not None:
+                filler.close()
+            fe = accept_frontend(lst, 5.0)
+            res.check(fe is not None, 'the client port connects once its VMM accepts')
+            # The VMM goes away and comes back with a full backlog: the reconnect (on the
+            # port's worker) must not hang either.
+            lst.close()
+            lst, filler = stuck_listener(vmm)
+            env.hostile += [lst, filler]
+            if fe is not None:
+                fe.close()  # vnetd sees the VMM gone: it reconnects to the stuck listener
+            time.sleep(0.5)
+            reply, dt = quick_ctl(vd.ctl, {'cmd': 'stats'})
+            res.check(reply is not None and dt < PROMPT,
+                      'stats answers while the port reconnects to a full backlog (%.2f s)' % dt)
+            reply, dt = quick_ctl(vd.ctl, {'cmd': 'ports'})
+            res.check(reply is not None and dt < PROMPT,
+                      'ports (parks the workers) answers too (%.2f s)' % dt)
+            t0 = time.monotonic()
+            try:
+                c = VhostUserClient(os.path.join(wd, 'p1.sock'), timeout=PROMPT)
+                c.get_features()
+                c.close()
+                ok1 = True
+            except (VhostUserError, OSError):
+                ok1 = False
+            res.check(ok1, 'another port of that vnetd answers GET_FEATURES (%.2f s)'
+                      % (time.monotonic() - t0))
+        finally:
+            check_sigterm(res, vd, 'a client port on a full backlog')
+            res.check('listen backlog is full' in vd.log_text(),
+                      'its log says why the port does not connect')
+    CASES.append((name, fn, None, 'a vnetd of its own: its log is checked by the case'))
+
+
+client_stuck_case('start-up with a client port whose VMM never accepts (backlog full)', True)
+client_stuck_case('client port reconnecting to a VMM back with a full backlog (--workers 2)',
+                  False)
 
 
 def socket_path_case(name, plant):
