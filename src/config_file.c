@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -148,6 +149,7 @@ int config_file_load(int dirfd, const char *path, struct config_ports *out, char
 {
 	char *buf = malloc(CONFIG_FILE_MAX + 1);
 	size_t len = 0;
+	struct stat st;
 	ssize_t n;
 	int fd, r;
 
@@ -157,6 +159,11 @@ int config_file_load(int dirfd, const char *path, struct config_ports *out, char
 	if (fd < 0) {
 		free(buf);
 		return fail(err, err_len, "%s: %s", path, strerror(errno));
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		free(buf);
+		return fail(err, err_len, "%s: not a regular file", path);
 	}
 	while ((n = read(fd, buf + len, CONFIG_FILE_MAX + 1 - len)) > 0 && len <= CONFIG_FILE_MAX)
 		len += (size_t)n;

@@ -35,6 +35,8 @@ int config_file_parse(const char *text, size_t len, struct config_ports *out, ch
 int config_file_load(int dirfd, const char *name, struct config_ports *out, char *err,
 		     size_t err_len);
 
-#define CONFIG_OPEN_FLAGS (O_RDONLY | O_CLOEXEC)
+/* O_NONBLOCK: a FIFO planted there must not hold the open (SIGHUP, main thread) until a writer
+ * comes; config_file_load() then takes only a regular file. */
+#define CONFIG_OPEN_FLAGS (O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
 
 #endif

@@ -40,12 +40,15 @@ static int stale_socket_check(const char *path, const struct sockaddr_un *addr)
 		log_err("control: %s exists and is not a socket; not removing it", path);
 		return -1;
 	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/* Non-blocking: a listener that never accepts (its backlog full) must not hold start-up;
+	 * EAGAIN says someone listens there as surely as a connection does. */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		log_err("control: socket: %s", strerror(errno));
 		return -1;
 	}
-	alive = connect(fd, (const struct sockaddr *)addr, sizeof(*addr)) == 0;
+	alive = connect(fd, (const struct sockaddr *)addr, sizeof(*addr)) == 0 || errno == EAGAIN ||
+		errno == EINPROGRESS;
 	close(fd);
 	if (alive) {
 		log_err("control: %s is in use by a running process", path);
@@ -76,7 +79,11 @@ int control_listen(const char *path)
 		log_err("control: socket: %s", strerror(errno));
 		return -1;
 	}
-	/* The umask makes the node 0600 from the start; chmod() below makes sure of it. */
+	/* The node is 0600 from its creation: the socket's own mode (fchmod before bind) under a
+	 * umask that keeps it. Never chmod() by path afterwards: a symlink swapped in there would
+	 * be followed. */
+	if (fchmod(fd, 0600) < 0)
+		log_warn("control: fchmod of the socket: %s", strerror(errno));
 	old_umask = umask(0177);
 	ret = bind(fd, (const struct sockaddr *)&addr, sizeof(addr));
 	umask(old_umask);
@@ -85,13 +92,27 @@ int control_listen(const char *path)
 		close(fd);
 		return -1;
 	}
-	if (chmod(path, 0600) < 0 || listen(fd, 16) < 0) {
+	if (listen(fd, 16) < 0) {
 		log_err("control: %s: %s", addr.sun_path, strerror(errno));
 		unlink(path);
 		close(fd);
 		return -1;
 	}
 	return fd;
+}
+
+/**
+ * control_unlink() - remove the control socket at the end.
+ * @path: --control.
+ *
+ * Only a socket is removed: whatever else may be there by now is not ours.
+ */
+void control_unlink(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+		unlink(path);
 }
 
 /* ---- Requests ------------------------------------------------------------------------------ */

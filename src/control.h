@@ -17,6 +17,9 @@
  */
 int control_listen(const char *path);
 
+/* control_unlink() - remove the control socket at path at the end, if a socket is still there. */
+void control_unlink(const char *path);
+
 struct control_client; /* opaque: buffered connection of one vnetctl */
 
 /* control_client_new() - own an accepted fd (made non-blocking); NULL (fd untouched) if no memory. */

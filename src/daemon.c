@@ -581,7 +581,7 @@ static void teardown(struct daemon *d, const struct vnetd_options *opts)
 		switch_destroy(d->sw);
 	if (d->control_fd >= 0) {
 		close(d->control_fd);
-		unlink(opts->control_path);
+		control_unlink(opts->control_path);
 	}
 	if (d->signal_fd >= 0)
 		close(d->signal_fd);

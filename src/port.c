@@ -14,6 +14,7 @@
 #include "event_loop.h"
 #include "guest_fault.h"
 #include "log.h"
+#include "peer_io.h"
 #include "port_internal.h"
 #include "stat_atomic.h"
 #include "switch.h"
@@ -323,7 +324,36 @@ static void arm_reconnect(struct port *p)
 	p->backoff_ms = p->backoff_ms * 2 > RECONNECT_MAX_MS ? RECONNECT_MAX_MS : p->backoff_ms * 2;
 }
 
-/* port_connect() - one connect attempt to the VMM's listening socket; re-armed on failure. */
+/* connect_failed() - an attempt did not work: say so once per outage, try again later. */
+static void connect_failed(struct port *p, int fd, int err)
+{
+	if (!p->connect_logged)
+		log_info("%s: cannot connect to %s (%s); retrying", p->name, p->cfg.socket_path,
+			 err == EAGAIN ? "its listen backlog is full: the VMM does not accept"
+				       : strerror(err));
+	p->connect_logged = true;
+	close(fd);
+	arm_reconnect(p);
+}
+
+/* connect_done() - the connection is up: serve the frontend on it. */
+static void connect_done(struct port *p, int fd)
+{
+	p->connect_logged = false;
+	p->backoff_ms = RECONNECT_MIN_MS;
+	port_attach_conn(p, fd);
+}
+
+/*
+ * port_connect() - one connect attempt to the VMM's listening socket, without waiting for it.
+ *
+ * A blocking connect() on a unix socket waits as long as the listener's backlog is full: a
+ * VMM that listens and never accepts would hold this thread (the main one at start-up,
+ * port-add and reload, with every worker parked) for good. Non-blocking, it fails at once
+ * with EAGAIN then, and the reconnect timer tries again. EINPROGRESS (not seen on unix
+ * sockets, but allowed) waits for EPOLLOUT in the loop, with the reconnect timer as its
+ * deadline.
+ */
 static void port_connect(struct port *p)
 {
 	struct sockaddr_un addr = {.sun_family = AF_UNIX};
@@ -331,28 +361,53 @@ static void port_connect(struct port *p)
 
 	if (p->connected)
 		return;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (p->connect_fd >= 0) { /* the attempt in progress timed out */
+		event_loop_del(p->epfd, p->connect_fd);
+		fd = p->connect_fd;
+		p->connect_fd = -1;
+		connect_failed(p, fd, ETIMEDOUT);
+		return;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		log_err("%s: socket: %s", p->name, strerror(errno));
 		arm_reconnect(p);
 		return;
 	}
 	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", p->cfg.socket_path);
-	/* A blocking connect on a unix socket never waits for the peer's accept(): it fails at
-	 * once when nobody listens, or succeeds when the connection is queued (EAGAIN only with a
-	 * full backlog, an attempt like any other). */
-	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
-		if (!p->connect_logged)
-			log_info("%s: cannot connect to %s (%s); retrying", p->name, addr.sun_path,
-				 strerror(errno));
-		p->connect_logged = true;
-		close(fd);
-		arm_reconnect(p);
+	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0) {
+		connect_done(p, fd);
 		return;
 	}
-	p->connect_logged = false;
-	p->backoff_ms = RECONNECT_MIN_MS;
-	port_attach_conn(p, fd);
+	if (errno != EINPROGRESS) {
+		connect_failed(p, fd, errno);
+		return;
+	}
+	if (event_loop_add(p->epfd, fd, EPOLLOUT, port_ref(p, EV_VU_CONN, 0, fd)) < 0) {
+		connect_failed(p, fd, errno);
+		return;
+	}
+	p->connect_fd = fd;
+	arm_reconnect(p); /* the deadline of this attempt */
+}
+
+/* port_connect_ready() - the attempt in progress has an answer (EPOLLOUT / ERR / HUP). */
+static void port_connect_ready(struct port *p)
+{
+	int fd = p->connect_fd, err = 0;
+	socklen_t len = sizeof(err);
+	struct itimerspec off = {0};
+
+	p->connect_fd = -1;
+	event_loop_del(p->epfd, fd);
+	timerfd_settime(p->reconnect_fd, 0, &off, NULL); /* no deadline now */
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+		err = errno;
+	if (err) {
+		connect_failed(p, fd, err);
+		return;
+	}
+	connect_done(p, fd);
 }
 
 static int port_client_init(struct port *p)
@@ -369,23 +424,79 @@ static int port_client_init(struct port *p)
 	return 0;
 }
 
+/*
+ * remove_stale_socket() - make room at socket= for a new listener: only a socket is removed (a
+ * stale one of an earlier vnetd or VMM); a file, symlink or directory there is left alone and
+ * the port refused. 0, or -1 (logged).
+ */
+static int remove_stale_socket(const struct port *p)
+{
+	struct stat st;
+
+	if (lstat(p->cfg.socket_path, &st) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		log_err("%s: %s: %s", p->name, p->cfg.socket_path, strerror(errno));
+		return -1;
+	}
+	if (!S_ISSOCK(st.st_mode)) {
+		log_err("%s: %s exists and is not a socket; not removing it", p->name,
+			p->cfg.socket_path);
+		return -1;
+	}
+	if (unlink(p->cfg.socket_path) < 0 && errno != ENOENT) {
+		log_err("%s: cannot remove stale %s: %s", p->name, p->cfg.socket_path,
+			strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * port_listen() - the vhost-user listener at socket=, mode 0660 from its creation: the mode is
+ * set on the socket before bind() (and bind runs under a umask that keeps exactly it), never by
+ * path afterwards, where a symlink swapped in would be followed. Called with every worker
+ * parked (start-up, port-add, reload), so the process-wide umask is ours for the moment.
+ */
 static int port_listen(struct port *p)
 {
 	struct sockaddr_un addr = {.sun_family = AF_UNIX};
-	int fd;
+	struct stat st;
+	mode_t old_umask;
+	int fd, r;
 
+	if (remove_stale_socket(p) < 0)
+		return -1;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
 	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", p->cfg.socket_path);
-	unlink(addr.sun_path);
-	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 || listen(fd, 4) < 0) {
+	if (fchmod(fd, 0660) < 0)
+		log_warn("%s: fchmod of the socket: %s", p->name, strerror(errno));
+	old_umask = umask(0117);
+	r = bind(fd, (struct sockaddr *)&addr, sizeof(addr));
+	umask(old_umask);
+	if (r < 0 || listen(fd, 4) < 0) {
 		log_err("%s: cannot listen on %s: %s", p->name, addr.sun_path, strerror(errno));
 		close(fd);
 		return -1;
 	}
-	chmod(addr.sun_path, 0660);
+	/* What port_destroy() may remove: this node, not whatever is at the path by then. */
+	if (lstat(addr.sun_path, &st) == 0 && S_ISSOCK(st.st_mode)) {
+		p->sock_dev = st.st_dev;
+		p->sock_ino = st.st_ino;
+	}
 	return fd;
+}
+
+/* unlink_own_socket() - remove socket= if it is still the socket port_listen() made. */
+static void unlink_own_socket(const struct port *p)
+{
+	struct stat st;
+
+	if (lstat(p->cfg.socket_path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == p->sock_dev &&
+	    st.st_ino == p->sock_ino)
+		unlink(p->cfg.socket_path);
 }
 
 struct port *port_create(unsigned index, const struct port_config *cfg, unsigned worker, int epfd,
@@ -404,6 +515,7 @@ struct port *port_create(unsigned index, const struct port_config *cfg, unsigned
 	p->flushq = flushq;
 	p->listen_fd = -1;
 	p->reconnect_fd = -1;
+	p->connect_fd = -1;
 	p->conn.sock = -1;
 	for (unsigned i = 0; i < VNET_MAX_QUEUES; i++)
 		p->timer_fd[i] = -1;
@@ -472,6 +584,11 @@ void port_destroy(struct port *p)
 	if (!p)
 		return;
 	port_disconnect(p);
+	if (p->connect_fd >= 0) {
+		event_loop_del(p->epfd, p->connect_fd);
+		close(p->connect_fd);
+		p->connect_fd = -1;
+	}
 	if (p->reconnect_fd >= 0) {
 		event_loop_del(p->epfd, p->reconnect_fd);
 		close(p->reconnect_fd);
@@ -480,7 +597,7 @@ void port_destroy(struct port *p)
 	if (p->listen_fd >= 0) {
 		event_loop_del(p->epfd, p->listen_fd);
 		close(p->listen_fd);
-		unlink(p->cfg.socket_path);
+		unlink_own_socket(p);
 	}
 	if (p->be) {
 		vnet_dev_attach_backend(p->dev, NULL, NULL);
@@ -534,7 +651,20 @@ static void drain_fd(int fd)
 	uint64_t v;
 
 	if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		log_warn("read of kick/timer fd %d: %s", fd, strerror(errno));
+		log_warn("read of timer fd %d: %s", fd, strerror(errno));
+}
+
+/*
+ * drain_kick() - the same for a kick fd, which the frontend shares: it may have cleared
+ * O_NONBLOCK and read the count itself after epoll saw it (peer_io.h: never waits).
+ */
+static void drain_kick(struct port *p, unsigned qidx, int fd)
+{
+	uint64_t v;
+
+	if (peer_read(fd, p->conn.q[qidx].kick_kind, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		log_guest("%s: read of the kick fd of queue %u: %s", p->name, qidx,
+			  strerror(errno));
 }
 
 void port_handle_event(struct port *p, struct ev_ref ref, uint32_t events)
@@ -544,6 +674,10 @@ void port_handle_event(struct port *p, struct ev_ref ref, uint32_t events)
 		port_accept(p);
 		break;
 	case EV_VU_CONN:
+		if (!p->connected && p->connect_fd >= 0 && ref.fd == p->connect_fd) {
+			port_connect_ready(p);
+			break;
+		}
 		if (!p->connected || ref.fd != p->conn.sock)
 			break;
 		if (events & EPOLLIN) {
@@ -559,7 +693,7 @@ void port_handle_event(struct port *p, struct ev_ref ref, uint32_t events)
 		/* An earlier event of this batch may have closed the fd (and its number reused). */
 		if (!p->connected || ref.queue >= VNET_MAX_QUEUES || p->conn.q[ref.queue].kick != ref.fd)
 			break;
-		drain_fd(ref.fd);
+		drain_kick(p, ref.queue, ref.fd);
 		vnet_dev_kick(p->dev, ref.queue);
 		if (ref.queue == vnet_dev_ctrl_queue_index(p->dev))
 			port_state_sync(p); /* the guest may have changed its coalescing */

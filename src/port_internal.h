@@ -2,6 +2,8 @@
 #ifndef VNETD_PORT_INTERNAL_H
 #define VNETD_PORT_INTERNAL_H
 
+#include <sys/types.h>
+
 #include "event_loop.h"
 #include "port.h"
 #include "port_state.h"
@@ -27,6 +29,9 @@ struct port {
 	int reconnect_fd;        /* client mode: timerfd for the next connect attempt */
 	unsigned backoff_ms;     /* client mode: delay before the next attempt */
 	bool connect_logged;     /* client mode: "cannot connect" said once per outage */
+	int connect_fd;          /* client mode: a connect() in progress (EINPROGRESS), or -1 */
+	dev_t sock_dev;          /* the listener's node at socket= (removed at the end if it */
+	ino_t sock_ino;          /* is still the same one) */
 	/* --state-dir: what the file says (restored once the first frontend's queues run), and
 	 * what was last written. */
 	bool restore_pending;

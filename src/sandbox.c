@@ -154,6 +154,12 @@ static const struct sandbox_rule sandbox_allow[] = {
 	ALLOW(rt_sigprocmask),
 	ALLOW(getpid),
 	ALLOW(gettid),
+	/* fds the frontend shares (kick, call, error, device state): peer_io.c never waits on
+	 * them, whatever their O_NONBLOCK (RWF_NOWAIT, or a poll() of no time) */
+	ALLOW(preadv2),
+	ALLOW(pwritev2),
+	ALLOW(poll),
+	ALLOW(ppoll),
 };
 
 /*
@@ -183,8 +189,13 @@ static const struct sandbox_rule sandbox_allow_runtime[] = {
 	ALLOW(bind),
 	ALLOW(listen),
 	ALLOW(connect),
-	ALLOW(chmod),     /* the vhost-user socket's mode 0660 */
-	ALLOW(fchmodat),
+	/* port.c: the socket's mode 0660 before bind (fchmod, umask; never chmod by path),
+	 * socket= removed only if it is a socket (lstat), a connect in progress (SO_ERROR) */
+	ALLOW(fchmod),
+	ALLOW(umask),
+	ALLOW(lstat),
+	ALLOW_IF(newfstatat, ARG_EQ(3, AT_SYMLINK_NOFOLLOW)),
+	ALLOW_IF(getsockopt, ARG_EQ(2, SO_ERROR)),
 	ALLOW(timerfd_create),
 	ALLOW(getrandom), /* the switch's hash key, when the first switch port comes at run time */
 	ALLOW_IF(ioctl, ARG_EQ(1, TUNSETIFF)),

@@ -13,6 +13,7 @@
 
 #include "guest_fault.h"
 #include "log.h"
+#include "peer_io.h"
 #include "vhost_user_internal.h"
 #include "virtio_net_defs.h"
 
@@ -53,7 +54,7 @@ static int write_full(int fd, const uint8_t *buf, size_t len)
 	size_t done = 0;
 
 	while (done < len) {
-		ssize_t n = send(fd, buf + done, len - done, MSG_NOSIGNAL);
+		ssize_t n = send(fd, buf + done, len - done, MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (n > 0) {
 			done += (size_t)n;
@@ -434,8 +435,8 @@ static enum vu_result handle_vring_fd(struct vu_conn *c, struct vu_rx *rx)
 	const struct vu_msg *m = &rx->msg;
 	bool nofd = (m->p.u64 & VU_VRING_NOFD) != 0;
 	struct vnet_queue *q;
-	struct stat st;
 	unsigned qidx;
+	uint8_t kind;
 	int fd;
 
 	if (!(q = conn_queue(c, m, &qidx)))
@@ -444,13 +445,17 @@ static enum vu_result handle_vring_fd(struct vu_conn *c, struct vu_rx *rx)
 	/*
 	 * Every queue fd the frontend hands over is used without waiting: a call or error fd that
 	 * is a full blocking pipe must not stop the daemon, nor a kick fd with nothing to read.
+	 * The frontend shares the open file and can clear O_NONBLOCK again: every read and write
+	 * goes through peer_io.h, which does not wait whatever the flag says.
 	 */
 	if (fd >= 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0)
 		log_guest("vhost-user: queue %u: cannot make fd non-blocking: %s", qidx,
 			  strerror(errno));
+	kind = (uint8_t)peer_fd_kind(fd);
 
 	switch (m->request) {
 	case VU_SET_VRING_KICK:
+		c->q[qidx].kick_kind = kind;
 		replace_kick(c, qidx, fd);
 		if (nofd)
 			log_guest("vhost-user: queue %u: polling mode (no kick fd) not supported",
@@ -462,11 +467,12 @@ static enum vu_result handle_vring_fd(struct vu_conn *c, struct vu_rx *rx)
 	case VU_SET_VRING_CALL:
 		close_fd(&c->q[qidx].call);
 		c->q[qidx].call = fd;
-		c->q[qidx].call_is_socket = fd >= 0 && fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode);
+		c->q[qidx].call_kind = kind;
 		break;
 	default: /* VU_SET_VRING_ERR */
 		close_fd(&c->q[qidx].err);
 		c->q[qidx].err = fd;
+		c->q[qidx].err_kind = kind;
 		break;
 	}
 	return VU_OK;
@@ -759,7 +765,8 @@ void vu_conn_signal_error(struct vu_conn *c, unsigned qidx)
 
 	if (qidx >= VNET_MAX_QUEUES || (fd = c->q[qidx].err) < 0)
 		return;
-	if (write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+	if (peer_write(fd, c->q[qidx].err_kind, &one, sizeof(one)) < 0 && errno != EAGAIN &&
+	    errno != EPIPE)
 		log_guest("vhost-user: queue %u: error fd: %s", qidx, strerror(errno));
 }
 
@@ -772,11 +779,8 @@ void vu_conn_notify(struct vu_conn *c, unsigned qidx)
 
 	if (qidx >= VNET_MAX_QUEUES || (fd = c->q[qidx].call) < 0)
 		return;
-	/* UML's call fds are socketpair ends: no SIGPIPE, never block. Eventfds take write(). */
-	if (c->q[qidx].call_is_socket)
-		n = send(fd, &one, sizeof(one), MSG_NOSIGNAL | MSG_DONTWAIT);
-	else
-		n = write(fd, &one, sizeof(one));
+	/* UML's call fds are socketpair ends, QEMU's eventfds: neither may block (peer_io.h). */
+	n = peer_write(fd, c->q[qidx].call_kind, &one, sizeof(one));
 	if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EPIPE &&
 	    errno != ECONNRESET && errno != EINTR)
 		log_guest("vhost-user: queue %u: call fd: %s", qidx, strerror(errno));

@@ -32,14 +32,16 @@ struct vu_state_xfer {
 	bool active;      /* a transfer was started and not yet checked */
 	int result;       /* 0 done and valid, 1 in progress, -1 failed */
 	size_t len, off;  /* save: bytes to write, written; load: bytes read */
+	uint8_t kind;     /* enum peer_fd_kind of fd */
 	uint8_t buf[VNET_STATE_MAX];
 };
 
 struct vu_queue_fds {
 	int kick; /* eventfd the frontend signals; -1 if none */
 	int call; /* eventfd or socketpair end we write 8 bytes to; -1 if none */
-	bool call_is_socket; /* decided once at SET_VRING_CALL, not per notification */
 	int err;  /* eventfd for queue errors; -1 if none */
+	/* What each is (peer_io.h), decided once when it is handed over, not per use. */
+	uint8_t kick_kind, call_kind, err_kind;
 };
 
 /* State of one frontend connection. */

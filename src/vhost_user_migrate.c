@@ -12,6 +12,7 @@
 
 #include "guest_fault.h"
 #include "log.h"
+#include "peer_io.h"
 #include "virtio_net_defs.h"
 
 /* SET_DEVICE_STATE_FD reply: 0 = accepted, bit 8 = we hand back no fd of our own. */
@@ -180,13 +181,15 @@ static void xfer_step(struct vu_conn *c)
 				xfer_finish(c, 0, NULL); /* closing is the end of the stream */
 				return;
 			}
-			n = write(x->fd, x->buf + x->off, x->len - x->off);
+			n = peer_write(x->fd, x->kind, x->buf + x->off, x->len - x->off);
 		} else {
 			/* One byte more than the limit: a longer stream is refused, not cut. */
 			uint8_t extra;
 
-			n = x->len < sizeof(x->buf) ? read(x->fd, x->buf + x->len, sizeof(x->buf) - x->len)
-						    : read(x->fd, &extra, 1);
+			/* The frontend shares the pipe and may have cleared O_NONBLOCK: peer_io.h. */
+			n = x->len < sizeof(x->buf)
+				? peer_read(x->fd, x->kind, x->buf + x->len, sizeof(x->buf) - x->len)
+				: peer_read(x->fd, x->kind, &extra, 1);
 			if (n > 0 && x->len == sizeof(x->buf)) {
 				xfer_finish(c, -1, "stream longer than VNET_STATE_MAX");
 				return;
@@ -241,6 +244,7 @@ enum vu_result vu_mig_set_state_fd(struct vu_conn *c, struct vu_rx *rx)
 		return vu_reply_u64(c, rx->msg.request, 1) == VU_OK ? VU_FAIL : VU_DISCONNECT;
 	}
 	x->fd = fd;
+	x->kind = (uint8_t)peer_fd_kind(fd);
 	x->load = t->direction == VU_TRANSFER_STATE_LOAD;
 	x->active = true;
 	x->result = 1;

@@ -745,6 +745,371 @@ def ctrl_disconnect(env, res):
     res.check(env.vd.alive() and not env.connected('p0'), 'vnetd took 15 abrupt disconnects')
 
 
+# ---- waits on a peer (issue 20 items 1, 2) and socket paths (item 9) ----
+# Nothing vnetd does for one port may wait on another party: a VMM that never accepts, a
+# frontend that clears O_NONBLOCK on the fds it shares with vnetd, a FIFO planted as a file.
+import signal as _signal
+import socket as _socket
+import stat as _stat
+import subprocess as _subprocess
+
+from harness import ControlClient as _ControlClient
+
+PROMPT = 2.0  # s: what "returns promptly" means below (normally a few ms)
+
+
+def quick_ctl(path, req, timeout=PROMPT):
+    """(reply dict or None, seconds) of one control request that must not wait long."""
+    t0 = time.monotonic()
+    try:
+        c = _ControlClient(path, timeout=timeout)
+        try:
+            return c.request(req), time.monotonic() - t0
+        finally:
+            c.close()
+    except (OSError, ValueError):
+        return None, time.monotonic() - t0
+
+
+def stuck_listener(path):
+    """A VMM listening at path with backlog 0 whose backlog is already full (one connection it
+    never accepts): (listener, filler). A blocking connect() there waits for good."""
+    if os.path.lexists(path):
+        os.unlink(path)
+    lst = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    lst.bind(path)
+    lst.listen(0)
+    filler = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    filler.connect(path)
+    probe = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    probe.setblocking(False)
+    try:
+        probe.connect(path)
+        full = False
+    except BlockingIOError:
+        full = True
+    finally:
+        probe.close()
+    if not full:
+        raise VhostUserError('the backlog of %s did not fill (kernel?)' % path)
+    return lst, filler
+
+
+def accept_frontend(lst, timeout=5.0):
+    """vnetd's connection on a VMM listener, as a VhostUserClient that answered GET_QUEUE_NUM
+    (connections queued before it, e.g. a closed filler, are skipped), or None."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        lst.settimeout(max(0.01, deadline - time.monotonic()))
+        try:
+            s, _ = lst.accept()
+        except OSError:
+            return None
+        c = VhostUserClient.__new__(VhostUserClient)
+        c.path, c.timeout, c.reply_ack, c.sock = None, 3.0, False, s
+        s.settimeout(3.0)
+        try:
+            if c.get_queue_num() == 3:
+                return c
+        except (VhostUserError, OSError):
+            pass
+        c.close()
+    return None
+
+
+class OwnVnetd:
+    """A vnetd of the case's own (own ports, own control socket), started without waiting
+    forever for it: ready() says whether it came up within the time given."""
+
+    def __init__(self, wd, args):
+        self.ctl = os.path.join(wd, 'control.sock')
+        self.log_path = os.path.join(wd, 'vnetd.log')
+        self.log = open(self.log_path, 'ab')
+        extra = os.environ.get('VNETD_EXTRA_ARGS', '').split()
+        self.proc = _subprocess.Popen([VNETD, '--control', self.ctl] + list(args) + extra,
+                                      stdout=self.log, stderr=_subprocess.STDOUT,
+                                      start_new_session=True)
+
+    def log_text(self):
+        with open(self.log_path, 'rb') as f:
+            return f.read().decode(errors='replace')
+
+    def ready(self, timeout=3.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if 'ready:' in self.log_text() and os.path.exists(self.ctl):
+                return True
+            if self.proc.poll() is not None:
+                return False
+            time.sleep(0.02)
+        return False
+
+    def sigterm(self, timeout=5.0):
+        """SIGTERM; the exit status if it ended within timeout, else None (then SIGKILLed)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(_signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except _subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            return None
+        finally:
+            self.log.close()
+
+
+def check_sigterm(res, vd, what):
+    rc = vd.sigterm()
+    res.check(rc == 0, '%s: SIGTERM stops vnetd within 5 s (status %r)' % (what, rc))
+
+
+@case('client port-add to a VMM that never accepts (backlog 0, full)',
+      log=r'cannot connect to .*vmm\.sock \(its listen backlog is full')
+def client_backlog_full(env, res):
+    path = os.path.join(env.wd, 'vmm.sock')
+    lst, filler = stuck_listener(path)
+    env.hostile += [lst, filler]
+    spec = 'socket=%s,client,switch' % path
+    reply, dt = quick_ctl(env.vd.control, {'cmd': 'port-add', 'spec': spec})
+    res.check(reply is not None and reply.get('ok') and dt < PROMPT,
+              'port-add of a client port to a full backlog returns promptly: %r after %.2f s'
+              % (reply, dt))
+    name = reply.get('port') if reply else None
+    reply, dt = quick_ctl(env.vd.control, {'cmd': 'stats'})
+    res.check(reply is not None and reply.get('ok', True) and dt < PROMPT,
+              'stats answers while the VMM does not accept (%.2f s)' % dt)
+    expect_alive_port(env, res, 'a client port stuck on a full backlog')
+    # The VMM accepts at last: vnetd's next attempt (the reconnect timer) gets through.
+    filler.close()
+    fe = accept_frontend(lst, 5.0)
+    res.check(fe is not None, 'the port connects once the VMM accepts, and answers GET_QUEUE_NUM')
+    if fe is not None:
+        env.hostile.append(fe)
+    if name:
+        reply, _ = quick_ctl(env.vd.control, {'cmd': 'port-del', 'port': name})
+        res.check(reply is not None and reply.get('ok'), 'port-del %s: %r' % (name, reply))
+
+
+def client_stuck_case(name, stuck_at_start):
+    def fn(env, res):
+        wd = workdir('hostile-backlog')
+        vmm = os.path.join(wd, 'vmm.sock')
+        if stuck_at_start:
+            lst, filler = stuck_listener(vmm)
+            env.hostile += [lst, filler]
+        else:
+            lst = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+            lst.bind(vmm)
+            lst.listen(4)
+            filler = None
+            env.hostile.append(lst)
+        # Two workers: the reconnect runs on the client port's own worker (worker=1), which
+        # the main thread parks for "ports".
+        vd = OwnVnetd(wd, ['--workers', '2', '--port', 'socket=%s,client,switch,worker=1' % vmm,
+                           '--port', 'socket=%s,switch,worker=0' % os.path.join(wd, 'p1.sock')])
+        try:
+            if not res.check(vd.ready(), 'vnetd comes up (its client port\'s VMM %s)'
+                             % ('never accepts' if stuck_at_start else 'accepts')):
+                return
+            reply, dt = quick_ctl(vd.ctl, {'cmd': 'stats'})
+            res.check(reply is not None and dt < PROMPT, 'stats answers (%.2f s)' % dt)
+            if filler is not None:
+                filler.close()
+            fe = accept_frontend(lst, 5.0)
+            res.check(fe is not None, 'the client port connects once its VMM accepts')
+            # The VMM goes away and comes back with a full backlog: the reconnect (on the
+            # port's worker) must not hang either.
+            lst.close()
+            lst, filler = stuck_listener(vmm)
+            env.hostile += [lst, filler]
+            if fe is not None:
+                fe.close()  # vnetd sees the VMM gone: it reconnects to the stuck listener
+            time.sleep(0.5)
+            reply, dt = quick_ctl(vd.ctl, {'cmd': 'stats'})
+            res.check(reply is not None and dt < PROMPT,
+                      'stats answers while the port reconnects to a full backlog (%.2f s)' % dt)
+            reply, dt = quick_ctl(vd.ctl, {'cmd': 'ports'})
+            res.check(reply is not None and dt < PROMPT,
+                      'ports (parks the workers) answers too (%.2f s)' % dt)
+            t0 = time.monotonic()
+            try:
+                c = VhostUserClient(os.path.join(wd, 'p1.sock'), timeout=PROMPT)
+                c.get_features()
+                c.close()
+                ok1 = True
+            except (VhostUserError, OSError):
+                ok1 = False
+            res.check(ok1, 'another port of that vnetd answers GET_FEATURES (%.2f s)'
+                      % (time.monotonic() - t0))
+        finally:
+            check_sigterm(res, vd, 'a client port on a full backlog')
+            res.check('listen backlog is full' in vd.log_text(),
+                      'its log says why the port does not connect')
+    CASES.append((name, fn, None, 'a vnetd of its own: its log is checked by the case'))
+
+
+client_stuck_case('start-up with a client port whose VMM never accepts (backlog full)', True)
+client_stuck_case('client port reconnecting to a VMM back with a full backlog (--workers 2)',
+                  False)
+
+
+def socket_path_case(name, plant):
+    def fn(env, res):
+        path = os.path.join(env.wd, 'planted.sock')
+        target = os.path.join(env.wd, 'precious')
+        with open(target, 'w') as f:
+            f.write('keep me\n')
+        for p in (path,):
+            if os.path.lexists(p):
+                os.unlink(p)
+        plant(path, target)
+        before = os.lstat(path)
+        reply, dt = quick_ctl(env.vd.control, {'cmd': 'port-add', 'spec': 'socket=%s,switch' % path})
+        res.check(reply is not None and not reply.get('ok'),
+                  'port-add on a %s is refused: %r' % (name, reply))
+        after = os.lstat(path) if os.path.lexists(path) else None
+        res.check(after is not None and after.st_ino == before.st_ino and
+                  _stat.S_IFMT(after.st_mode) == _stat.S_IFMT(before.st_mode),
+                  'the %s at socket= is still there, untouched' % name)
+        with open(target) as f:
+            res.check(f.read() == 'keep me\n' and _stat.S_IMODE(os.stat(target).st_mode) != 0o660,
+                      'the file it names is unchanged (content, mode)')
+        if reply and reply.get('ok'):
+            quick_ctl(env.vd.control, {'cmd': 'port-del', 'port': reply['port']})
+        # A stale socket there is still replaced, the new one 0660 from the start.
+        (os.rmdir if _stat.S_ISDIR(before.st_mode) else os.unlink)(path)
+        s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        s.bind(path)
+        s.close()
+        reply, _ = quick_ctl(env.vd.control, {'cmd': 'port-add', 'spec': 'socket=%s,switch' % path})
+        if res.check(reply is not None and reply.get('ok'), 'a stale socket there is replaced: %r'
+                     % reply):
+            st = os.lstat(path)
+            res.check(_stat.S_ISSOCK(st.st_mode) and _stat.S_IMODE(st.st_mode) == 0o660,
+                      'the new socket has mode %o (0660)' % _stat.S_IMODE(st.st_mode))
+            quick_ctl(env.vd.control, {'cmd': 'port-del', 'port': reply['port']})
+            time.sleep(0.1)
+            res.check(not os.path.lexists(path), 'port-del removed its socket')
+        os.unlink(target)
+    CASES.append(('socket= is a %s' % name, fn, r'planted\.sock exists and is not a socket', None))
+
+
+socket_path_case('regular file', lambda path, target: os.link(target, path))
+socket_path_case('symlink to a file', lambda path, target: os.symlink(target, path))
+socket_path_case('directory', lambda path, target: os.mkdir(path))
+
+
+@case('control socket path held by a listener that never accepts',
+      nolog='a vnetd of its own: its log is checked by the case')
+def control_backlog_full(env, res):
+    wd = workdir('hostile-ctl')
+    ctl = os.path.join(wd, 'control.sock')
+    lst, filler = stuck_listener(ctl)
+    env.hostile += [lst, filler]
+    vd = OwnVnetd(wd, ['--port', 'socket=%s,switch' % os.path.join(wd, 'p0.sock')])
+    try:
+        vd.proc.wait(3.0)
+        rc = vd.proc.returncode
+    except _subprocess.TimeoutExpired:
+        rc = None
+    res.check(rc not in (None, 0), 'vnetd refuses the busy control path at once (status %r)' % rc)
+    res.check('in use by a running process' in vd.log_text(), 'and says the path is in use')
+    if rc is None:
+        vd.sigterm(1.0)
+    else:
+        vd.log.close()
+
+
+@case('--config replaced by a FIFO, then SIGHUP',
+      nolog='a vnetd of its own: its log is checked by the case')
+def config_fifo(env, res):
+    wd = workdir('hostile-cfg')
+    cfg = os.path.join(wd, 'ports.json')
+    with open(cfg, 'w') as f:
+        json.dump({'ports': ['socket=%s,switch' % os.path.join(wd, 'c0.sock')]}, f)
+    vd = OwnVnetd(wd, ['--config', cfg])
+    try:
+        if not res.check(vd.ready(), 'vnetd with --config comes up'):
+            return
+        fifo = os.path.join(wd, 'fifo')
+        os.mkfifo(fifo)
+        os.rename(fifo, cfg)
+        vd.proc.send_signal(_signal.SIGHUP)
+        time.sleep(0.3)
+        reply, dt = quick_ctl(vd.ctl, {'cmd': 'ports'})
+        res.check(reply is not None and dt < PROMPT and len(reply.get('ports', [])) == 1,
+                  'after SIGHUP on a FIFO: ports answers (%.2f s), the port is kept' % dt)
+        res.check('not a regular file' in vd.log_text(), 'the reload says the file is no regular '
+                  'file')
+    finally:
+        check_sigterm(res, vd, 'a FIFO as --config')
+
+
+@case('call fd: blocking eventfd at 2^64-2; error fd: full pipe, O_NONBLOCK cleared after',
+      log=r'queue 1: avail index moved by more than the queue size')
+def shared_fds_blocking(env, res):
+    """vnetd sets O_NONBLOCK on the fds it is given, but that flag lives in the open file the
+    frontend shares: it clears it again after the ack. A write to a full eventfd or pipe then
+    waits for the frontend, which never reads."""
+    f = env.frontend().setup()
+    call = os.eventfd(0, os.EFD_CLOEXEC)
+    r2, w2 = full_blocking_pipe()
+    env.hostile.append(_FdCloser([call, r2, w2]))
+    vu.ok(f.vu.set_vring_call(TX_Q, call), 'SET_VRING_CALL (eventfd)')
+    vu.ok(f.vu._vring_fd(vu.SET_VRING_ERR, TX_Q, w2), 'SET_VRING_ERR (full pipe)')
+    os.set_blocking(call, True)
+    os.set_blocking(w2, True)
+    os.eventfd_write(call, 0xfffffffffffffffe)  # one more and the counter would overflow
+    f.transmit(ether_frame(BCAST, MACS[0]), timeout=0.5)  # completion: notify wants the call fd
+    r = f.rings[TX_Q]
+    r.set_avail_idx(r.avail_idx + r.num + 1)
+    r.kick()  # broken ring: the error fd is signalled
+    time.sleep(0.2)
+    expect_alive_port(env, res, 'a blocking full eventfd and pipe as call and error fds')
+    expect_broken(env, res, TX_Q, 'an avail jump')
+
+
+class _FdCloser:
+    def __init__(self, fds):
+        self.fds = fds
+
+    def close(self):
+        for fd in self.fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.fds = []
+
+
+DS_PROTO = (1 << vu.PROTOCOL_F_REPLY_ACK) | (1 << vu.PROTOCOL_F_DEVICE_STATE)
+
+
+@case('device state pipe with O_NONBLOCK cleared after SET_DEVICE_STATE_FD',
+      log=r'device state load failed')
+def state_fd_blocking(env, res):
+    """Load: the frontend writes one byte and keeps the pipe open; vnetd reads until the pipe is
+    empty, which with the flag cleared would wait for more."""
+    f = env.frontend(protocol=DS_PROTO)
+    f.negotiate()
+    rd, wr = os.pipe()
+    env.hostile.append(_FdCloser([rd, wr]))
+    reply = struct.unpack('=Q', f.vu.request(vu.SET_DEVICE_STATE_FD, struct.pack('=II', 1, 0),
+                                             [rd]))[0]
+    res.check(reply == 1 << 8, 'SET_DEVICE_STATE_FD load accepted (reply 0x%x)' % reply)
+    os.set_blocking(rd, True)
+    os.write(wr, b'\x01')
+    time.sleep(0.2)
+    expect_alive_port(env, res, 'a blocking device state pipe')
+    try:
+        f.vu.sock.settimeout(PROMPT)
+        check = struct.unpack('=Q', f.vu.request(vu.CHECK_DEVICE_STATE))[0]
+        res.check(check == 1, 'CHECK_DEVICE_STATE answers: the 1-byte state is refused (%r)'
+                  % check)
+    except (VhostUserError, OSError) as e:
+        res.check(False, 'CHECK_DEVICE_STATE answers (%s)' % e)
+
+
 # =============================================================================================
 def main():
     for exe in (VNETD, VNETCTL):
