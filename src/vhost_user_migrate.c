@@ -226,8 +226,10 @@ static void xfer_step(struct vu_conn *c)
 
 void vu_conn_state_io(struct vu_conn *c, uint32_t events)
 {
-	(void)events; /* EPOLLHUP/ERR: the next read or write reports it */
-	xfer_step(c);
+	xfer_step(c); /* EPOLLHUP/ERR: a pipe's read (EOF) or write (EPIPE) ends the transfer */
+	/* An fd that hangs up yet still says "try again" would be reported for ever: end it. */
+	if (c->xfer.fd >= 0 && (events & (EPOLLHUP | EPOLLERR)))
+		xfer_finish(c, -1, "the frontend's end hung up");
 }
 
 enum vu_result vu_mig_set_state_fd(struct vu_conn *c, struct vu_rx *rx)

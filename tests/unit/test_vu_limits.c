@@ -1,4 +1,4 @@
-/* test_vu_limits.c - guest memory caps (max-mem=, --max-guest-mem) and dead kick fds, per connection. */
+/* test_vu_limits.c - guest memory caps (max-mem=, --max-guest-mem) and fds that hang up, per connection. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -373,6 +374,45 @@ static void test_dead_kick_fd_breaks_the_queue_once(void **state)
 	side_close(&s);
 }
 
+/* ---- a device-state fd that hangs up without an EOF or error to read ---- */
+
+static void state_fd_changed(void *ctx, int old_fd, int new_fd, uint32_t events)
+{
+	struct side *s = ctx;
+
+	(void)old_fd;
+	(void)events;
+	s->kick_new[0] = new_fd; /* reused: the state fd the owner watches now */
+	s->kick_calls++;
+}
+
+static const struct vu_owner_ops owner_with_state = {.kick_changed = owner_kick_changed,
+						     .state_fd_changed = state_fd_changed};
+
+static void test_state_fd_hangup_ends_the_transfer(void **state)
+{
+	struct vu_transfer_state t = {.direction = VU_TRANSFER_STATE_LOAD,
+				      .phase = VU_TRANSFER_STATE_PHASE_STOPPED};
+	int efd = eventfd(0, EFD_CLOEXEC); /* reads say EAGAIN (count 0), never EOF */
+	struct side s;
+
+	(void)state;
+	side_open(&s, 0);
+	s.conn.ops = &owner_with_state;
+	negotiate(&s);
+	send_msg(&s, VU_SET_DEVICE_STATE_FD, &t, sizeof(t), &efd, 1);
+	assert_true(reply(&s) == (1ull << 8)); /* accepted, no fd of ours */
+	assert_true(s.conn.xfer.fd >= 0);
+	vu_conn_state_io(&s.conn, EPOLLIN);
+	assert_true(s.conn.xfer.fd >= 0); /* nothing yet: wait */
+	vu_conn_state_io(&s.conn, EPOLLHUP); /* epoll would say so again and again */
+	assert_int_equal(s.conn.xfer.fd, -1);
+	assert_int_equal(s.kick_new[0], -1); /* the owner stopped watching it */
+	assert_int_equal(request_u64(&s, VU_CHECK_DEVICE_STATE, 0), 1);
+	close(efd);
+	side_close(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -382,6 +422,7 @@ int main(void)
 		cmocka_unit_test(test_port_cap_refuses_and_keeps_the_old_table),
 		cmocka_unit_test(test_daemon_cap_across_ports),
 		cmocka_unit_test(test_dead_kick_fd_breaks_the_queue_once),
+		cmocka_unit_test(test_state_fd_hangup_ends_the_transfer),
 	};
 
 	log_threshold = LOG_ERR;
