@@ -804,6 +804,37 @@ def mem_over_cap(env, res):
     res.check(ack == 0, 'p1: a 4 GiB SET_MEM_TABLE maps (REPLY_ACK %r)' % ack)
 
 
+@case('port-add with max-mem=64M: a 128 MiB table refused, 32 MiB maps',
+      log=r"SET_MEM_TABLE: refused 128M of guest memory \(0 mapped besides\): over the port's "
+          r"max-mem=64M")
+def mem_port_key(env, res):
+    sock = os.path.join(env.wd, 'p-maxmem.sock')
+    r = env.vd.ctl('port-add', 'socket=%s,switch,max-mem=64M' % sock, check=False)
+    if not res.check(r.returncode == 0, 'port-add with max-mem=64M (%s)' % (r.stdout + r.stderr).strip()):
+        return
+    name = r.stdout.strip()
+    try:
+        c = VhostUserClient(sock)
+        env.hostile.append(c)
+        c.set_protocol_features(1 << vu.PROTOCOL_F_REPLY_ACK)
+        fds = sparse_fds([128 * MIB, 32 * MIB])
+        try:
+            refused(res, c.set_mem_table(table([128 * MIB]), fds[:1]), '128 MiB on max-mem=64M')
+            ack = c.set_mem_table(table([32 * MIB]), fds[1:])
+            res.check(ack == 0, '32 MiB on max-mem=64M maps (REPLY_ACK %r)' % ack)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        expect_alive_conn(res, c, 'a table over max-mem=64M')
+    finally:
+        env.close_hostile()
+        r = env.vd.ctl('port-del', name, check=False)
+        res.check(r.returncode == 0, 'port-del %s' % name)
+        deadline = time.monotonic() + 2.0
+        while name in env.vd.port_info() and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+
 def cpu_seconds(env):
     with open('/proc/%d/stat' % env.pid()) as f:
         fields = f.read().rsplit(')', 1)[1].split()
