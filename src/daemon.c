@@ -17,6 +17,7 @@
 #include "event_loop.h"
 #include "guest_fault.h"
 #include "log.h"
+#include "mem_cap.h"
 #include "metrics.h"
 #include "options.h"
 #include "port_internal.h"
@@ -521,6 +522,8 @@ static int setup(struct daemon *d, const struct vnetd_options *opts)
 	sigset_t mask;
 
 	raise_fd_limit();
+	if (opts->max_guest_mem)
+		mem_cap_set_daemon(opts->max_guest_mem);
 	if (guest_fault_install() < 0 ||
 	    worker_pool_init(&d->pool, opts->workers ? opts->workers : 1,
 			     VNETD_MAX_PORTS * VNET_MAX_QUEUES, &daemon_worker_ops, d) < 0)

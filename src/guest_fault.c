@@ -2,6 +2,7 @@
 #include "guest_fault.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -11,19 +12,28 @@
 
 #define GUEST_FAULT_MAX_MAPS (1024 * 8) /* VNETD_MAX_PORTS frontends of 8 regions each */
 
-/* Worker threads change the table under table_lock; the handler (any thread) only reads it. */
+/*
+ * Worker threads change the table under table_lock; the handler (on any thread, at any moment,
+ * so it cannot take the lock) only reads it. Every field is therefore a C11 atomic (lock-free,
+ * so signal-safe): an entry is published by storing len last (release) and retired by storing
+ * len 0; the handler loads len first (acquire), then base and flag.
+ */
 struct watched_map {
-	uintptr_t base;
-	size_t len;
-	volatile sig_atomic_t *flag;
+	_Atomic uintptr_t base;
+	_Atomic size_t len;
+	_Atomic(atomic_int *) flag;
 };
 
+_Static_assert(ATOMIC_POINTER_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2 &&
+		       ATOMIC_LONG_LOCK_FREE == 2,
+	       "the SIGBUS handler needs lock-free atomics");
+
 /* Bumped by the handler on any fault: owners (every worker) then look at their own flags. */
-static unsigned fault_gen;
+static atomic_uint fault_gen;
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct watched_map maps[GUEST_FAULT_MAX_MAPS];
-static size_t page_size = 4096;
+static size_t page_size = 4096; /* set once by guest_fault_install(), before any thread */
 
 static void on_sigbus(int sig, siginfo_t *si, void *ucontext)
 {
@@ -31,17 +41,21 @@ static void on_sigbus(int sig, siginfo_t *si, void *ucontext)
 
 	(void)ucontext;
 	for (size_t i = 0; i < GUEST_FAULT_MAX_MAPS; i++) {
-		const struct watched_map *m = &maps[i];
+		struct watched_map *m = &maps[i];
+		size_t len = atomic_load_explicit(&m->len, memory_order_acquire);
+		atomic_int *flag;
 
-		if (!m->len || addr - m->base >= m->len)
+		if (!len || addr - atomic_load_explicit(&m->base, memory_order_relaxed) >= len)
 			continue;
+		flag = atomic_load_explicit(&m->flag, memory_order_relaxed);
 		/* Back the page with zeros so the access completes; the owner drops the frontend. */
 		if (mmap((void *)(addr & ~(uintptr_t)(page_size - 1)), page_size,
 			 PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
 			 0) == MAP_FAILED)
 			break;
-		*m->flag = 1;
-		__atomic_add_fetch(&fault_gen, 1, __ATOMIC_RELEASE); /* lock-free: signal-safe */
+		if (flag)
+			atomic_store_explicit(flag, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&fault_gen, 1, memory_order_release);
 		return;
 	}
 	/* Not guest memory: a real bug. Fault again with the default action (core dump). */
@@ -66,18 +80,18 @@ int guest_fault_install(void)
 	return 0;
 }
 
-int guest_fault_watch(void *base, size_t len, volatile sig_atomic_t *flag)
+int guest_fault_watch(void *base, size_t len, atomic_int *flag)
 {
 	int r = -1;
 
 	pthread_mutex_lock(&table_lock);
 	for (size_t i = 0; i < GUEST_FAULT_MAX_MAPS; i++) {
-		if (maps[i].len)
+		if (atomic_load_explicit(&maps[i].len, memory_order_relaxed))
 			continue;
-		maps[i].base = (uintptr_t)base;
-		maps[i].flag = flag;
+		atomic_store_explicit(&maps[i].base, (uintptr_t)base, memory_order_relaxed);
+		atomic_store_explicit(&maps[i].flag, flag, memory_order_relaxed);
 		/* last: the entry is live once len is set */
-		__atomic_store_n(&maps[i].len, len, __ATOMIC_RELEASE);
+		atomic_store_explicit(&maps[i].len, len, memory_order_release);
 		r = 0;
 		break;
 	}
@@ -89,17 +103,18 @@ void guest_fault_unwatch(void *base)
 {
 	pthread_mutex_lock(&table_lock);
 	for (size_t i = 0; i < GUEST_FAULT_MAX_MAPS; i++)
-		if (maps[i].len && maps[i].base == (uintptr_t)base)
-			__atomic_store_n(&maps[i].len, 0, __ATOMIC_RELEASE);
+		if (atomic_load_explicit(&maps[i].len, memory_order_relaxed) &&
+		    atomic_load_explicit(&maps[i].base, memory_order_relaxed) == (uintptr_t)base)
+			atomic_store_explicit(&maps[i].len, 0, memory_order_release);
 	pthread_mutex_unlock(&table_lock);
 }
 
 unsigned guest_fault_generation(void)
 {
-	return __atomic_load_n(&fault_gen, __ATOMIC_ACQUIRE);
+	return atomic_load_explicit(&fault_gen, memory_order_acquire);
 }
 
 void guest_fault_note(void)
 {
-	__atomic_add_fetch(&fault_gen, 1, __ATOMIC_RELEASE);
+	atomic_fetch_add_explicit(&fault_gen, 1, memory_order_release);
 }

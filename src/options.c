@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mem_cap.h"
 #include "metrics.h"
 #include "virtio_net_defs.h"
 
@@ -20,6 +21,7 @@ static const char usage_text[] =
 	"Usage: vnetd --port socket=PATH,tap=IFNAME|switch[,KEY=VALUE...] [--port ...]\n"
 	"             --control PATH [--config FILE] [--state-dir DIR] [--workers N]\n"
 	"             [--metrics ADDR:PORT] [--user NAME] [--no-sandbox] [-v|--verbose]\n"
+	"             [--max-guest-mem SIZE]\n"
 	"             [-h|--help]\n"
 	"\n"
 	"Serves virtio-net devices to VMs over vhost-user, with notification (interrupt)\n"
@@ -39,6 +41,8 @@ static const char usage_text[] =
 	"  --user NAME          drop privileges to user NAME once the sockets are open\n"
 	"  --no-sandbox         do not drop privileges or install the seccomp filter\n"
 	"  -v, --verbose        more log output (repeat for debug messages)\n"
+	"  --max-guest-mem SIZE guest memory all frontends together may map (address space of\n"
+	"                       memory tables and dirty logs; K/M/G/T suffixes; default 64T)\n"
 	"  -h, --help           print this help and exit\n"
 	"\n"
 	"Port keys (socket= and exactly one of tap= or switch are required):\n"
@@ -82,6 +86,8 @@ static const char usage_text[] =
 	"  mrg-rxbuf=on|off     offer VIRTIO_NET_F_MRG_RXBUF (default on)\n"
 	"  worker=N             the --workers thread that owns the port (default: a tap port the\n"
 	"                       one with the fewest ports; switch ports stay on one worker)\n"
+	"  max-mem=SIZE         guest memory the frontend may map: its memory table (each region\n"
+	"                       with its mmap offset) and dirty log; K/M/G/T suffixes (default 2T)\n"
 	"\n"
 	"Coalescing values are 0..4294967295; an unset one is 0. A notification is delayed only\n"
 	"while both usecs and frames are non-zero, and is sent when either limit is reached.\n"
@@ -124,6 +130,7 @@ enum port_key {
 	K_RX_ADAPTIVE,
 	K_TX_ADAPTIVE,
 	K_WORKER,
+	K_MAX_MEM,
 	K_COUNT,
 };
 
@@ -141,6 +148,7 @@ static const char *const port_key_names[K_COUNT] = {
 	[K_STALL_BYTES] = "stall-bytes", [K_STALL_IDLE_USECS] = "stall-idle-usecs",
 	[K_RX_ADAPTIVE] = "rx-adaptive", [K_TX_ADAPTIVE] = "tx-adaptive",
 	[K_CLIENT] = "client",	       [K_WORKER] = "worker",
+	[K_MAX_MEM] = "max-mem",
 };
 
 #define OFFLOAD_BITS                                                                               \
@@ -304,6 +312,10 @@ static int apply_port_key(struct port_config *pc, struct port_parse *pp, enum po
 		if (!parse_ulong(value, 0, 15, &v))
 			return bad_value(name, value, "0..15 (a worker of --workers)");
 		pc->worker = (int)v;
+		return 0;
+	case K_MAX_MEM:
+		if (mem_cap_parse(value, &pc->max_mem) < 0)
+			return bad_value(name, value, "a size of 1..2^63 bytes, K/M/G/T suffixes");
 		return 0;
 	case K_MAC:
 		pp->mac_given = true;
@@ -666,7 +678,7 @@ static int parse_metrics(const char *value, char *dst, size_t size)
 int options_parse(int argc, char **argv, struct vnetd_options *out)
 {
 	static const char *const valued[] = {"--port",	    "--control", "--user",   "--config",
-					     "--state-dir", "--workers", "--metrics"};
+					     "--state-dir", "--workers", "--metrics", "--max-guest-mem"};
 	unsigned long n;
 	bool mac_given[VNETD_MAX_PORTS] = {false};
 	bool missing = false;
@@ -734,6 +746,11 @@ int options_parse(int argc, char **argv, struct vnetd_options *out)
 		}
 		if (k == 6 && parse_metrics(value, out->metrics, sizeof(out->metrics)) < 0)
 			return -1;
+		if (k == 7 && mem_cap_parse(value, &out->max_guest_mem) < 0) {
+			fprintf(stderr, "vnetd: bad value '%s' for --max-guest-mem (expected a size "
+				"of 1..2^63 bytes, K/M/G/T suffixes)\n", value);
+			return -1;
+		}
 	}
 	if (out->nports == 0 && out->config_path[0] == '\0') {
 		fprintf(stderr, "vnetd: at least one --port (or --config) is required (see --help)\n");

@@ -3,6 +3,7 @@
 #define VNETD_OPTIONS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "port.h"
 
@@ -18,6 +19,7 @@ struct vnetd_options {
 	bool no_sandbox;        /* skip seccomp and privilege dropping */
 	int verbose;            /* number of -v given */
 	unsigned workers;       /* --workers N: event-loop threads, 1 (default) .. 16 */
+	uint64_t max_guest_mem; /* --max-guest-mem: all ports' guest mappings (mem_cap.h); 0 default */
 };
 
 /*

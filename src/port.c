@@ -266,9 +266,18 @@ static void port_state_fd_changed(void *ctx, int old_fd, int new_fd, uint32_t ev
 		log_guest("%s: the device state fd cannot be watched", p->name);
 }
 
+/* The port's max-mem= (0: the default). */
+static uint64_t port_mem_cap(void *ctx)
+{
+	const struct port *p = ctx;
+
+	return p->cfg.max_mem;
+}
+
 static const struct vu_owner_ops port_vu_ops = {
 	.kick_changed = port_kick_changed,
 	.state_fd_changed = port_state_fd_changed,
+	.mem_cap = port_mem_cap,
 };
 
 /* Tap backend callbacks. */
@@ -693,6 +702,11 @@ void port_handle_event(struct port *p, struct ev_ref ref, uint32_t events)
 		/* An earlier event of this batch may have closed the fd (and its number reused). */
 		if (!p->connected || ref.queue >= VNET_MAX_QUEUES || p->conn.q[ref.queue].kick != ref.fd)
 			break;
+		/* A dead kick fd (a pipe with no writer) reports HUP forever: drop it, once. */
+		if (events & (EPOLLHUP | EPOLLERR)) {
+			vu_conn_kick_failed(&p->conn, ref.queue, events);
+			break;
+		}
 		drain_kick(p, ref.queue, ref.fd);
 		vnet_dev_kick(p->dev, ref.queue);
 		if (ref.queue == vnet_dev_ctrl_queue_index(p->dev))

@@ -21,6 +21,7 @@ struct port_config {
 	bool client;    /* vhost-user client: connect to socket_path (and reconnect) */
 	bool mac_given; /* mac= was in the spec (else derived from index and socket) */
 	int worker;     /* worker= (0..), or -1: the worker with the fewest ports */
+	uint64_t max_mem; /* max-mem=: guest memory the frontend may map (mem_cap.h); 0 default */
 	struct vnet_dev_params dev;
 };
 

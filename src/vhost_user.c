@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -14,6 +15,7 @@
 #include "guest_fault.h"
 #include "log.h"
 #include "peer_io.h"
+#include "mem_cap.h"
 #include "vhost_user_internal.h"
 #include "virtio_net_defs.h"
 
@@ -237,23 +239,72 @@ static bool protocol_features_negotiated(const struct vu_conn *c)
 
 /* ---- memory table ---- */
 
-/* map_region() - mmap one SET_MEM_TABLE region into out; 0, or -1 (logged, nothing mapped). */
-/* Unmap a table, first taking its mappings off the SIGBUS watch list. */
+/* table_bytes() - the address space a table's own mappings take (what mem_cap counts). */
+static uint64_t table_bytes(const struct guest_mem *mem)
+{
+	uint64_t n = 0;
+
+	for (unsigned i = 0; i < mem->nregions; i++)
+		if (mem->regions[i].mmap_base)
+			n += mem->regions[i].mmap_len;
+	return n;
+}
+
+/* Unmap a table, first taking its mappings off the SIGBUS watch list; their bytes are free. */
 static void unmap_table(struct guest_mem *mem)
 {
+	uint64_t bytes = table_bytes(mem);
+
 	for (unsigned i = 0; i < mem->nregions; i++)
 		if (mem->regions[i].mmap_base)
 			guest_fault_unwatch(mem->regions[i].mmap_base);
 	guest_mem_unmap_all(mem);
+	mem_cap_uncharge(bytes);
 }
 
-static int map_region(struct vu_conn *c, const struct vu_mem_region *r, int fd,
-		      struct guest_mem_region *out)
+static uint64_t conn_mem_cap(const struct vu_conn *c)
 {
-	uint64_t len;
-	struct stat st;
-	void *base;
+	uint64_t cap = c->ops && c->ops->mem_cap ? c->ops->mem_cap(c->ctx) : 0;
 
+	return cap ? cap : MEM_CAP_PORT_DEFAULT;
+}
+
+/**
+ * vu_mem_admit() - admit `bytes` more guest mappings for connection c against the caps.
+ * @c: the connection (its owner's mem_cap() gives the port's max-mem=)
+ * @what: the request, for the log line
+ * @bytes: address space the new mapping takes
+ * @kept: what the connection keeps mapped besides it
+ *
+ * Return: 0 with `bytes` charged to the daemon-wide cap, or -1 (logged, naming the cap).
+ */
+int vu_mem_admit(struct vu_conn *c, const char *what, uint64_t bytes, uint64_t kept)
+{
+	char a[MEM_CAP_STR_LEN], b[MEM_CAP_STR_LEN], u[MEM_CAP_STR_LEN];
+	uint64_t cap = conn_mem_cap(c);
+
+	if (bytes > cap || kept > cap - bytes) {
+		log_guest("vhost-user: %s: refused %s of guest memory (%s mapped besides): over "
+			  "the port's max-mem=%s", what, mem_cap_format(bytes, a),
+			  mem_cap_format(kept, u), mem_cap_format(cap, b));
+		return -1;
+	}
+	if (mem_cap_charge(bytes) < 0) {
+		log_guest("vhost-user: %s: refused %s of guest memory: over vnetd's "
+			  "--max-guest-mem=%s (%s mapped for all ports)", what,
+			  mem_cap_format(bytes, a), mem_cap_format(mem_cap_daemon(), b),
+			  mem_cap_format(mem_cap_in_use(), u));
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * region_len() - check one SET_MEM_TABLE region's numbers and give the length to map (from
+ * the start of the file, so mmap_offset need not be page-aligned); 0, or -1 (logged).
+ */
+static int region_len(const struct vu_mem_region *r, uint64_t *len)
+{
 	if (r->memory_size == 0) {
 		log_guest("vhost-user: SET_MEM_TABLE: empty region");
 		return -1;
@@ -264,11 +315,21 @@ static int map_region(struct vu_conn *c, const struct vu_mem_region *r, int fd,
 		log_guest("vhost-user: SET_MEM_TABLE: region wraps around");
 		return -1;
 	}
-	len = r->memory_size + r->mmap_offset;
-	if (len > SIZE_MAX) {
+	*len = r->memory_size + r->mmap_offset;
+	if (*len > SIZE_MAX) {
 		log_guest("vhost-user: SET_MEM_TABLE: region too large");
 		return -1;
 	}
+	return 0;
+}
+
+/* map_region() - mmap one checked region (len from region_len()); 0, or -1 (logged, unmapped). */
+static int map_region(struct vu_conn *c, const struct vu_mem_region *r, uint64_t len, int fd,
+		      struct guest_mem_region *out)
+{
+	struct stat st;
+	void *base;
+
 	/* A file shorter than the region would SIGBUS us on first touch. */
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size < len) {
 		log_guest("vhost-user: SET_MEM_TABLE: file of %jd bytes, region needs %" PRIu64,
@@ -301,19 +362,33 @@ static int map_region(struct vu_conn *c, const struct vu_mem_region *r, int fd,
  * handle_set_mem_table() - map the new table completely before touching the old one. On any
  * failure the old table stays. On success running queues are stopped, the table swapped, the
  * queues restarted (their rings re-translated) and only then the old table unmapped.
+ *
+ * Before anything is mapped, the whole table is admitted against the caps (vu_mem_admit()):
+ * the new table and the dirty log against the port's max-mem= (the old table goes), and the
+ * new table against the daemon-wide cap (which still holds the old one until it is unmapped).
  */
 static enum vu_result handle_set_mem_table(struct vu_conn *c, struct vu_rx *rx)
 {
 	const struct vu_mem_table *t = &rx->msg.p.mem;
 	bool was_started[VNET_MAX_QUEUES] = {false};
+	uint64_t len[VU_MAX_REGIONS], total = 0;
 	struct guest_mem nm, old;
 	unsigned n;
+
+	_Static_assert(VU_MAX_REGIONS <= GUEST_MEM_MAX_REGIONS, "a table fits guest_mem");
+	for (unsigned i = 0; i < t->nregions; i++) {
+		if (region_len(&t->regions[i], &len[i]) < 0)
+			return VU_FAIL;
+		total = len[i] > UINT64_MAX - total ? UINT64_MAX : total + len[i];
+	}
+	if (vu_mem_admit(c, "SET_MEM_TABLE", total, c->log.mmap_len) < 0)
+		return VU_FAIL;
 
 	memset(&nm, 0, sizeof(nm));
 	for (unsigned i = 0; i < t->nregions; i++) {
 		struct guest_mem_region reg;
 
-		if (map_region(c, &t->regions[i], rx->fds[i], &reg) < 0)
+		if (map_region(c, &t->regions[i], len[i], rx->fds[i], &reg) < 0)
 			goto fail;
 		if (guest_mem_add(&nm, &reg) < 0) {
 			log_guest("vhost-user: SET_MEM_TABLE: region %u overlaps another", i);
@@ -345,6 +420,8 @@ static enum vu_result handle_set_mem_table(struct vu_conn *c, struct vu_rx *rx)
 	return VU_OK;
 
 fail:
+	/* What was admitted but never mapped; unmap_table() gives back the rest. */
+	mem_cap_uncharge(total - table_bytes(&nm));
 	unmap_table(&nm);
 	return VU_FAIL;
 }
@@ -755,6 +832,31 @@ void vu_conn_close(struct vu_conn *c)
 	c->features_set = false;
 	c->protocol_bit_accepted = false;
 	c->owner_set = false;
+}
+
+/**
+ * vu_conn_kick_failed() - queue qidx's kick fd reported HUP or ERR: drop it, break the queue.
+ * @c: the connection
+ * @qidx: the queue whose kick fd it is
+ * @events: what epoll reported (EPOLLERR and/or EPOLLHUP)
+ *
+ * Return: nothing; the kick fd is closed (owner told first) and one line logged.
+ */
+void vu_conn_kick_failed(struct vu_conn *c, unsigned qidx, uint32_t events)
+{
+	struct vnet_queue *q;
+	const char *what = events & EPOLLERR ? "kick fd reported an error (EPOLLERR)"
+					     : "kick fd hung up (EPOLLHUP)";
+
+	if (qidx >= VNET_MAX_QUEUES || c->q[qidx].kick < 0)
+		return;
+	replace_kick(c, qidx, -1); /* out of epoll and closed: it cannot report again */
+	q = qidx < vnet_dev_num_queues(c->dev) ? vnet_dev_queue(c->dev, qidx) : NULL;
+	/* One line: vq_mark_broken() says it, or this if the queue was broken already. */
+	if (q && !q->vq.broken)
+		vq_mark_broken(&q->vq, what);
+	else
+		log_guest("vhost-user: queue %u: %s; kick fd dropped", qidx, what);
 }
 
 /* vu_conn_signal_error() - write u64 1 to queue qidx's error fd (SET_VRING_ERR), if it has one. */

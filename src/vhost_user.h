@@ -2,7 +2,7 @@
 #ifndef VNETD_VHOST_USER_H
 #define VNETD_VHOST_USER_H
 
-#include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -23,6 +23,11 @@ struct vu_owner_ops {
 	 * vu_conn_state_io() when it is ready. Called before old_fd is closed.
 	 */
 	void (*state_fd_changed)(void *ctx, int old_fd, int new_fd, uint32_t events);
+	/*
+	 * The most guest memory (mem_cap.h: table and dirty log, in bytes of address space) this
+	 * connection may map: the port's max-mem=. NULL or 0: MEM_CAP_PORT_DEFAULT.
+	 */
+	uint64_t (*mem_cap)(void *ctx);
 };
 
 /* A device-state transfer over a pipe (SET_DEVICE_STATE_FD ... CHECK_DEVICE_STATE). */
@@ -63,7 +68,7 @@ struct vu_conn {
 	struct dirty_log log;        /* SET_LOG_BASE's bitmap (log.bitmap NULL: none) */
 	uint64_t rarps;              /* SEND_RARP announcements sent through the backend */
 	struct vu_state_xfer xfer;
-	volatile sig_atomic_t mem_fault; /* guest memory shrank under us (SIGBUS): drop frontend */
+	atomic_int mem_fault;        /* guest memory shrank under us (SIGBUS): drop frontend */
 	/* The message being received: bytes and fds gathered so far (never blocks the loop). */
 	uint8_t rxbuf[12 + 512];
 	size_t rxlen;
@@ -83,6 +88,13 @@ int vu_conn_handle_readable(struct vu_conn *c);
 
 /* vu_conn_close() - close every fd, unmap guest memory, reset the device. Idempotent. */
 void vu_conn_close(struct vu_conn *c);
+
+/*
+ * vu_conn_kick_failed() - queue qidx's kick fd reported EPOLLHUP or EPOLLERR (a pipe whose
+ * write end is closed, a socket whose peer went): it is closed (the owner takes it out of epoll
+ * first) and the queue marked broken, with one log line. A new SET_VRING_KICK gives it another.
+ */
+void vu_conn_kick_failed(struct vu_conn *c, unsigned qidx, uint32_t events);
 
 /* vu_conn_signal_error() - signal queue qidx's SET_VRING_ERR eventfd (the queue broke). */
 void vu_conn_signal_error(struct vu_conn *c, unsigned qidx);

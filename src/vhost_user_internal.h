@@ -31,6 +31,14 @@ static inline int vu_take_fd(struct vu_rx *rx, unsigned i)
 /* vu_reply_u64() - answer request with a u64 (its own reply, not a REPLY_ACK). */
 enum vu_result vu_reply_u64(struct vu_conn *c, uint32_t request, uint64_t v);
 
+/*
+ * vu_mem_admit() - may the connection map `bytes` more of guest memory (mem_cap.h), `kept`
+ * being what it keeps mapped besides (the table for a new log, the log for a new table)?
+ * Checks the port's max-mem= and charges the daemon-wide cap: 0, or -1 (logged, naming the
+ * cap, nothing charged). The caller gives the bytes back (mem_cap_uncharge()) when it unmaps.
+ */
+int vu_mem_admit(struct vu_conn *c, const char *what, uint64_t bytes, uint64_t kept);
+
 /* ---- vhost_user_migrate.c: live migration (dirty log, device state, announce) ---- */
 
 /* VHOST_F_LOG_ALL: the frontend asks for dirty logging (a vhost feature bit in SET_FEATURES). */

@@ -13,6 +13,7 @@
 #include "guest_fault.h"
 #include "log.h"
 #include "peer_io.h"
+#include "mem_cap.h"
 #include "virtio_net_defs.h"
 
 /* SET_DEVICE_STATE_FD reply: 0 = accepted, bit 8 = we hand back no fd of our own. */
@@ -33,6 +34,7 @@ static void unmap_log(struct dirty_log *log)
 	if (log->mmap_base) {
 		guest_fault_unwatch(log->mmap_base);
 		munmap(log->mmap_base, log->mmap_len);
+		mem_cap_uncharge(log->mmap_len);
 	}
 	memset(log, 0, sizeof(*log));
 }
@@ -40,12 +42,13 @@ static void unmap_log(struct dirty_log *log)
 /*
  * map_log() - the log the frontend describes (mmap_size bytes at mmap_offset of fd), checked
  * like a memory region: no wrap, within our limit, not past the end of the file (else SIGBUS),
- * and watched for SIGBUS (the frontend keeps the fd). 0, or -1 (logged).
+ * within the guest memory caps (vu_mem_admit(): the old log goes, the table stays), and watched
+ * for SIGBUS (the frontend keeps the fd). 0, or -1 (logged).
  */
 static int map_log(struct vu_conn *c, const struct vu_log *l, int fd, struct dirty_log *out)
 {
 	struct stat st;
-	uint64_t len;
+	uint64_t len, kept = 0;
 	void *base;
 
 	/* QEMU maps from offset 0; a far offset would only reserve address space. */
@@ -64,16 +67,23 @@ static int map_log(struct vu_conn *c, const struct vu_log *l, int fd, struct dir
 		log_guest("vhost-user: SET_LOG_BASE: fd does not hold %" PRIu64 " bytes", len);
 		return -1;
 	}
+	/* Counted like guest memory: with the table against max-mem=, and daemon-wide. */
+	for (unsigned i = 0; i < c->mem.nregions; i++)
+		kept += c->mem.regions[i].mmap_base ? c->mem.regions[i].mmap_len : 0;
+	if (vu_mem_admit(c, "SET_LOG_BASE", len, kept) < 0)
+		return -1;
 	/* From offset 0, as for memory regions: mmap offsets must be page-aligned, ours need not. */
 	base = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
 	if (base == MAP_FAILED) {
 		log_guest("vhost-user: SET_LOG_BASE: mmap of %" PRIu64 " bytes: %s", len,
 			  strerror(errno));
+		mem_cap_uncharge(len);
 		return -1;
 	}
 	if (guest_fault_watch(base, (size_t)len, &c->mem_fault) < 0) {
 		log_err("vhost-user: SET_LOG_BASE: too many guest mappings");
 		munmap(base, (size_t)len);
+		mem_cap_uncharge(len);
 		return -1;
 	}
 	memset(out, 0, sizeof(*out));
@@ -219,8 +229,10 @@ static void xfer_step(struct vu_conn *c)
 
 void vu_conn_state_io(struct vu_conn *c, uint32_t events)
 {
-	(void)events; /* EPOLLHUP/ERR: the next read or write reports it */
-	xfer_step(c);
+	xfer_step(c); /* EPOLLHUP/ERR: a pipe's read (EOF) or write (EPIPE) ends the transfer */
+	/* An fd that hangs up yet still says "try again" would be reported for ever: end it. */
+	if (c->xfer.fd >= 0 && (events & (EPOLLHUP | EPOLLERR)))
+		xfer_finish(c, -1, "the frontend's end hung up");
 }
 
 enum vu_result vu_mig_set_state_fd(struct vu_conn *c, struct vu_rx *rx)

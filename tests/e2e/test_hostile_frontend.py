@@ -1108,6 +1108,123 @@ def state_fd_blocking(env, res):
                   % check)
     except (VhostUserError, OSError) as e:
         res.check(False, 'CHECK_DEVICE_STATE answers (%s)' % e)
+# ---- guest memory caps (max-mem=, --max-guest-mem) and dead kick fds (issue 20) ----
+TIB, GIB, MIB = 1 << 40, 1 << 30, 1 << 20
+
+
+def sparse_fds(sizes):
+    """memfds of these sizes, never touched: they cost nothing, mapped or not."""
+    fds = []
+    for n in sizes:
+        fd = os.memfd_create('vnetd-test-sparse', os.MFD_CLOEXEC)
+        os.ftruncate(fd, n)
+        fds.append(fd)
+    return fds
+
+
+def vm_size_kib(env):
+    with open('/proc/%d/status' % env.pid()) as f:
+        return int(next(l for l in f if l.startswith('VmSize:')).split()[1])
+
+
+def table(sizes):
+    """Regions one after another in guest-physical and user address space."""
+    regions, gpa = [], 0x100000000
+    for n in sizes:
+        regions.append((gpa, n, 0x100000000000 + gpa, 0))
+        gpa += n
+    return regions
+
+
+@case('SET_MEM_TABLE of 4 sparse 1 TiB memfds (over max-mem), a 4 GiB table on p1 meanwhile',
+      log=r"SET_MEM_TABLE: refused 4T of guest memory \(0 mapped besides\): over the port's max-mem=2T")
+def mem_over_cap(env, res):
+    c = mem_client(env)
+    small = GuestMemory(1 << 20)
+    env.hostile.append(small)
+    vu.ok(c.set_mem_table([small.region()], [small.fd]), 'SET_MEM_TABLE of 1 MiB first')
+    before = vm_size_kib(env)
+    fds = sparse_fds([TIB] * 4)
+    try:
+        refused(res, c.set_mem_table(table([TIB] * 4), fds), '4 x 1 TiB (default max-mem=2T)')
+    finally:
+        for fd in fds:
+            os.close(fd)
+    grown = vm_size_kib(env) - before
+    res.check(grown < 1 << 20, 'vnetd did not map it (VmSize grew by %d KiB)' % grown)
+    expect_alive_conn(res, c, 'a table over max-mem')
+    res.check(sum('vnetd-test-guest' in m for m in env.memfd_maps()) == 1,
+              'p0 keeps its previous 1 MiB table mapped')
+    # Another tenant, while the hostile frontend stays connected: an ordinary 4 GiB guest.
+    c1 = VhostUserClient(env.socks[1])
+    env.hostile.append(c1)
+    c1.set_protocol_features(1 << vu.PROTOCOL_F_REPLY_ACK)
+    fds = sparse_fds([4 * GIB])
+    try:
+        ack = c1.set_mem_table(table([4 * GIB]), fds)
+    finally:
+        os.close(fds[0])
+    res.check(ack == 0, 'p1: a 4 GiB SET_MEM_TABLE maps (REPLY_ACK %r)' % ack)
+
+
+@case('port-add with max-mem=64M: a 128 MiB table refused, 32 MiB maps',
+      log=r"SET_MEM_TABLE: refused 128M of guest memory \(0 mapped besides\): over the port's "
+          r"max-mem=64M")
+def mem_port_key(env, res):
+    sock = os.path.join(env.wd, 'p-maxmem.sock')
+    r = env.vd.ctl('port-add', 'socket=%s,switch,max-mem=64M' % sock, check=False)
+    if not res.check(r.returncode == 0, 'port-add with max-mem=64M (%s)' % (r.stdout + r.stderr).strip()):
+        return
+    name = r.stdout.strip()
+    try:
+        c = VhostUserClient(sock)
+        env.hostile.append(c)
+        c.set_protocol_features(1 << vu.PROTOCOL_F_REPLY_ACK)
+        fds = sparse_fds([128 * MIB, 32 * MIB])
+        try:
+            refused(res, c.set_mem_table(table([128 * MIB]), fds[:1]), '128 MiB on max-mem=64M')
+            ack = c.set_mem_table(table([32 * MIB]), fds[1:])
+            res.check(ack == 0, '32 MiB on max-mem=64M maps (REPLY_ACK %r)' % ack)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        expect_alive_conn(res, c, 'a table over max-mem=64M')
+    finally:
+        env.close_hostile()
+        r = env.vd.ctl('port-del', name, check=False)
+        res.check(r.returncode == 0, 'port-del %s' % name)
+        deadline = time.monotonic() + 2.0
+        while name in env.vd.port_info() and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+
+def cpu_seconds(env):
+    with open('/proc/%d/stat' % env.pid()) as f:
+        fields = f.read().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')  # utime + stime
+
+
+@case('kick fd: a pipe whose write end is closed (EPOLLHUP for ever)',
+      log=r'queue 1: kick fd hung up \(EPOLLHUP\); queue stopped')
+def kick_pipe_hup(env, res):
+    f = env.frontend().setup()
+    mark = env.log_size()
+    r, w = os.pipe()
+    try:
+        vu.ok(f.vu.set_vring_kick(TX_Q, r), 'SET_VRING_KICK (a pipe)')
+    finally:
+        os.close(w)
+        os.close(r)
+    cpu0, t0 = cpu_seconds(env), time.monotonic()
+    time.sleep(2.0)
+    load = (cpu_seconds(env) - cpu0) / (time.monotonic() - t0)
+    res.check(load < 0.5, 'vnetd CPU over 2 s with the dead kick fd: %.0f%% of a core (< 50%%)'
+              % (load * 100))
+    expect_broken(env, res, TX_Q, 'its kick fd hung up')
+    lines = len(re.findall(r'kick fd hung up', env.log_since(mark)))
+    res.check(lines == 1, 'reported once (%d log lines)' % lines)
+    expect_alive_conn(res, f.vu, 'a dead kick fd')
+    res.check(f.coal_tx_set(2, 2) == vu.VIRTIO_NET_OK, 'the control queue still works')
 
 
 # =============================================================================================

@@ -1,0 +1,430 @@
+/* test_vu_limits.c - guest memory caps (max-mem=, --max-guest-mem) and fds that hang up, per connection. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "log.h"
+#include "mem_cap.h"
+#include "options.h"
+#include "vhost_user.h"
+#include "vhost_user_msg.h"
+#include "vnet_dev.h"
+
+#define MIB (1ull << 20)
+
+/* ---- a device, a connection over a socketpair, and the frontend's end of it ---- */
+
+static uint64_t fake_now(void *ctx)
+{
+	(void)ctx;
+	return 0;
+}
+
+static void fake_notify(void *ctx, unsigned qidx)
+{
+	(void)ctx;
+	(void)qidx;
+}
+
+static void fake_arm_timer(void *ctx, unsigned qidx, uint64_t deadline_ns)
+{
+	(void)ctx;
+	(void)qidx;
+	(void)deadline_ns;
+}
+
+static const struct vnet_env_ops fake_env = {
+	.now_ns = fake_now, .notify = fake_notify, .arm_timer = fake_arm_timer};
+
+struct side {
+	struct vu_conn conn;
+	struct vnet_dev *dev;
+	int peer;             /* the frontend's end */
+	uint64_t cap;         /* what the owner's mem_cap() says */
+	int kick_new[VNET_MAX_QUEUES];
+	unsigned kick_calls;
+};
+
+static void owner_kick_changed(void *ctx, unsigned qidx, int old_fd, int new_fd)
+{
+	struct side *s = ctx;
+
+	(void)old_fd;
+	s->kick_new[qidx] = new_fd;
+	s->kick_calls++;
+}
+
+static uint64_t owner_mem_cap(void *ctx)
+{
+	return ((struct side *)ctx)->cap;
+}
+
+static const struct vu_owner_ops owner = {.kick_changed = owner_kick_changed,
+					  .mem_cap = owner_mem_cap};
+
+static void side_open(struct side *s, uint64_t cap)
+{
+	struct vnet_dev_params params = {
+		.mac = {0x52, 0x54, 0x00, 0x12, 0x34, 0x56},
+		.queue_pairs = 1,
+		.features_mask = ~0ull,
+		.tx_mode = VNET_TX_KICK,
+	};
+	int sv[2];
+
+	memset(s, 0, sizeof(*s));
+	s->cap = cap;
+	s->dev = vnet_dev_create(&params, &fake_env, NULL);
+	assert_non_null(s->dev);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	s->peer = sv[1];
+	vu_conn_init(&s->conn, sv[0], s->dev, &owner, s);
+}
+
+static void side_close(struct side *s)
+{
+	vu_conn_close(&s->conn);
+	close(s->peer);
+	vnet_dev_destroy(s->dev);
+}
+
+/* send_msg() - one request with fds, handled at once. */
+static void send_msg(struct side *s, uint32_t req, const void *payload, uint32_t size,
+		     const int *fds, unsigned nfds)
+{
+	uint8_t buf[VU_HDR_SIZE + VU_MSG_MAX_PAYLOAD];
+	union {
+		char b[CMSG_SPACE(VU_MAX_FDS * sizeof(int))];
+		struct cmsghdr align;
+	} cbuf;
+	uint32_t flags = VU_VERSION | VU_FLAG_NEED_REPLY;
+	struct iovec iov = {.iov_base = buf, .iov_len = VU_HDR_SIZE + size};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+
+	memcpy(buf, &req, 4);
+	memcpy(buf + 4, &flags, 4);
+	memcpy(buf + 8, &size, 4);
+	memcpy(buf + VU_HDR_SIZE, payload, size);
+	if (nfds) {
+		struct cmsghdr *cm;
+
+		mh.msg_control = cbuf.b;
+		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+		memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
+	}
+	assert_int_equal(sendmsg(s->peer, &mh, 0), (ssize_t)(VU_HDR_SIZE + size));
+	do /* the header, then the payload */
+		assert_int_equal(vu_conn_handle_readable(&s->conn), 0);
+	while (s->conn.rxlen);
+}
+
+/* reply() - the u64 of the reply (REPLY_ACK or the request's own). */
+static uint64_t reply(struct side *s)
+{
+	uint8_t buf[VU_HDR_SIZE + 8];
+	uint64_t v;
+
+	assert_int_equal(recv(s->peer, buf, sizeof(buf), MSG_DONTWAIT), (ssize_t)sizeof(buf));
+	memcpy(&v, buf + VU_HDR_SIZE, 8);
+	return v;
+}
+
+static uint64_t request_u64(struct side *s, uint32_t req, uint64_t v)
+{
+	send_msg(s, req, &v, sizeof(v), NULL, 0);
+	return reply(s);
+}
+
+static void negotiate(struct side *s)
+{
+	assert_int_equal(request_u64(s, VU_SET_PROTOCOL_FEATURES,
+				     (1ull << VU_PROTOCOL_F_REPLY_ACK) |
+					     (1ull << VU_PROTOCOL_F_LOG_SHMFD)),
+			 0);
+}
+
+/* A sparse memfd of `size` bytes: costs nothing until touched. */
+static int sparse_memfd(uint64_t size)
+{
+	int fd = memfd_create("vu-limits", MFD_CLOEXEC);
+
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)size), 0);
+	return fd;
+}
+
+/* set_mem_table() - n regions of `size` bytes each (mmap_offset `off`); the REPLY_ACK. */
+static uint64_t set_mem_table(struct side *s, unsigned n, uint64_t size, uint64_t off)
+{
+	uint8_t p[8 + VU_MAX_REGIONS * sizeof(struct vu_mem_region)] = {0};
+	int fds[VU_MAX_REGIONS];
+	uint32_t nr = n;
+	uint64_t ack;
+
+	memcpy(p, &nr, 4);
+	for (unsigned i = 0; i < n; i++) {
+		struct vu_mem_region r = {
+			.guest_phys_addr = (uint64_t)i << 40,
+			.memory_size = size,
+			.userspace_addr = 0x100000000000ull + ((uint64_t)i << 40),
+			.mmap_offset = off,
+		};
+
+		memcpy(p + 8 + i * sizeof(r), &r, sizeof(r));
+		fds[i] = sparse_memfd(size + off);
+	}
+	send_msg(s, VU_SET_MEM_TABLE, p, 8 + n * sizeof(struct vu_mem_region), fds, n);
+	ack = reply(s);
+	for (unsigned i = 0; i < n; i++)
+		close(fds[i]);
+	return ack;
+}
+
+static uint64_t set_log_base(struct side *s, uint64_t size)
+{
+	struct vu_log l = {.mmap_size = size, .mmap_offset = 0};
+	int fd = sparse_memfd(size);
+	uint64_t r;
+
+	send_msg(s, VU_SET_LOG_BASE, &l, sizeof(l), &fd, 1);
+	r = reply(s);
+	close(fd);
+	return r;
+}
+
+static uint64_t mapped(const struct side *s)
+{
+	uint64_t n = s->conn.log.mmap_len;
+
+	for (unsigned i = 0; i < s->conn.mem.nregions; i++)
+		n += s->conn.mem.regions[i].mmap_len;
+	return n;
+}
+
+/* ---- sizes ---- */
+
+static void test_size_strings(void **state)
+{
+	char buf[MEM_CAP_STR_LEN];
+	uint64_t v;
+
+	(void)state;
+	assert_int_equal(mem_cap_parse("2T", &v), 0);
+	assert_true(v == 2ull << 40);
+	assert_int_equal(mem_cap_parse("1536m", &v), 0);
+	assert_true(v == 1536 * MIB);
+	assert_int_equal(mem_cap_parse("4097", &v), 0);
+	assert_true(v == 4097);
+	assert_int_equal(mem_cap_parse("8388608T", &v), 0); /* 2^63 */
+	for (const char *const *b = (const char *const[]){"", "0", "0G", "-1G", " 1G", "1GB", "1P",
+							   "8388609T", "99999999999999999999",
+							   "1.5G", "G", NULL};
+	     *b; b++)
+		assert_int_equal(mem_cap_parse(*b, &v), -1);
+	assert_string_equal(mem_cap_format(2ull << 40, buf), "2T");
+	assert_string_equal(mem_cap_format(1536 * MIB, buf), "1536M");
+	assert_string_equal(mem_cap_format(4097, buf), "4097");
+	assert_string_equal(mem_cap_format(1ull << 50, buf), "1024T");
+}
+
+static void test_max_mem_port_key(void **state)
+{
+	struct port_config pc;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(options_runtime_port("socket=/a,switch", 0, &pc, NULL, NULL, 0, err,
+					      sizeof(err)), 0);
+	assert_true(pc.max_mem == 0); /* the default, MEM_CAP_PORT_DEFAULT */
+	assert_int_equal(options_runtime_port("socket=/a,switch,max-mem=16G", 0, &pc, NULL, NULL,
+					      0, err, sizeof(err)), 0);
+	assert_true(pc.max_mem == 16ull << 30);
+	assert_int_equal(options_runtime_port("socket=/a,switch,max-mem=16Q", 0, &pc, NULL, NULL,
+					      0, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "max-mem"));
+	/* A 1 TiB QEMU guest (memory below 4 GiB mapped twice) and its dirty log fit by default. */
+	assert_true((1ull << 40) + (3ull << 30) + (32 * MIB) <= MEM_CAP_PORT_DEFAULT);
+}
+
+static void test_max_guest_mem_option(void **state)
+{
+	static struct vnetd_options o;
+	char *argv[] = {"vnetd", "--port", "socket=/a,switch", "--control", "/c",
+			"--max-guest-mem", "3T", NULL};
+
+	(void)state;
+	assert_int_equal(options_parse(7, argv, &o), 0);
+	assert_true(o.max_guest_mem == 3ull << 40);
+	argv[6] = "0";
+	assert_int_equal(options_parse(7, argv, &o), -1);
+	assert_int_equal(options_parse(5, argv, &o), 0);
+	assert_true(o.max_guest_mem == 0); /* MEM_CAP_DAEMON_DEFAULT */
+}
+
+/* ---- the per-port cap ---- */
+
+static void test_port_cap_refuses_and_keeps_the_old_table(void **state)
+{
+	struct side s;
+
+	(void)state;
+	mem_cap_set_daemon(MEM_CAP_DAEMON_DEFAULT);
+	side_open(&s, 64 * MIB);
+	negotiate(&s);
+	/* 2 x 48 MiB: over 64 MiB. Refused before anything is mapped; the connection stays. */
+	assert_true(set_mem_table(&s, 2, 48 * MIB, 0) != 0);
+	assert_int_equal(s.conn.mem.nregions, 0);
+	assert_true(mem_cap_in_use() == 0);
+	/* The mmap offset counts: the region is mapped from the start of the file. */
+	assert_true(set_mem_table(&s, 1, 32 * MIB, 40 * MIB) != 0);
+	assert_true(mem_cap_in_use() == 0);
+	/* Within the cap. */
+	assert_int_equal(set_mem_table(&s, 2, 16 * MIB, 0), 0);
+	assert_int_equal(s.conn.mem.nregions, 2);
+	assert_true(mem_cap_in_use() == 32 * MIB);
+	/* A new table replaces the old one: only the new one counts against max-mem=. */
+	assert_int_equal(set_mem_table(&s, 1, 48 * MIB, 0), 0);
+	assert_true(mem_cap_in_use() == 48 * MIB && mapped(&s) == 48 * MIB);
+	/* Refused: the table in use stays, and so does its charge. */
+	assert_true(set_mem_table(&s, 4, 20 * MIB, 0) != 0);
+	assert_int_equal(s.conn.mem.nregions, 1);
+	assert_true(mem_cap_in_use() == 48 * MIB);
+	/* The dirty log counts with the table: 48 + 32 > 64, 48 + 8 fits. */
+	assert_int_equal(set_log_base(&s, 32 * MIB), 1);
+	assert_null(s.conn.log.bitmap);
+	assert_int_equal(set_log_base(&s, 8 * MIB), 0);
+	assert_true(mem_cap_in_use() == 56 * MIB);
+	/* ... and the other way round: a table that no longer fits next to the log. */
+	assert_true(set_mem_table(&s, 1, 60 * MIB, 0) != 0);
+	assert_true(mem_cap_in_use() == 56 * MIB);
+	side_close(&s);
+	assert_true(mem_cap_in_use() == 0);
+}
+
+/* ---- the daemon-wide cap ---- */
+
+static void test_daemon_cap_across_ports(void **state)
+{
+	struct side a, b;
+
+	(void)state;
+	mem_cap_set_daemon(100 * MIB);
+	side_open(&a, 0); /* the default per-port cap */
+	side_open(&b, 0);
+	negotiate(&a);
+	negotiate(&b);
+	assert_int_equal(set_mem_table(&a, 1, 64 * MIB, 0), 0);
+	assert_true(set_mem_table(&b, 1, 40 * MIB, 0) != 0); /* 64 + 40 > 100 */
+	assert_int_equal(b.conn.mem.nregions, 0);
+	assert_int_equal(set_mem_table(&b, 1, 32 * MIB, 0), 0);
+	assert_true(mem_cap_in_use() == 96 * MIB);
+	assert_int_equal(set_log_base(&b, 8 * MIB), 1); /* 96 + 8 > 100 */
+	/* A table replaced while the old one is still mapped: both count until the swap. */
+	assert_true(set_mem_table(&a, 1, 8 * MIB, 0) != 0);
+	side_close(&a);
+	assert_true(mem_cap_in_use() == 32 * MIB);
+	assert_int_equal(set_log_base(&b, 8 * MIB), 0);
+	side_close(&b);
+	assert_true(mem_cap_in_use() == 0);
+	mem_cap_set_daemon(MEM_CAP_DAEMON_DEFAULT);
+}
+
+/* ---- a kick fd that hangs up ---- */
+
+static void test_dead_kick_fd_breaks_the_queue_once(void **state)
+{
+	struct side s;
+	struct vnet_queue *q;
+	uint64_t idx = 1; /* TX */
+	int p[2];
+
+	(void)state;
+	side_open(&s, 0);
+	negotiate(&s);
+	assert_int_equal(pipe(p), 0);
+	send_msg(&s, VU_SET_VRING_KICK, &idx, sizeof(idx), &p[0], 1);
+	assert_int_equal(reply(&s), 0);
+	close(p[0]);
+	close(p[1]); /* the write end gone: the read end reports EPOLLHUP for ever */
+	assert_true(s.conn.q[1].kick >= 0);
+	s.kick_calls = 0;
+	vu_conn_kick_failed(&s.conn, 1, EPOLLHUP);
+	q = vnet_dev_queue(s.dev, 1);
+	assert_true(q->vq.broken);
+	assert_int_equal(s.conn.q[1].kick, -1);
+	assert_int_equal(s.kick_new[1], -1); /* the owner took it out of epoll */
+	assert_int_equal(s.kick_calls, 1);
+	vu_conn_kick_failed(&s.conn, 1, EPOLLHUP); /* a stale event: nothing more */
+	assert_int_equal(s.kick_calls, 1);
+	side_close(&s);
+}
+
+/* ---- a device-state fd that hangs up without an EOF or error to read ---- */
+
+static void state_fd_changed(void *ctx, int old_fd, int new_fd, uint32_t events)
+{
+	struct side *s = ctx;
+
+	(void)old_fd;
+	(void)events;
+	s->kick_new[0] = new_fd; /* reused: the state fd the owner watches now */
+	s->kick_calls++;
+}
+
+static const struct vu_owner_ops owner_with_state = {.kick_changed = owner_kick_changed,
+						     .state_fd_changed = state_fd_changed};
+
+static void test_state_fd_hangup_ends_the_transfer(void **state)
+{
+	struct vu_transfer_state t = {.direction = VU_TRANSFER_STATE_LOAD,
+				      .phase = VU_TRANSFER_STATE_PHASE_STOPPED};
+	int efd = eventfd(0, EFD_CLOEXEC); /* reads say EAGAIN (count 0), never EOF */
+	struct side s;
+
+	(void)state;
+	side_open(&s, 0);
+	s.conn.ops = &owner_with_state;
+	negotiate(&s);
+	send_msg(&s, VU_SET_DEVICE_STATE_FD, &t, sizeof(t), &efd, 1);
+	assert_true(reply(&s) == (1ull << 8)); /* accepted, no fd of ours */
+	assert_true(s.conn.xfer.fd >= 0);
+	vu_conn_state_io(&s.conn, EPOLLIN);
+	assert_true(s.conn.xfer.fd >= 0); /* nothing yet: wait */
+	vu_conn_state_io(&s.conn, EPOLLHUP); /* epoll would say so again and again */
+	assert_int_equal(s.conn.xfer.fd, -1);
+	assert_int_equal(s.kick_new[0], -1); /* the owner stopped watching it */
+	assert_int_equal(request_u64(&s, VU_CHECK_DEVICE_STATE, 0), 1);
+	close(efd);
+	side_close(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_size_strings),
+		cmocka_unit_test(test_max_mem_port_key),
+		cmocka_unit_test(test_max_guest_mem_option),
+		cmocka_unit_test(test_port_cap_refuses_and_keeps_the_old_table),
+		cmocka_unit_test(test_daemon_cap_across_ports),
+		cmocka_unit_test(test_dead_kick_fd_breaks_the_queue_once),
+		cmocka_unit_test(test_state_fd_hangup_ends_the_transfer),
+	};
+
+	log_threshold = LOG_ERR;
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
