@@ -445,6 +445,7 @@ static void dispatch(void *ctx, struct worker *w, struct ev_ref ref, uint32_t ev
 	case EV_QUEUE_RUN:
 	case EV_RECONNECT:
 	case EV_DEV_STATE:
+	case EV_STATE_TIMER:
 		if (ref.port < VNETD_MAX_PORTS && d->ports[ref.port])
 			port_handle_event(d->ports[ref.port], ref, events);
 		break;
