@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,7 +50,7 @@ struct daemon {
 	unsigned ndoomed;
 	bool reload;                          /* SIGHUP: re-read --config after this round */
 	int config_dir;                       /* --config's directory (O_PATH) */
-	int state_dir;                        /* --state-dir (O_PATH) */
+	int state_dir;                        /* --state-dir (read-only: fsync needs it) */
 	const char *config_name;              /* ... and the file's name in it */
 	struct vnet_switch *sw;  /* its ports are spread over the workers like the others */
 	/* Per worker, touched by its own thread only: an EV_SWITCH_RX entry is in its run queue. */
@@ -445,6 +446,7 @@ static void dispatch(void *ctx, struct worker *w, struct ev_ref ref, uint32_t ev
 	case EV_QUEUE_RUN:
 	case EV_RECONNECT:
 	case EV_DEV_STATE:
+	case EV_STATE_TIMER:
 		if (ref.port < VNETD_MAX_PORTS && d->ports[ref.port])
 			port_handle_event(d->ports[ref.port], ref, events);
 		break;
@@ -517,6 +519,14 @@ static void raise_fd_limit(void)
 		log_warn("cannot raise the open-file limit: %s", strerror(errno));
 }
 
+/* state_dir_user() - the uid vnetd runs as once set up: --user's (sandbox.c), else ours. */
+static unsigned state_dir_user(const struct vnetd_options *opts)
+{
+	const struct passwd *pw = opts->user[0] && !opts->no_sandbox ? getpwnam(opts->user) : NULL;
+
+	return pw ? (unsigned)pw->pw_uid : (unsigned)geteuid();
+}
+
 static int setup(struct daemon *d, const struct vnetd_options *opts)
 {
 	sigset_t mask;
@@ -540,9 +550,13 @@ static int setup(struct daemon *d, const struct vnetd_options *opts)
 			   (struct ev_ref){.kind = EV_SIGNAL, .fd = d->signal_fd}) < 0)
 		return -1;
 	if (opts->state_dir[0]) {
-		d->state_dir = open(opts->state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (d->state_dir < 0) {
-			log_err("--state-dir %s: %s", opts->state_dir, strerror(errno));
+		char err[256];
+
+		d->state_dir = open(opts->state_dir, PORT_STATE_DIR_FLAGS);
+		if (d->state_dir < 0 ||
+		    port_state_dir_check(d->state_dir, state_dir_user(opts), err, sizeof(err)) < 0) {
+			log_err("--state-dir %s: %s", opts->state_dir,
+				d->state_dir < 0 ? strerror(errno) : err);
 			return -1;
 		}
 		port_set_state_dir(d->state_dir);

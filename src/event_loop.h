@@ -28,6 +28,7 @@ enum ev_kind {
 	EV_WAKE,            /* eventfd of a worker: park request, stop, or switch frames (worker.c) */
 	EV_SWITCH_RX,       /* run queue entry: frames other workers queued for this worker's
 	                     * switch ports are left (`port` is EV_PORT_NONE) */
+	EV_STATE_TIMER,     /* timerfd of port `port`: write its --state-dir file (port.c) */
 };
 
 /* Typed reference carried in epoll_event.data.u64. */

@@ -144,13 +144,15 @@ static void state_restore(struct port *p)
 	p->restore_pending = pending;
 }
 
-void port_state_sync(struct port *p)
+/* state_write() - write the file if the port's state differs from it; 0 nothing to write,
+ * 1 written, -1 the write failed (logged). */
+static int state_write(struct port *p)
 {
 	struct port_state now = p->saved;
 	unsigned n = vnet_dev_num_queues(p->dev);
 
-	if (state_dir < 0 || !p->connected || p->restore_pending)
-		return;
+	if (!p->connected || p->restore_pending)
+		return 0;
 	now.nqueues = n;
 	for (unsigned i = 0; i < n; i++) {
 		const struct vnet_queue *q = vnet_dev_queue(p->dev, i);
@@ -162,9 +164,64 @@ void port_state_sync(struct port *p)
 		now.q[i].setter = (uint8_t)q->coal.setter;
 	}
 	port_state_rx_from(&now.rx, vnet_dev_rx_filter(p->dev), vnet_dev_mac(p->dev), p->cfg.dev.mac);
-	if (memcmp(&now, &p->saved, sizeof(now)) != 0 &&
-	    port_state_save(state_dir, p->cfg.socket_path, &now) == 0)
-		p->saved = now;
+	if (memcmp(&now, &p->saved, sizeof(now)) == 0)
+		return 0;
+	if (port_state_save(state_dir, p->cfg.socket_path, &now) < 0)
+		return -1;
+	p->saved = now;
+	return 1;
+}
+
+static uint64_t env_now_ns(void *ctx);
+
+/*
+ * port_state_mark() - the guest may have changed what the file keeps (a control-queue kick):
+ * have the state timer write it, at most once per PORT_STATE_WRITE_INTERVAL_NS. No I/O here
+ * beyond arming the timer, and none while it is armed.
+ */
+static void port_state_mark(struct port *p)
+{
+	struct itimerspec its = {0};
+	uint64_t at;
+
+	if (p->state_timer_fd < 0 || p->state_pending)
+		return;
+	at = port_state_write_at(env_now_ns(NULL), p->state_last_ns);
+	its.it_value.tv_sec = (time_t)(at / 1000000000ull);
+	its.it_value.tv_nsec = (long)(at % 1000000000ull);
+	if (timerfd_settime(p->state_timer_fd, TFD_TIMER_ABSTIME, &its, NULL) < 0) {
+		/* Written at the next control request or disconnect instead. */
+		log_guest("%s: state timer: %s", p->name, strerror(errno));
+		return;
+	}
+	p->state_pending = true;
+}
+
+/**
+ * port_state_sync() - write the port's state file now if its state changed since the last write.
+ * @p: the port (on its worker, or with the workers parked)
+ *
+ * A failed write is tried again by the state timer after the interval.
+ */
+void port_state_sync(struct port *p)
+{
+	int r;
+
+	if (state_dir < 0)
+		return;
+	p->state_pending = false; /* the timer may still fire: it then finds nothing pending */
+	r = state_write(p);
+	if (r != 0)
+		p->state_last_ns = env_now_ns(NULL);
+	if (r < 0)
+		port_state_mark(p);
+}
+
+/* state_timer_expired() - the state timer fired: write what the guest changed meanwhile. */
+static void state_timer_expired(struct port *p)
+{
+	if (p->state_pending)
+		port_state_sync(p);
 }
 
 _Static_assert(VNET_MAX_QUEUES <= UINT8_MAX, "a queue index must fit ev_ref.queue");
@@ -528,10 +585,20 @@ struct port *port_create(unsigned index, const struct port_config *cfg, unsigned
 	p->conn.sock = -1;
 	for (unsigned i = 0; i < VNET_MAX_QUEUES; i++)
 		p->timer_fd[i] = -1;
+	p->state_timer_fd = -1;
 	p->dev = vnet_dev_create(&cfg->dev, &port_env_ops, p);
 	if (!p->dev)
 		goto fail;
 	state_load(p);
+	if (state_dir >= 0) {
+		p->state_timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+		if (p->state_timer_fd < 0 ||
+		    event_loop_add(epfd, p->state_timer_fd, EPOLLIN,
+				   port_ref(p, EV_STATE_TIMER, 0, p->state_timer_fd)) < 0) {
+			log_err("%s: state timer: %s", p->name, strerror(errno));
+			goto fail;
+		}
+	}
 	for (unsigned i = 0; i < vnet_dev_num_queues(p->dev); i++) {
 		p->timer_fd[i] = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 		if (p->timer_fd[i] < 0 ||
@@ -578,6 +645,8 @@ static void port_disconnect(struct port *p)
 {
 	if (!p->connected)
 		return;
+	if (p->state_pending)
+		port_state_sync(p); /* a change still waiting for the timer, before the queues reset */
 	event_loop_del(p->epfd, p->conn.sock);
 	vu_conn_close(&p->conn);
 	__atomic_store_n(&p->connected, false, __ATOMIC_RELAXED); /* stats read it unparked */
@@ -622,6 +691,10 @@ void port_destroy(struct port *p)
 			event_loop_del(p->epfd, p->timer_fd[i]);
 			close(p->timer_fd[i]);
 		}
+	if (p->state_timer_fd >= 0) {
+		event_loop_del(p->epfd, p->state_timer_fd);
+		close(p->state_timer_fd);
+	}
 	vnet_dev_destroy(p->dev);
 	free(p);
 }
@@ -710,7 +783,13 @@ void port_handle_event(struct port *p, struct ev_ref ref, uint32_t events)
 		drain_kick(p, ref.queue, ref.fd);
 		vnet_dev_kick(p->dev, ref.queue);
 		if (ref.queue == vnet_dev_ctrl_queue_index(p->dev))
-			port_state_sync(p); /* the guest may have changed its coalescing */
+			port_state_mark(p); /* the guest may have changed its coalescing or filter */
+		break;
+	case EV_STATE_TIMER:
+		if (ref.fd != p->state_timer_fd)
+			break;
+		drain_fd(ref.fd);
+		state_timer_expired(p);
 		break;
 	case EV_QUEUE_TIMER:
 		drain_fd(ref.fd);
@@ -718,6 +797,8 @@ void port_handle_event(struct port *p, struct ev_ref ref, uint32_t events)
 		break;
 	case EV_QUEUE_RUN:
 		vnet_dev_queue_run(p->dev, ref.queue);
+		if (ref.queue == vnet_dev_ctrl_queue_index(p->dev))
+			port_state_mark(p); /* commands left over from a kick past its budget */
 		break;
 	case EV_RECONNECT:
 		drain_fd(ref.fd);

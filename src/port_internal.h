@@ -38,14 +38,19 @@ struct port {
 	bool restored[VNET_MAX_QUEUES];
 	bool rx_restored;        /* the receive filter, RX mode and MAC (saved.rx) */
 	struct port_state saved;
+	/* A guest's changes are written by a timer, at most once a second (port_state_mark). */
+	int state_timer_fd;      /* timerfd; -1 without --state-dir */
+	bool state_pending;      /* the timer is armed for a change that may be unwritten */
+	uint64_t state_last_ns;  /* the last write attempt (CLOCK_MONOTONIC); 0: none yet */
 };
 
 /* port_set_state_dir() - the --state-dir directory (an fd) for every port created after. */
 void port_set_state_dir(int dirfd);
 
 /*
- * port_state_sync() - write the port's state file if its coalescing changed since the last
- * write (called after control requests and control-queue kicks: never on the data path).
+ * port_state_sync() - write the port's state file now if its state changed since the last
+ * write (called after control requests, and by the state timer, at a disconnect and at port
+ * removal; never on the data path). A guest's control-queue kicks only arm the timer.
  */
 void port_state_sync(struct port *p);
 

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -287,19 +288,51 @@ void port_state_file_name(const char *socket, char *name, size_t len)
 	snprintf(name, len, "port-%016llx.json", (unsigned long long)h);
 }
 
+/**
+ * port_state_load() - read and parse the port's state file in the state directory.
+ * @dirfd: the state directory
+ * @socket: the port's socket (names the file; the file must name it too)
+ * @nqueues: the port's queues (a file with more is refused)
+ * @out: what the file says (zeroed when it says nothing usable)
+ * @err: one line on failure
+ * @err_len: its size
+ *
+ * The name is never followed as a symlink and the open never waits (O_NONBLOCK: a FIFO there
+ * would block until someone writes it); anything but a regular file of at most PORT_STATE_MAX
+ * bytes is refused.
+ *
+ * Return: 0, 1 when there is no file, -1 (err set).
+ */
 int port_state_load(int dirfd, const char *socket, unsigned nqueues, struct port_state *out,
 		    char *err, size_t err_len)
 {
 	char name[64], *buf;
 	size_t len = 0;
-	ssize_t n;
+	ssize_t n = 0;
+	struct stat st;
 	int fd, r;
 
 	memset(out, 0, sizeof(*out));
 	port_state_file_name(socket, name, sizeof(name));
 	fd = openat(dirfd, name, PORT_STATE_READ_FLAGS);
-	if (fd < 0)
-		return errno == ENOENT ? 1 : fail(err, err_len, "%s: %s", name, strerror(errno));
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return 1;
+		return fail(err, err_len, "%s: %s", name,
+			    errno == ELOOP ? "a symlink (not followed)" : strerror(errno));
+	}
+	if (fstat(fd, &st) < 0)
+		r = fail(err, err_len, "%s: %s", name, strerror(errno));
+	else if (!S_ISREG(st.st_mode))
+		r = fail(err, err_len, "%s: not a regular file", name);
+	else if (st.st_size > PORT_STATE_MAX)
+		r = fail(err, err_len, "%s: too large", name);
+	else
+		r = 0;
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
 	buf = malloc(PORT_STATE_MAX + 1);
 	if (!buf) {
 		close(fd);
@@ -307,36 +340,145 @@ int port_state_load(int dirfd, const char *socket, unsigned nqueues, struct port
 	}
 	while (len <= PORT_STATE_MAX && (n = read(fd, buf + len, PORT_STATE_MAX + 1 - len)) > 0)
 		len += (size_t)n;
+	if (n < 0)
+		r = fail(err, err_len, "%s: %s", name, strerror(errno));
+	else if (len > PORT_STATE_MAX)
+		r = fail(err, err_len, "%s: too large", name);
+	else
+		r = port_state_parse(buf, len, socket, nqueues, out, err, err_len);
 	close(fd);
-	r = len > PORT_STATE_MAX ? fail(err, err_len, "%s: too large", name)
-				 : port_state_parse(buf, len, socket, nqueues, out, err, err_len);
 	free(buf);
 	return r;
 }
 
+/* write_all() - text[0..len) to fd; 0, or -1 (errno set). */
+static int write_all(int fd, const char *text, size_t len)
+{
+	size_t off = 0;
+	ssize_t n;
+
+	while (off < len) {
+		n = write(fd, text + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0)
+				errno = EIO;
+			return -1;
+		}
+		off += (size_t)n;
+	}
+	return 0;
+}
+
+/*
+ * open_new() - create `tmp` in dirfd as a new file. Whatever is at that name (a crash's
+ * leftover, or a symlink or FIFO someone planted) is unlinked, never opened: once, then the
+ * name is given up on.
+ */
+static int open_new(int dirfd, const char *tmp)
+{
+	int fd = openat(dirfd, tmp, PORT_STATE_WRITE_FLAGS, 0600);
+
+	if (fd < 0 && errno == EEXIST && unlinkat(dirfd, tmp, 0) == 0)
+		fd = openat(dirfd, tmp, PORT_STATE_WRITE_FLAGS, 0600);
+	return fd;
+}
+
+/**
+ * port_state_save() - write the port's state file in the state directory.
+ * @dirfd: the state directory (opened with PORT_STATE_DIR_FLAGS: fsync needs a real fd)
+ * @socket: the port's socket
+ * @st: what to keep
+ *
+ * A new file, `<name>.new`, is created (O_EXCL|O_NOFOLLOW: never someone else's file), written,
+ * fsync'd and renamed over the old one, and then the directory is fsync'd: after a crash the
+ * name holds the old content or the new one, never an empty or partial file.
+ *
+ * Return: 0, or -1 (logged, rate-limited; the old file is left as it was).
+ */
 int port_state_save(int dirfd, const char *socket, const struct port_state *st)
 {
 	char name[64], tmp[72], *text = port_state_format(st, socket);
-	size_t len, off = 0;
-	ssize_t n = 0;
+	const char *step = "create";
 	int fd;
 
 	if (!text)
 		return -1;
 	port_state_file_name(socket, name, sizeof(name));
 	snprintf(tmp, sizeof(tmp), "%s.new", name);
-	fd = openat(dirfd, tmp, PORT_STATE_WRITE_FLAGS, 0600);
-	len = strlen(text);
-	while (fd >= 0 && off < len && (n = write(fd, text + off, len - off)) > 0)
-		off += (size_t)n;
-	free(text);
-	if (fd >= 0 && off < len) {
-		close(fd);
-		fd = -1;
+	fd = open_new(dirfd, tmp);
+	if (fd >= 0) {
+		step = "write";
+		if (write_all(fd, text, strlen(text)) == 0) {
+			step = "fsync";
+			if (fsync(fd) == 0)
+				step = NULL;
+		}
+		if (close(fd) < 0 && !step)
+			step = "close";
+		if (!step && renameat(dirfd, tmp, dirfd, name) < 0)
+			step = "rename";
+		if (step) {
+			int e = errno;
+
+			unlinkat(dirfd, tmp, 0);
+			errno = e;
+		}
 	}
-	if (fd < 0 || close(fd) < 0 || renameat(dirfd, tmp, dirfd, name) < 0) {
-		log_err("state: cannot write %s: %s", name, strerror(errno));
+	free(text);
+	if (step) {
+		log_guest("state: cannot write %s (%s of %s): %s", name, step, tmp, strerror(errno));
 		return -1;
 	}
+	/* The rename itself is durable only once the directory is. */
+	if (fsync(dirfd) < 0 && errno != EINVAL)
+		log_guest("state: %s written, but fsync of the directory: %s", name, strerror(errno));
+	return 0;
+}
+
+/**
+ * port_state_write_at() - when to write a change made now, given the last write attempt.
+ * @now_ns: CLOCK_MONOTONIC now
+ * @last_ns: the last write attempt (0: none yet)
+ *
+ * Return: the deadline: the later of now + PORT_STATE_WRITE_BATCH_NS and last + the interval.
+ */
+uint64_t port_state_write_at(uint64_t now_ns, uint64_t last_ns)
+{
+	uint64_t soonest = now_ns + PORT_STATE_WRITE_BATCH_NS;
+
+	if (last_ns && last_ns + PORT_STATE_WRITE_INTERVAL_NS > soonest)
+		return last_ns + PORT_STATE_WRITE_INTERVAL_NS;
+	return soonest;
+}
+
+/**
+ * port_state_dir_check() - is the state directory safe to read and write files in?
+ * @dirfd: the directory
+ * @uid: vnetd's user (the --user one, else the current effective uid)
+ * @err: one line on refusal
+ * @err_len: its size
+ *
+ * Anyone who can write the directory can plant files there that vnetd reads at start (guest
+ * settings it restores) or names it writes: group- or other-writable directories (sticky or
+ * not) and directories owned by anyone but root or vnetd's user are refused.
+ *
+ * Return: 0, or -1 (err set).
+ */
+int port_state_dir_check(int dirfd, unsigned uid, char *err, size_t err_len)
+{
+	struct stat st;
+
+	if (fstat(dirfd, &st) < 0)
+		return fail(err, err_len, "%s", strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return fail(err, err_len, "not a directory");
+	if (st.st_mode & (S_IWGRP | S_IWOTH))
+		return fail(err, err_len, "refused: group or others can write to it (mode %04o); "
+			    "make it 0700 (chmod go-w)", (unsigned)(st.st_mode & 07777));
+	if (st.st_uid != 0 && st.st_uid != uid)
+		return fail(err, err_len, "refused: owned by uid %u, neither root nor vnetd's user "
+			    "(uid %u)", (unsigned)st.st_uid, uid);
 	return 0;
 }

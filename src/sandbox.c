@@ -202,6 +202,7 @@ static const struct sandbox_rule sandbox_allow_runtime[] = {
 	ALLOW_IF(ioctl, ARG_EQ(1, TUNSETVNETHDRSZ)),
 	ALLOW_IF(ioctl, ARG_EQ(1, TUNSETVNETLE)),
 	ALLOW(renameat),  /* the state directory: a new file replaces the old one */
+	ALLOW(fsync),     /* ... once it and then the directory are on disk (port_state.c) */
 	/* --workers: the main thread parks the others for control requests (pthread mutex and
 	 * condition variable) */
 	ALLOW(futex),
