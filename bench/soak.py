@@ -170,10 +170,10 @@ def main():
                         last_sample = time.monotonic()
                 log('round %d done: %d guest transfers, %d case failures so far'
                     % (rounds, sum(g.transfers for g in guests), sum(map(len, failures.values()))))
+            samples.append(sample(env, ctl, t0))   # the end, guests still connected
             stop.set()
             for g in guests:
                 g.join(timeout=360)
-            samples.append(sample(env, ctl, t0))
             ctl.close()
         finally:
             stop.set()
