@@ -53,7 +53,7 @@ struct switch_port {
 	/* FIFO of packets waiting for guest RX buffers; while non-empty, new packets queue too. */
 	struct sw_packet *queue[SWITCH_QUEUE_PACKETS];
 	unsigned q_head, q_len;
-	size_t q_bytes;
+	size_t q_bytes;	 /* the capacity of the buffers queued (what they hold in memory) */
 	uint64_t forwarded, flooded, dropped, crossed;
 	/*
 	 * Flow cache (consecutive frames of a port mostly share their addresses), valid while the
@@ -161,6 +161,12 @@ lookup_cached(struct vnet_switch *sw, struct switch_port *p,
 
 /* ---- Delivery on the receiver's worker ---------------------------------------------------- */
 
+/* The capacity of the buffer a frame of len bytes is queued in. */
+static size_t pkt_cap(size_t len)
+{
+	return len > SW_SMALL_CAP ? SW_MAX_FRAME : SW_SMALL_CAP;
+}
+
 /* A buffer for len bytes from the worker's pool (allocated only while the pool warms up). */
 static struct sw_packet *pkt_get(struct sw_worker *w, size_t len)
 {
@@ -172,9 +178,9 @@ static struct sw_packet *pkt_get(struct sw_worker *w, size_t len)
 		w->pool_len[k]--;
 		return pkt;
 	}
-	pkt = malloc(sizeof(*pkt) + (k ? SW_MAX_FRAME : SW_SMALL_CAP));
+	pkt = malloc(sizeof(*pkt) + pkt_cap(len));
 	if (pkt)
-		pkt->cap = k ? SW_MAX_FRAME : SW_SMALL_CAP;
+		pkt->cap = pkt_cap(len);
 	return pkt;
 }
 
@@ -202,13 +208,17 @@ static void pool_free(struct sw_worker *w)
 		}
 }
 
-/* Copy the frame (len bytes at byte off of iov) to the tail of dst's queue, or drop it. */
+/*
+ * Copy the frame (len bytes at byte off of iov) to the tail of dst's queue, or drop it. The
+ * queue's byte budget counts each buffer's capacity, not the frame's length: what a queue
+ * holds in memory is SWITCH_QUEUE_BYTES at most (a 2049-byte frame takes a 64 KiB buffer).
+ */
 static void port_enqueue(struct switch_port *dst, const struct iovec *iov, unsigned iovcnt,
 			 size_t off, size_t len)
 {
 	struct sw_packet *pkt;
 
-	if (dst->q_len >= SWITCH_QUEUE_PACKETS || dst->q_bytes + len > SWITCH_QUEUE_BYTES) {
+	if (dst->q_len >= SWITCH_QUEUE_PACKETS || dst->q_bytes + pkt_cap(len) > SWITCH_QUEUE_BYTES) {
 		dst->dropped++;
 		return;
 	}
@@ -220,7 +230,7 @@ static void port_enqueue(struct switch_port *dst, const struct iovec *iov, unsig
 	pkt->len = iov_copy_from(iov, iovcnt, off, pkt->data, len);
 	dst->queue[(dst->q_head + dst->q_len) % SWITCH_QUEUE_PACKETS] = pkt;
 	dst->q_len++;
-	dst->q_bytes += len;
+	dst->q_bytes += pkt->cap;
 }
 
 static void port_dequeue(struct switch_port *p)
@@ -229,7 +239,7 @@ static void port_dequeue(struct switch_port *p)
 
 	p->q_head = (p->q_head + 1) % SWITCH_QUEUE_PACKETS;
 	p->q_len--;
-	p->q_bytes -= pkt->len;
+	p->q_bytes -= pkt->cap;
 	pkt_put(&p->sw->w[p->worker], pkt);
 }
 

@@ -641,6 +641,45 @@ static void test_queue_byte_limit_and_resume_over_budgets(void **state)
 	assert_int_equal(flooded(a), 1);
 }
 
+/*
+ * (7d) The byte limit counts each queued buffer's capacity: a frame over 2 KiB takes a 64 KiB
+ * buffer, so a queue of 3000-byte frames holds SWITCH_QUEUE_BYTES / 64 KiB of them, not
+ * SWITCH_QUEUE_PACKETS (that would be 16 MiB of buffers for a 4 MiB budget).
+ */
+static void test_queue_bytes_count_buffer_capacity(void **state)
+{
+	const unsigned fit = SWITCH_QUEUE_BYTES / 65536, n = SWITCH_QUEUE_PACKETS;
+	struct port *a = &ports[0], *b = &ports[1];
+
+	(void)state;
+	td_mem_size = 8u << 20;
+	two_ports_b_learned();
+	send_many(a, b->mac, 3000, 0, n);
+	assert_int_equal(switch_port_queued(b->be), fit);
+	assert_int_equal(dropped(b), n - fit);
+	/* Just over the small buffers' 2 KiB: the same. */
+	rx_post(b, QSIZE, 1526 * 2 + 64);
+	for (unsigned i = 0; i < fit; i++)
+		expect_from(b, a, b->mac, 3000, i);
+	expect_nothing(b);
+	assert_int_equal(switch_port_queued(b->be), 0);
+	while (fake_vq_get_used(&b->td->vq[RXQ], NULL, NULL))
+		;
+	send_many(a, b->mac, 2049, 1000, QSIZE - fit); /* into the buffers still posted */
+	for (unsigned i = 0; i < QSIZE - fit; i++)
+		expect_from(b, a, b->mac, 2049, 1000 + i);
+	send_many(a, b->mac, 2049, 2000, n);
+	assert_int_equal(switch_port_queued(b->be), fit);
+	assert_int_equal(dropped(b), 2 * (n - fit));
+	/* Frames that fit the small buffers: the packet limit, not the bytes, bounds them. */
+	rx_post(b, fit, HDR + 2049);
+	for (unsigned i = 0; i < fit; i++)
+		expect_from(b, a, b->mac, 2049, 2000 + i);
+	send_many(a, b->mac, 2048, 3000, n + 1);
+	assert_int_equal(switch_port_queued(b->be), n);
+	assert_int_equal(dropped(b), 2 * (n - fit) + 1);
+}
+
 /* ---- Sizes, descriptor layouts, the header ---- */
 
 /* (8) 14-byte frames, frames that fill several mergeable buffers, direct and queued. */
@@ -784,6 +823,7 @@ int main(void)
 	    T(test_no_rx_buffers_queues_in_order),
 	    T(test_full_queue_drops_and_counts),
 	    T(test_queue_byte_limit_and_resume_over_budgets),
+	    T(test_queue_bytes_count_buffer_capacity),
 	    T(test_sizes_byte_exact_with_mergeable_buffers),
 	    T(test_split_tx_chain_byte_exact),
 	    T(test_receiver_header_zero_but_num_buffers),
