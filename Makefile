@@ -9,7 +9,7 @@ PREFIX     ?= /usr/local
 DESTDIR    ?=
 export VNETD_BUILD := $(abspath $(BUILD))
 
-.PHONY: all deps build check unit asan fuzz-smoke fuzz e2e demo doctor soak bench bench-fairness bench-datapath bench-scale bench-workers install bench-migration clean
+.PHONY: all deps build check unit asan fuzz-smoke fuzz e2e demo doctor soak bench bench-fairness bench-datapath bench-scale bench-workers install bench-migration bench-fdb-flood clean
 
 all: build
 
@@ -89,6 +89,11 @@ bench-scale: build
 bench-workers: build
 	$(PYTHON) bench/workers.py $(WORKERS_ARGS)
 	$(PYTHON) bench/workers.py --switch $(WORKERS_ARGS)
+
+# A switch pair's throughput while another port sends from random source MACs (FDB_FLOOD_ARGS,
+# e.g. --before DIR to run an older build alongside); results/fdb-flood-latest.{json,png}.
+bench-fdb-flood: build
+	$(PYTHON) bench/fdb_flood.py $(FDB_FLOOD_ARGS)
 
 bench-fairness: build
 	$(PYTHON) bench/fairness.py

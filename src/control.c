@@ -371,6 +371,14 @@ static json_t *port_stats(struct port *p)
 	q = json_pack("{s:s,s:I,s:I,s:o}", "name", sp.name, "index", (json_int_t)sp.index, "worker",
 		      (json_int_t)sp.worker, "queues", queues);
 	add_coal_modes(q, port_dev(p));
+	if (q && sp.is_switch)
+		json_object_set_new(
+		    q, "switch",
+		    json_pack("{s:o,s:o,s:o,s:o,s:o,s:o}", "macs", ju64(sp.sw.macs), "max_macs",
+			      ju64(sp.sw.max_macs), "learn_rate", ju64(sp.sw.learn_rate),
+			      "mac_limit_hits", ju64(sp.sw.mac_limit_hits), "learn_rate_hits",
+			      ju64(sp.sw.learn_rate_hits), "flow_cache_misses",
+			      ju64(sp.sw.cache_misses)));
 	return q;
 }
 

@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <string.h>
 
-/* A per-queue counter or gauge: its name, type, help and which field it shows. */
+/* A per-queue (or per switch port) counter or gauge: its name, type, help and its field. */
 struct queue_family {
 	const char *name, *type, *help;
-	size_t offset; /* of a uint64_t in struct stats_queue */
+	size_t offset; /* of a uint64_t in struct stats_queue (struct switch_port_counters) */
 };
 
 #define QCOUNTER(n, field, h)                                                                      \
@@ -221,9 +221,49 @@ static void lateness_histogram(struct textbuf *tb, const struct metrics_port_vie
 		}
 }
 
+/* A switch port's counter or gauge (struct switch_port_counters), for switch ports only. */
+#define SWFAMILY(n, type, field, h)                                                                \
+	{                                                                                          \
+		"vnetd_switch_" n, type, h, offsetof(struct switch_port_counters, field)           \
+	}
+
+static const struct queue_family switch_families[] = {
+    SWFAMILY("macs", "gauge", macs, "MACs the switch's table holds behind the port."),
+    SWFAMILY("max_macs", "gauge", max_macs, "max-macs: the most MACs the port may hold."),
+    SWFAMILY("learn_rate", "gauge", learn_rate,
+	     "learn-rate: new MACs a second the port may teach (0: no limit)."),
+    SWFAMILY("mac_limit_total", "counter", mac_limit_hits,
+	     "New source MACs that found the port at max-macs (not learnt, or only in place of "
+	     "one of its own; a MAC sending on counts again at most once a second)."),
+    SWFAMILY("learn_rate_limited_total", "counter", learn_rate_hits,
+	     "New source MACs not learnt: the port was over its learn-rate (a MAC sending on "
+	     "counts again when its next token is due)."),
+};
+
+static void switch_port_families(struct textbuf *tb, const struct metrics_port_view *v,
+				 unsigned n)
+{
+	for (size_t f = 0; f < sizeof(switch_families) / sizeof(switch_families[0]); f++) {
+		const struct queue_family *sf = &switch_families[f];
+
+		family(tb, sf->name, sf->type, sf->help);
+		for (unsigned i = 0; i < n; i++) {
+			uint64_t value;
+
+			if (!v[i].port.is_switch)
+				continue;
+			memcpy(&value, (const char *)&v[i].port.sw + sf->offset, sizeof(value));
+			tb_puts(tb, sf->name);
+			port_labels(tb, &v[i].port);
+			tb_printf(tb, "} %" PRIu64 "\n", value);
+		}
+	}
+}
+
 void metrics_format(struct textbuf *tb, const struct metrics_port_view *v, unsigned n)
 {
 	port_families(tb, v, n);
+	switch_port_families(tb, v, n);
 	for (size_t f = 0; f < sizeof(queue_counters) / sizeof(queue_counters[0]); f++) {
 		const struct queue_family *qf = &queue_counters[f];
 

@@ -10,6 +10,7 @@
 
 #include "mem_cap.h"
 #include "metrics.h"
+#include "switch.h"
 #include "virtio_net_defs.h"
 
 #define TX_TIMER_USECS_DEFAULT 50
@@ -88,6 +89,10 @@ static const char usage_text[] =
 	"                       one with the fewest ports; switch ports stay on one worker)\n"
 	"  max-mem=SIZE         guest memory the frontend may map: its memory table (each region\n"
 	"                       with its mmap offset) and dirty log; K/M/G/T suffixes (default 2T)\n"
+	"  max-macs=N           switch: MACs the port may hold in the switch's table, 1..4096\n"
+	"                       (default 256; beyond, new source MACs are not learnt)\n"
+	"  learn-rate=N         switch: new source MACs the port may teach a second, one second's\n"
+	"                       worth at once; 0 = no limit (default 100)\n"
 	"\n"
 	"Coalescing values are 0..4294967295; an unset one is 0. A notification is delayed only\n"
 	"while both usecs and frames are non-zero, and is sent when either limit is reached.\n"
@@ -131,6 +136,8 @@ enum port_key {
 	K_TX_ADAPTIVE,
 	K_WORKER,
 	K_MAX_MEM,
+	K_MAX_MACS,
+	K_LEARN_RATE,
 	K_COUNT,
 };
 
@@ -149,6 +156,7 @@ static const char *const port_key_names[K_COUNT] = {
 	[K_RX_ADAPTIVE] = "rx-adaptive", [K_TX_ADAPTIVE] = "tx-adaptive",
 	[K_CLIENT] = "client",	       [K_WORKER] = "worker",
 	[K_MAX_MEM] = "max-mem",
+	[K_MAX_MACS] = "max-macs",     [K_LEARN_RATE] = "learn-rate",
 };
 
 #define OFFLOAD_BITS                                                                               \
@@ -379,6 +387,16 @@ static int apply_port_key(struct port_config *pc, struct port_parse *pp, enum po
 		return parse_on_off(name, value, &d->rx_adaptive);
 	case K_TX_ADAPTIVE:
 		return parse_on_off(name, value, &d->tx_adaptive);
+	case K_MAX_MACS:
+		if (!parse_ulong(value, 1, SWITCH_FDB_SIZE, &v))
+			return bad_value(name, value, "1..4096 (the switch's table size)");
+		pc->max_macs = (unsigned)v;
+		return 0;
+	case K_LEARN_RATE:
+		if (!parse_ulong(value, 0, SWITCH_LEARN_RATE_MAX, &v))
+			return bad_value(name, value, "0..1000000 new MACs a second (0: no limit)");
+		pc->learn_rate = (unsigned)v;
+		return 0;
 	case K_COUNT:
 		break;
 	}
@@ -433,6 +451,11 @@ static int finish_port(struct port_config *pc, const struct port_parse *pp, unsi
 			index);
 		return -1;
 	}
+	if ((pp->seen[K_MAX_MACS] || pp->seen[K_LEARN_RATE]) && !pp->seen[K_SWITCH]) {
+		fprintf(opt_err,
+			"vnetd: --port p%u: max-macs= and learn-rate= are for switch ports\n", index);
+		return -1;
+	}
 	if (pp->seen[K_VQ_NOTF_COAL] && pp->vq_notf_coal && !pp->notf_coal) {
 		fprintf(opt_err, "vnetd: --port p%u: vq-notf-coal=on conflicts with notf-coal=off\n",
 			index);
@@ -478,6 +501,8 @@ static int parse_port_spec(struct port_config *pc, const char *spec, unsigned in
 
 	memset(pc, 0, sizeof(*pc));
 	pc->worker = -1;
+	pc->max_macs = SWITCH_FDB_PORT_MAX;
+	pc->learn_rate = SWITCH_LEARN_RATE;
 	pc->dev.queue_pairs = 1;
 	pc->dev.features_mask = ~0ull;
 	pc->dev.tx_mode = VNET_TX_KICK;

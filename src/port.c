@@ -70,6 +70,20 @@ uint64_t port_rarps(const struct port *p)
 	return p->connected ? p->conn.rarps : 0;
 }
 
+/*
+ * port_switch_counters() - the switch's counters of port p (lock-free, switch_port_counters()).
+ * @p: the port
+ * @out: filled for a switch port
+ * Return: false (out untouched) for a tap port.
+ */
+bool port_switch_counters(const struct port *p, struct switch_port_counters *out)
+{
+	if (p->cfg.backend != PORT_BACKEND_SWITCH || !p->be)
+		return false;
+	switch_port_counters(p->be, out);
+	return true;
+}
+
 /* ---- --state-dir ---------------------------------------------------------------------------- */
 
 static int state_dir = -1;
@@ -620,6 +634,8 @@ struct port *port_create(unsigned index, const struct port_config *cfg, unsigned
 		p->be = switch_attach(sw, p->dev, p->name, worker);
 		if (!p->be)
 			goto fail;
+		if (cfg->max_macs) /* 0: a config not from the options, the switch's defaults */
+			switch_port_set_limits(p->be, cfg->max_macs, cfg->learn_rate);
 		vnet_dev_attach_backend(p->dev, switch_port_ops(p->be), p->be);
 	}
 	log_info("%s: %s backend %s, vhost-user %s %s", p->name,

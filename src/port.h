@@ -23,6 +23,8 @@ struct port_config {
 	int worker;     /* worker= (0..), or -1: the worker with the fewest ports */
 	uint64_t max_mem; /* max-mem=: guest memory the frontend may map (mem_cap.h); 0 default */
 	struct vnet_dev_params dev;
+	unsigned max_macs;   /* switch: max-macs=, MACs the port may hold in the FDB (0: default) */
+	unsigned learn_rate; /* switch: learn-rate=, new MACs a second (0: no limit) */
 };
 
 struct port; /* opaque; defined in port.c */
@@ -48,5 +50,9 @@ bool port_dirty_logging(const struct port *p);
 uint64_t port_dirty_log_dropped(const struct port *p);
 /* port_rarps() - SEND_RARP announcements sent for the current frontend. */
 uint64_t port_rarps(const struct port *p);
+
+struct switch_port_counters;
+/* port_switch_counters() - a switch port's counters (any thread); false for a tap port. */
+bool port_switch_counters(const struct port *p, struct switch_port_counters *out);
 
 #endif

@@ -21,6 +21,7 @@ void stats_port_read(struct port *p, struct stats_port *out)
 	out->worker = port_worker(p);
 	out->nqueues = vnet_dev_num_queues(port_dev(p));
 	out->stall_guard = vnet_dev_stall_guard(port_dev(p))->on;
+	out->is_switch = port_switch_counters(p, &out->sw);
 }
 
 /*

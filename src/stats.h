@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "port.h"
+#include "switch.h"
 
 /* One port as the statistics readers see it. */
 struct stats_port {
@@ -19,6 +20,8 @@ struct stats_port {
 	unsigned worker; /* thread serving the port (--workers) */
 	unsigned nqueues;
 	bool stall_guard; /* the port's stall guard is on */
+	bool is_switch;	  /* a switch port: sw below is set */
+	struct switch_port_counters sw;
 };
 
 /* One queue: its state, counters (copied), coalescing parameters and lateness histogram. */

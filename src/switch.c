@@ -13,6 +13,7 @@
 
 #include "iov.h"
 #include "log.h"
+#include "stat_atomic.h"
 #include "switch_fdb.h"
 #include "switch_xq.h"
 #include "virtio_net_defs.h"
@@ -53,20 +54,24 @@ struct switch_port {
 	/* FIFO of packets waiting for guest RX buffers; while non-empty, new packets queue too. */
 	struct sw_packet *queue[SWITCH_QUEUE_PACKETS];
 	unsigned q_head, q_len;
-	size_t q_bytes;
-	uint64_t forwarded, flooded, dropped, crossed;
+	size_t q_bytes;	 /* the capacity of the buffers queued (what they hold in memory) */
+	uint64_t forwarded, flooded, dropped, crossed; /* this thread's (switch_port_stats()) */
+	uint64_t cache_misses; /* stat_atomic.h: the statistics read it from another thread */
+	bool refusal_logged[2]; /* FDB_AT_LIMIT, FDB_OVER_RATE: said once per port */
 	/*
 	 * Flow cache (consecutive frames of a port mostly share their addresses), valid while the
-	 * FDB's generation has not moved, so a hit takes no lock and reads no entry but for its
-	 * age: the entry holding this port's last source MAC, and the last destination looked
-	 * up with its answer (NULL port: unknown, flooded).
+	 * FDB set its answer came from is unchanged (struct fdb_ver: a change elsewhere in the
+	 * table leaves it valid), so a hit takes no lock and reads no entry but for its age: the
+	 * entry holding this port's last source MAC, and the last destination looked up with its
+	 * answer (NULL port: unknown, flooded).
 	 */
-	struct fdb_entry *src_hit;
-	uint64_t src_gen;
+	struct fdb_entry *src_hit; /* NULL: not learnt (src_retry_ns: a refusal, till then) */
+	struct fdb_ver src_ver;
+	uint64_t src_retry_ns;
 	uint8_t src_mac[SW_ETH_ALEN];
 	uint8_t macs[2 * SW_ETH_ALEN]; /* the frame being sent: destination, source (a copy) */
 	uint8_t dst_mac[SW_ETH_ALEN];
-	uint64_t dst_gen;
+	struct fdb_ver dst_ver;
 	struct fdb_entry *dst_hit;
 	struct switch_port *dst_port;
 };
@@ -120,10 +125,49 @@ static uint64_t sw_now_ns(void)
 
 /* ---- Flow cache in front of the FDB -------------------------------------------------------- */
 
+/* The FDB did not learn p's source MAC (or only in place of one of p's): said once a port. */
+static __attribute__((noinline, cold)) void learn_refused(struct switch_port *p,
+							  enum fdb_refusal why)
+{
+	struct fdb_port lim;
+
+	p->refusal_logged[why == FDB_OVER_RATE] = true;
+	fdb_port_read(&p->sw->fdb, p->slot, &lim);
+	if (why == FDB_AT_LIMIT)
+		log_guest("switch %s: holds max-macs=%u MACs: new source MACs only replace its own "
+			  "(or are not learned; frames to them flood)",
+			  p->name, (unsigned)lim.max_macs);
+	else
+		log_guest("switch %s: teaches new source MACs faster than learn-rate=%u a second: "
+			  "the rest are not learned (frames to them flood)",
+			  p->name, (unsigned)lim.learn_rate);
+}
+
+/*
+ * learn_cached()'s miss: a MAC refused a moment ago (a limit) gets the same answer until the
+ * retry time or a change of its set, so a port sending on from a MAC it may not teach costs a
+ * compare a frame; anything else asks the FDB. Out of line: it keeps the hot path's registers.
+ */
+static __attribute__((noinline)) void learn_miss(struct vnet_switch *sw, struct switch_port *p,
+						 const uint8_t *mac, uint64_t now)
+{
+	enum fdb_refusal why;
+
+	if (!p->src_hit && now < p->src_retry_ns && fdb_valid(&p->src_ver) &&
+	    !memcmp(p->src_mac, mac, SW_ETH_ALEN))
+		return;
+	stat_inc(&p->cache_misses);
+	p->src_retry_ns = 0;
+	p->src_hit = fdb_learn(&sw->fdb, p->slot, mac, now, &p->src_ver, &why, &p->src_retry_ns);
+	memcpy(p->src_mac, mac, SW_ETH_ALEN);
+	if (why != FDB_LEARNT && !p->refusal_logged[why == FDB_OVER_RATE])
+		learn_refused(p, why);
+}
+
 /*
  * fdb_learn() through p's flow cache: the same source as last time costs one compare. With one
  * worker the entry itself says whether it still holds our MAC (nothing changes it meanwhile);
- * with several (`xw`) another thread may be rewriting it, so the generation says so instead.
+ * with several (`xw`) another thread may be rewriting it, so its set's sequence says so.
  */
 static inline __attribute__((always_inline)) void
 learn_cached(struct vnet_switch *sw, struct switch_port *p, const uint8_t *mac, uint64_t now,
@@ -131,13 +175,12 @@ learn_cached(struct vnet_switch *sw, struct switch_port *p, const uint8_t *mac, 
 {
 	struct fdb_entry *e = p->src_hit;
 
-	if (e && (xw ? p->src_gen == fdb_gen(&sw->fdb) && !memcmp(p->src_mac, mac, SW_ETH_ALEN)
+	if (e && (xw ? fdb_valid(&p->src_ver) && !memcmp(p->src_mac, mac, SW_ETH_ALEN)
 		     : e->port == p->slot && !memcmp(e->mac, mac, SW_ETH_ALEN))) {
 		fdb_touch(e, now);
 		return;
 	}
-	p->src_hit = fdb_learn(&sw->fdb, p->slot, mac, now, &p->src_gen);
-	memcpy(p->src_mac, mac, SW_ETH_ALEN);
+	learn_miss(sw, p, mac, now);
 }
 
 /* fdb_lookup() through p's flow cache: the port behind `mac`, NULL to flood. */
@@ -147,10 +190,11 @@ lookup_cached(struct vnet_switch *sw, struct switch_port *p,
 {
 	struct fdb_entry *e = p->dst_hit;
 
-	if (p->dst_gen != fdb_gen(&sw->fdb) || memcmp(p->dst_mac, mac, SW_ETH_ALEN) ||
+	if (!fdb_valid(&p->dst_ver) || memcmp(p->dst_mac, mac, SW_ETH_ALEN) ||
 	    (e && fdb_expired(e, now))) {
-		uint16_t slot = fdb_lookup(&sw->fdb, mac, now, &p->dst_hit, &p->dst_gen);
+		uint16_t slot = fdb_lookup(&sw->fdb, mac, now, &p->dst_hit, &p->dst_ver);
 
+		stat_inc(&p->cache_misses);
 		memcpy(p->dst_mac, mac, SW_ETH_ALEN);
 		p->dst_port = slot == FDB_NO_PORT ? NULL : sw->ports[slot];
 		e = p->dst_hit;
@@ -160,6 +204,12 @@ lookup_cached(struct vnet_switch *sw, struct switch_port *p,
 }
 
 /* ---- Delivery on the receiver's worker ---------------------------------------------------- */
+
+/* The capacity of the buffer a frame of len bytes is queued in. */
+static size_t pkt_cap(size_t len)
+{
+	return len > SW_SMALL_CAP ? SW_MAX_FRAME : SW_SMALL_CAP;
+}
 
 /* A buffer for len bytes from the worker's pool (allocated only while the pool warms up). */
 static struct sw_packet *pkt_get(struct sw_worker *w, size_t len)
@@ -172,9 +222,9 @@ static struct sw_packet *pkt_get(struct sw_worker *w, size_t len)
 		w->pool_len[k]--;
 		return pkt;
 	}
-	pkt = malloc(sizeof(*pkt) + (k ? SW_MAX_FRAME : SW_SMALL_CAP));
+	pkt = malloc(sizeof(*pkt) + pkt_cap(len));
 	if (pkt)
-		pkt->cap = k ? SW_MAX_FRAME : SW_SMALL_CAP;
+		pkt->cap = pkt_cap(len);
 	return pkt;
 }
 
@@ -202,13 +252,17 @@ static void pool_free(struct sw_worker *w)
 		}
 }
 
-/* Copy the frame (len bytes at byte off of iov) to the tail of dst's queue, or drop it. */
+/*
+ * Copy the frame (len bytes at byte off of iov) to the tail of dst's queue, or drop it. The
+ * queue's byte budget counts each buffer's capacity, not the frame's length: what a queue
+ * holds in memory is SWITCH_QUEUE_BYTES at most (a 2049-byte frame takes a 64 KiB buffer).
+ */
 static void port_enqueue(struct switch_port *dst, const struct iovec *iov, unsigned iovcnt,
 			 size_t off, size_t len)
 {
 	struct sw_packet *pkt;
 
-	if (dst->q_len >= SWITCH_QUEUE_PACKETS || dst->q_bytes + len > SWITCH_QUEUE_BYTES) {
+	if (dst->q_len >= SWITCH_QUEUE_PACKETS || dst->q_bytes + pkt_cap(len) > SWITCH_QUEUE_BYTES) {
 		dst->dropped++;
 		return;
 	}
@@ -220,7 +274,7 @@ static void port_enqueue(struct switch_port *dst, const struct iovec *iov, unsig
 	pkt->len = iov_copy_from(iov, iovcnt, off, pkt->data, len);
 	dst->queue[(dst->q_head + dst->q_len) % SWITCH_QUEUE_PACKETS] = pkt;
 	dst->q_len++;
-	dst->q_bytes += len;
+	dst->q_bytes += pkt->cap;
 }
 
 static void port_dequeue(struct switch_port *p)
@@ -229,7 +283,7 @@ static void port_dequeue(struct switch_port *p)
 
 	p->q_head = (p->q_head + 1) % SWITCH_QUEUE_PACKETS;
 	p->q_len--;
-	p->q_bytes -= pkt->len;
+	p->q_bytes -= pkt->cap;
 	pkt_put(&p->sw->w[p->worker], pkt);
 }
 
@@ -559,6 +613,8 @@ struct vnet_backend *switch_attach(struct vnet_switch *sw, struct vnet_dev *dev,
 	p->sw = sw;
 	p->dev = dev;
 	snprintf(p->name, sizeof(p->name), "%s", name);
+	p->src_ver = p->dst_ver = fdb_ver_none(&sw->fdb);
+	fdb_set_limits(&sw->fdb, p->slot, SWITCH_FDB_PORT_MAX, SWITCH_LEARN_RATE);
 	sw->ports[slot] = p;
 	sw->w[worker].ports[sw->w[worker].nports++] = p;
 	log_info("switch: port %s attached", p->name);
@@ -603,6 +659,32 @@ void switch_port_stats(const struct vnet_backend *be, uint64_t *forwarded, uint6
 		*flooded = p->flooded;
 	if (dropped)
 		*dropped = p->dropped;
+}
+
+/* switch_port_set_limits() - the port's FDB limits (counters restart). */
+void switch_port_set_limits(struct vnet_backend *be, unsigned max_macs, unsigned learn_rate)
+{
+	struct switch_port *p = port_of(be);
+
+	fdb_set_limits(&p->sw->fdb, p->slot, max_macs, learn_rate);
+	p->refusal_logged[0] = p->refusal_logged[1] = false;
+}
+
+/* switch_port_counters() - the port's counters and its FDB slot's, lock-free. */
+void switch_port_counters(const struct vnet_backend *be, struct switch_port_counters *out)
+{
+	const struct switch_port *p = port_of_const(be);
+	struct fdb_port fp;
+
+	fdb_port_read(&p->sw->fdb, p->slot, &fp);
+	*out = (struct switch_port_counters){
+	    .cache_misses = stat_read(&p->cache_misses),
+	    .macs = fp.learned,
+	    .max_macs = fp.max_macs,
+	    .learn_rate = fp.learn_rate,
+	    .mac_limit_hits = fp.limit_hits,
+	    .learn_rate_hits = fp.rate_hits,
+	};
 }
 
 /* switch_port_crossed() - frames the port queued for other workers. */

@@ -12,7 +12,9 @@ struct vnet_switch; /* opaque */
 
 #define SWITCH_MAX_PORTS 1024
 #define SWITCH_FDB_SIZE 4096	      /* learned MAC addresses, all ports together */
-#define SWITCH_FDB_PORT_MAX 256	      /* learned MAC addresses one port may hold */
+#define SWITCH_FDB_PORT_MAX 256	      /* MACs one port may hold in the FDB (max-macs=) */
+#define SWITCH_LEARN_RATE 100	      /* new MACs one port may teach a second (learn-rate=) */
+#define SWITCH_LEARN_RATE_MAX 1000000 /* learn-rate= at most (0: no limit) */
 #define SWITCH_FDB_AGE_SEC 300	      /* a MAC not seen as a source for this long is forgotten */
 #define SWITCH_QUEUE_PACKETS 256      /* packets waiting for one port's guest RX buffers */
 #define SWITCH_QUEUE_BYTES (4u << 20) /* ... and their bytes */
@@ -89,6 +91,35 @@ const struct vnet_backend_ops *switch_port_ops(const struct vnet_backend *be);
  */
 void switch_port_stats(const struct vnet_backend *be, uint64_t *forwarded, uint64_t *flooded,
 		       uint64_t *dropped);
+
+/*
+ * switch_port_set_limits() - what the port may teach the FDB: at most max_macs
+ * (1..SWITCH_FDB_SIZE) MACs at once, learn_rate (0: any number, else up to
+ * SWITCH_LEARN_RATE_MAX) new ones a second, with one second's worth at once. A port is
+ * attached with SWITCH_FDB_PORT_MAX and SWITCH_LEARN_RATE. A MAC refused is not learned: its
+ * frames are still forwarded, frames to it flood (and the refusal is counted). Call it right
+ * after switch_attach() (with several workers, while they are parked).
+ */
+void switch_port_set_limits(struct vnet_backend *be, unsigned max_macs, unsigned learn_rate);
+
+/*
+ * What the FDB holds for a switch port and refused it (switch_port_counters()). Not the
+ * per-frame counters of switch_port_stats(): those stay plain increments of the port's thread
+ * (an atomic store per frame costs the forwarding path instructions).
+ */
+struct switch_port_counters {
+	uint64_t cache_misses;	  /* source or destination lookups the flow cache missed */
+	uint64_t macs;		  /* MACs the FDB holds behind the port now */
+	uint64_t max_macs, learn_rate; /* its limits */
+	uint64_t mac_limit_hits;  /* new source MACs that found the port at max_macs */
+	uint64_t learn_rate_hits; /* new source MACs not learned: over learn_rate */
+};
+
+/*
+ * switch_port_counters() - the port's counters, from any thread while its worker runs (each
+ * value torn-free, stat_atomic.h); not while the port may be detached.
+ */
+void switch_port_counters(const struct vnet_backend *be, struct switch_port_counters *out);
 
 /* switch_port_crossed() - copies of the port's frames queued for another worker's ports. */
 uint64_t switch_port_crossed(const struct vnet_backend *be);

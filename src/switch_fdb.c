@@ -15,23 +15,37 @@ static void fdb_unlock(struct sw_fdb *f)
 		pthread_mutex_unlock(&f->lock);
 }
 
-/* A change the flow caches must see: a new generation (under the lock). */
-static void fdb_bump(struct sw_fdb *f)
+/* A change the flow caches holding answers from set s must see (under the lock). */
+static void fdb_bump(struct sw_fdb *f, unsigned s)
 {
-	__atomic_store_n(&f->gen, f->gen + 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&f->seq[s], f->seq[s] + 1, __ATOMIC_RELEASE);
 }
 
-/* fdb_init() - every entry free, generation 1. */
+/* A counter the statistics read without the lock (its writers hold it). */
+static void fdb_count(uint64_t *c)
+{
+	__atomic_store_n(c, *c + 1, __ATOMIC_RELAXED);
+}
+
+static void fdb_learned_add(struct fdb_port *fp, int d)
+{
+	__atomic_store_n(&fp->learned, (uint16_t)(fp->learned + d), __ATOMIC_RELAXED);
+}
+
+/* fdb_init() - every entry free, every set at sequence 1, every slot at the default limits. */
 void fdb_init(struct sw_fdb *f, bool threaded, uint64_t hash_key)
 {
 	memset(f, 0, sizeof(*f));
 	pthread_mutex_init(&f->lock, NULL);
 	f->threaded = threaded;
 	f->hash_key = hash_key;
-	f->gen = 1; /* a new port's cache (generation 0) is never valid */
-	for (unsigned s = 0; s < FDB_SETS; s++)
+	for (unsigned s = 0; s < FDB_SETS; s++) {
+		f->seq[s] = 1; /* a new port's cache (sequence 0) is never valid */
 		for (unsigned w = 0; w < FDB_WAYS; w++)
 			f->e[s][w].port = FDB_NO_PORT;
+	}
+	for (unsigned i = 0; i < SWITCH_MAX_PORTS; i++)
+		fdb_set_limits(f, (uint16_t)i, SWITCH_FDB_PORT_MAX, SWITCH_LEARN_RATE);
 }
 
 /* fdb_fini() - release the lock. */
@@ -40,7 +54,27 @@ void fdb_fini(struct sw_fdb *f)
 	pthread_mutex_destroy(&f->lock);
 }
 
-static struct fdb_entry *fdb_set(struct sw_fdb *f, const uint8_t *mac)
+/* fdb_set_limits() - a slot's limits; its counters and learning rate's bucket start afresh. */
+void fdb_set_limits(struct sw_fdb *f, uint16_t slot, unsigned max_macs, unsigned learn_rate)
+{
+	struct fdb_port *fp = &f->port[slot];
+
+	if (max_macs < 1)
+		max_macs = 1;
+	if (max_macs > SWITCH_FDB_SIZE)
+		max_macs = SWITCH_FDB_SIZE;
+	if (learn_rate > SWITCH_LEARN_RATE_MAX)
+		learn_rate = SWITCH_LEARN_RATE_MAX;
+	fdb_lock(f);
+	fp->max_macs = (uint16_t)max_macs;
+	fp->learn_rate = learn_rate;
+	fp->tat_ns = 0; /* a full bucket */
+	__atomic_store_n(&fp->limit_hits, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&fp->rate_hits, 0, __ATOMIC_RELAXED);
+	fdb_unlock(f);
+}
+
+static unsigned fdb_set_of(const struct sw_fdb *f, const uint8_t *mac)
 {
 	uint64_t v = 0;
 
@@ -50,7 +84,7 @@ static struct fdb_entry *fdb_set(struct sw_fdb *f, const uint8_t *mac)
 	v = (v ^ (v >> 30)) * 0xbf58476d1ce4e5b9ull;
 	v = (v ^ (v >> 27)) * 0x94d049bb133111ebull;
 	v ^= v >> 31;
-	return f->e[v % FDB_SETS];
+	return (unsigned)(v % FDB_SETS);
 }
 
 static bool fdb_used(const struct fdb_entry *e)
@@ -58,13 +92,14 @@ static bool fdb_used(const struct fdb_entry *e)
 	return e->port != FDB_NO_PORT;
 }
 
-static void fdb_clear(struct sw_fdb *f, struct fdb_entry *e)
+/* Free entry e of set s. */
+static void fdb_clear(struct sw_fdb *f, unsigned s, struct fdb_entry *e)
 {
 	if (!fdb_used(e))
 		return;
-	f->learned[e->port]--;
+	fdb_learned_add(&f->port[e->port], -1);
 	e->port = FDB_NO_PORT;
-	fdb_bump(f);
+	fdb_bump(f, s);
 }
 
 /* Forget entries not refreshed for SWITCH_FDB_AGE_SEC; at most once a second. */
@@ -76,7 +111,7 @@ static void fdb_sweep(struct sw_fdb *f, uint64_t now)
 	for (unsigned s = 0; s < FDB_SETS; s++)
 		for (unsigned w = 0; w < FDB_WAYS; w++)
 			if (fdb_used(&f->e[s][w]) && fdb_expired(&f->e[s][w], now))
-				fdb_clear(f, &f->e[s][w]);
+				fdb_clear(f, s, &f->e[s][w]);
 }
 
 /*
@@ -87,7 +122,8 @@ static void fdb_sweep(struct sw_fdb *f, uint64_t now)
 static struct fdb_entry *fdb_victim(struct sw_fdb *f, struct fdb_entry *set, uint16_t slot,
 				    uint64_t now)
 {
-	bool at_quota = f->learned[slot] >= SWITCH_FDB_PORT_MAX;
+	const struct fdb_port *fp = &f->port[slot];
+	bool at_quota = fp->learned >= fp->max_macs;
 	struct fdb_entry *lru = NULL;
 
 	for (unsigned w = 0; w < FDB_WAYS; w++) {
@@ -104,10 +140,34 @@ static struct fdb_entry *fdb_victim(struct sw_fdb *f, struct fdb_entry *set, uin
 	return lru;
 }
 
-static struct fdb_entry *learn_locked(struct sw_fdb *f, uint16_t slot, const uint8_t *mac,
-				      uint64_t now)
+/*
+ * A token of slot's learning rate, if there is one (GCRA: one token every 1/rate s, at most
+ * rate of them, i.e. one second's worth, saved up). The slot's own worker's clock only moves
+ * forward; a time before tat (a full bucket's slack used up) refuses.
+ */
+static bool fdb_rate_take(struct fdb_port *fp, uint64_t now, uint64_t *retry_ns)
 {
-	struct fdb_entry *set = fdb_set(f, mac), *e = NULL;
+	uint64_t step, slack, t;
+
+	if (!fp->learn_rate)
+		return true;
+	step = FDB_NS / fp->learn_rate;
+	slack = step * (fp->learn_rate - 1);
+	t = fp->tat_ns > now ? fp->tat_ns : now;
+	if (t - now > slack) {
+		*retry_ns = t - slack; /* the next token */
+		return false;
+	}
+	fp->tat_ns = t + step;
+	return true;
+}
+
+static struct fdb_entry *learn_locked(struct sw_fdb *f, uint16_t slot, const uint8_t *mac,
+				      uint64_t now, unsigned s, enum fdb_refusal *why,
+				      uint64_t *retry_ns)
+{
+	struct fdb_entry *set = f->e[s], *e = NULL;
+	struct fdb_port *fp = &f->port[slot];
 
 	for (unsigned w = 0; w < FDB_WAYS; w++) {
 		if (fdb_used(&set[w]) && !memcmp(set[w].mac, mac, FDB_ETH_ALEN)) {
@@ -119,47 +179,61 @@ static struct fdb_entry *learn_locked(struct sw_fdb *f, uint16_t slot, const uin
 		fdb_touch(e, now);
 		return e;
 	}
-	if (f->learned[slot] >= SWITCH_FDB_PORT_MAX) {
+	if (fp->learned >= fp->max_macs) {
 		fdb_sweep(f, now); /* our count may include aged entries */
-		if (e && f->learned[slot] >= SWITCH_FDB_PORT_MAX)
-			return NULL; /* at quota: the MAC stays where it was */
+		if (fp->learned >= fp->max_macs) {
+			*why = FDB_AT_LIMIT;
+			*retry_ns = now + FDB_NS; /* the next sweep may free some */
+			fdb_count(&fp->limit_hits);
+			if (e)
+				return NULL; /* the MAC stays where it was */
+		}
 	}
 	if (!e)
 		e = fdb_victim(f, set, slot, now);
 	if (!e)
 		return NULL; /* at quota and nothing of ours in this set: frames to it flood */
-	fdb_clear(f, e);
+	if (!fdb_rate_take(fp, now, retry_ns)) {
+		*why = FDB_OVER_RATE;
+		fdb_count(&fp->rate_hits);
+		return NULL; /* not learned (now): frames to it flood, or go where it was */
+	}
+	fdb_clear(f, s, e);
 	memcpy(e->mac, mac, FDB_ETH_ALEN);
 	e->port = slot;
 	fdb_touch(e, now);
-	f->learned[slot]++;
-	fdb_bump(f);
+	fdb_learned_add(fp, 1);
+	fdb_bump(f, s);
 	return e;
 }
 
 /* fdb_learn() - learn under the lock (valid unicast sources only). */
 struct fdb_entry *fdb_learn(struct sw_fdb *f, uint16_t slot, const uint8_t *mac, uint64_t now,
-			    uint64_t *gen)
+			    struct fdb_ver *ver, enum fdb_refusal *why, uint64_t *retry_ns)
 {
 	static const uint8_t zero[FDB_ETH_ALEN];
 	struct fdb_entry *e;
+	unsigned s;
 
+	*why = FDB_LEARNT;
 	if ((mac[0] & 1) || !memcmp(mac, zero, FDB_ETH_ALEN)) {
-		*gen = 0; /* not a valid source address: never cached */
+		*ver = fdb_ver_none(f); /* not a valid source address: never cached */
 		return NULL;
 	}
+	s = fdb_set_of(f, mac);
 	fdb_lock(f);
-	e = learn_locked(f, slot, mac, now);
-	*gen = f->gen;
+	e = learn_locked(f, slot, mac, now, s, why, retry_ns);
+	*ver = (struct fdb_ver){.seqp = &f->seq[s], .seq = f->seq[s]};
 	fdb_unlock(f);
 	return e;
 }
 
 /* fdb_lookup() - look up under the lock, clearing an aged entry. */
 uint16_t fdb_lookup(struct sw_fdb *f, const uint8_t *mac, uint64_t now, struct fdb_entry **entry,
-		    uint64_t *gen)
+		    struct fdb_ver *ver)
 {
-	struct fdb_entry *set = fdb_set(f, mac);
+	unsigned s = fdb_set_of(f, mac);
+	struct fdb_entry *set = f->e[s];
 	uint16_t port = FDB_NO_PORT;
 
 	*entry = NULL;
@@ -170,26 +244,38 @@ uint16_t fdb_lookup(struct sw_fdb *f, const uint8_t *mac, uint64_t now, struct f
 		if (!fdb_used(e) || memcmp(e->mac, mac, FDB_ETH_ALEN))
 			continue;
 		if (fdb_expired(e, now)) {
-			fdb_clear(f, e);
+			fdb_clear(f, s, e);
 			break;
 		}
 		*entry = e;
 		port = e->port;
 		break;
 	}
-	*gen = f->gen;
+	*ver = (struct fdb_ver){.seqp = &f->seq[s], .seq = f->seq[s]};
 	fdb_unlock(f);
 	return port;
 }
 
-/* fdb_forget_port() - clear the port's entries and invalidate every flow cache. */
+/* fdb_forget_port() - clear the port's entries: the caches of their sets go stale. */
 void fdb_forget_port(struct sw_fdb *f, uint16_t slot)
 {
 	fdb_lock(f);
 	for (unsigned s = 0; s < FDB_SETS; s++)
 		for (unsigned w = 0; w < FDB_WAYS; w++)
 			if (f->e[s][w].port == slot)
-				fdb_clear(f, &f->e[s][w]);
-	fdb_bump(f);
+				fdb_clear(f, s, &f->e[s][w]);
 	fdb_unlock(f);
+}
+
+/* fdb_port_read() - relaxed loads of what the lock's holders store atomically. */
+void fdb_port_read(const struct sw_fdb *f, uint16_t slot, struct fdb_port *out)
+{
+	const struct fdb_port *fp = &f->port[slot];
+
+	out->learned = __atomic_load_n(&fp->learned, __ATOMIC_RELAXED);
+	out->max_macs = fp->max_macs;
+	out->learn_rate = fp->learn_rate;
+	out->tat_ns = 0;
+	out->limit_hits = __atomic_load_n(&fp->limit_hits, __ATOMIC_RELAXED);
+	out->rate_hits = __atomic_load_n(&fp->rate_hits, __ATOMIC_RELAXED);
 }

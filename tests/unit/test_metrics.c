@@ -157,6 +157,39 @@ static void test_exposition_lines(void **state)
 	free(t);
 }
 
+/* A switch port: its switch counters and FDB limits; a tap port has none of those samples. */
+static void test_exposition_switch_port(void **state)
+{
+	struct metrics_port_view v[2];
+	struct textbuf tb = {0};
+
+	(void)state;
+	memset(v, 0, sizeof(v));
+	v[0].port.name = "p0";
+	v[0].port.backend = "tap";
+	v[0].port.tap = "tap0";
+	v[0].port.socket = "/run/a.sock";
+	v[1].port.name = "p1";
+	v[1].port.backend = "switch";
+	v[1].port.socket = "/run/b.sock";
+	v[1].port.is_switch = true;
+	v[1].port.sw = (struct switch_port_counters){
+	    .cache_misses = 5, .macs = 256, .max_macs = 256,
+	    .learn_rate = 100, .mac_limit_hits = 12, .learn_rate_hits = 3400};
+	metrics_format(&tb, v, 2);
+	assert_false(tb.oom);
+	assert_line(tb.p, "# TYPE vnetd_switch_mac_limit_total counter");
+	assert_line(tb.p, "vnetd_switch_mac_limit_total{port=\"p1\"} 12");
+	assert_line(tb.p, "# TYPE vnetd_switch_learn_rate_limited_total counter");
+	assert_line(tb.p, "vnetd_switch_learn_rate_limited_total{port=\"p1\"} 3400");
+	assert_line(tb.p, "# TYPE vnetd_switch_macs gauge");
+	assert_line(tb.p, "vnetd_switch_macs{port=\"p1\"} 256");
+	assert_line(tb.p, "vnetd_switch_max_macs{port=\"p1\"} 256");
+	assert_line(tb.p, "vnetd_switch_learn_rate{port=\"p1\"} 100");
+	assert_null(strstr(tb.p, "vnetd_switch_macs{port=\"p0\"}"));
+	free(tb.p);
+}
+
 /* Every sample line belongs to the family of the last # TYPE line, and each family is typed once.
  */
 static void test_exposition_structure(void **state)
@@ -266,6 +299,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_lateness_histogram_counts_every_sample),
 	    cmocka_unit_test(test_exposition_lines),
+	    cmocka_unit_test(test_exposition_switch_port),
 	    cmocka_unit_test(test_exposition_structure),
 	    cmocka_unit_test(test_textbuf_grows),
 	    cmocka_unit_test(test_http_status),

@@ -118,6 +118,43 @@ static void test_worker_key(void **state)
 	assert_int_equal(options_parse(7, bad, &o), -1);
 }
 
+/* max-macs=N and learn-rate=N: a switch port's FDB limits, with defaults, ranges, switch only. */
+static void test_switch_limit_keys(void **state)
+{
+	struct port_config c;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(options_runtime_port("socket=/c,switch", 7, &c, NULL, NULL, 0, err,
+					      sizeof(err)), 0);
+	assert_int_equal(c.max_macs, 256);
+	assert_int_equal(c.learn_rate, 100);
+	assert_int_equal(options_runtime_port("socket=/c,switch,max-macs=4096,learn-rate=0", 7, &c,
+					      NULL, NULL, 0, err, sizeof(err)), 0);
+	assert_int_equal(c.max_macs, 4096);
+	assert_int_equal(c.learn_rate, 0);
+	assert_int_equal(options_runtime_port("socket=/c,switch,max-macs=1,learn-rate=1000000", 7,
+					      &c, NULL, NULL, 0, err, sizeof(err)), 0);
+	assert_int_equal(c.max_macs, 1);
+	assert_int_equal(c.learn_rate, 1000000);
+	assert_int_equal(options_runtime_port("socket=/c,switch,max-macs=0", 7, &c, NULL, NULL, 0,
+					      err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "max-macs"));
+	assert_int_equal(options_runtime_port("socket=/c,switch,max-macs=4097", 7, &c, NULL, NULL,
+					      0, err, sizeof(err)), -1);
+	assert_int_equal(options_runtime_port("socket=/c,switch,learn-rate=1000001", 7, &c, NULL,
+					      NULL, 0, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "learn-rate"));
+	assert_int_equal(options_runtime_port("socket=/c,switch,learn-rate=-1", 7, &c, NULL, NULL,
+					      0, err, sizeof(err)), -1);
+	assert_int_equal(options_runtime_port("socket=/c,tap=t0,max-macs=8", 7, &c, NULL, NULL, 0,
+					      err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "switch ports"));
+	/* The --config object form says the same. */
+	assert_int_equal(parse("{\"ports\": [{\"socket\": \"/b\", \"switch\": true, "
+			       "\"max-macs\": 16, \"learn-rate\": 5}]}", err), 0);
+}
+
 static void test_runtime_port_default_mac_is_unique(void **state)
 {
 	struct port_config a, other, c;
@@ -269,6 +306,7 @@ int main(void)
 	    cmocka_unit_test(test_runtime_port_checks_against_live_ports),
 	    cmocka_unit_test(test_runtime_port_default_mac_is_unique),
 	    cmocka_unit_test(test_worker_key),
+	    cmocka_unit_test(test_switch_limit_keys),
 	    cmocka_unit_test(test_state_round_trip_and_refusals),
 	    cmocka_unit_test(test_state_rx_round_trip),
 	    cmocka_unit_test(test_state_rx_refusals),

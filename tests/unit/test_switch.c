@@ -641,6 +641,194 @@ static void test_queue_byte_limit_and_resume_over_budgets(void **state)
 	assert_int_equal(flooded(a), 1);
 }
 
+/*
+ * (7d) The byte limit counts each queued buffer's capacity: a frame over 2 KiB takes a 64 KiB
+ * buffer, so a queue of 3000-byte frames holds SWITCH_QUEUE_BYTES / 64 KiB of them, not
+ * SWITCH_QUEUE_PACKETS (that would be 16 MiB of buffers for a 4 MiB budget).
+ */
+static void test_queue_bytes_count_buffer_capacity(void **state)
+{
+	const unsigned fit = SWITCH_QUEUE_BYTES / 65536, n = SWITCH_QUEUE_PACKETS;
+	struct port *a = &ports[0], *b = &ports[1];
+
+	(void)state;
+	td_mem_size = 8u << 20;
+	two_ports_b_learned();
+	send_many(a, b->mac, 3000, 0, n);
+	assert_int_equal(switch_port_queued(b->be), fit);
+	assert_int_equal(dropped(b), n - fit);
+	/* Just over the small buffers' 2 KiB: the same. */
+	rx_post(b, QSIZE, 1526 * 2 + 64);
+	for (unsigned i = 0; i < fit; i++)
+		expect_from(b, a, b->mac, 3000, i);
+	expect_nothing(b);
+	assert_int_equal(switch_port_queued(b->be), 0);
+	while (fake_vq_get_used(&b->td->vq[RXQ], NULL, NULL))
+		;
+	send_many(a, b->mac, 2049, 1000, QSIZE - fit); /* into the buffers still posted */
+	for (unsigned i = 0; i < QSIZE - fit; i++)
+		expect_from(b, a, b->mac, 2049, 1000 + i);
+	send_many(a, b->mac, 2049, 2000, n);
+	assert_int_equal(switch_port_queued(b->be), fit);
+	assert_int_equal(dropped(b), 2 * (n - fit));
+	/* Frames that fit the small buffers: the packet limit, not the bytes, bounds them. */
+	rx_post(b, fit, HDR + 2049);
+	for (unsigned i = 0; i < fit; i++)
+		expect_from(b, a, b->mac, 2049, 2000 + i);
+	send_many(a, b->mac, 2048, 3000, n + 1);
+	assert_int_equal(switch_port_queued(b->be), n);
+	assert_int_equal(dropped(b), 2 * (n - fit) + 1);
+}
+
+/* ---- What one port may teach the FDB ---- */
+
+/* MAC number i of a test's "random" sources: locally administered unicast, 02:5e:00:00:hi:lo. */
+static const uint8_t *mac_n(unsigned i)
+{
+	static uint8_t m[6];
+
+	memcpy(m, (const uint8_t[6]){0x02, 0x5e, 0, 0, (uint8_t)(i >> 8), (uint8_t)i}, 6);
+	return m;
+}
+
+static struct switch_port_counters counters(const struct port *p)
+{
+	struct switch_port_counters c;
+
+	switch_port_counters(p->be, &c);
+	return c;
+}
+
+/*
+ * (11) A port sending from ever new source MACs does not invalidate other ports' flow caches:
+ * A -> B keeps hitting its cache while C teaches the table a new MAC before each of A's frames.
+ * (A new MAC changes one FDB set: A's answer goes stale only when it lands in B's set.)
+ */
+static void test_new_macs_leave_other_flow_caches_valid(void **state)
+{
+	struct port *a = &ports[0], *b = &ports[1], *c = &ports[2], *d = &ports[3];
+	const unsigned n = 100;
+	uint64_t misses;
+
+	(void)state;
+	td_mem_size = 8u << 20;
+	sw_up(4, 0);
+	rx_post(a, 8, 1526);
+	rx_post(b, 200, 128);
+	rx_post(d, 8, 128);
+	switch_port_set_limits(c->be, SWITCH_FDB_SIZE, 0); /* every one of its MACs is learnt */
+	tx_send(a, mac_bcast, 60, 0);
+	expect_from(b, a, mac_bcast, 60, 0);
+	tx_send(b, a->mac, 60, 1);
+	tx_send(d, a->mac, 60, 2);
+	expect_from(a, b, a->mac, 60, 1);
+	expect_from(a, d, a->mac, 60, 2);
+	tx_send(a, b->mac, 60, 3); /* A's cache: its source and B */
+	misses = counters(a).cache_misses;
+	for (unsigned i = 0; i < n; i++) {
+		send_from(c, d->mac, mac_n(i), 60, i); /* D is out of buffers: queued or dropped */
+		tx_send(a, b->mac, 60, 10 + i);
+	}
+	assert_int_equal(counters(c).macs, n);
+	assert_int_equal(forwarded(a), n + 1);
+	assert_int_equal(flooded(a), 1);
+	/* Before the fix: a miss after every one of C's MACs (n). Now: the few that shared B's
+	 * set of SWITCH_FDB_SIZE / 4 (about n / 1024 expected; 10 is beyond any bad luck). */
+	assert_true(counters(a).cache_misses - misses <= 10);
+	expect_from(b, a, b->mac, 60, 3);
+	for (unsigned i = 0; i < n; i++)
+		expect_from(b, a, b->mac, 60, 10 + i);
+}
+
+/*
+ * (12) max-macs: a port holds at most its limit of MACs; further new sources are counted and
+ * not learnt (or only in place of one of its own), their frames still forwarded, frames to
+ * them flooded; the other ports keep learning.
+ */
+static void test_port_mac_limit(void **state)
+{
+	struct port *a = &ports[0], *b = &ports[1], *c = &ports[2];
+	const unsigned n = 20, limit = 8;
+	struct switch_port_counters ca;
+
+	(void)state;
+	sw_up(3, 64);
+	switch_port_set_limits(a->be, limit, 0);
+	tx_send(b, mac_bcast, 60, 1); /* B and C learnt */
+	tx_send(c, mac_bcast, 60, 2);
+	for (unsigned i = 0; i < n; i++)
+		send_from(a, b->mac, mac_n(i), 60, 10 + i);
+	ca = counters(a);
+	assert_int_equal(ca.macs, limit);
+	assert_int_equal(ca.max_macs, limit);
+	assert_int_equal(ca.mac_limit_hits, n - limit);
+	assert_int_equal(ca.learn_rate_hits, 0);
+	assert_int_equal(forwarded(a), n); /* every frame reached B */
+	/* The table holds exactly `limit` of A's MACs: C's frames to those go to A only. */
+	for (unsigned i = 0; i < n; i++)
+		send_from(c, mac_n(i), c->mac, 60, 100 + i);
+	assert_int_equal(forwarded(c), limit);
+	assert_int_equal(flooded(c), 1 + n - limit); /* and its broadcast */
+	/* Other ports are not held back: a new port's MAC is learnt at once. */
+	tx_send(b, c->mac, 60, 200);
+	assert_int_equal(counters(b).macs, 1);
+	assert_int_equal(forwarded(b), 1);
+}
+
+/*
+ * (13) learn-rate: new MACs beyond the port's rate (a bucket of one second's worth) are
+ * counted and not learnt; the bucket refills with time, never beyond one second's worth.
+ */
+static void test_port_learn_rate(void **state)
+{
+	struct port *a = &ports[0], *b = &ports[1], *c = &ports[2];
+	const unsigned rate = 10, n = 30;
+	struct switch_port_counters ca;
+
+	(void)state;
+	sw_up(3, 128);
+	switch_port_set_limits(a->be, SWITCH_FDB_SIZE, rate);
+	tx_send(b, mac_bcast, 60, 1);
+	tx_send(c, mac_bcast, 60, 2);
+	for (unsigned i = 0; i < n; i++)
+		send_from(a, b->mac, mac_n(i), 60, 10 + i);
+	ca = counters(a);
+	assert_int_equal(ca.macs, rate);
+	assert_int_equal(ca.learn_rate, rate);
+	assert_int_equal(ca.learn_rate_hits, n - rate);
+	assert_int_equal(ca.mac_limit_hits, 0);
+	assert_int_equal(forwarded(a), n);
+	for (unsigned i = 0; i < n; i++) /* to A only for the ones learnt */
+		send_from(c, mac_n(i), c->mac, 60, 100 + i);
+	assert_int_equal(forwarded(c), rate);
+	/* A refused MAC sending on is not asked about again before a token can be there: its
+	 * frames cost no FDB lookup (no cache miss) and count no further refusal. */
+	ca = counters(a);
+	for (unsigned i = 0; i < 5; i++)
+		send_from(a, b->mac, mac_n(n - 2), 60, 150 + i);
+	assert_int_equal(counters(a).learn_rate_hits, ca.learn_rate_hits + 1);
+	assert_int_equal(counters(a).cache_misses, ca.cache_misses + 1);
+	assert_int_equal(forwarded(a), n + 5);
+	/* Half a second: half a bucket. */
+	clock_ns += NS / 2;
+	switch_set_clock(sw, clock_ns);
+	for (unsigned i = rate; i < n; i++)
+		send_from(a, b->mac, mac_n(i), 60, 200 + i);
+	assert_int_equal(counters(a).macs, rate + rate / 2);
+	/* A minute idle: one second's worth again, not sixty. */
+	clock_advance(60);
+	for (unsigned i = 0; i < n; i++)
+		send_from(a, b->mac, mac_n(1000 + i), 60, 300 + i);
+	assert_int_equal(counters(a).macs, 2 * rate + rate / 2);
+	assert_int_equal(counters(a).learn_rate_hits,
+			 (n - rate) + 1 + (n - 3 * rate / 2) + (n - rate));
+	/* B, at the defaults, is not held back by A's limits. */
+	send_from(b, c->mac, mac_n(5000), 60, 400);
+	assert_int_equal(counters(b).macs, 2);
+	assert_int_equal(counters(b).learn_rate, SWITCH_LEARN_RATE);
+	assert_int_equal(counters(b).max_macs, SWITCH_FDB_PORT_MAX);
+}
+
 /* ---- Sizes, descriptor layouts, the header ---- */
 
 /* (8) 14-byte frames, frames that fill several mergeable buffers, direct and queued. */
@@ -784,6 +972,10 @@ int main(void)
 	    T(test_no_rx_buffers_queues_in_order),
 	    T(test_full_queue_drops_and_counts),
 	    T(test_queue_byte_limit_and_resume_over_budgets),
+	    T(test_queue_bytes_count_buffer_capacity),
+	    T(test_new_macs_leave_other_flow_caches_valid),
+	    T(test_port_mac_limit),
+	    T(test_port_learn_rate),
 	    T(test_sizes_byte_exact_with_mergeable_buffers),
 	    T(test_split_tx_chain_byte_exact),
 	    T(test_receiver_header_zero_but_num_buffers),

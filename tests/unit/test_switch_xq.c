@@ -154,6 +154,27 @@ static void test_full_ring_refuses_and_recovers(void **state)
 	xq_destroy(q);
 }
 
+/*
+ * (2b) What a ring holds in memory is its size, whatever the frames: the smallest take a
+ * record header and padding each (16 + 16 bytes for 14), counted against the ring like the
+ * frame's bytes, so many tiny frames cannot hold more than RING bytes either.
+ */
+static void test_tiny_frames_count_their_records(void **state)
+{
+	struct xq *q = xq_new(2);
+	unsigned ok = 0;
+
+	(void)state;
+	while (push(q, 0, 1, ok, 14) == 0)
+		ok++;
+	assert_int_equal(ok, RING / 32);
+	assert_int_equal(xq_queued_bytes(q, 0, 1), RING);
+	assert_int_equal(xq_drain(q, 1, 100000, 1u << 30, record, NULL), 0);
+	assert_int_equal(got.n, ok);
+	assert_false(got.bad);
+	xq_destroy(q);
+}
+
 /* (3) Records never straddle the end: many laps of odd sizes, every byte checked. */
 static void test_wrap_around_laps(void **state)
 {
@@ -408,6 +429,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_order_and_bytes),
 		cmocka_unit_test(test_full_ring_refuses_and_recovers),
+		cmocka_unit_test(test_tiny_frames_count_their_records),
 		cmocka_unit_test(test_wrap_around_laps),
 		cmocka_unit_test(test_wakeups),
 		cmocka_unit_test(test_budgets_and_turns),

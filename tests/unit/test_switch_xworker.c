@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -477,6 +478,17 @@ static void test_threads_forward_to_each_other(void **state)
 	side[1] = (struct tside){.me = &xp[1], .peer = &xp[0], .worker = 1};
 	for (unsigned i = 0; i < 2; i++)
 		assert_int_equal(pthread_create(&t[i], NULL, worker_thread, &side[i]), 0);
+	/* The statistics read the switch's counters meanwhile, lock-free (TSan: no race). */
+	for (unsigned k = 0;
+	     k < 1000000 && __atomic_load_n(&side[0].received, __ATOMIC_ACQUIRE) < T_FRAMES / 2;
+	     k++) {
+		struct switch_port_counters c;
+
+		switch_port_counters(xp[0].be, &c);
+		switch_port_counters(xp[1].be, &c);
+		assert_true(c.macs <= 1);
+		sched_yield();
+	}
 	for (unsigned i = 0; i < 2; i++)
 		pthread_join(t[i], NULL);
 	for (unsigned i = 0; i < 2; i++) {
@@ -494,6 +506,63 @@ static void test_threads_forward_to_each_other(void **state)
 	}
 }
 
+/*
+ * (7) With several workers too, a port on worker 1 teaching the FDB a new MAC before each
+ * frame of a pair on worker 0 leaves the pair's flow caches valid (source and destination:
+ * each is checked against its own FDB set's sequence, not one generation of the table).
+ */
+static void test_new_macs_leave_other_workers_caches_valid(void **state)
+{
+	struct xport *a, *b, *c, *d;
+	struct switch_port_counters ca, cc;
+	const unsigned n = 100;
+	uint64_t misses;
+
+	(void)state;
+	sw_new(2);
+	a = xport_add(0, 16);
+	b = xport_add(0, QSIZE);
+	c = xport_add(1, 0);
+	d = xport_add(1, 0);
+	switch_port_set_limits(c->be, SWITCH_FDB_SIZE, 0);
+	for (unsigned i = 0; i < nxp; i++) { /* everyone learnt */
+		assert_true(tx_queue(&xp[i], bcast, 60, i));
+		tx_kick(&xp[i]);
+		round_end(xp[i].worker);
+	}
+	worker_rx(0);
+	worker_rx(1);
+	while (rx_next(a, bcast, b->mac, NULL) != -1) /* the broadcasts: taken, whoever sent them */
+		;
+	while (rx_next(b, bcast, a->mac, NULL) != -1)
+		;
+	assert_true(tx_queue(a, b->mac, 60, 1000));
+	tx_kick(a);
+	round_end(0);
+	switch_port_counters(a->be, &ca);
+	misses = ca.cache_misses;
+	for (unsigned i = 0; i < n; i++) {
+		c->mac[4] = (uint8_t)(i >> 8);
+		c->mac[5] = (uint8_t)i;
+		c->mac[3] = 0x5e;
+		assert_true(tx_queue(c, d->mac, 60, i)); /* D has no buffers: queued or dropped */
+		tx_kick(c);
+		round_end(1);
+		assert_true(tx_queue(a, b->mac, 60, 1001 + i));
+		tx_kick(a);
+		round_end(0);
+	}
+	switch_port_counters(a->be, &ca);
+	switch_port_counters(c->be, &cc);
+	assert_int_equal(cc.macs, n + 1);
+	assert_int_equal(forwarded(a), n + 1);
+	assert_int_equal(switch_port_crossed(c->be), 1); /* its broadcast only */
+	/* Before: two misses (source and destination) after each of C's n MACs. */
+	assert_true(ca.cache_misses - misses <= 10);
+	for (unsigned i = 0; i <= n; i++)
+		assert_int_equal(rx_next(b, b->mac, a->mac, NULL), 1000 + i);
+}
+
 #define T(fn) cmocka_unit_test_teardown(fn, teardown)
 
 int main(void)
@@ -505,6 +574,7 @@ int main(void)
 		T(test_detach_with_frames_queued),
 		T(test_receiver_budget),
 		T(test_threads_forward_to_each_other),
+		T(test_new_macs_leave_other_workers_caches_valid),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
