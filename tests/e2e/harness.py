@@ -98,6 +98,9 @@ def new_qemu(suite='sid'):
              % (suite, (r.stderr.strip().splitlines() or ['?'])[-1]))
     if r.returncode != 0:
         fail('guest/qemu.sh failed:\n' + r.stdout + r.stderr)
+    for line in r.stderr.splitlines():
+        if line.startswith('cache:') or 'ready:' in line:
+            _log(line)
     return r.stdout.strip().splitlines()[-1]
 
 
