@@ -649,7 +649,8 @@ struct port *port_create(unsigned index, const struct port_config *cfg, unsigned
 	}
 	p->listen_fd = port_listen(p);
 	if (p->listen_fd < 0 ||
-	    event_loop_add(epfd, p->listen_fd, EPOLLIN, port_ref(p, EV_VU_LISTEN, 0, p->listen_fd)) < 0)
+	    event_loop_add(epfd, p->listen_fd, EPOLLIN | EPOLLET,
+			   port_ref(p, EV_VU_LISTEN, 0, p->listen_fd)) < 0)
 		goto fail;
 	return p;
 fail:
@@ -717,16 +718,27 @@ void port_destroy(struct port *p)
 
 static void port_accept(struct port *p)
 {
-	int fd = accept4(p->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	/*
+	 * Edge-triggered (port_create): take every pending connection until EAGAIN. Out of fds
+	 * (EMFILE, ENFILE) the rest stay queued until the next connection wakes us; level-triggered
+	 * they would wake the loop at once, for ever.
+	 */
+	for (;;) {
+		int fd = accept4(p->listen_fd, NULL, NULL, SOCK_CLOEXEC);
 
-	if (fd < 0)
-		return;
-	if (p->connected) {
-		log_warn("%s: a frontend is already connected; refusing another", p->name);
-		close(fd);
-		return;
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+				log_guest("%s: cannot accept a frontend: %s (retried at the next "
+					  "connection)", p->name, strerror(errno));
+			return;
+		}
+		if (p->connected) {
+			log_warn("%s: a frontend is already connected; refusing another", p->name);
+			close(fd);
+			continue;
+		}
+		port_attach_conn(p, fd);
 	}
-	port_attach_conn(p, fd);
 }
 
 /* port_attach_conn() - serve the frontend on connected socket fd (accepted or connected). */

@@ -821,12 +821,12 @@ class OwnVnetd:
     """A vnetd of the case's own (own ports, own control socket), started without waiting
     forever for it: ready() says whether it came up within the time given."""
 
-    def __init__(self, wd, args):
+    def __init__(self, wd, args, wrap=()):
         self.ctl = os.path.join(wd, 'control.sock')
         self.log_path = os.path.join(wd, 'vnetd.log')
         self.log = open(self.log_path, 'ab')
         extra = os.environ.get('VNETD_EXTRA_ARGS', '').split()
-        self.proc = _subprocess.Popen([VNETD, '--control', self.ctl] + list(args) + extra,
+        self.proc = _subprocess.Popen(list(wrap) + [VNETD, '--control', self.ctl] + list(args) + extra,
                                       stdout=self.log, stderr=_subprocess.STDOUT,
                                       start_new_session=True)
 
@@ -1225,6 +1225,44 @@ def kick_pipe_hup(env, res):
     res.check(lines == 1, 'reported once (%d log lines)' % lines)
     expect_alive_conn(res, f.vu, 'a dead kick fd')
     res.check(f.coal_tx_set(2, 2) == vu.VIRTIO_NET_OK, 'the control queue still works')
+
+
+@case('vhost-user listener while vnetd is out of fds (accept fails with EMFILE)',
+      nolog='the line is checked in the own vnetd\'s log')
+def listener_out_of_fds(env, res):
+    wd = workdir('hostile-emfile')
+    sock = os.path.join(wd, 'p0.sock')
+    # The fds a one-port vnetd holds when idle, then one with exactly that RLIMIT_NOFILE.
+    vd = OwnVnetd(wd, ['--port', 'socket=%s,switch' % sock])
+    if not res.check(vd.ready(), 'own vnetd started'):
+        check_sigterm(res, vd, 'sizing run')
+        return
+    fds = len(os.listdir('/proc/%d/fd' % vd.proc.pid))
+    check_sigterm(res, vd, 'sizing run')
+    wd = workdir('hostile-emfile')
+    sock = os.path.join(wd, 'p0.sock')
+    vd = OwnVnetd(wd, ['--port', 'socket=%s,switch' % sock], wrap=['prlimit', '--nofile=%d:%d' % (fds, fds), '--'])
+    try:
+        if not res.check(vd.ready(), 'own vnetd started with RLIMIT_NOFILE %d' % fds):
+            return
+        pid = vd.proc.pid
+        c = VhostUserClient(sock)
+        t0 = time.monotonic()
+        with open('/proc/%d/stat' % pid) as f:
+            f0 = f.read().rsplit(')', 1)[1].split()
+        time.sleep(2.0)
+        with open('/proc/%d/stat' % pid) as f:
+            f1 = f.read().rsplit(')', 1)[1].split()
+        cpu = sum(int(f1[i]) - int(f0[i]) for i in (11, 12)) / os.sysconf('SC_CLK_TCK')
+        load = cpu / (time.monotonic() - t0)
+        # Spinning takes a whole core when the machine is idle, ~40 % on a loaded 2-core one.
+        res.check(load < 0.15, 'vnetd CPU over 2 s with a connection it cannot accept: %.0f%% of a '
+                  'core (< 15%%)' % (load * 100))
+        c.close()
+        m = re.search(r'cannot accept a frontend: Too many open files', vd.log_text())
+        res.check(bool(m), 'logged: %s' % (m.group(0) if m else 'no "cannot accept" line'))
+    finally:
+        check_sigterm(res, vd, 'out of fds')
 
 
 # =============================================================================================
