@@ -1,19 +1,18 @@
 /* vhost_user_migrate.c - live migration over vhost-user: dirty log base, device state pipe, RARP. */
-#include "vhost_user_internal.h"
+#include "vhost_user_migrate.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include "guest_fault.h"
 #include "log.h"
-#include "peer_io.h"
 #include "mem_cap.h"
+#include "peer_io.h"
+#include "vhost_user_io.h"
+#include "vhost_user_mem.h"
 #include "virtio_net_defs.h"
 
 /* SET_DEVICE_STATE_FD reply: 0 = accepted, bit 8 = we hand back no fd of our own. */
@@ -32,8 +31,7 @@ static void update_logging(struct vu_conn *c)
 static void unmap_log(struct dirty_log *log)
 {
 	if (log->mmap_base) {
-		guest_fault_unwatch(log->mmap_base);
-		munmap(log->mmap_base, log->mmap_len);
+		vu_unmap_fd(log->mmap_base, log->mmap_len);
 		mem_cap_uncharge(log->mmap_len);
 	}
 	memset(log, 0, sizeof(*log));
@@ -47,8 +45,8 @@ static void unmap_log(struct dirty_log *log)
  */
 static int map_log(struct vu_conn *c, const struct vu_log *l, int fd, struct dirty_log *out)
 {
-	struct stat st;
-	uint64_t len, kept = 0;
+	int64_t size;
+	uint64_t len;
 	void *base;
 
 	/* QEMU maps from offset 0; a far offset would only reserve address space. */
@@ -63,26 +61,15 @@ static int map_log(struct vu_conn *c, const struct vu_log *l, int fd, struct dir
 		log_guest("vhost-user: SET_LOG_BASE: log too large");
 		return -1;
 	}
-	if (fstat(fd, &st) < 0 || (S_ISREG(st.st_mode) && (uint64_t)st.st_size < len)) {
+	if (vu_fd_short(fd, len, &size) != 0) {
 		log_guest("vhost-user: SET_LOG_BASE: fd does not hold %" PRIu64 " bytes", len);
 		return -1;
 	}
 	/* Counted like guest memory: with the table against max-mem=, and daemon-wide. */
-	for (unsigned i = 0; i < c->mem.nregions; i++)
-		kept += c->mem.regions[i].mmap_base ? c->mem.regions[i].mmap_len : 0;
-	if (vu_mem_admit(c, "SET_LOG_BASE", len, kept) < 0)
+	if (vu_mem_admit(c, "SET_LOG_BASE", len, vu_mem_table_bytes(&c->mem)) < 0)
 		return -1;
 	/* From offset 0, as for memory regions: mmap offsets must be page-aligned, ours need not. */
-	base = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
-	if (base == MAP_FAILED) {
-		log_guest("vhost-user: SET_LOG_BASE: mmap of %" PRIu64 " bytes: %s", len,
-			  strerror(errno));
-		mem_cap_uncharge(len);
-		return -1;
-	}
-	if (guest_fault_watch(base, (size_t)len, &c->mem_fault) < 0) {
-		log_err("vhost-user: SET_LOG_BASE: too many guest mappings");
-		munmap(base, (size_t)len);
+	if (!(base = vu_map_fd(fd, len, &c->mem_fault, "SET_LOG_BASE"))) {
 		mem_cap_uncharge(len);
 		return -1;
 	}
@@ -94,6 +81,16 @@ static int map_log(struct vu_conn *c, const struct vu_log *l, int fd, struct dir
 	return 0;
 }
 
+/**
+ * vu_mig_set_log_base() - SET_LOG_BASE: map the frontend's dirty log and log through it.
+ * @c: the connection (LOG_SHMFD must be negotiated)
+ * @rx: the message; its fd stays the caller's to close (the mapping outlives it)
+ *
+ * The new log replaces the old one in place (the device logs through &c->log), then the old
+ * one is unmapped. The reply always goes out (QEMU waits for it): 0 mapped, 1 refused.
+ *
+ * Return: VU_OK, VU_FAIL (refused, logged) or VU_DISCONNECT (the reply could not be sent).
+ */
 enum vu_result vu_mig_set_log_base(struct vu_conn *c, struct vu_rx *rx)
 {
 	struct dirty_log nl;
@@ -115,10 +112,17 @@ enum vu_result vu_mig_set_log_base(struct vu_conn *c, struct vu_rx *rx)
 			 nl.size, nl.size * 8 * DIRTY_LOG_PAGE >> 20);
 	}
 	/* QEMU waits for this reply (and ignores its value): 0 mapped, 1 refused. */
-	return vu_reply_u64(c, rx->msg.request, ok ? 0 : 1) == VU_OK ? (ok ? VU_OK : VU_FAIL)
+	return vu_reply_u64(c->sock, rx->msg.request, ok ? 0 : 1) == VU_OK ? (ok ? VU_OK : VU_FAIL)
 								     : VU_DISCONNECT;
 }
 
+/**
+ * vu_mig_set_log_all() - SET_FEATURES turned VHOST_F_LOG_ALL on or off.
+ * @c: the connection
+ * @on: whether the bit was set
+ *
+ * Return: nothing; the device logs while this is on and a log is mapped.
+ */
 void vu_mig_set_log_all(struct vu_conn *c, bool on)
 {
 	if (on != c->log_all)
@@ -127,6 +131,13 @@ void vu_mig_set_log_all(struct vu_conn *c, bool on)
 	update_logging(c);
 }
 
+/**
+ * vu_mig_vring_addr() - take SET_VRING_ADDR's logging fields into a queue.
+ * @q: the queue (stopped by the caller while its addresses change)
+ * @a: the message's payload: VU_VRING_F_LOG in flags, the used ring's guest address in log
+ *
+ * Return: nothing.
+ */
 void vu_mig_vring_addr(struct vnet_queue *q, const struct vu_vring_addr *a)
 {
 	q->vq.log_used = (a->flags & VU_VRING_F_LOG) != 0;
@@ -135,6 +146,13 @@ void vu_mig_vring_addr(struct vnet_queue *q, const struct vu_vring_addr *a)
 
 /* ---- announce ---- */
 
+/**
+ * vu_mig_send_rarp() - SEND_RARP: announce the guest's MAC (the u64's first 6 bytes).
+ * @c: the connection
+ * @m: the message
+ *
+ * Return: VU_OK (counted in c->rarps), or VU_FAIL when the device has no backend to send on.
+ */
 enum vu_result vu_mig_send_rarp(struct vu_conn *c, const struct vu_msg *m)
 {
 	uint8_t mac[6];
@@ -227,7 +245,15 @@ static void xfer_step(struct vu_conn *c)
 	}
 }
 
-void vu_conn_state_io(struct vu_conn *c, uint32_t events)
+/**
+ * vu_mig_state_io() - move device state over the pipe as far as it goes without waiting.
+ * @c: the connection
+ * @events: what epoll reported for the pipe; HUP or ERR with the transfer still open ends it
+ *
+ * Return: nothing; at the end the pipe is closed (owner told) and the result kept for
+ * CHECK_DEVICE_STATE.
+ */
+void vu_mig_state_io(struct vu_conn *c, uint32_t events)
 {
 	xfer_step(c); /* EPOLLHUP/ERR: a pipe's read (EOF) or write (EPIPE) ends the transfer */
 	/* An fd that hangs up yet still says "try again" would be reported for ever: end it. */
@@ -235,6 +261,17 @@ void vu_conn_state_io(struct vu_conn *c, uint32_t events)
 		xfer_finish(c, -1, "the frontend's end hung up");
 }
 
+/**
+ * vu_mig_set_state_fd() - SET_DEVICE_STATE_FD: start a save or load over the frontend's pipe.
+ * @c: the connection (its device is stopped: the frontend sends this after GET_VRING_BASE)
+ * @rx: the message; the pipe's fd is taken from it
+ *
+ * Only the stopped phase and the save and load directions are supported. A transfer still
+ * open is dropped. The owner is told to watch the pipe, the reply goes out (no fd of ours),
+ * then what the pipe takes at once is moved.
+ *
+ * Return: VU_OK, VU_FAIL (refused, reply 1) or VU_DISCONNECT (the reply could not be sent).
+ */
 enum vu_result vu_mig_set_state_fd(struct vu_conn *c, struct vu_rx *rx)
 {
 	const struct vu_transfer_state *t = &rx->msg.p.xfer;
@@ -245,7 +282,7 @@ enum vu_result vu_mig_set_state_fd(struct vu_conn *c, struct vu_rx *rx)
 	    (t->direction != VU_TRANSFER_STATE_SAVE && t->direction != VU_TRANSFER_STATE_LOAD)) {
 		log_guest("vhost-user: SET_DEVICE_STATE_FD: direction %u phase %u not supported",
 			  t->direction, t->phase);
-		return vu_reply_u64(c, rx->msg.request, 1) == VU_OK ? VU_FAIL : VU_DISCONNECT;
+		return vu_reply_u64(c->sock, rx->msg.request, 1) == VU_OK ? VU_FAIL : VU_DISCONNECT;
 	}
 	xfer_close(c); /* a transfer the frontend gave up on */
 	fd = vu_take_fd(rx, 0);
@@ -253,7 +290,7 @@ enum vu_result vu_mig_set_state_fd(struct vu_conn *c, struct vu_rx *rx)
 	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
 		log_guest("vhost-user: SET_DEVICE_STATE_FD: unusable fd: %s", strerror(errno));
 		close(fd);
-		return vu_reply_u64(c, rx->msg.request, 1) == VU_OK ? VU_FAIL : VU_DISCONNECT;
+		return vu_reply_u64(c->sock, rx->msg.request, 1) == VU_OK ? VU_FAIL : VU_DISCONNECT;
 	}
 	x->fd = fd;
 	x->kind = (uint8_t)peer_fd_kind(fd);
@@ -266,12 +303,21 @@ enum vu_result vu_mig_set_state_fd(struct vu_conn *c, struct vu_rx *rx)
 	if (c->ops && c->ops->state_fd_changed)
 		c->ops->state_fd_changed(c->ctx, -1, fd, x->load ? EPOLLIN : EPOLLOUT);
 	/* Reply first: the frontend only starts reading (or writing) the pipe after it. */
-	if (vu_reply_u64(c, rx->msg.request, VU_STATE_FD_REPLY_NOFD) != VU_OK)
+	if (vu_reply_u64(c->sock, rx->msg.request, VU_STATE_FD_REPLY_NOFD) != VU_OK)
 		return VU_DISCONNECT;
 	xfer_step(c);
 	return VU_OK;
 }
 
+/**
+ * vu_mig_check_state() - CHECK_DEVICE_STATE: finish what the pipe still holds, reply the result.
+ * @c: the connection
+ * @m: the message
+ *
+ * A transfer not complete by now has failed; without a transfer to check the answer is 1.
+ *
+ * Return: VU_OK, or VU_DISCONNECT when the reply could not be sent.
+ */
 enum vu_result vu_mig_check_state(struct vu_conn *c, const struct vu_msg *m)
 {
 	struct vu_state_xfer *x = &c->xfer;
@@ -284,9 +330,16 @@ enum vu_result vu_mig_check_state(struct vu_conn *c, const struct vu_msg *m)
 	if (!x->active)
 		x->result = -1; /* no transfer to check */
 	x->active = false;
-	return vu_reply_u64(c, m->request, x->result == 0 ? 0 : 1);
+	return vu_reply_u64(c->sock, m->request, x->result == 0 ? 0 : 1);
 }
 
+/**
+ * vu_mig_reset() - end migration state for a device reset or a disconnect.
+ * @c: the connection
+ * @unmap: also unmap the dirty log (disconnect); a reset keeps it for the next LOG_ALL
+ *
+ * Return: nothing; logging is off and any device-state transfer is dropped.
+ */
 void vu_mig_reset(struct vu_conn *c, bool unmap)
 {
 	c->log_all = false;

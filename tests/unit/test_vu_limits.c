@@ -130,7 +130,7 @@ static void send_msg(struct side *s, uint32_t req, const void *payload, uint32_t
 	assert_int_equal(sendmsg(s->peer, &mh, 0), (ssize_t)(VU_HDR_SIZE + size));
 	do /* the header, then the payload */
 		assert_int_equal(vu_conn_handle_readable(&s->conn), 0);
-	while (s->conn.rxlen);
+	while (s->conn.rx.len);
 }
 
 /* reply() - the u64 of the reply (REPLY_ACK or the request's own). */

@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: MIT */
+/* vhost_user_mem.c - a connection's guest memory: SET_MEM_TABLE checked, admitted, mapped, unmapped. */
+#include "vhost_user_mem.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "guest_fault.h"
+#include "log.h"
+#include "mem_cap.h"
+#include "vhost_user_io.h"
+
+/**
+ * vu_mem_table_bytes() - the address space a table's own mappings take.
+ * @mem: the table
+ *
+ * Return: the sum of its regions' mapping lengths (what mem_cap counts).
+ */
+uint64_t vu_mem_table_bytes(const struct guest_mem *mem)
+{
+	uint64_t n = 0;
+
+	for (unsigned i = 0; i < mem->nregions; i++)
+		if (mem->regions[i].mmap_base)
+			n += mem->regions[i].mmap_len;
+	return n;
+}
+
+/**
+ * vu_mem_unmap_table() - unmap a table, first taking its mappings off the SIGBUS watch list.
+ * @mem: the table; empty afterwards
+ *
+ * Return: nothing; its bytes are given back to the daemon-wide cap.
+ */
+void vu_mem_unmap_table(struct guest_mem *mem)
+{
+	uint64_t bytes = vu_mem_table_bytes(mem);
+
+	for (unsigned i = 0; i < mem->nregions; i++)
+		if (mem->regions[i].mmap_base)
+			guest_fault_unwatch(mem->regions[i].mmap_base);
+	guest_mem_unmap_all(mem);
+	mem_cap_uncharge(bytes);
+}
+
+static uint64_t conn_mem_cap(const struct vu_conn *c)
+{
+	uint64_t cap = c->ops && c->ops->mem_cap ? c->ops->mem_cap(c->ctx) : 0;
+
+	return cap ? cap : MEM_CAP_PORT_DEFAULT;
+}
+
+/**
+ * vu_mem_admit() - admit `bytes` more guest mappings for connection c against the caps.
+ * @c: the connection (its owner's mem_cap() gives the port's max-mem=)
+ * @what: the request, for the log line
+ * @bytes: address space the new mapping takes
+ * @kept: what the connection keeps mapped besides it
+ *
+ * Return: 0 with `bytes` charged to the daemon-wide cap, or -1 (logged, naming the cap).
+ */
+int vu_mem_admit(struct vu_conn *c, const char *what, uint64_t bytes, uint64_t kept)
+{
+	char a[MEM_CAP_STR_LEN], b[MEM_CAP_STR_LEN], u[MEM_CAP_STR_LEN];
+	uint64_t cap = conn_mem_cap(c);
+
+	if (bytes > cap || kept > cap - bytes) {
+		log_guest("vhost-user: %s: refused %s of guest memory (%s mapped besides): over "
+			  "the port's max-mem=%s", what, mem_cap_format(bytes, a),
+			  mem_cap_format(kept, u), mem_cap_format(cap, b));
+		return -1;
+	}
+	if (mem_cap_charge(bytes) < 0) {
+		log_guest("vhost-user: %s: refused %s of guest memory: over vnetd's "
+			  "--max-guest-mem=%s (%s mapped for all ports)", what,
+			  mem_cap_format(bytes, a), mem_cap_format(mem_cap_daemon(), b),
+			  mem_cap_format(mem_cap_in_use(), u));
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * region_len() - check one SET_MEM_TABLE region's numbers and give the length to map (from
+ * the start of the file, so mmap_offset need not be page-aligned); 0, or -1 (logged).
+ */
+static int region_len(const struct vu_mem_region *r, uint64_t *len)
+{
+	if (r->memory_size == 0) {
+		log_guest("vhost-user: SET_MEM_TABLE: empty region");
+		return -1;
+	}
+	if (r->mmap_offset > UINT64_MAX - r->memory_size ||
+	    r->guest_phys_addr > UINT64_MAX - (r->memory_size - 1) ||
+	    r->userspace_addr > UINT64_MAX - (r->memory_size - 1)) {
+		log_guest("vhost-user: SET_MEM_TABLE: region wraps around");
+		return -1;
+	}
+	*len = r->memory_size + r->mmap_offset;
+	if (*len > SIZE_MAX) {
+		log_guest("vhost-user: SET_MEM_TABLE: region too large");
+		return -1;
+	}
+	return 0;
+}
+
+/* map_region() - mmap one checked region (len from region_len()); 0, or -1 (logged, unmapped). */
+static int map_region(struct vu_conn *c, const struct vu_mem_region *r, uint64_t len, int fd,
+		      struct guest_mem_region *out)
+{
+	int64_t size;
+	void *base;
+
+	/* A file shorter than the region would SIGBUS us on first touch. */
+	if (vu_fd_short(fd, len, &size) == 1) {
+		log_guest("vhost-user: SET_MEM_TABLE: file of %jd bytes, region needs %" PRIu64,
+			  (intmax_t)size, len);
+		return -1;
+	}
+	if (!(base = vu_map_fd(fd, len, &c->mem_fault, "SET_MEM_TABLE")))
+		return -1;
+	memset(out, 0, sizeof(*out));
+	out->gpa = r->guest_phys_addr;
+	out->uva = r->userspace_addr;
+	out->size = r->memory_size;
+	out->host = (uint8_t *)base + r->mmap_offset;
+	out->mmap_base = base;
+	out->mmap_len = (size_t)len;
+	return 0;
+}
+
+/**
+ * vu_mem_map_table() - map a new memory table completely, without touching the current one.
+ * @c: the connection (its caps, its dirty log's size, its SIGBUS flag)
+ * @t: SET_MEM_TABLE's payload (vu_msg_parse() checked the region count against the fds)
+ * @fds: one fd per region; the caller keeps and closes them
+ * @out: the new table
+ *
+ * Before anything is mapped, the whole table is admitted against the caps (vu_mem_admit()):
+ * the new table and the dirty log against the port's max-mem= (the old table goes), and the
+ * new table against the daemon-wide cap (which still holds the old one until it is unmapped).
+ *
+ * Return: 0 with *out mapped and charged, or -1 (logged; nothing mapped, nothing charged).
+ */
+int vu_mem_map_table(struct vu_conn *c, const struct vu_mem_table *t, const int *fds,
+		     struct guest_mem *out)
+{
+	uint64_t len[VU_MAX_REGIONS], total = 0;
+
+	_Static_assert(VU_MAX_REGIONS <= GUEST_MEM_MAX_REGIONS, "a table fits guest_mem");
+	for (unsigned i = 0; i < t->nregions; i++) {
+		if (region_len(&t->regions[i], &len[i]) < 0)
+			return -1;
+		total = len[i] > UINT64_MAX - total ? UINT64_MAX : total + len[i];
+	}
+	if (vu_mem_admit(c, "SET_MEM_TABLE", total, c->log.mmap_len) < 0)
+		return -1;
+
+	memset(out, 0, sizeof(*out));
+	for (unsigned i = 0; i < t->nregions; i++) {
+		struct guest_mem_region reg;
+
+		if (map_region(c, &t->regions[i], len[i], fds[i], &reg) < 0)
+			goto fail;
+		if (guest_mem_add(out, &reg) < 0) {
+			log_guest("vhost-user: SET_MEM_TABLE: region %u overlaps another", i);
+			vu_unmap_fd(reg.mmap_base, reg.mmap_len);
+			goto fail;
+		}
+	}
+	return 0;
+
+fail:
+	/* What was admitted but never mapped; vu_mem_unmap_table() gives back the rest. */
+	mem_cap_uncharge(total - vu_mem_table_bytes(out));
+	vu_mem_unmap_table(out);
+	return -1;
+}
