@@ -1,10 +1,12 @@
 /* dev_state.c - device-model side of live migration: the device state stream and the announce. */
-#include "vnet_dev_internal.h"
+#include "dev_state.h"
 
 #include <endian.h>
 #include <string.h>
 
 #include "le_bytes.h"
+#include "queue_view.h"
+#include "vnet_dev_core.h"
 
 /*
  * The state stream, version 1 (little-endian; every field checked on load):
@@ -53,7 +55,15 @@ static void put_kind(uint8_t *p, const struct vnet_kind_coal *k)
 	le_put32(p + 6, k->set ? k->params.max_usecs : 0);
 }
 
-size_t vnet_dev_state_save(const struct vnet_dev *dev, uint8_t *buf, size_t cap)
+/**
+ * dev_state_save() - serialise what the frontend cannot resend, in the format above
+ * @dev: the device
+ * @buf: the stream goes here
+ * @cap: room in @buf, at least VNET_STATE_MAX
+ *
+ * Return: the bytes written.
+ */
+size_t dev_state_save(const struct vnet_dev *dev, uint8_t *buf, size_t cap)
 {
 	const struct vnet_rx_filter *f = &dev->filter;
 	const struct vnet_kind_coal *kinds[4] = {&dev->host[0], &dev->host[1], &dev->last[0],
@@ -189,7 +199,18 @@ static int state_parse(const struct vnet_dev *dev, const uint8_t *buf, size_t le
 	return 0;
 }
 
-int vnet_dev_state_load(struct vnet_dev *dev, const uint8_t *buf, size_t len, const char **why)
+/**
+ * dev_state_load() - validate a whole state stream (hostile input), then apply it
+ * @dev: the device, stopped
+ * @buf: the stream
+ * @len: its bytes
+ * @why: set to what was wrong ("ok" on success)
+ *
+ * Queues keep the loaded coalescing through their first enable; those that owed a
+ * notification get one when they are enabled.
+ * Return: 0, or -1 with nothing changed.
+ */
+int dev_state_load(struct vnet_dev *dev, const uint8_t *buf, size_t len, const char **why)
 {
 	struct state_in in;
 
@@ -215,7 +236,7 @@ int vnet_dev_state_load(struct vnet_dev *dev, const uint8_t *buf, size_t len, co
 		coal_adapt_stop(&q->adapt);
 		if (in.qwho[i] == COAL_SET_ADAPTIVE) {
 			/* The controller goes on from the level the source had reached. */
-			const struct coal_adapt_counters c = queue_adapt_counters(dev, q);
+			const struct coal_adapt_counters c = dev_adapt_counters(dev, q);
 
 			coal_adapt_start(&q->adapt, dev_now(dev), &c);
 			q->adapt.level = (uint8_t)coal_adapt_level_of(&in.qp[i]);
@@ -223,11 +244,19 @@ int vnet_dev_state_load(struct vnet_dev *dev, const uint8_t *buf, size_t len, co
 		q->state_loaded = true;
 		q->resume_notify = in.qflags[i] & QFLAG_NOTIFY;
 	}
-	vnet_dev_publish(dev);
+	queue_view_publish_all(dev);
 	return 0;
 }
 
-int vnet_dev_send_rarp(struct vnet_dev *dev, const uint8_t mac[6])
+/**
+ * dev_state_send_rarp() - announce a migrated guest's MAC through the backend
+ * @dev: the device
+ * @mac: the guest's address
+ *
+ * A broadcast RARP as QEMU's announce sends it, so switches learn the guest's new port.
+ * Return: 0, or -1 without a backend or when it refused the frame.
+ */
+int dev_state_send_rarp(struct vnet_dev *dev, const uint8_t mac[6])
 {
 	/* A 60-byte RARP request as QEMU's announce builds it; an all-zero header (no offloads). */
 	struct virtio_net_hdr_v1 hdr;

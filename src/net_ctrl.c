@@ -1,11 +1,14 @@
 /* net_ctrl.c - control virtqueue: RX mode, MAC, MQ, guest offloads and notification coalescing. */
-#include "vnet_dev_internal.h"
+#include "net_ctrl.h"
 
 #include <endian.h>
 #include <string.h>
 
+#include "coal_policy.h"
 #include "le_bytes.h"
 #include "log.h"
+#include "notify.h"
+#include "vnet_dev_core.h"
 
 #define CTRL_MAX_IN 4096 /* bytes of one command we read (a full MAC table fits) */
 
@@ -86,12 +89,16 @@ static uint8_t ctrl_mac(struct vnet_dev *dev, uint8_t cmd, const uint8_t *p, siz
 	}
 }
 
-const struct vnet_rx_filter *vnet_dev_rx_filter(const struct vnet_dev *dev)
-{
-	return &dev->filter;
-}
-
-int vnet_dev_restore_rx(struct vnet_dev *dev, const struct vnet_rx_filter *f, const uint8_t *mac)
+/**
+ * net_ctrl_restore_rx() - put back the receive filter, RX mode and MAC from before a restart
+ * @dev: the device
+ * @f: the filter and RX mode (applied only with CTRL_RX negotiated)
+ * @mac: the address CTRL_MAC_ADDR_SET gave (applied only with CTRL_MAC_ADDR); NULL: keep it
+ *
+ * Return: 0, or -1 (nothing changed) for a table over VNET_MAC_TABLE_SIZE or an overflowed
+ * one with entries.
+ */
+int net_ctrl_restore_rx(struct vnet_dev *dev, const struct vnet_rx_filter *f, const uint8_t *mac)
 {
 	if (f->n_uc > VNET_MAC_TABLE_SIZE || f->n_mc > VNET_MAC_TABLE_SIZE ||
 	    (f->uc_overflow && f->n_uc) || (f->mc_overflow && f->n_mc))
@@ -150,6 +157,7 @@ static uint8_t ctrl_notf_coal(struct vnet_dev *dev, uint8_t cmd, const uint8_t *
 {
 	struct virtio_net_ctrl_coal wire;
 	struct coal_params params;
+	enum vnet_queue_kind kind;
 	struct vnet_queue *q;
 
 	if (!dev_has(dev, VIRTIO_NET_F_NOTF_COAL) && !dev_has(dev, VIRTIO_NET_F_VQ_NOTF_COAL))
@@ -161,9 +169,8 @@ static uint8_t ctrl_notf_coal(struct vnet_dev *dev, uint8_t cmd, const uint8_t *
 			return VIRTIO_NET_ERR;
 		params.max_packets = le_get32(p);
 		params.max_usecs = le_get32(p + 4);
-		dev_set_kind_coal(dev,
-				  cmd == VIRTIO_NET_CTRL_NOTF_COAL_TX_SET ? VNET_QUEUE_TX : VNET_QUEUE_RX,
-				  &params, COAL_SET_GUEST);
+		kind = cmd == VIRTIO_NET_CTRL_NOTF_COAL_TX_SET ? VNET_QUEUE_TX : VNET_QUEUE_RX;
+		coal_policy_set_kind(dev, kind, &params, COAL_SET_GUEST);
 		return VIRTIO_NET_OK;
 	case VIRTIO_NET_CTRL_NOTF_COAL_VQ_SET:
 		if (!dev_has(dev, VIRTIO_NET_F_VQ_NOTF_COAL) ||
@@ -174,7 +181,7 @@ static uint8_t ctrl_notf_coal(struct vnet_dev *dev, uint8_t cmd, const uint8_t *
 			return VIRTIO_NET_ERR;
 		params.max_packets = le_get32(p + 4);
 		params.max_usecs = le_get32(p + 8);
-		dev_apply_coal(dev, q, &params, COAL_SET_GUEST);
+		coal_policy_apply(dev, q, &params, COAL_SET_GUEST);
 		return VIRTIO_NET_OK;
 	case VIRTIO_NET_CTRL_NOTF_COAL_VQ_GET:
 		if (!dev_has(dev, VIRTIO_NET_F_VQ_NOTF_COAL) || len != 4 || out_len < sizeof(wire))
@@ -192,8 +199,19 @@ static uint8_t ctrl_notf_coal(struct vnet_dev *dev, uint8_t cmd, const uint8_t *
 	}
 }
 
-uint8_t vnet_dev_ctrl_execute(struct vnet_dev *dev, const uint8_t *in, size_t in_len, uint8_t *out,
-			      size_t out_len, size_t *out_written)
+/**
+ * net_ctrl_execute() - run one control command
+ * @dev: the device
+ * @in: class, command, then the payload
+ * @in_len: bytes of @in
+ * @out: command output (VQ_GET) goes here
+ * @out_len: room in @out
+ * @out_written: set to the output bytes written
+ *
+ * Return: the ack byte, VIRTIO_NET_OK or VIRTIO_NET_ERR (logged).
+ */
+uint8_t net_ctrl_execute(struct vnet_dev *dev, const uint8_t *in, size_t in_len, uint8_t *out,
+			 size_t out_len, size_t *out_written)
 {
 	const uint8_t *p = in + 2;
 	size_t len;
@@ -254,7 +272,7 @@ static uint32_t ctrl_run_chain(struct vnet_dev *dev, struct vnet_queue *q)
 			  (unsigned long long)c->read_len);
 		ack = VIRTIO_NET_ERR;
 	} else {
-		ack = vnet_dev_ctrl_execute(dev, in, in_len, out, sizeof(out), &written);
+		ack = net_ctrl_execute(dev, in, in_len, out, sizeof(out), &written);
 	}
 	if (written > c->write_len - 1) {
 		written = 0; /* no room for the result after the ack */
@@ -265,6 +283,14 @@ static uint32_t ctrl_run_chain(struct vnet_dev *dev, struct vnet_queue *q)
 	return (uint32_t)(1 + written);
 }
 
+/**
+ * net_ctrl_process() - execute the control commands the driver posted, one budget
+ * @dev: the device
+ * @q: its control queue
+ *
+ * At most VNET_BUDGET_CTRL commands; each batch is published and its notification decided.
+ * Return: true if it stopped at the budget with commands left (the caller schedules a run).
+ */
 bool net_ctrl_process(struct vnet_dev *dev, struct vnet_queue *q)
 {
 	uint32_t total = 0;

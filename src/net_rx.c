@@ -1,10 +1,12 @@
 /* net_rx.c - receive path: copy backend packets into the driver's RX buffers (mergeable or not). */
-#include "vnet_dev_internal.h"
+#include "net_rx.h"
 
 #include <endian.h>
 #include <string.h>
 
 #include "log.h"
+#include "notify.h"
+#include "vnet_dev_core.h"
 
 static bool mac_in(const uint8_t (*table)[6], unsigned n, const uint8_t *mac)
 {
@@ -56,6 +58,11 @@ static unsigned rx_pick_pair(const struct vnet_dev *dev, const uint8_t *frame, s
 	return h % dev->active_pairs;
 }
 
+/**
+ * net_rx_flush_queue() - publish one RX queue's pushed packets and decide its notification
+ * @dev: the device
+ * @q: the RX queue (nothing happens if it holds no unpublished packets or is stopped)
+ */
 void net_rx_flush_queue(struct vnet_dev *dev, struct vnet_queue *q)
 {
 	uint32_t n = q->rx_unflushed;
@@ -67,6 +74,13 @@ void net_rx_flush_queue(struct vnet_dev *dev, struct vnet_queue *q)
 	notify_decide(dev, q, NOTIFY_COMPLETED, n);
 }
 
+/**
+ * vnet_dev_rx_flush() - publish every RX queue's received packets and decide notifications
+ * @dev: the device
+ *
+ * The owner calls it after a burst (once per event round when env->rx_dirty asked for it).
+ * Context: the thread that owns the device.
+ */
 void vnet_dev_rx_flush(struct vnet_dev *dev)
 {
 	dev->rx_dirty = false;
@@ -217,6 +231,22 @@ static inline void rx_delivered(struct vnet_dev *dev, struct vnet_queue *q, size
 		net_rx_flush_queue(dev, q);
 }
 
+/**
+ * vnet_dev_receive_frame() - deliver one bare frame to the guest (copying receive)
+ * @dev: the device
+ * @hdr_in: the backend's virtio-net header; NULL: all zero (no checksum or GSO information)
+ * @iov: the buffers holding the frame
+ * @iovcnt: entries of @iov
+ * @off: byte offset of the frame in @iov
+ * @frame_len: frame bytes
+ *
+ * Picks the queue pair by flow hash, applies the receive filter, copies into as many guest
+ * buffers as the packet needs. Visible to the guest at the next publication (every
+ * VNET_RX_PUBLISH_BATCH packets, and vnet_dev_rx_flush()).
+ * Context: the thread that owns the device.
+ * Return: 1 delivered (or dropped and counted, or filtered), 0 no guest buffers now: keep the
+ * packet; the backend's rx_resume() is called once the guest posts buffers.
+ */
 int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 *hdr_in,
 			   const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len)
 {
@@ -272,6 +302,15 @@ int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 
 	return 1;
 }
 
+/**
+ * vnet_dev_receive() - deliver one packet, 12-byte virtio_net_hdr_v1 first, to the guest
+ * @dev: the device
+ * @iov: the header and the frame
+ * @iovcnt: entries of @iov
+ *
+ * Context: the thread that owns the device.
+ * Return: as vnet_dev_receive_frame().
+ */
 int vnet_dev_receive(struct vnet_dev *dev, const struct iovec *iov, unsigned iovcnt)
 {
 	struct virtio_net_hdr_v1 hdr;
@@ -289,6 +328,13 @@ int vnet_dev_receive(struct vnet_dev *dev, const struct iovec *iov, unsigned iov
 
 /* ---- Direct receive: the backend reads straight into reserved guest buffers ---------------- */
 
+/**
+ * net_rx_cache_release() - give reserved, unused RX buffers back to the ring
+ * @dev: the device (its RX cache)
+ * @q: queue 0, where they were reserved
+ *
+ * On a queue stop, a feature change, and whenever the copying path takes over.
+ */
 void net_rx_cache_release(struct vnet_dev *dev, struct vnet_queue *q)
 {
 	struct vnet_rx_cache *rc = &dev->rx_cache;
@@ -374,6 +420,19 @@ static int rx_cache_fill(struct vnet_dev *dev, struct vnet_queue *q, size_t max_
 	return 1;
 }
 
+/**
+ * vnet_dev_rx_reserve() - guest RX buffers a backend will read one packet straight into
+ * @dev: the device
+ * @max_len: bytes (header included) they must hold at least; raised to what the guest may get
+ * @iov: set to the reserved buffers' iovecs
+ *
+ * Reserved buffers stay reserved across packets (the suffix of what was popped) until used,
+ * or given back at a stop or when the copying path runs.
+ * Context: the thread that owns the device.
+ * Return: the iovec count; 0 when the guest has no buffers (rx_resume() follows once it posts
+ * some); -1 when this device cannot receive that way now (legacy header, several active
+ * pairs, no backend, too few buffers for @max_len): use vnet_dev_receive().
+ */
 int vnet_dev_rx_reserve(struct vnet_dev *dev, size_t max_len, const struct iovec **iov)
 {
 	struct vnet_queue *q = &dev->queues[0];
@@ -412,6 +471,16 @@ int vnet_dev_rx_reserve(struct vnet_dev *dev, size_t max_len, const struct iovec
 	}
 }
 
+/**
+ * vnet_dev_rx_commit() - the backend wrote a packet into the reserved buffers: complete it
+ * @dev: the device
+ * @len: bytes written, header included; more than was reserved means truncated: dropped
+ *       (counted), and the buffers stay reserved
+ *
+ * Sets num_buffers, clears the header flags the guest may not see, pushes the buffers used;
+ * the rest stay reserved for the next packet.
+ * Context: the thread that owns the device.
+ */
 void vnet_dev_rx_commit(struct vnet_dev *dev, size_t len)
 {
 	struct vnet_queue *q = &dev->queues[0];

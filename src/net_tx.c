@@ -1,11 +1,13 @@
 /* net_tx.c - transmit path: gather the driver's TX chains and hand packets to the backend. */
-#include "vnet_dev_internal.h"
+#include "net_tx.h"
 
 #include <endian.h>
 #include <errno.h>
 #include <string.h>
 
 #include "log.h"
+#include "notify.h"
+#include "vnet_dev_core.h"
 
 #define TX_BATCH 64 /* chains per used-index publication */
 
@@ -116,6 +118,16 @@ static int tx_send_one(struct vnet_dev *dev, struct vnet_queue *q)
 	return r; /* > 0: further deliveries the backend made (a flood): they cost budget too */
 }
 
+/**
+ * net_tx_process() - move the driver's TX chains to the backend, one budget
+ * @dev: the device
+ * @q: a TX queue (whatever started the run: kick, TX timer, backend resume)
+ *
+ * Kicks stay disabled while it works. At most VNET_BUDGET_PACKETS / _BYTES / _DESCS; used
+ * entries are published, and the notification decided, once per batch of TX_BATCH. A backend
+ * that is full (-EAGAIN) gets the chain back on resume (q->tx_blocked).
+ * Return: true if it stopped at the budget with chains left (the caller schedules a run).
+ */
 bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 {
 	uint32_t total = 0, descs = 0, extra = 0;

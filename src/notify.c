@@ -1,5 +1,8 @@
 /* notify.c - the one decision of whether a queue's used-buffer notification is sent now. */
-#include "vnet_dev_internal.h"
+#include "notify.h"
+
+#include "queue_view.h"
+#include "vnet_dev_core.h"
 
 /* More used entries than this since the last decision would confuse EVENT_IDX arithmetic. */
 #define NOTIFY_WRAP_GUARD 0x4000u
@@ -22,21 +25,15 @@ static void record_lateness(struct vnet_queue *q, uint64_t now, uint64_t deadlin
 	stat_add(&q->stats.lateness_sum_ns, late);
 }
 
-void vnet_queue_lateness(const struct vnet_queue *q, struct vnet_lateness_hist *out)
-{
-	uint64_t sum = 0;
-
-	/* Each bucket once, and the count from those very values: a Prometheus histogram whose
-	 * buckets add up even while the worker records (sum_ns may be one value ahead). */
-	for (unsigned b = 0; b < VNET_LATENESS_BUCKETS; b++) {
-		sum += stat_read(&q->stats.lateness_bucket[b]);
-		out->cumulative[b] = sum;
-	}
-	out->count = sum + stat_read(&q->stats.lateness_bucket[VNET_LATENESS_BUCKETS]);
-	out->sum_ns = stat_read(&q->stats.lateness_sum_ns);
-}
-
-void queue_rearm_timer(struct vnet_dev *dev, struct vnet_queue *q)
+/**
+ * notify_rearm_timer() - arm the queue's timer for its earlier deadline (coalescing or TX batch)
+ * @dev: the device (its env arms the timer)
+ * @q: the queue
+ *
+ * Calls env->arm_timer only when the wanted deadline differs from the armed one (0 disarms).
+ * Context: the thread that owns the device.
+ */
+void notify_rearm_timer(struct vnet_dev *dev, struct vnet_queue *q)
 {
 	uint64_t want = q->coal_deadline_ns;
 
@@ -171,25 +168,50 @@ static void guard_count(struct vnet_queue *q, enum guard_reason r)
 /* Adaptive coalescing: let the controller see the queue; it may pick new parameters. */
 static void adapt_tick(const struct vnet_dev *dev, struct vnet_queue *q, uint64_t now)
 {
-	const struct coal_adapt_counters c = queue_adapt_counters(dev, q);
+	const struct coal_adapt_counters c = dev_adapt_counters(dev, q);
 	uint64_t windows = q->adapt.windows;
 
 	if (coal_adapt_tick(&q->adapt, now, &c))
 		coal_set_params(&q->coal, coal_adapt_profile(q->adapt.level), COAL_SET_ADAPTIVE);
 	if (q->adapt.windows != windows)
-		queue_publish(q); /* a window was evaluated: at most every COAL_ADAPT_WINDOW_NS */
+		queue_view_publish(q); /* a window was evaluated: at most every COAL_ADAPT_WINDOW_NS */
 }
 
+/* Signal the queue's used-buffer notification (its call fd) and count it. */
+static inline void notify_signal(struct vnet_dev *dev, struct vnet_queue *q)
+{
+	dev->env->notify(dev->env_ctx, q->vq.index);
+	stat_inc(&q->stats.notifications);
+}
+
+/**
+ * notify_decide() - decide (and send) the queue's used-buffer notification
+ * @dev: the device
+ * @q: the queue that completed work or whose deadline or parameters changed
+ * @ev: what happened; NOTIFY_RESUME signals at once, whatever the coalescing and the driver's
+ *      suppression say, and changes nothing else (a migrated queue owed one when it was saved)
+ * @packets: used entries just published (NOTIFY_COMPLETED), else 0
+ *
+ * The one place that signals a used-buffer notification: coalescing (and the adaptive
+ * controller and the stall guard) combined with the driver's suppression (flags / EVENT_IDX),
+ * the wrap guard, and the queue's deadline timer, re-armed here.
+ * Context: the thread that owns the device.
+ */
 void notify_decide(struct vnet_dev *dev, struct vnet_queue *q, enum notify_event ev,
 		   uint32_t packets)
 {
-	uint64_t now = dev_now(dev), deadline = 0, fired = q->coal_deadline_ns, recheck = 0;
+	uint64_t now, deadline = 0, fired = q->coal_deadline_ns, recheck = 0;
 	enum guard_reason early = GUARD_NONE;
 	enum coal_verdict verdict;
 
+	if (__builtin_expect(ev == NOTIFY_RESUME, 0)) {
+		notify_signal(dev, q);
+		return;
+	}
+	now = dev_now(dev);
 	if (!q->vq.started || q->vq.broken) {
 		q->coal_deadline_ns = 0; /* never re-armed for a queue that decides nothing */
-		queue_rearm_timer(dev, q);
+		notify_rearm_timer(dev, q);
 		return;
 	}
 	if (q->adapt.on)
@@ -232,8 +254,7 @@ void notify_decide(struct vnet_dev *dev, struct vnet_queue *q, enum notify_event
 	case COAL_DUE:
 		q->coal_deadline_ns = 0;
 		if (vq_driver_wants_notify(&q->vq)) {
-			dev->env->notify(dev->env_ctx, q->vq.index);
-			stat_inc(&q->stats.notifications);
+			notify_signal(dev, q);
 			if (early != GUARD_NONE) {
 				guard_count(q, early);
 			} else if (ev == NOTIFY_TIMER && fired) {
@@ -249,5 +270,5 @@ void notify_decide(struct vnet_dev *dev, struct vnet_queue *q, enum notify_event
 		coal_restart(&q->coal);
 		break;
 	}
-	queue_rearm_timer(dev, q);
+	notify_rearm_timer(dev, q);
 }

@@ -1,5 +1,7 @@
 /* queue_view.c - queue settings published under a seqcount, for readers on other threads. */
-#include "vnet_dev_internal.h"
+#include "queue_view.h"
+
+#include "vnet_dev_core.h"
 
 /*
  * Why a seqcount here, and plain relaxed atomics for the counters (stat_atomic.h): these
@@ -44,7 +46,14 @@ static void unpack(const uint64_t w[VNET_VIEW_WORDS], struct vnet_queue_view *v)
 	v->adapt_windows = w[3];
 }
 
-void queue_publish(struct vnet_queue *q)
+/**
+ * queue_view_publish() - publish the queue's settings view (a seqcount write)
+ * @q: the queue whose settings changed
+ *
+ * Context: the thread that owns the device (or the main thread while its worker is parked);
+ * one writer per queue.
+ */
+void queue_view_publish(struct vnet_queue *q)
 {
 	uint32_t seq = __atomic_load_n(&q->pub.seq, __ATOMIC_RELAXED);
 	uint64_t w[VNET_VIEW_WORDS];
@@ -63,6 +72,13 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/**
+ * vnet_queue_view_read() - the queue's settings as last published, lock-free
+ * @q: the queue
+ * @out: filled with one consistent set (retries while the writer is between its stores)
+ *
+ * Context: any thread.
+ */
 void vnet_queue_view_read(const struct vnet_queue *q, struct vnet_queue_view *out)
 {
 	uint64_t w[VNET_VIEW_WORDS];
@@ -85,8 +101,14 @@ void vnet_queue_view_read(const struct vnet_queue *q, struct vnet_queue_view *ou
 	unpack(w, out);
 }
 
-void vnet_dev_publish(struct vnet_dev *dev)
+/**
+ * queue_view_publish_all() - publish every queue of the device
+ * @dev: the device
+ *
+ * Context: as queue_view_publish().
+ */
+void queue_view_publish_all(struct vnet_dev *dev)
 {
 	for (unsigned i = 0; i < dev->nqueues; i++)
-		queue_publish(&dev->queues[i]);
+		queue_view_publish(&dev->queues[i]);
 }

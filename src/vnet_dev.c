@@ -1,12 +1,27 @@
 /* vnet_dev.c - virtio-net device model: features, config space, queue lifecycle, kicks, timers. */
-#include "vnet_dev_internal.h"
+#include "vnet_dev.h"
 
 #include <endian.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
+#include "coal_policy.h"
+#include "dev_state.h"
 #include "log.h"
+#include "net_ctrl.h"
+#include "net_rx.h"
+#include "net_tx.h"
+#include "notify.h"
+#include "queue_view.h"
+#include "vnet_dev_core.h"
+
+/*
+ * The top of the device model: the public vnet_dev_* API (vnet_dev.h) is defined here and calls
+ * down into the files below it (net_rx.c, net_tx.c, net_ctrl.c, dev_state.c, coal_policy.c,
+ * notify.c, queue_view.c), none of which calls back up. The exceptions are the receive path's
+ * per-packet entry points, defined in net_rx.c (net_rx.h says why).
+ */
 
 /* Features every vnetd device can offer, before backend offloads and the operator's mask. */
 #define VNET_BASE_FEATURES                                                                         \
@@ -85,8 +100,8 @@ static void dev_queue_broken(void *ctx, unsigned qidx)
 		return;
 	/* Nothing is decided for a broken queue any more: a pending deadline would re-fire. */
 	q->coal_deadline_ns = q->tx_deadline_ns = 0;
-	queue_rearm_timer(dev, q);
-	queue_publish(q);
+	notify_rearm_timer(dev, q);
+	queue_view_publish(q);
 	if (dev->env->queue_error)
 		dev->env->queue_error(dev->env_ctx, qidx);
 }
@@ -118,6 +133,15 @@ static size_t dev_map_size(unsigned nqueues)
 	return dev_queues_size(nqueues) + sizeof(struct vnet_dev);
 }
 
+/**
+ * vnet_dev_create() - a device in reset state
+ * @params: its static configuration (copied)
+ * @env: the owner's clock, timers, notifications, run queue (kept: must outlive the device)
+ * @env_ctx: passed to every @env call
+ *
+ * The device and its queues share one anonymous mapping.
+ * Return: the device, or NULL on bad params (logged) or no memory.
+ */
 struct vnet_dev *vnet_dev_create(const struct vnet_dev_params *params, const struct vnet_env_ops *env,
 				 void *env_ctx)
 {
@@ -162,6 +186,10 @@ struct vnet_dev *vnet_dev_create(const struct vnet_dev_params *params, const str
 	return dev;
 }
 
+/**
+ * vnet_dev_destroy() - free the device (the backend is not touched)
+ * @dev: the device, or NULL
+ */
 void vnet_dev_destroy(struct vnet_dev *dev)
 {
 	if (!dev)
@@ -169,6 +197,14 @@ void vnet_dev_destroy(struct vnet_dev *dev)
 	munmap(dev->queues, dev_map_size(dev->nqueues));
 }
 
+/**
+ * vnet_dev_attach_backend() - set the packet backend
+ * @dev: the device
+ * @ops: the backend's operations (ignored when @be is NULL)
+ * @be: the backend; NULL detaches it (the link goes down)
+ *
+ * The offer follows the backend's offloads; the backend gets the current guest offloads.
+ */
 void vnet_dev_attach_backend(struct vnet_dev *dev, const struct vnet_backend_ops *ops,
 			     struct vnet_backend *be)
 {
@@ -179,11 +215,25 @@ void vnet_dev_attach_backend(struct vnet_dev *dev, const struct vnet_backend_ops
 		dev->be_ops->set_offloads(dev->be, dev->guest_offloads);
 }
 
+/**
+ * vnet_dev_offered_features() - the feature bits offered to the driver
+ * @dev: the device
+ *
+ * Return: base features, the backend's offloads, masked by the operator and kept consistent.
+ */
 uint64_t vnet_dev_offered_features(const struct vnet_dev *dev)
 {
 	return dev->offered;
 }
 
+/**
+ * vnet_dev_set_features() - the features the driver accepted
+ * @dev: the device
+ * @features: they must be a subset of the offer
+ *
+ * Sets the header length, guest offloads, queue kinds and ring options that follow from them.
+ * Return: 0, or -1 (logged) if not a subset of the offer.
+ */
 int vnet_dev_set_features(struct vnet_dev *dev, uint64_t features)
 {
 	if (features & ~dev->offered) {
@@ -207,21 +257,47 @@ int vnet_dev_set_features(struct vnet_dev *dev, uint64_t features)
 	return 0;
 }
 
+/**
+ * vnet_dev_features() - the negotiated features
+ * @dev: the device
+ *
+ * Return: what vnet_dev_set_features() accepted (0 after a reset).
+ */
 uint64_t vnet_dev_features(const struct vnet_dev *dev)
 {
 	return dev->features;
 }
 
+/**
+ * vnet_dev_num_queues() - the queues the device has
+ * @dev: the device
+ *
+ * Return: 2 * queue pairs + 1 (a control queue slot last).
+ */
 unsigned vnet_dev_num_queues(const struct vnet_dev *dev)
 {
 	return dev->nqueues;
 }
 
+/**
+ * vnet_dev_ctrl_queue_index() - where the control queue is under the negotiated features
+ * @dev: the device
+ *
+ * Return: 2 * queue pairs with MQ, else 2.
+ */
 unsigned vnet_dev_ctrl_queue_index(const struct vnet_dev *dev)
 {
 	return dev_has(dev, VIRTIO_NET_F_MQ) ? 2u * dev->params.queue_pairs : 2u;
 }
 
+/**
+ * vnet_dev_queue() - one queue of the device
+ * @dev: the device
+ * @qidx: its index
+ *
+ * Transports set its vq.num, ring addresses and last_avail before vnet_dev_queue_start().
+ * Return: the queue, or NULL if @qidx is out of range.
+ */
 struct vnet_queue *vnet_dev_queue(struct vnet_dev *dev, unsigned qidx)
 {
 	return qidx < dev->nqueues ? &dev->queues[qidx] : NULL;
@@ -236,9 +312,17 @@ static void assign_queue_kinds(struct vnet_dev *dev)
 		dev->queues[i].kind = i == ctrl ? VNET_QUEUE_CTRL
 				      : (i & 1) ? VNET_QUEUE_TX
 						: VNET_QUEUE_RX;
-	vnet_dev_publish(dev); /* the kinds are part of the queues' views */
+	queue_view_publish_all(dev); /* the kinds are part of the queues' views */
 }
 
+/**
+ * vnet_dev_queue_start() - the queue's rings are configured: translate and start them
+ * @dev: the device
+ * @qidx: the queue
+ * @mem: the guest memory table the rings are in
+ *
+ * Return: 0, or -1 (logged) for a bad queue or rings that do not translate.
+ */
 int vnet_dev_queue_start(struct vnet_dev *dev, unsigned qidx, const struct guest_mem *mem)
 {
 	struct vnet_queue *q = vnet_dev_queue(dev, qidx);
@@ -249,14 +333,14 @@ int vnet_dev_queue_start(struct vnet_dev *dev, unsigned qidx, const struct guest
 	q->vq.event_idx = dev_has(dev, VIRTIO_RING_F_EVENT_IDX);
 	q->vq.indirect = dev_has(dev, VIRTIO_RING_F_INDIRECT_DESC);
 	if (vq_start(&q->vq, mem) < 0) {
-		queue_publish(q);
+		queue_view_publish(q);
 		return -1;
 	}
 	/* Rings set up while the queue is disabled: the driver set the queue up anew. */
 	if (!q->enabled)
 		q->reinit = true;
 	q->rx_waiting = q->kind == VNET_QUEUE_RX;
-	queue_publish(q);
+	queue_view_publish(q);
 	return 0;
 }
 
@@ -277,6 +361,15 @@ static void queue_flush_held(struct vnet_dev *dev, struct vnet_queue *q)
 	stat_add(&q->stats.stop_notifications, q->stats.notifications - before);
 }
 
+/**
+ * vnet_dev_queue_stop() - stop a queue (GET_VRING_BASE)
+ * @dev: the device
+ * @qidx: the queue
+ *
+ * Publishes and signals what the driver can see, gives back reserved RX buffers and a chain
+ * the backend refused, disarms the timer.
+ * Return: the next avail index to process (0 for a bad queue).
+ */
 uint16_t vnet_dev_queue_stop(struct vnet_dev *dev, unsigned qidx)
 {
 	struct vnet_queue *q = vnet_dev_queue(dev, qidx);
@@ -292,10 +385,20 @@ uint16_t vnet_dev_queue_stop(struct vnet_dev *dev, unsigned qidx)
 	q->timer_deadline_ns = q->coal_deadline_ns = q->tx_deadline_ns = 0;
 	coal_restart(&q->coal);
 	vq_stop(&q->vq);
-	queue_publish(q);
+	queue_view_publish(q);
 	return q->vq.last_avail;
 }
 
+/**
+ * vnet_dev_queue_enable() - enable or disable a queue
+ * @dev: the device
+ * @qidx: the queue
+ * @enable: the new state (no change: nothing happens)
+ *
+ * Disabling signals held completions. A queue whose rings were set up while disabled gets
+ * the last TX_SET/RX_SET (0 if none); one re-enabled on the same rings, or loaded from a
+ * migration, keeps its own parameters. Enabling then runs the queue as a kick would.
+ */
 void vnet_dev_queue_enable(struct vnet_dev *dev, unsigned qidx, bool enable)
 {
 	struct vnet_queue *q = vnet_dev_queue(dev, qidx);
@@ -305,7 +408,7 @@ void vnet_dev_queue_enable(struct vnet_dev *dev, unsigned qidx, bool enable)
 	if (!enable) {
 		queue_flush_held(dev, q);
 		q->enabled = false;
-		queue_publish(q);
+		queue_view_publish(q);
 		return;
 	}
 	q->enabled = true;
@@ -317,15 +420,14 @@ void vnet_dev_queue_enable(struct vnet_dev *dev, unsigned qidx, bool enable)
 	if (q->reinit && !q->state_loaded)
 		coal_policy_queue_default(dev, q);
 	q->reinit = q->state_loaded = false;
-	queue_publish(q);
+	queue_view_publish(q);
 	coal_restart(&q->coal);
 	q->coal_deadline_ns = 0;
-	queue_rearm_timer(dev, q);
+	notify_rearm_timer(dev, q);
 	if (q->resume_notify) {
 		/* Migrated while completions were held: the driver may be waiting for this. */
 		q->resume_notify = false;
-		dev->env->notify(dev->env_ctx, qidx);
-		stat_inc(&q->stats.notifications);
+		notify_decide(dev, q, NOTIFY_RESUME, 0);
 	}
 	if (q->kind == VNET_QUEUE_RX)
 		q->rx_waiting = true;
@@ -363,7 +465,7 @@ static void queue_work(struct vnet_dev *dev, struct vnet_queue *q)
 				q->tx_deadline_ns =
 					dev_now(dev) + (uint64_t)dev->params.tx_timer_usecs * 1000u;
 				vq_kick_disable(&q->vq);
-				queue_rearm_timer(dev, q);
+				notify_rearm_timer(dev, q);
 			}
 			break;
 		}
@@ -380,6 +482,14 @@ static void queue_work(struct vnet_dev *dev, struct vnet_queue *q)
 	}
 }
 
+/**
+ * vnet_dev_kick() - the driver kicked a queue: run one budget of its work
+ * @dev: the device
+ * @qidx: the queue
+ *
+ * Nothing runs for a queue that is unusable or already waits in the owner's run queue.
+ * Context: the thread that owns the device.
+ */
 void vnet_dev_kick(struct vnet_dev *dev, unsigned qidx)
 {
 	struct vnet_queue *q = vnet_dev_queue(dev, qidx);
@@ -393,6 +503,13 @@ void vnet_dev_kick(struct vnet_dev *dev, unsigned qidx)
 	queue_work(dev, q);
 }
 
+/**
+ * vnet_dev_queue_run() - continue a queue's work after env->schedule(), one budget
+ * @dev: the device
+ * @qidx: the queue the owner's run queue held
+ *
+ * Context: the thread that owns the device.
+ */
 void vnet_dev_queue_run(struct vnet_dev *dev, unsigned qidx)
 {
 	struct vnet_queue *q = vnet_dev_queue(dev, qidx);
@@ -408,6 +525,15 @@ void vnet_dev_queue_run(struct vnet_dev *dev, unsigned qidx)
 		queue_work(dev, q);
 }
 
+/**
+ * vnet_dev_timer_expired() - the queue's timer fired
+ * @dev: the device
+ * @qidx: the queue
+ *
+ * Runs a waiting TX batch (tx-timer mode) and decides a coalescing deadline, whichever is due,
+ * then re-arms for what is left.
+ * Context: the thread that owns the device.
+ */
 void vnet_dev_timer_expired(struct vnet_dev *dev, unsigned qidx)
 {
 	struct vnet_queue *q = vnet_dev_queue(dev, qidx);
@@ -424,9 +550,15 @@ void vnet_dev_timer_expired(struct vnet_dev *dev, unsigned qidx)
 	}
 	if (q->coal_deadline_ns && now >= q->coal_deadline_ns)
 		notify_decide(dev, q, NOTIFY_TIMER, 0);
-	queue_rearm_timer(dev, q);
+	notify_rearm_timer(dev, q);
 }
 
+/**
+ * vnet_dev_tx_resume() - the backend takes packets again after -EAGAIN: run blocked TX queues
+ * @dev: the device
+ *
+ * Context: the thread that owns the device.
+ */
 void vnet_dev_tx_resume(struct vnet_dev *dev)
 {
 	for (unsigned i = 0; i < dev->nqueues; i++) {
@@ -447,6 +579,15 @@ static void fill_config(const struct vnet_dev *dev, struct virtio_net_config *cf
 	cfg->mtu = htole16(dev->params.mtu ? dev->params.mtu : 1500);
 }
 
+/**
+ * vnet_dev_config_read() - read the device's config space
+ * @dev: the device
+ * @offset: byte offset into struct virtio_net_config
+ * @buf: the bytes go here; what lies beyond the config space reads as zero
+ * @len: bytes wanted
+ *
+ * Return: the bytes copied from the config space.
+ */
 uint32_t vnet_dev_config_read(const struct vnet_dev *dev, uint32_t offset, void *buf, uint32_t len)
 {
 	struct virtio_net_config cfg;
@@ -463,6 +604,16 @@ uint32_t vnet_dev_config_read(const struct vnet_dev *dev, uint32_t offset, void 
 	return n;
 }
 
+/**
+ * vnet_dev_config_write() - the driver writes the config space
+ * @dev: the device
+ * @offset: byte offset
+ * @buf: the bytes
+ * @len: their count
+ *
+ * Only the mac field is writable, and only without CTRL_MAC_ADDR (legacy drivers).
+ * Return: 0, or -1 (logged) for anything else.
+ */
 int vnet_dev_config_write(struct vnet_dev *dev, uint32_t offset, const void *buf, uint32_t len)
 {
 	/* Legacy drivers without CTRL_MAC_ADDR may write the mac field; nothing else is writable. */
@@ -474,6 +625,14 @@ int vnet_dev_config_write(struct vnet_dev *dev, uint32_t offset, const void *buf
 	return 0;
 }
 
+/**
+ * vnet_dev_reset() - device reset
+ * @dev: the device
+ *
+ * Started queues stop (held completions signalled first); features, MAC, receive filter and
+ * every coalescing parameter go back to their initial values (host defaults come back only
+ * with coal_persist).
+ */
 void vnet_dev_reset(struct vnet_dev *dev)
 {
 	/* Completions the driver can already see are signalled before the queues go. */
@@ -491,9 +650,15 @@ void vnet_dev_reset(struct vnet_dev *dev)
 	assign_queue_kinds(dev);
 	for (unsigned i = 0; i < dev->nqueues; i++)
 		queue_reset(dev, &dev->queues[i]);
-	vnet_dev_publish(dev);
+	queue_view_publish_all(dev);
 }
 
+/**
+ * vnet_dev_set_dirty_log() - log every guest page the device writes, or stop
+ * @dev: the device
+ * @log: the dirty log (live migration: VHOST_F_LOG_ALL with a log base), or NULL to stop;
+ *       it stays the caller's and must outlive its use here
+ */
 void vnet_dev_set_dirty_log(struct vnet_dev *dev, struct dirty_log *log)
 {
 	dev->dirty_log = log;
@@ -501,22 +666,250 @@ void vnet_dev_set_dirty_log(struct vnet_dev *dev, struct dirty_log *log)
 		dev->queues[i].vq.log = log;
 }
 
+/**
+ * vnet_dev_mac() - the device's current MAC address
+ * @dev: the device
+ *
+ * Return: 6 bytes (the driver may have changed them from the configured one).
+ */
 const uint8_t *vnet_dev_mac(const struct vnet_dev *dev)
 {
 	return dev->mac;
 }
 
+/**
+ * vnet_dev_link_up() - whether the link is up
+ * @dev: the device
+ *
+ * Return: true while a backend is attached.
+ */
 bool vnet_dev_link_up(const struct vnet_dev *dev)
 {
 	return dev->be != NULL;
 }
 
+/**
+ * vnet_dev_active_pairs() - the queue pairs the driver uses (CTRL_MQ)
+ * @dev: the device
+ *
+ * Return: 1 .. queue pairs.
+ */
 uint16_t vnet_dev_active_pairs(const struct vnet_dev *dev)
 {
 	return dev->active_pairs;
 }
 
+/**
+ * vnet_queue_lateness() - the queue's deadline lateness as a cumulative histogram
+ * @q: the queue
+ * @out: filled in; its buckets add up to count
+ *
+ * The one reader of what notify.c records.
+ * Context: any thread (relaxed loads of single-writer counters).
+ */
+void vnet_queue_lateness(const struct vnet_queue *q, struct vnet_lateness_hist *out)
+{
+	uint64_t sum = 0;
+
+	/* Each bucket once, and the count from those very values: a Prometheus histogram whose
+	 * buckets add up even while the worker records (sum_ns may be one value ahead). */
+	for (unsigned b = 0; b < VNET_LATENESS_BUCKETS; b++) {
+		sum += stat_read(&q->stats.lateness_bucket[b]);
+		out->cumulative[b] = sum;
+	}
+	out->count = sum + stat_read(&q->stats.lateness_bucket[VNET_LATENESS_BUCKETS]);
+	out->sum_ns = stat_read(&q->stats.lateness_sum_ns);
+}
+
+/**
+ * vnet_queue_kind_name() - a queue kind's name for logs and the control socket
+ * @kind: the kind
+ *
+ * Return: "rx", "tx" or "ctrl".
+ */
 const char *vnet_queue_kind_name(enum vnet_queue_kind kind)
 {
 	return kind == VNET_QUEUE_RX ? "rx" : kind == VNET_QUEUE_TX ? "tx" : "ctrl";
+}
+
+/* ---- Control queue (net_ctrl.c), coalescing policy (coal_policy.c), migration (dev_state.c) ---- */
+
+/**
+ * vnet_dev_ctrl_execute() - run one control command
+ * @dev: the device
+ * @in: class, command, then the payload
+ * @in_len: bytes of @in
+ * @out: command output (VQ_GET) goes here
+ * @out_len: room in @out
+ * @out_written: set to the output bytes written
+ *
+ * Return: the ack byte.
+ */
+uint8_t vnet_dev_ctrl_execute(struct vnet_dev *dev, const uint8_t *in, size_t in_len, uint8_t *out,
+			      size_t out_len, size_t *out_written)
+{
+	return net_ctrl_execute(dev, in, in_len, out, out_len, out_written);
+}
+
+/**
+ * vnet_dev_rx_filter() - the receive filter and RX mode the driver set
+ * @dev: the device
+ *
+ * Return: the filter (after a reset: promiscuous only).
+ */
+const struct vnet_rx_filter *vnet_dev_rx_filter(const struct vnet_dev *dev)
+{
+	return &dev->filter;
+}
+
+/**
+ * vnet_dev_restore_rx() - put back the receive filter, RX mode and MAC from before a restart
+ * @dev: the device
+ * @f: the filter and RX mode (applied only with CTRL_RX negotiated)
+ * @mac: the address CTRL_MAC_ADDR_SET gave (applied only with CTRL_MAC_ADDR); NULL: keep it
+ *
+ * Return: 0, or -1 (nothing changed) for a bad table.
+ */
+int vnet_dev_restore_rx(struct vnet_dev *dev, const struct vnet_rx_filter *f, const uint8_t *mac)
+{
+	return net_ctrl_restore_rx(dev, f, mac);
+}
+
+/**
+ * vnet_dev_host_coalesce() - host-side coalescing for a queue, or every queue of a kind
+ * @dev: the device
+ * @qidx: the queue, or < 0 for every queue of @kind
+ * @kind: VNET_QUEUE_RX or VNET_QUEUE_TX when @qidx < 0
+ * @params: the parameters
+ *
+ * Return: 0, or -1 for a bad queue or kind.
+ */
+int vnet_dev_host_coalesce(struct vnet_dev *dev, int qidx, enum vnet_queue_kind kind,
+			   const struct coal_params *params)
+{
+	return coal_policy_host_coalesce(dev, qidx, kind, params);
+}
+
+/**
+ * vnet_dev_host_adaptive() - adaptive coalescing on or off for a queue, or every queue of a kind
+ * @dev: the device
+ * @qidx: the queue, or < 0 for every queue of @kind (then also after a reset or re-enable)
+ * @kind: VNET_QUEUE_RX or VNET_QUEUE_TX when @qidx < 0
+ * @on: on or off (off: the last setting for the kind since reset, else 0)
+ *
+ * Return: 0, or -1 for a bad queue or kind.
+ */
+int vnet_dev_host_adaptive(struct vnet_dev *dev, int qidx, enum vnet_queue_kind kind, bool on)
+{
+	return coal_policy_host_adaptive(dev, qidx, kind, on);
+}
+
+/**
+ * vnet_dev_adaptive_mode() - whether every queue of a kind starts adaptive (port setting)
+ * @dev: the device
+ * @kind: the kind
+ *
+ * Return: the port's mode (false for VNET_QUEUE_CTRL).
+ */
+bool vnet_dev_adaptive_mode(const struct vnet_dev *dev, enum vnet_queue_kind kind)
+{
+	return coal_policy_adaptive_mode(dev, kind);
+}
+
+/**
+ * vnet_dev_set_stall_guard() - the port's stall guard settings, in effect at once
+ * @dev: the device
+ * @g: the settings (copied)
+ */
+void vnet_dev_set_stall_guard(struct vnet_dev *dev, const struct vnet_stall_guard *g)
+{
+	coal_policy_set_stall_guard(dev, g);
+}
+
+/**
+ * vnet_dev_stall_guard() - the port's stall guard settings
+ * @dev: the device
+ *
+ * Return: the settings in effect.
+ */
+const struct vnet_stall_guard *vnet_dev_stall_guard(const struct vnet_dev *dev)
+{
+	return &dev->guard;
+}
+
+/**
+ * vnet_dev_restore_coal() - put back a queue's parameters from before a vnetd restart
+ * @dev: the device
+ * @qidx: the queue (RX or TX)
+ * @params: the parameters
+ * @who: who had set them: COAL_SET_GUEST or COAL_SET_HOST
+ *
+ * Return: 0, or -1 for a bad queue or setter.
+ */
+int vnet_dev_restore_coal(struct vnet_dev *dev, unsigned qidx, const struct coal_params *params,
+			  enum coal_setter who)
+{
+	return coal_policy_restore(dev, qidx, params, who);
+}
+
+/**
+ * vnet_dev_coal_persist() - whether host coalescing defaults survive a device reset
+ * @dev: the device
+ *
+ * Return: params.coal_persist.
+ */
+bool vnet_dev_coal_persist(const struct vnet_dev *dev)
+{
+	return dev->params.coal_persist;
+}
+
+/**
+ * vnet_dev_publish() - publish every queue's settings view now
+ * @dev: the device
+ *
+ * The device does this itself whenever it changes them; for owners that changed it otherwise.
+ * Context: the thread that owns the device (or the main thread while its worker is parked).
+ */
+void vnet_dev_publish(struct vnet_dev *dev)
+{
+	queue_view_publish_all(dev);
+}
+
+/**
+ * vnet_dev_state_save() - serialise the device state a migration carries (dev_state.c's format)
+ * @dev: the device
+ * @buf: the stream goes here
+ * @cap: room in @buf, at least VNET_STATE_MAX
+ *
+ * Return: the bytes written.
+ */
+size_t vnet_dev_state_save(const struct vnet_dev *dev, uint8_t *buf, size_t cap)
+{
+	return dev_state_save(dev, buf, cap);
+}
+
+/**
+ * vnet_dev_state_load() - validate a whole state stream (hostile input), then apply it
+ * @dev: the device, stopped
+ * @buf: the stream
+ * @len: its bytes
+ * @why: set to what was wrong
+ *
+ * Return: 0, or -1 with nothing changed.
+ */
+int vnet_dev_state_load(struct vnet_dev *dev, const uint8_t *buf, size_t len, const char **why)
+{
+	return dev_state_load(dev, buf, len, why);
+}
+
+/**
+ * vnet_dev_send_rarp() - announce the migrated guest's MAC through the backend
+ * @dev: the device
+ * @mac: the guest's address
+ *
+ * Return: 0, or -1 without a backend or when it refused the frame.
+ */
+int vnet_dev_send_rarp(struct vnet_dev *dev, const uint8_t mac[6])
+{
+	return dev_state_send_rarp(dev, mac);
 }

@@ -6,188 +6,16 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#include "backend.h"
-#include "coal_adaptive.h"
-#include "coalesce.h"
 #include "guest_mem.h"
-#include "lat_hist.h"
-#include "virtqueue.h"
-
-#define VNET_MAX_QUEUE_PAIRS 16
-#define VNET_MAX_QUEUES (2 * VNET_MAX_QUEUE_PAIRS + 1)
-#define VNET_LATENESS_BUCKETS 14 /* histogram upper bounds, vnet_lateness_bounds_us[] */
-#define VNET_MAC_TABLE_SIZE 64   /* MAC filter entries kept per table (more: overflow) */
-
-/* Receive filter set by CTRL_RX and CTRL_MAC (a table over the size: overflow, n 0). */
-struct vnet_rx_filter {
-	bool promisc, allmulti, alluni, nomulti, nouni, nobcast;
-	unsigned n_uc, n_mc;
-	bool uc_overflow, mc_overflow;
-	uint8_t uc[VNET_MAC_TABLE_SIZE][6];
-	uint8_t mc[VNET_MAC_TABLE_SIZE][6];
-};
-
-enum vnet_queue_kind { VNET_QUEUE_RX, VNET_QUEUE_TX, VNET_QUEUE_CTRL };
-
-enum vnet_tx_mode {
-	VNET_TX_KICK,  /* process TX as soon as the driver kicks */
-	VNET_TX_TIMER, /* on a kick, wait tx_timer_usecs and then process the batch */
-};
-
-/* Counters of one queue, read by the control socket. */
-struct vnet_queue_stats {
-	uint64_t packets;
-	uint64_t bytes;
-	uint64_t kicks;
-	uint64_t notifications;       /* calls signalled */
-	uint64_t suppressed;          /* due, but the driver suppressed notifications */
-	uint64_t held;                /* completions whose notification coalescing held back */
-	uint64_t timer_notifications; /* notifications sent when a coalescing deadline fired */
-	uint64_t dropped;             /* packets dropped (too big, broken chain, backend error) */
-	uint64_t rx_no_buffers;       /* times a packet waited for guest RX buffers */
-	uint64_t yields;              /* runs that stopped at the budget with work left */
-	uint64_t rx_direct;           /* packets the backend read straight into guest buffers */
-	uint64_t stop_notifications;  /* held completions signalled because the queue stopped */
-	/* Early notifications of the stall guard (where coalescing would have held), by reason. */
-	uint64_t early_idle;          /* TX: the driver posted nothing for stall-idle-usecs */
-	uint64_t early_ring;          /* the ring nearly exhausted (RX buffers, TX descriptors) */
-	uint64_t early_bytes;         /* bytes held reached stall-bytes */
-	/* Lateness of deadline-driven notifications (ns), since the last reset: log-spaced
-	 * buckets for percentiles (read with lat_hist_bucket()), and the exporter's fixed
-	 * buckets (vnet_queue_lateness(); last: above all) with the sum. */
-	struct lat_hist lateness;
-	uint64_t lateness_bucket[VNET_LATENESS_BUCKETS + 1];
-	uint64_t lateness_sum_ns;
-};
-
-/* Cumulative lateness histogram of one queue (Prometheus semantics: bucket i counts <= bound). */
-struct vnet_lateness_hist {
-	uint64_t cumulative[VNET_LATENESS_BUCKETS]; /* samples <= vnet_lateness_bounds_us[i] */
-	uint64_t count;                             /* every sample (the +Inf bucket) */
-	uint64_t sum_ns;
-};
-
-/* Upper bounds of the lateness buckets, in microseconds, ascending. */
-extern const uint32_t vnet_lateness_bounds_us[VNET_LATENESS_BUCKETS];
-
-/* Host-side environment injected into the device: clock, timers, notifications. */
-struct vnet_env_ops {
-	uint64_t (*now_ns)(void *ctx);
-	/* Signal the used-buffer notification (call fd) of queue qidx. */
-	void (*notify)(void *ctx, unsigned qidx);
-	/* Arm queue qidx's one-shot timer at absolute time deadline_ns (CLOCK_MONOTONIC); 0 disarms. */
-	void (*arm_timer)(void *ctx, unsigned qidx, uint64_t deadline_ns);
-	/*
-	 * Queue qidx stopped after its budget with work left: call vnet_dev_queue_run() for it
-	 * later, after everything else that is ready (fairness). Called at most once until then;
-	 * false: it could not be queued (the work then waits for the next kick). NULL: likewise.
-	 */
-	bool (*schedule)(void *ctx, unsigned qidx);
-	/* Queue qidx broke (the driver violated the ring format): signal its error fd. May be NULL. */
-	void (*queue_error)(void *ctx, unsigned qidx);
-	/*
-	 * The device holds received packets the driver cannot see yet: call vnet_dev_rx_flush()
-	 * before sleeping. Called once until that flush. NULL: the owner flushes after every event.
-	 */
-	void (*rx_dirty)(void *ctx);
-};
-
-/* Work one queue does before it yields (the kernel's vhost-net uses the same weights). */
-#define VNET_BUDGET_PACKETS 256
-#define VNET_BUDGET_BYTES (512u * 1024u)
-/* ... and of descriptors walked: a chain of 1024 tiny pieces costs what 1024 packets cost. */
-#define VNET_BUDGET_DESCS 1024u
-#define VNET_BUDGET_CTRL 64 /* control commands per run */
+#include "net_rx.h"
+#include "queue_view.h"
+#include "vnet_dev_types.h"
 
 /*
- * Stall guard: notify before coalescing's deadline when holding would stall the driver (the
- * spec lets a device notify more often than asked). A 0 threshold turns that reason off.
+ * The device's public API, defined in vnet_dev.c, and what the files below it define for
+ * callers outside the model: the receive path's per-packet entry points (net_rx.h) and the
+ * lock-free settings view (queue_view.h).
  */
-struct vnet_stall_guard {
-	bool on;
-	uint32_t bytes;      /* bytes completed since the last notification */
-	uint32_t idle_usecs; /* TX: the driver posted nothing for this long since a completion */
-};
-
-#define VNET_STALL_BYTES_DEFAULT 0u 
-#define VNET_STALL_IDLE_USECS_DEFAULT 2000u
-
-/* Static configuration of a device (from the command line). */
-struct vnet_dev_params {
-	uint8_t mac[6];
-	uint16_t queue_pairs;    /* 1 .. VNET_MAX_QUEUE_PAIRS */
-	uint16_t mtu;            /* 0: do not offer VIRTIO_NET_F_MTU */
-	uint64_t features_mask;  /* feature bits the operator allows (all ones by default) */
-	enum vnet_tx_mode tx_mode;
-	uint32_t tx_timer_usecs;
-	bool host_coal_rx_set, host_coal_tx_set; /* host defaults given on the command line */
-	struct coal_params host_coal_rx, host_coal_tx;
-	/*
-	 * Host defaults survive a device reset (operator opt-in; the spec zeroes every parameter
-	 * at reset, so this is off by default and the command line requires it with host values).
-	 */
-	bool coal_persist;
-	struct vnet_stall_guard stall_guard; /* zero: off (the command line defaults it on) */
-	bool rx_adaptive, tx_adaptive;       /* adaptive coalescing for every RX / TX queue */
-};
-
-/* Per-queue state of the stall guard. */
-struct vnet_guard_state {
-	uint64_t descs;        /* TX: descriptors completed, ever (net_tx.c counts them) */
-	uint64_t seen_bytes;   /* stats.bytes at the last completion */
-	uint64_t seen_descs;   /* descs at the last completion */
-	uint64_t held_bytes;   /* bytes completed since the last notification */
-	uint64_t held_descs;   /* TX: descriptors completed since the last notification */
-	uint64_t last_done_ns; /* when the last completion happened */
-};
-
-/*
- * A queue's settings as a reader on another thread sees them (vnet_queue_view_read()): one
- * consistent set, published by the thread that changed them (queue_view.c).
- */
-struct vnet_queue_view {
-	enum vnet_queue_kind kind; /* changes with the negotiated features (CTRL_VQ, MQ) */
-	bool enabled, started, broken;
-	struct coal_params coal;
-	enum coal_setter set_by;
-	bool adaptive;                     /* adapt.on */
-	enum coal_adapt_state adapt_state;
-	unsigned adapt_level;
-	uint64_t adapt_changes, adapt_windows;
-};
-
-#define VNET_VIEW_WORDS 4
-
-/* The published view: packed words under a seqcount (odd while being written). */
-struct vnet_view_pub {
-	uint32_t seq;
-	uint64_t w[VNET_VIEW_WORDS];
-};
-
-/* One queue of the device. */
-struct vnet_queue {
-	struct virtqueue vq;
-	enum vnet_queue_kind kind;
-	bool enabled;
-	struct coal_state coal;
-	struct coal_adapt adapt;    /* adaptive coalescing (adapt.on: set_by "adaptive") */
-	struct vnet_guard_state guard;
-	uint64_t timer_deadline_ns; /* what the queue's timer is armed for; 0: disarmed */
-	uint64_t coal_deadline_ns;  /* coalescing deadline; 0: none */
-	uint64_t tx_deadline_ns;    /* VNET_TX_TIMER: when the waiting TX batch runs; 0: none */
-	uint32_t rx_unflushed;      /* RX packets pushed but not yet published */
-	bool tx_blocked;            /* backend said -EAGAIN (the chain went back): wait for resume */
-	bool rx_waiting;            /* a packet waited for buffers: tell the backend on kick */
-	bool scheduled;             /* waiting in the owner's run queue (env->schedule) */
-	bool reinit;                /* rings set up while disabled: virtio re-enable on enable */
-	bool state_loaded;          /* coalescing came with a migration: kept at the next enable */
-	bool resume_notify;         /* migrated with completions owed: notify once when enabled */
-	struct vnet_queue_stats stats; /* written with stat_add() (stat_atomic.h) */
-	struct vnet_view_pub pub;      /* settings for readers on other threads (queue_view.c) */
-	/* Scratch for the chain being processed: the device's one (vnet_dev_create), shared by its
-	 * queues, as a device works on one chain at a time and never keeps one across events. */
-	struct vq_chain *chain;
-};
 
 struct vnet_dev;
 struct virtio_net_hdr_v1;
@@ -246,41 +74,6 @@ void vnet_dev_queue_run(struct vnet_dev *dev, unsigned qidx);
 /* vnet_dev_timer_expired() - queue qidx's timer (coalescing deadline or TX batch) fired. */
 void vnet_dev_timer_expired(struct vnet_dev *dev, unsigned qidx);
 
-/*
- * vnet_dev_receive() - deliver one packet (12-byte virtio_net_hdr_v1 first) to the guest.
- * Returns 1 delivered (or dropped and counted), 0 no guest buffers now: keep the packet, the
- * backend's rx_resume() is called when the guest posts buffers. Delivered packets become
- * visible to the guest every VNET_RX_PUBLISH_BATCH packets and at vnet_dev_rx_flush() (the owner
- * flushes after each round of events when env->rx_dirty asked it to).
- */
-int vnet_dev_receive(struct vnet_dev *dev, const struct iovec *iov, unsigned iovcnt);
-
-/*
- * vnet_dev_receive_frame() - the same for a bare frame of frame_len bytes starting at byte off
- * of iov, with the header hdr (NULL: all zero — no checksum or GSO information).
- */
-int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 *hdr,
-			   const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len);
-
-/*
- * vnet_dev_rx_reserve() - guest RX buffers for one packet the backend will write straight into
- * (12-byte virtio_net_hdr_v1 first, then the frame), holding at least max_len bytes. Returns
- * the iovec count (*iov points at them), 0 when the guest has no buffers (rx_resume() is
- * called once it posts some), or -1 when this device cannot take it that way now (legacy
- * header, several active queue pairs, too few buffers for max_len): use vnet_dev_receive().
- */
-int vnet_dev_rx_reserve(struct vnet_dev *dev, size_t max_len, const struct iovec **iov);
-
-/*
- * vnet_dev_rx_commit() - the backend wrote a packet of len bytes (header included) into the
- * reserved buffers: complete the ones it used; the rest stay reserved for the next packet. A
- * len larger than the reservation was truncated by the backend and is dropped (counted).
- */
-void vnet_dev_rx_commit(struct vnet_dev *dev, size_t len);
-
-/* vnet_dev_rx_flush() - publish received packets and decide notifications; call after a burst. */
-void vnet_dev_rx_flush(struct vnet_dev *dev);
-
 /* vnet_dev_tx_resume() - the backend can take packets again after -EAGAIN. */
 void vnet_dev_tx_resume(struct vnet_dev *dev);
 
@@ -333,9 +126,7 @@ const struct vnet_stall_guard *vnet_dev_stall_guard(const struct vnet_dev *dev);
  */
 void vnet_dev_set_dirty_log(struct vnet_dev *dev, struct dirty_log *log);
 
-/* ---- Live migration (dev_state.c) ---- */
-
-#define VNET_STATE_MAX 8192 /* bytes of serialised device state, at most */
+/* ---- Live migration (the format is dev_state.c's) ---- */
 
 /*
  * vnet_dev_state_save() - serialise what the frontend cannot resend (coalescing per queue and
@@ -393,12 +184,6 @@ const char *vnet_queue_kind_name(enum vnet_queue_kind kind);
  * Safe from any thread (relaxed loads of single-writer counters; count is the buckets' sum).
  */
 void vnet_queue_lateness(const struct vnet_queue *q, struct vnet_lateness_hist *out);
-
-/*
- * vnet_queue_view_read() - the queue's settings as last published, from any thread, without a
- * lock: a consistent set (seqcount), never a half-written one.
- */
-void vnet_queue_view_read(const struct vnet_queue *q, struct vnet_queue_view *out);
 
 /*
  * vnet_dev_publish() - publish every queue's settings view now. The device does this itself

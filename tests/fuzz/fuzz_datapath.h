@@ -10,7 +10,7 @@
 #include <sys/uio.h>
 
 #include "fake_driver.h"
-#include "vnet_dev_internal.h"
+#include "vnet_dev_core.h"
 
 #define MEM_SIZE (512u << 10)
 #define MAX_OPS 64

@@ -11,7 +11,8 @@
 
 #include "lat_hist.h"
 #include "stat_atomic.h"
-#include "vnet_dev_internal.h"
+#include "queue_view.h"
+#include "vnet_dev.h"
 
 /*
  * Linked with queue_view.c and lat_hist.c only, so that the same file also builds with
@@ -42,7 +43,7 @@ static void *writer(void *arg)
 			s->q.coal.setter = (i & 64) ? COAL_SET_HOST : COAL_SET_GUEST;
 			s->q.enabled = i & 128;
 			s->q.adapt.windows = i;
-			queue_publish(&s->q);
+			queue_view_publish(&s->q);
 			lat_hist_add(&s->q.stats.lateness, (uint64_t)i * 100u);
 		}
 	}
@@ -120,7 +121,7 @@ static void test_view_of_a_fresh_queue_is_all_zero(void **state)
 	q.adapt.level = 5;
 	q.adapt.state = COAL_ADAPT_PROBING;
 	q.adapt.changes = UINT64_MAX;
-	queue_publish(&q);
+	queue_view_publish(&q);
 	vnet_queue_view_read(&q, &v);
 	assert_true(v.broken && v.adaptive);
 	assert_int_equal(v.kind, VNET_QUEUE_CTRL);

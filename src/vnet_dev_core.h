@@ -1,8 +1,15 @@
-/* vnet_dev_internal.h - device model state shared by vnet_dev.c, net_rx.c, net_tx.c, net_ctrl.c, notify.c. */
-#ifndef VNETD_VNET_DEV_INTERNAL_H
-#define VNETD_VNET_DEV_INTERNAL_H
+/* SPDX-License-Identifier: MIT */
+/* vnet_dev_core.h - struct vnet_dev and its inline helpers: the lowest header of the device model. */
+#ifndef VNETD_VNET_DEV_CORE_H
+#define VNETD_VNET_DEV_CORE_H
 
-#include "vnet_dev.h"
+/*
+ * Every file of the device model includes this; it declares no function of any of them (each
+ * has its own header: net_rx.h, net_tx.h, net_ctrl.h, coal_policy.h, notify.h, queue_view.h,
+ * dev_state.h), so that including it never makes a file depend on a file above it.
+ */
+
+#include "vnet_dev_types.h"
 #include "iov.h"
 #include "stat_atomic.h"
 #include "virtio_net_defs.h"
@@ -86,30 +93,6 @@ struct vnet_dev {
 	struct vq_chain chain;     /* chain scratch of every queue (vnet_queue.chain points here) */
 };
 
-/* What made notify_decide() run. */
-enum notify_event {
-	NOTIFY_COMPLETED,      /* packets were published to the used ring */
-	NOTIFY_TIMER,          /* the coalescing deadline passed */
-	NOTIFY_PARAMS_CHANGED, /* coalescing parameters changed */
-	NOTIFY_STOP,           /* the queue stops or is disabled: held completions are due now */
-};
-
-/*
- * notify_decide() - the one place deciding used-buffer notifications: combines coalescing with
- * the driver's suppression (flags / EVENT_IDX) and arms the deadline timer.
- */
-void notify_decide(struct vnet_dev *dev, struct vnet_queue *q, enum notify_event ev,
-		   uint32_t packets);
-
-/* queue_rearm_timer() - arm the queue's timer for the earlier of its coalescing and TX deadlines. */
-void queue_rearm_timer(struct vnet_dev *dev, struct vnet_queue *q);
-
-/*
- * queue_publish() - publish queue q's settings view (queue_view.c): after each change of
- * enabled/started/broken, coalescing parameters or their setter, or the adaptive controller.
- */
-void queue_publish(struct vnet_queue *q);
-
 /* dev_now() - the injected clock. */
 static inline uint64_t dev_now(const struct vnet_dev *dev)
 {
@@ -128,10 +111,10 @@ static inline bool dev_has(const struct vnet_dev *dev, unsigned bit)
 	return dev->features & BIT_ULL(bit);
 }
 
-/* queue_adapt_counters() - what the adaptive controller of q looks at: its counters and the
+/* dev_adapt_counters() - what the adaptive controller of q looks at: its counters and the
  * packets of its pair's other queue (rx N <-> tx N+1). */
-static inline struct coal_adapt_counters queue_adapt_counters(const struct vnet_dev *dev,
-							      const struct vnet_queue *q)
+static inline struct coal_adapt_counters dev_adapt_counters(const struct vnet_dev *dev,
+							    const struct vnet_queue *q)
 {
 	unsigned i = q->vq.index, peer = (i & 1u) ? i - 1u : i + 1u;
 	struct coal_adapt_counters c = {q->stats.packets, q->stats.bytes, q->stats.notifications, 0};
@@ -146,47 +129,5 @@ static inline bool dev_queue_usable(const struct vnet_queue *q)
 {
 	return q->enabled && q->vq.started && !q->vq.broken;
 }
-
-/*
- * net_tx_process() - move the driver's TX chains to the backend (kick, timer or resume), at most
- * one budget (VNET_BUDGET_PACKETS / _BYTES). True: stopped at the budget with chains left.
- */
-bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q);
-
-/* net_ctrl_process() - execute pending control commands, at most VNET_BUDGET_CTRL; true: more. */
-bool net_ctrl_process(struct vnet_dev *dev, struct vnet_queue *q);
-
-/* net_rx_cache_release() - give reserved RX buffers back to the ring (queue stop, fallback). */
-void net_rx_cache_release(struct vnet_dev *dev, struct vnet_queue *q);
-
-/* net_rx_flush_queue() - publish one RX queue's pushed packets and decide its notification. */
-void net_rx_flush_queue(struct vnet_dev *dev, struct vnet_queue *q);
-
-/* coal_policy_init() - host defaults from the device parameters (coal_policy.c). */
-void coal_policy_init(struct vnet_dev *dev);
-
-/* coal_policy_reset() - device reset: forget every setting (host defaults stay with coal_persist). */
-void coal_policy_reset(struct vnet_dev *dev);
-
-/*
- * coal_policy_default() - parameters a queue gets after reset or a virtio re-enable: the last
- * setting for all queues of its kind since reset (guest TX_SET/RX_SET or host), else zero.
- */
-void coal_policy_default(const struct vnet_dev *dev, const struct vnet_queue *q,
-			 struct coal_params *p, enum coal_setter *who);
-
-/*
- * coal_policy_queue_default() - give a queue (after reset or a virtio re-enable) its default
- * parameters, and the port's adaptive mode unless the guest set that kind since reset.
- */
-void coal_policy_queue_default(struct vnet_dev *dev, struct vnet_queue *q);
-
-/* dev_set_kind_coal() - set every RX or TX queue and remember it for queues re-enabled later. */
-void dev_set_kind_coal(struct vnet_dev *dev, enum vnet_queue_kind kind, const struct coal_params *p,
-		       enum coal_setter who);
-
-/* dev_apply_coal() - set queue parameters and re-check at once (spec: notify if already due). */
-void dev_apply_coal(struct vnet_dev *dev, struct vnet_queue *q, const struct coal_params *p,
-		    enum coal_setter who);
 
 #endif

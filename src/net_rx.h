@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/* net_rx.h - the receive path (net_rx.c): the per-packet entry points, and the device's own. */
+#ifndef VNETD_NET_RX_H
+#define VNETD_NET_RX_H
+
+#include <stddef.h>
+#include <sys/uio.h>
+
+/*
+ * The vnet_dev_receive*() and vnet_dev_rx_*() entry points the backends call for every packet
+ * are defined in net_rx.c itself, not in vnet_dev.c (a forwarding call would cost every
+ * packet); vnet_dev.h includes this header for them.
+ */
+
+struct vnet_dev;
+struct vnet_queue;
+struct virtio_net_hdr_v1;
+
+/*
+ * vnet_dev_receive() - deliver one packet (12-byte virtio_net_hdr_v1 first) to the guest.
+ * Returns 1 delivered (or dropped and counted), 0 no guest buffers now: keep the packet, the
+ * backend's rx_resume() is called when the guest posts buffers. Delivered packets become
+ * visible to the guest every VNET_RX_PUBLISH_BATCH packets and at vnet_dev_rx_flush() (the owner
+ * flushes after each round of events when env->rx_dirty asked it to).
+ */
+int vnet_dev_receive(struct vnet_dev *dev, const struct iovec *iov, unsigned iovcnt);
+
+/*
+ * vnet_dev_receive_frame() - the same for a bare frame of frame_len bytes starting at byte off
+ * of iov, with the header hdr (NULL: all zero — no checksum or GSO information).
+ */
+int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 *hdr,
+			   const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len);
+
+/*
+ * vnet_dev_rx_reserve() - guest RX buffers for one packet the backend will write straight into
+ * (12-byte virtio_net_hdr_v1 first, then the frame), holding at least max_len bytes. Returns
+ * the iovec count (*iov points at them), 0 when the guest has no buffers (rx_resume() is
+ * called once it posts some), or -1 when this device cannot take it that way now (legacy
+ * header, several active queue pairs, too few buffers for max_len): use vnet_dev_receive().
+ */
+int vnet_dev_rx_reserve(struct vnet_dev *dev, size_t max_len, const struct iovec **iov);
+
+/*
+ * vnet_dev_rx_commit() - the backend wrote a packet of len bytes (header included) into the
+ * reserved buffers: complete the ones it used; the rest stay reserved for the next packet. A
+ * len larger than the reservation was truncated by the backend and is dropped (counted).
+ */
+void vnet_dev_rx_commit(struct vnet_dev *dev, size_t len);
+
+/* vnet_dev_rx_flush() - publish received packets and decide notifications; call after a burst. */
+void vnet_dev_rx_flush(struct vnet_dev *dev);
+
+/* ---- For the device model's own files ---- */
+
+/* net_rx_cache_release() - give reserved RX buffers back to the ring (queue stop, fallback). */
+void net_rx_cache_release(struct vnet_dev *dev, struct vnet_queue *q);
+
+/* net_rx_flush_queue() - publish one RX queue's pushed packets and decide its notification. */
+void net_rx_flush_queue(struct vnet_dev *dev, struct vnet_queue *q);
+
+#endif

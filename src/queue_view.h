@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/* queue_view.h - publish each queue's settings view (queue_view.c), the device model's lowest file. */
+#ifndef VNETD_QUEUE_VIEW_H
+#define VNETD_QUEUE_VIEW_H
+
+struct vnet_dev;
+struct vnet_queue;
+struct vnet_queue_view;
+
+/*
+ * vnet_queue_view_read() - the queue's settings as last published, from any thread, without a
+ * lock: a consistent set (seqcount), never a half-written one.
+ */
+void vnet_queue_view_read(const struct vnet_queue *q, struct vnet_queue_view *out);
+
+/*
+ * queue_view_publish() - publish queue q's settings view: after each change of
+ * enabled/started/broken, kind, coalescing parameters or their setter, or the adaptive controller.
+ */
+void queue_view_publish(struct vnet_queue *q);
+
+/* queue_view_publish_all() - publish every queue of dev. */
+void queue_view_publish_all(struct vnet_dev *dev);
+
+#endif
