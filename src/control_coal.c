@@ -1,10 +1,12 @@
-/* control_coal.c - the control socket's coalescing commands: coalesce (host, adaptive), stall-guard. */
-#include "control_internal.h"
+/* SPDX-License-Identifier: MIT */
+/* control_coal.c - the control socket's coalescing commands: coalesce, stall-guard. */
+#include "control_coal.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "control_json.h"
 #include "vnet_dev.h"
 
 /* Optional coalescing fields of a "coalesce" request. */
@@ -21,7 +23,7 @@ static json_t *get_u32(json_t *req, const char *key, bool *has, uint32_t *out)
 		return NULL;
 	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
 	    json_integer_value(v) > (json_int_t)UINT32_MAX)
-		return ctl_error_reply("\"%s\" must be an integer 0..4294967295", key);
+		return control_json_error("\"%s\" must be an integer 0..4294967295", key);
 	*has = true;
 	*out = (uint32_t)json_integer_value(v);
 	return NULL;
@@ -44,7 +46,7 @@ static json_t *coal_apply_queue(struct vnet_dev *dev, unsigned qidx, const struc
 	struct coal_params p = coal_merge(q->coal.params, r, q->kind == VNET_QUEUE_TX);
 
 	if (vnet_dev_host_coalesce(dev, (int)qidx, q->kind, &p) < 0)
-		return ctl_error_reply("could not set coalescing of queue %u", qidx);
+		return control_json_error("could not set coalescing of queue %u", qidx);
 	return NULL;
 }
 
@@ -75,7 +77,8 @@ static json_t *coal_apply_kind(struct vnet_dev *dev, enum vnet_queue_kind kind,
 	}
 	all = coal_merge(all, r, k);
 	if (vnet_dev_host_coalesce(dev, -1, kind, &all) < 0)
-		return ctl_error_reply("could not set %s coalescing", vnet_queue_kind_name(kind));
+		return control_json_error("could not set %s coalescing",
+					  vnet_queue_kind_name(kind));
 	for (i = 0; i < n; i++) {
 		q = vnet_dev_queue(dev, i);
 		if (!q || q->kind != kind)
@@ -83,7 +86,7 @@ static json_t *coal_apply_kind(struct vnet_dev *dev, enum vnet_queue_kind kind,
 		own = coal_merge(saved[i], r, k);
 		if ((own.max_packets != all.max_packets || own.max_usecs != all.max_usecs) &&
 		    vnet_dev_host_coalesce(dev, (int)i, kind, &own) < 0)
-			return ctl_error_reply("could not set coalescing of queue %u", i);
+			return control_json_error("could not set coalescing of queue %u", i);
 	}
 	return NULL;
 }
@@ -103,7 +106,7 @@ static json_t *get_adaptive(json_t *req, bool has[2], bool on[2])
 		if (!v)
 			continue;
 		if (!json_is_boolean(v))
-			return ctl_error_reply("\"%s\" must be true or false", names[i]);
+			return control_json_error("\"%s\" must be true or false", names[i]);
 		for (int k = 0; k < 2; k++) {
 			if (i == 0 || i == k + 1) {
 				has[k] = true;
@@ -114,12 +117,22 @@ static json_t *get_adaptive(json_t *req, bool has[2], bool on[2])
 	return NULL;
 }
 
-json_t *cmd_coalesce(struct port *const *ports, unsigned nports, json_t *req)
+/**
+ * control_coal_coalesce() - the "coalesce" command: host coalescing values and adaptive mode.
+ * @call: the live ports.
+ * @req: "port"; optionally "queue" (else every queue of the kinds given); rx_usecs, rx_frames,
+ *	tx_usecs, tx_frames (integers); adaptive, rx_adaptive, tx_adaptive (booleans).
+ *
+ * Changes device state a worker reads: the dispatcher runs it with the workers parked.
+ *
+ * Return: {"ok": true}, or an error reply; NULL if out of memory.
+ */
+json_t *control_coal_coalesce(const struct control_call *call, json_t *req)
 {
 	static const char *const keys[] = {"port",	  "queue",	 "rx_usecs",
 					   "rx_frames",	  "tx_usecs",	 "tx_frames",
 					   "adaptive",	  "rx_adaptive", "tx_adaptive", NULL};
-	json_t *err = ctl_check_keys(req, "coalesce", keys);
+	json_t *err = control_json_check_keys(req, "coalesce", keys);
 	json_t *vport = json_object_get(req, "port"), *vq = json_object_get(req, "queue");
 	struct coal_request r;
 	const struct vnet_queue *q;
@@ -133,8 +146,8 @@ json_t *cmd_coalesce(struct port *const *ports, unsigned nports, json_t *req)
 	if (err)
 		return err;
 	if (!vport)
-		return ctl_error_reply("coalesce needs \"port\"");
-	if (!(p = ctl_find_port(ports, nports, vport, &err)))
+		return control_json_error("coalesce needs \"port\"");
+	if (!(p = control_json_find_port(call->ports, call->nports, vport, &err)))
 		return err;
 	if ((err = get_u32(req, "rx_usecs", &r.has_usecs[0], &r.usecs[0])) ||
 	    (err = get_u32(req, "rx_frames", &r.has_frames[0], &r.frames[0])) ||
@@ -146,12 +159,12 @@ json_t *cmd_coalesce(struct port *const *ports, unsigned nports, json_t *req)
 	any[0] = r.has_usecs[0] || r.has_frames[0];
 	any[1] = r.has_usecs[1] || r.has_frames[1];
 	if (!any[0] && !any[1] && !has_ad[0] && !has_ad[1])
-		return ctl_error_reply("nothing to set: give rx_usecs, rx_frames, tx_usecs, "
-				   "tx_frames or adaptive");
+		return control_json_error("nothing to set: give rx_usecs, rx_frames, tx_usecs, "
+					  "tx_frames or adaptive");
 	for (k = 0; k < 2; k++)
 		if (has_ad[k] && ad[k] && any[k])
-			return ctl_error_reply("%s: adaptive on and fixed values exclude each other",
-					   k ? "tx" : "rx");
+			return control_json_error("%s: adaptive on and fixed values exclude "
+						  "each other", k ? "tx" : "rx");
 	dev = port_dev(p);
 	if (!vq) {
 		for (k = 0; k < 2; k++)
@@ -162,35 +175,45 @@ json_t *cmd_coalesce(struct port *const *ports, unsigned nports, json_t *req)
 			return err;
 		if (any[1] && (err = coal_apply_kind(dev, VNET_QUEUE_TX, &r)))
 			return err;
-		return ctl_ok_reply();
+		return control_json_ok();
 	}
 	if (!json_is_integer(vq))
-		return ctl_error_reply("\"queue\" must be a queue index");
+		return control_json_error("\"queue\" must be a queue index");
 	qidx = json_integer_value(vq);
 	if (qidx < 0 || qidx >= (json_int_t)vnet_dev_num_queues(dev) ||
 	    !(q = vnet_dev_queue(dev, (unsigned)qidx)))
-		return ctl_error_reply("port %s has no queue %" JSON_INTEGER_FORMAT " (0..%u)",
-				   port_name(p), qidx, vnet_dev_num_queues(dev) - 1);
+		return control_json_error("port %s has no queue %" JSON_INTEGER_FORMAT " (0..%u)",
+					  port_name(p), qidx, vnet_dev_num_queues(dev) - 1);
 	if (q->kind == VNET_QUEUE_CTRL)
-		return ctl_error_reply("queue %" JSON_INTEGER_FORMAT " is the control queue", qidx);
+		return control_json_error("queue %" JSON_INTEGER_FORMAT " is the control queue",
+					  qidx);
 	k = q->kind == VNET_QUEUE_TX;
 	if (any[!k] || (has_ad[!k] && !json_object_get(req, "adaptive")))
-		return ctl_error_reply("queue %" JSON_INTEGER_FORMAT
-				   " is a%s queue: use %s_usecs/%s_frames/%s_adaptive", qidx,
-				   k ? " TX" : "n RX", k ? "tx" : "rx", k ? "tx" : "rx",
-				   k ? "tx" : "rx");
+		return control_json_error("queue %" JSON_INTEGER_FORMAT
+					  " is a%s queue: use %s_usecs/%s_frames/%s_adaptive", qidx,
+					  k ? " TX" : "n RX", k ? "tx" : "rx", k ? "tx" : "rx",
+					  k ? "tx" : "rx");
 	if (has_ad[k] && vnet_dev_host_adaptive(dev, (int)qidx, q->kind, ad[k]) < 0)
-		return ctl_error_reply("could not switch adaptive coalescing of queue %u",
-				   (unsigned)qidx);
+		return control_json_error("could not switch adaptive coalescing of queue %u",
+					  (unsigned)qidx);
 	if (any[k] && (err = coal_apply_queue(dev, (unsigned)qidx, &r)))
 		return err;
-	return ctl_ok_reply();
+	return control_json_ok();
 }
 
-json_t *cmd_stall_guard(struct port *const *ports, unsigned nports, json_t *req)
+/**
+ * control_coal_stall_guard() - the "stall-guard" command: the port's early-notification guard.
+ * @call: the live ports.
+ * @req: "port"; at least one of "on" (boolean), "bytes", "idle_usecs" (integers).
+ *
+ * Changes device state a worker reads: the dispatcher runs it with the workers parked.
+ *
+ * Return: {"ok": true}, or an error reply; NULL if out of memory.
+ */
+json_t *control_coal_stall_guard(const struct control_call *call, json_t *req)
 {
 	static const char *const keys[] = {"port", "on", "bytes", "idle_usecs", NULL};
-	json_t *err = ctl_check_keys(req, "stall-guard", keys);
+	json_t *err = control_json_check_keys(req, "stall-guard", keys);
 	json_t *vport = json_object_get(req, "port"), *von = json_object_get(req, "on");
 	struct vnet_stall_guard g;
 	bool has_bytes = false, has_idle = false;
@@ -199,19 +222,19 @@ json_t *cmd_stall_guard(struct port *const *ports, unsigned nports, json_t *req)
 	if (err)
 		return err;
 	if (!vport)
-		return ctl_error_reply("stall-guard needs \"port\"");
-	if (!(p = ctl_find_port(ports, nports, vport, &err)))
+		return control_json_error("stall-guard needs \"port\"");
+	if (!(p = control_json_find_port(call->ports, call->nports, vport, &err)))
 		return err;
 	g = *vnet_dev_stall_guard(port_dev(p));
 	if (von && !json_is_boolean(von))
-		return ctl_error_reply("\"on\" must be true or false");
+		return control_json_error("\"on\" must be true or false");
 	if ((err = get_u32(req, "bytes", &has_bytes, &g.bytes)) ||
 	    (err = get_u32(req, "idle_usecs", &has_idle, &g.idle_usecs)))
 		return err;
 	if (!von && !has_bytes && !has_idle)
-		return ctl_error_reply("nothing to set: give on, bytes or idle_usecs");
+		return control_json_error("nothing to set: give on, bytes or idle_usecs");
 	if (von)
 		g.on = json_is_true(von);
 	vnet_dev_set_stall_guard(port_dev(p), &g);
-	return ctl_ok_reply();
+	return control_json_ok();
 }

@@ -15,6 +15,7 @@
 
 #include "config_file.h"
 #include "control.h"
+#include "control_client.h"
 #include "event_loop.h"
 #include "guest_fault.h"
 #include "log.h"
@@ -27,15 +28,12 @@
 #include "tap.h"
 #include "worker.h"
 
-#define MAX_CONTROL_CLIENTS 32
-
 /* Where a port came from: a --config reload only adds, changes and removes its own. */
 enum port_origin { ORIGIN_CMDLINE, ORIGIN_CONFIG, ORIGIN_RUNTIME };
 
 struct daemon {
 	struct worker_pool pool; /* worker 0: this thread, with signals and the control socket */
 	int signal_fd;
-	int control_fd;
 	const struct vnetd_options *opts;
 	/* Ports by slot (the index in their name and in ev_ref.port); NULL: free. */
 	struct port *ports[VNETD_MAX_PORTS];
@@ -55,65 +53,10 @@ struct daemon {
 	struct vnet_switch *sw;  /* its ports are spread over the workers like the others */
 	/* Per worker, touched by its own thread only: an EV_SWITCH_RX entry is in its run queue. */
 	bool switch_rx_queued[VNETD_MAX_WORKERS];
-	struct control_client *clients[MAX_CONTROL_CLIENTS];
+	struct control_clients *control; /* the control socket and its clients */
 	struct metrics_server *metrics; /* NULL without --metrics */
 	bool stop;
 };
-
-static void client_close(struct daemon *d, unsigned slot)
-{
-	struct control_client *c = d->clients[slot];
-
-	event_loop_del(d->pool.w[0].epfd, control_client_fd(c));
-	control_client_free(c);
-	d->clients[slot] = NULL;
-}
-
-static void control_accept(struct daemon *d)
-{
-	int fd = accept4(d->control_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-	unsigned slot;
-
-	if (fd < 0)
-		return;
-	for (slot = 0; slot < MAX_CONTROL_CLIENTS && d->clients[slot]; slot++)
-		;
-	if (slot == MAX_CONTROL_CLIENTS) {
-		log_warn("control: too many clients");
-		close(fd);
-		return;
-	}
-	d->clients[slot] = control_client_new(fd);
-	if (!d->clients[slot]) {
-		close(fd);
-		return;
-	}
-	struct ev_ref ref = {.kind = EV_CONTROL_CLIENT, .queue = (uint8_t)slot, .fd = fd};
-	if (event_loop_add(d->pool.w[0].epfd, fd, EPOLLIN, ref) < 0)
-		client_close(d, slot);
-}
-
-static void control_event(struct daemon *d, struct ev_ref ref, uint32_t events)
-{
-	struct control_client *c = ref.queue < MAX_CONTROL_CLIENTS ? d->clients[ref.queue] : NULL;
-	int r = 0;
-
-	if (!c || control_client_fd(c) != ref.fd)
-		return;
-	/* Requests that read or change ports of every worker park the others (control_sync_ops,
-	 * per request); "stats" does not. */
-	if (events & EPOLLIN)
-		r = control_client_readable(c, d->live, d->nlive);
-	if (r == 0 && (events & EPOLLOUT))
-		r = control_client_writable(c);
-	if (r == 0 && (events & (EPOLLHUP | EPOLLERR)) && !(events & EPOLLIN))
-		r = -1;
-	if (r < 0) {
-		client_close(d, ref.queue);
-		return;
-	}
-	event_loop_mod(d->pool.w[0].epfd, ref.fd, control_client_events(c), ref);
-}
 
 /* control_sync_enter() - before a control request other than "stats": park the other workers. */
 static void control_sync_enter(void *ctx)
@@ -426,10 +369,10 @@ static void dispatch(void *ctx, struct worker *w, struct ev_ref ref, uint32_t ev
 		signal_event(d);
 		break;
 	case EV_CONTROL_LISTEN:
-		control_accept(d);
-		break;
 	case EV_CONTROL_CLIENT:
-		control_event(d, ref, events);
+		/* Requests that read or change ports of every worker park the others
+		 * (control_sync_ops, per request); "stats" does not. */
+		control_client_event(d->control, ref, events, d->live, d->nlive);
 		break;
 	case EV_METRICS_LISTEN:
 	case EV_METRICS_CLIENT:
@@ -573,10 +516,7 @@ static int setup(struct daemon *d, const struct vnetd_options *opts)
 		sandbox_allow_openat(tap_open_tun_dir(), TAP_TUN_FLAGS);
 	control_set_port_ops(&daemon_port_ops, d);
 	control_set_sync_ops(&daemon_sync_ops, d);
-	d->control_fd = control_listen(opts->control_path);
-	if (d->control_fd < 0 ||
-	    event_loop_add(d->pool.w[0].epfd, d->control_fd, EPOLLIN,
-			   (struct ev_ref){.kind = EV_CONTROL_LISTEN, .fd = d->control_fd}) < 0)
+	if (!(d->control = control_client_open(opts->control_path, d->pool.w[0].epfd)))
 		return -1;
 	if (opts->metrics[0] && !(d->metrics = metrics_open(opts->metrics, d->pool.w[0].epfd)))
 		return -1;
@@ -586,9 +526,6 @@ static int setup(struct daemon *d, const struct vnetd_options *opts)
 static void teardown(struct daemon *d, const struct vnetd_options *opts)
 {
 	worker_pool_stop(&d->pool); /* the threads end; their ports are ours to destroy */
-	for (unsigned i = 0; i < MAX_CONTROL_CLIENTS; i++)
-		if (d->clients[i])
-			client_close(d, i);
 	metrics_close(d->metrics);
 	for (unsigned i = 0; i < VNETD_MAX_PORTS; i++) {
 		port_destroy(d->ports[i]);
@@ -596,10 +533,7 @@ static void teardown(struct daemon *d, const struct vnetd_options *opts)
 	}
 	if (d->sw)
 		switch_destroy(d->sw);
-	if (d->control_fd >= 0) {
-		close(d->control_fd);
-		control_unlink(opts->control_path);
-	}
+	control_client_close(d->control);
 	if (d->signal_fd >= 0)
 		close(d->signal_fd);
 	if (d->config_dir >= 0)
@@ -616,7 +550,7 @@ int daemon_run(const struct vnetd_options *opts)
 
 	memset(&d, 0, sizeof(d));
 	d.switch_home = -1;
-	d.signal_fd = d.control_fd = d.config_dir = d.state_dir = -1;
+	d.signal_fd = d.config_dir = d.state_dir = -1;
 	d.opts = opts;
 	/* Threads before the sandbox: creating one needs clone(), which the filter kills. */
 	if (setup(&d, opts) < 0 || worker_pool_start(&d.pool) < 0 || sandbox_enter(opts) < 0) {
