@@ -6,19 +6,10 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "switch_limits.h"
 
 struct vnet_dev;
 struct vnet_switch; /* opaque */
-
-#define SWITCH_MAX_PORTS 1024
-#define SWITCH_FDB_SIZE 4096	      /* learned MAC addresses, all ports together */
-#define SWITCH_FDB_PORT_MAX 256	      /* MACs one port may hold in the FDB (max-macs=) */
-#define SWITCH_LEARN_RATE 100	      /* new MACs one port may teach a second (learn-rate=) */
-#define SWITCH_LEARN_RATE_MAX 1000000 /* learn-rate= at most (0: no limit) */
-#define SWITCH_FDB_AGE_SEC 300	      /* a MAC not seen as a source for this long is forgotten */
-#define SWITCH_QUEUE_PACKETS 256      /* packets waiting for one port's guest RX buffers */
-#define SWITCH_QUEUE_BYTES (4u << 20) /* ... and their bytes */
-#define SWITCH_MAX_WORKERS 16	      /* threads the switch's ports may be spread over */
 
 /*
  * What a switch spread over several workers needs from its owner: wake worker `worker` (from

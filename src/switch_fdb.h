@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "switch.h"
+#include "switch_limits.h"
 
 #define FDB_ETH_ALEN 6
 #define FDB_WAYS 4 /* set-associative, LRU within a set */

@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: MIT */
+/* switch_limits.h - the switch's sizes and default limits, shared by switch.c and switch_fdb.c. */
+#ifndef VNETD_SWITCH_LIMITS_H
+#define VNETD_SWITCH_LIMITS_H
+
+#define SWITCH_MAX_PORTS 1024
+#define SWITCH_FDB_SIZE 4096	      /* learned MAC addresses, all ports together */
+#define SWITCH_FDB_PORT_MAX 256	      /* MACs one port may hold in the FDB (max-macs=) */
+#define SWITCH_LEARN_RATE 100	      /* new MACs one port may teach a second (learn-rate=) */
+#define SWITCH_LEARN_RATE_MAX 1000000 /* learn-rate= at most (0: no limit) */
+#define SWITCH_FDB_AGE_SEC 300	      /* a MAC not seen as a source for this long is forgotten */
+#define SWITCH_QUEUE_PACKETS 256      /* packets waiting for one port's guest RX buffers */
+#define SWITCH_QUEUE_BYTES (4u << 20) /* ... and their bytes */
+#define SWITCH_MAX_WORKERS 16	      /* threads the switch's ports may be spread over */
+
+#endif
