@@ -550,8 +550,7 @@ def main():
     tq, tq_per_dir = targets_qemu(summary, args.directions)
     elapsed = time.monotonic() - t_start
     load1 = os.getloadavg()
-    with open('/proc/cpuinfo') as f:
-        cpu_model = next((l.split(':', 1)[1].strip() for l in f if l.startswith('model name')), '?')
+    cpu_model = common.cpu_model()
     meta = {'date': now.isoformat(timespec='seconds'), 'host': platform.node(),
             'kernel': platform.release(), 'cpus': os.cpu_count(), 'cpu_model': cpu_model,
             'kvm_used': False, 'loadavg_start': load0, 'loadavg_end': load1,

@@ -69,6 +69,12 @@ def busy_pct(before, after):
     return 100.0 * (after[0] - before[0]) / max(1, after[1] - before[1])
 
 
+def cpu_model():
+    """The CPU's model name from /proc/cpuinfo ('?' when there is none)."""
+    with open('/proc/cpuinfo') as f:
+        return next((l.split(':', 1)[1].strip() for l in f if l.startswith('model name')), '?')
+
+
 def load_check(tool, limit=None, note='numbers will be noisy'):
     """The load average now; logs a warning when its 1-minute value exceeds limit (default:
     half the CPUs)."""

@@ -406,8 +406,7 @@ def one_measurement(args, b, impl, s, rep, wd, tools, k, total):
 def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, sizes):
     summary, ratios = summarize(runs, args.backends, sizes, args.keep_contended)
     load1 = os.getloadavg()
-    with open('/proc/cpuinfo') as f:
-        cpu_model = next((l.split(':', 1)[1].strip() for l in f if l.startswith('model name')), '?')
+    cpu_model = common.cpu_model()
     meta = dict(prov, date=now.isoformat(timespec='seconds'), host=platform.node(),
                 kernel=platform.release(), cpus=os.cpu_count(), cpu_model=cpu_model,
                 dpdk=dpdk_version(), loadavg_start=load0, loadavg_end=load1,

@@ -315,8 +315,7 @@ def main():
     summary = summarize(runs)
     g = goals(summary)
     load1 = os.getloadavg()
-    with open('/proc/cpuinfo') as f:
-        cpu_model = next((l.split(':', 1)[1].strip() for l in f if l.startswith('model name')), '?')
+    cpu_model = common.cpu_model()
     meta = {'date': now.isoformat(timespec='seconds'), 'host': platform.node(),
             'kernel': platform.release(), 'cpus': os.cpu_count(), 'cpu_model': cpu_model,
             'loadavg_start': load0, 'loadavg_end': load1, 'vnetd': commit,
