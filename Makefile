@@ -9,7 +9,9 @@ PREFIX     ?= /usr/local
 DESTDIR    ?=
 export VNETD_BUILD := $(abspath $(BUILD))
 
-.PHONY: all deps build check unit asan fuzz-smoke fuzz e2e demo doctor soak bench bench-fairness bench-datapath bench-scale bench-workers install bench-migration bench-fdb-flood clean
+.PHONY: all deps build check docs-check unit asan fuzz-smoke fuzz e2e demo doctor soak bench \
+	bench-fairness bench-datapath bench-scale bench-workers bench-coal-causes install \
+	bench-migration bench-fdb-flood clean
 
 all: build
 
@@ -57,7 +59,12 @@ fuzz: $(FUZZ_BUILD)/build.ninja
 e2e: build
 	$(PYTHON) tests/e2e/run_all.py
 
-check: deps
+# Every results file and relative link the docs name exists, and results/README.md indexes every
+# results file (a second or less).
+docs-check:
+	$(PYTHON) tools/check_docs.py
+
+check: docs-check deps
 	$(MAKE) unit asan fuzz-smoke e2e
 
 demo: deps
@@ -70,14 +77,13 @@ doctor: build
 	$(PYTHON) tools/doctor.py
 
 # Coalescing profiles set by the guests' own ethtool -C: UML 6.1 and QEMU 11 full-device (sid's
-# QEMU, fetched by guest/qemu.sh), the coalescing rows of issue 9 (UML 6.1 and 7.2 with 1 GB:
+# QEMU, fetched by guest/qemu.sh), the stall-guard and adaptive rows (UML 6.1 and 7.2 with 1 GB:
 # stall guard on/off, vnetd adaptive, the 7.2 driver's DIM; "targets"), then the QEMU 7.2 peer.
 # BENCH_ARGS e.g. "--guest uml-7.2", "--no-coal", or "--coal-only" (merged into results/latest.*).
 bench: build
 	$(PYTHON) bench/bench.py --guest uml,qemu-full $(BENCH_ARGS)
 	$(PYTHON) bench/fairness.py
 
-# One flooding guest vs the others: control-socket RTT and throughput (about 1.5 minutes).
 # Idle ports: vnetd CPU per second and RSS per port at 1, 64, 256, 1024 connected ports.
 bench-scale: build
 	$(PYTHON) bench/scale.py $(SCALE_ARGS)
@@ -95,8 +101,14 @@ bench-workers: build
 bench-fdb-flood: build
 	$(PYTHON) bench/fdb_flood.py $(FDB_FLOOD_ARGS)
 
+# One flooding guest vs the others: control-socket RTT and throughput (about 1.5 minutes).
 bench-fairness: build
 	$(PYTHON) bench/fairness.py
+
+# Where a static AGGRESSIVE profile loses bulk TCP: RX and TX holds apart, guests of 256 MB and
+# 1 GB (about 5 minutes; results/coal-causes-latest.*). Options: COAL_CAUSES_ARGS="--reps N".
+bench-coal-causes: build
+	$(PYTHON) bench/coal_causes.py $(COAL_CAUSES_ARGS)
 
 # vnetd vs DPDK's vhost PMD, virtio-user (testpmd) as the source; another vnetd: BUILD=/path/to/build.
 # Options: DATAPATH_ARGS="--quick" (or --sizes, --backends, --no-peer, --callgrind-only, ...).

@@ -41,13 +41,13 @@ import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TOP = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(TOP, 'tests', 'e2e'))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402  (first: puts tests/e2e on the path)
+from common import TOP, log, machine_busy  # noqa: E402
 import bench_coal  # noqa: E402
 import harness  # noqa: E402
-from harness import Netns, QemuGuest, UmlGuest, Vnetd, GuestError  # noqa: E402
+from harness import (GuestError, Netns, QemuGuest, UmlGuest, Vnetd, guest_addr,  # noqa: E402
+                     host_addr)
 from bench_report import (GUESTS, TARGETS, TARGETS_QEMU, chart,  # noqa: E402
                           ratios, ratios_md, summarize, table_md, targets_qemu, targets_qemu_md)
 
@@ -70,37 +70,10 @@ NO_OFFLOADS = (',csum=off,guest_csum=off,host_tso4=off,host_tso6=off,host_ecn=of
                'guest_tso4=off,guest_tso6=off,guest_ecn=off,guest_ufo=off')
 
 
-def log(msg):
-    print(msg, flush=True)
-
-
-# ---------------------------------------------------------------------------------------------
-# prerequisites
-
-APT = {'ip': 'iproute2', 'iperf3': 'iperf3', 'sockperf': 'sockperf', 'gnuplot': 'gnuplot-nox',
-       'qemu-system-x86_64': 'qemu-system-x86'}
-
-
 def check_prereqs(args):
-    problems, missing = [], []
-    if os.geteuid() != 0:
-        problems.append('must run as root (network namespaces, tap devices)')
-    if not os.path.exists('/dev/net/tun'):
-        problems.append('no /dev/net/tun on this machine')
-    need = ['ip', 'iperf3', 'sockperf', 'gnuplot'] + (['qemu-system-x86_64'] if args.peer else [])
-    for exe in need:
-        if shutil.which(exe) is None:
-            missing.append(APT[exe])
-    for exe in (harness.VNETD, harness.VNETCTL):
-        if not os.access(exe, os.X_OK):
-            problems.append('%s not built (run make)' % exe)
-    if missing:
-        problems.append('missing packages; install them with:\n    apt-get install -y %s'
-                        % ' '.join(sorted(set(missing))))
-    if problems:
-        for p in problems:
-            log('bench: ' + p)
-        sys.exit(1)
+    common.require('bench', root=True, tun=True,
+                   exes=['ip', 'iperf3', 'sockperf', 'gnuplot']
+                   + (['qemu-system-x86_64'] if args.peer else []))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -134,13 +107,6 @@ def tree_cpu(table, root):
             total += table[pid][1]
         todo += kids.get(pid, [])
     return total / CLK_TCK
-
-
-def machine_busy():
-    with open('/proc/stat') as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    idle = v[3] + v[4]
-    return sum(v) - idle, sum(v)
 
 
 def guest_irqs(g, pattern):
@@ -192,8 +158,7 @@ class Subject:
         m = {'wall_s': round(wall, 3), 'guest_cpu_s': round(g1 - g0, 3),
              'vnetd_cpu_s': round(v1 - v0, 3), 'guest_irqs': irq1 - irq0,
              'irq_per_s': (irq1 - irq0) / wall,
-             'machine_busy_pct': 100.0 * (busy1[0] - busy0[0]) / max(busy1[1] - busy0[1], 1)
-             * os.cpu_count()}
+             'machine_busy_pct': common.busy_pct(busy0, busy1) * os.cpu_count()}
         m['cpu_s'] = m['guest_cpu_s'] + m['vnetd_cpu_s']
         m['cpu_pct'] = 100.0 * m['cpu_s'] / wall
         m['guest_cpu_pct'] = 100.0 * m['guest_cpu_s'] / wall
@@ -253,7 +218,7 @@ def run_sockperf(ns, duration):
 # guests
 
 def guest_net_setup(g, timeout=120):
-    g.run('ip link set eth0 up && ip addr add %s/24 dev eth0' % GUEST_IP, check=True)
+    guest_addr(g, GUEST_IP)
     g.run('for i in $(seq 100); do [ "$(cat /sys/class/net/eth0/operstate)" = up ] && break; '
           'sleep 0.2; done', timeout=timeout)
     rc, out = g.run('ping -c 3 -W 10 %s' % HOST_IP, timeout=timeout)
@@ -377,7 +342,7 @@ def bench_guest(args, kind, wd, runs, info):
     sock = os.path.join(wd, '%s.sock' % kind)
     inf = info.setdefault('guests', {}).setdefault(kind, {'setup': setup})
     with Netns(NETNS) as ns, Vnetd(ns, ['socket=%s,tap=vtap0' % sock], wd) as vd:
-        ns.run('ip addr add %s/24 dev vtap0 && ip link set vtap0 up' % HOST_IP)
+        host_addr(ns, 'vtap0', HOST_IP)
         guest, irq_pattern = make_guest(kind, wd, sock)
         with guest as g:
             log('%s guest booted in %.1f s on vnetd port p0 (tap in namespace %s)'
@@ -424,7 +389,7 @@ def bench_peer(args, kit, wd, runs, info):
         # (b) the same guest on vnetd via vhost-user; QEMU keeps the control queue, so the
         # profiles are set from the host.  offloads=off: see README (Benchmark, peer).
         with Vnetd(ns, ['socket=%s,tap=vtap1,offloads=off' % sock], wd) as vd:
-            ns.run('ip addr add %s/24 dev vtap1 && ip link set vtap1 up' % HOST_IP)
+            host_addr(ns, 'vtap1', HOST_IP)
             with QemuGuest(kit, vhost_socket=sock, device_opts=',vectors=0',
                            log_path=os.path.join(wd, 'qemu-vhost-user.log')) as g:
                 log('QEMU guest (vhost-user on vnetd) booted in %.1f s' % g.boot_time)
@@ -501,7 +466,7 @@ def main():
     ap.add_argument('--no-uml', dest='uml', action='store_false', default=True,
                     help='no --guest benchmark at all (peer only)')
     ap.add_argument('--no-coal', dest='coal', action='store_false', default=True,
-                    help='skip the coalescing rows of issue 9 (UML 6.1 and 7.2 with 1 GB: stall '
+                    help='skip the stall-guard and adaptive rows (UML 6.1 and 7.2 with 1 GB: stall '
                     'guard on/off, vnetd adaptive, DIM; "targets" in latest.json)')
     ap.add_argument('--coal-only', action='store_true',
                     help='only the coalescing rows; merged into the existing results/latest.json, '
@@ -549,11 +514,9 @@ def main():
             harness.new_qemu('sid')
     wd = harness.workdir('bench')
     harness.private_binaries(wd)
-    load0 = os.getloadavg()
+    load0 = common.load_check('bench')
     log('bench: %s, %d CPUs, load average %.2f %.2f %.2f; work dir %s'
         % (platform.node(), os.cpu_count(), *load0, wd))
-    if load0[0] > 0.5 * os.cpu_count():
-        log('bench: WARNING: the machine is busy (load %.2f): numbers will be noisy' % load0[0])
 
     runs, info = [], {}
     for kind in args.guests:
@@ -587,8 +550,7 @@ def main():
     tq, tq_per_dir = targets_qemu(summary, args.directions)
     elapsed = time.monotonic() - t_start
     load1 = os.getloadavg()
-    with open('/proc/cpuinfo') as f:
-        cpu_model = next((l.split(':', 1)[1].strip() for l in f if l.startswith('model name')), '?')
+    cpu_model = common.cpu_model()
     meta = {'date': now.isoformat(timespec='seconds'), 'host': platform.node(),
             'kernel': platform.release(), 'cpus': os.cpu_count(), 'cpu_model': cpu_model,
             'kvm_used': False, 'loadavg_start': load0, 'loadavg_end': load1,

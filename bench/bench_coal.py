@@ -1,4 +1,4 @@
-"""bench.py's coalescing rows of issue 9: stall guard on/off, vnetd adaptive, the 7.2 driver's DIM.
+"""bench.py's stall-guard and adaptive rows: stall guard on/off, vnetd adaptive, the 7.2 driver's DIM.
 
 UML guests with 1 GB of memory (the guest keeps Linux's default TCP sysctls, which scale with
 memory) on a vnetd tap port, one guest at a time:
@@ -21,10 +21,10 @@ is the 200 Mbit/s figure; the 20 Mbit/s one is in the per-direction object and t
 import json
 import os
 
-import gnuplot  # bench/gnuplot.py
 import harness
+from common import log
 from bench_report import fmt, med, spread, summarize
-from harness import Netns, UmlGuest, Vnetd
+from harness import Netns, UmlGuest, Vnetd, host_addr
 
 # --guest-like name -> (setup name in the results, label, guest kit suite, profiles)
 COAL_GUESTS = {
@@ -50,7 +50,7 @@ PACED_RATE, PACED_LEN = '20M', 1400
 PACING_TIMER_US = 100
 # (run kind, summary key prefix, iperf3 -b): the coalescing rows' paced UDP rates.
 PACED = (('paced', 'paced_', '20M'), ('paced_hi', 'pacedhi_', '200M'))
-# Issue 9's goals for the "targets" keys (ratios; the rtt one is a maximum).
+# The goals of the "targets" keys (ratios; the rtt one is a maximum).
 GOALS = {'tx_throughput_retained_aggressive': ('>=', 0.95),
          'rx_throughput_retained_aggressive': ('>=', 0.95),
          'irq_reduction_aggressive_paced': ('>=', 0.90),
@@ -58,10 +58,6 @@ GOALS = {'tx_throughput_retained_aggressive': ('>=', 0.95),
          'adaptive_throughput_retained': ('>=', 0.98),
          'adaptive_rtt_p50_ratio': ('<=', 1.10)}
 STATS_KEYS = ('early_idle', 'early_ring', 'early_bytes', 'adaptive_level', 'adaptive_changes')
-
-
-def log(msg):
-    print(msg, flush=True)
 
 
 def run_paced(B, ns, direction, duration, rate=PACED_RATE):
@@ -146,7 +142,7 @@ def bench_coal_guest(B, args, key, wd, runs, info):
     sock = os.path.join(wd, '%s.sock' % key)
     inf = info.setdefault('coal_guests', {}).setdefault(key, {'setup': setup, 'mem': MEM})
     with Netns(B.NETNS) as ns, Vnetd(ns, ['socket=%s,tap=vtap0' % sock], wd) as vd:
-        ns.run('ip addr add %s/24 dev vtap0 && ip link set vtap0 up' % B.HOST_IP)
+        host_addr(ns, 'vtap0', B.HOST_IP)
         with UmlGuest(harness.uml_kit(suite), sock, mem=MEM,
                       log_path=os.path.join(wd, '%s.log' % key)) as g:
             log('%s booted in %.1f s on vnetd port p0' % (label, g.boot_time))

@@ -3,15 +3,12 @@
 import statistics
 
 import gnuplot  # bench/gnuplot.py
-
-
-def log(msg):
-    print(msg, flush=True)
+from common import log
 
 
 # What vnetd should then hold for the queues: a zero in either value means "every packet".
 TARGETS = {'irq_reduction': 0.90, 'throughput_retention': 0.98, 'cpu_per_gbit_reduction': 0.30}
-# Goals in the QEMU full-device guest (issue 10): worse direction of bulk TCP, medians.
+# Goals in the QEMU full-device guest: worse direction of bulk TCP, medians.
 TARGETS_QEMU = {'irq_reduction_aggressive': 0.85, 'cpu_per_gbit_reduction_aggressive': 0.30,
                 'throughput_retained_aggressive': 1.00, 'cpu_per_gbit_reduction_moderate': 0.20}
 # --guest name -> (setup name in the results, label in tables and chart)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Where does AGGRESSIVE coalescing lose bulk TCP throughput? Causes split by experiment.
+"""make bench-coal-causes: where does AGGRESSIVE coalescing lose bulk TCP throughput? Causes split by experiment.
 
 A User-Mode Linux guest on a vnetd tap port (private network namespace) sets, with its own
 `ethtool -C eth0 ...`, one of:
@@ -22,14 +22,13 @@ import statistics
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TOP = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(TOP, 'tests', 'e2e'))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402  (first: puts tests/e2e on the path)
+from common import TOP, log  # noqa: E402
 import bench as B  # noqa: E402 (bench/bench.py: measurement helpers)
 import gnuplot  # noqa: E402
 import harness  # noqa: E402
-from harness import Netns, UmlGuest, Vnetd  # noqa: E402
+from harness import Netns, UmlGuest, Vnetd, host_addr  # noqa: E402
 
 # name -> (rx_usecs, rx_frames, tx_usecs, tx_frames)
 PROFILES = {
@@ -38,10 +37,6 @@ PROFILES = {
     'tx-only': (0, 0, 5000, 50),
     'rx-only': (5000, 50, 0, 1),
 }
-
-
-def log(msg):
-    print(msg, flush=True)
 
 
 def sysctls(g):
@@ -67,7 +62,7 @@ def set_profile(g, vd, name):
 def run_mem(args, kit, wd, mem, runs, info):
     sock = os.path.join(wd, 'uml-%s.sock' % mem)
     with Netns(B.NETNS) as ns, Vnetd(ns, ['socket=%s,tap=vtap0' % sock], wd) as vd:
-        ns.run('ip addr add %s/24 dev vtap0 && ip link set vtap0 up' % B.HOST_IP)
+        host_addr(ns, 'vtap0', B.HOST_IP)
         with UmlGuest(kit, sock, mem=mem, log_path=os.path.join(wd, 'uml-%s.log' % mem)) as g:
             B.guest_net_setup(g)
             info['sysctls_' + mem] = sysctls(g)
@@ -158,7 +153,7 @@ def main():
     wd = harness.workdir('coal-causes')
     harness.private_binaries(wd)
     now = datetime.datetime.now()
-    load0 = os.getloadavg()
+    load0 = common.load_check('coal_causes')
     t0 = time.monotonic()
     runs, info = [], {}
     for mem in mems:

@@ -35,10 +35,9 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TOP = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(TOP, 'tests', 'e2e'))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402  (first: puts tests/e2e on the path)
+from common import SKIP, TOP  # noqa: E402
 import dp_callgrind  # noqa: E402
 import dp_procs as P  # noqa: E402
 from dp_procs import BenchError, JANITOR, log  # noqa: E402
@@ -48,69 +47,39 @@ import gnuplot  # noqa: E402 (bench/gnuplot.py)
 QUIET_CORES = 0.25
 BUILD = os.path.abspath(os.environ.get('VNETD_BUILD', os.path.join(TOP, 'build')))
 IMPLS = ('vnetd', 'dpdk')
-SKIP = 77
 
 
 # ---------------------------------------------------------------------------------------------
 # prerequisites and provenance
 
 def check_prereqs(args):
-    if shutil.which('dpdk-testpmd') is None:
-        log('datapath: dpdk-testpmd is missing; install it with:\n    apt-get install -y dpdk-dev')
-        sys.exit(SKIP)
-    problems, missing = [], []
-    for exe in ('vnetd', 'vnetctl'):
-        if not os.access(os.path.join(BUILD, exe), os.X_OK):
-            problems.append('%s/%s not built (VNETD_BUILD=%s; run make)' % (BUILD, exe, BUILD))
-    if 'tap' in args.backends:
-        if os.geteuid() != 0:
-            problems.append('the tap set-up needs root (network namespaces); or --backends switch')
-        if not os.path.exists('/dev/net/tun'):
-            problems.append('no /dev/net/tun (tap set-up)')
-    for exe, pkg in (('ip', 'iproute2'), ('taskset', 'util-linux'), ('stdbuf', 'coreutils')):
-        if shutil.which(exe) is None:
-            missing.append(pkg)
-    if args.callgrind and shutil.which('valgrind') is None:
-        missing.append('valgrind')
-    if shutil.which('gnuplot') is None:
-        log('datapath: no gnuplot: no chart (apt-get install -y gnuplot-nox)')
-    if missing:
-        problems.append('missing packages; install them with:\n    apt-get install -y %s'
-                        % ' '.join(sorted(set(missing))))
-    if problems:
-        for p in problems:
-            log('datapath: ' + p)
-        sys.exit(1)
-
-
-def git(src, *a):
-    r = subprocess.run(['git', '-C', src] + list(a), capture_output=True, text=True)
-    return r.stdout.strip() if r.returncode == 0 else None
+    common.require('datapath', exes=['dpdk-testpmd'], built=(), status=SKIP)
+    tap = 'tap' in args.backends
+    common.require('datapath', root=tap, tun=tap,
+                   exes=['ip', 'taskset', 'stdbuf'] + (['valgrind'] if args.callgrind else []),
+                   built=[os.path.join(BUILD, exe) for exe in ('vnetd', 'vnetctl')],
+                   why_root='the tap set-up needs network namespaces; or --backends switch')
+    common.have('gnuplot', 'datapath', 'no chart')
 
 
 def provenance():
     """Which vnetd is measured: the git state of VNETD_BUILD's source dir, and the binary's hash."""
-    src = None
-    try:
-        with open(os.path.join(BUILD, 'meson-info', 'meson-info.json')) as f:
-            src = json.load(f)['directories']['source']
-    except (OSError, ValueError, KeyError):
-        pass
-    if not src or git(src, 'rev-parse', 'HEAD') is None:
-        src = TOP
+    src = common.source_of(BUILD)
     with open(os.path.join(BUILD, 'vnetd'), 'rb') as f:
         digest = hashlib.sha256(f.read()).hexdigest()
-    return {'vnetd_build': BUILD, 'vnetd_source': src, 'vnetd_commit': git(src, 'rev-parse', 'HEAD'),
-            'vnetd_describe': git(src, 'describe', '--always', '--dirty'),
-            'vnetd_branch': git(src, 'rev-parse', '--abbrev-ref', 'HEAD'),
+    return {'vnetd_build': BUILD, 'vnetd_source': src,
+            'vnetd_commit': common.git(src, 'rev-parse', 'HEAD'),
+            'vnetd_describe': common.git(src, 'describe', '--always', '--dirty'),
+            'vnetd_branch': common.git(src, 'rev-parse', '--abbrev-ref', 'HEAD'),
             # the newest commit that changed vnetd itself (a bench-only commit changes nothing)
-            'vnetd_src_commit': git(src, 'log', '-1', '--format=%h %s', '--', 'src', 'meson.build',
-                                    'meson_options.txt'),
-            'vnetd_src_dirty': bool(git(src, 'status', '--porcelain', '--', 'src', 'meson.build')),
+            'vnetd_src_commit': common.git(src, 'log', '-1', '--format=%h %s', '--', 'src',
+                                           'meson.build', 'meson_options.txt'),
+            'vnetd_src_dirty': bool(common.git(src, 'status', '--porcelain', '--', 'src',
+                                               'meson.build')),
             'vnetd_sha256': digest,
             'vnetd_mtime': datetime.datetime.fromtimestamp(
                 os.path.getmtime(os.path.join(BUILD, 'vnetd'))).isoformat(timespec='seconds'),
-            'bench_commit': git(TOP, 'describe', '--always', '--dirty')}
+            'bench_commit': common.git(TOP, 'describe', '--always', '--dirty')}
 
 
 def dpdk_version():
@@ -334,13 +303,12 @@ def main():
     for exe in ('vnetd', 'vnetctl'):
         tools[exe] = os.path.join(wd, exe)
         shutil.copy2(os.path.join(BUILD, exe), tools[exe])
-    load0 = os.getloadavg()
+    load0 = common.load_check('datapath', limit=0.5,
+                              note="the benchmark itself keeps 2 cores busy, so others' work "
+                                   'lowers and spreads the rates')
     log('datapath: vnetd %s (%s), DPDK %s; %s, %d CPUs, load average %.2f %.2f %.2f; work dir %s'
         % (prov['vnetd_describe'], prov['vnetd_build'], dpdk_version(), platform.node(),
            os.cpu_count(), *load0, wd))
-    if load0[0] > 0.5:
-        log('datapath: WARNING: the machine is busy (load %.2f); the benchmark itself keeps 2 '
-            'cores busy, so others\' work lowers and spreads the rates' % load0[0])
 
     runs, info, cg, sizes = [], {}, {}, []
     try:
@@ -394,9 +362,9 @@ def wait_quiet(limit):
     """Wait (up to limit s) until other work uses < QUIET_CORES; nothing of ours runs now."""
     t0 = time.monotonic()
     while True:
-        a = P.machine_ticks()
+        a = common.machine_busy()
         time.sleep(0.5)
-        b = P.machine_ticks()
+        b = common.machine_busy()
         busy = (b[0] - a[0]) / (P.CLK_TCK * 0.5)
         waited = time.monotonic() - t0
         if busy < QUIET_CORES or waited >= limit:
@@ -438,8 +406,7 @@ def one_measurement(args, b, impl, s, rep, wd, tools, k, total):
 def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, sizes):
     summary, ratios = summarize(runs, args.backends, sizes, args.keep_contended)
     load1 = os.getloadavg()
-    with open('/proc/cpuinfo') as f:
-        cpu_model = next((l.split(':', 1)[1].strip() for l in f if l.startswith('model name')), '?')
+    cpu_model = common.cpu_model()
     meta = dict(prov, date=now.isoformat(timespec='seconds'), host=platform.node(),
                 kernel=platform.release(), cpus=os.cpu_count(), cpu_model=cpu_model,
                 dpdk=dpdk_version(), loadavg_start=load0, loadavg_end=load1,

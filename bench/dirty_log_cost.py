@@ -20,14 +20,12 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TOP = os.path.dirname(HERE)
-BUILD = os.environ.get('VNETD_BUILD', os.path.join(TOP, 'build'))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+from common import HERE, TOP, log  # noqa: E402
 import gnuplot  # noqa: E402 (bench/gnuplot.py)
 
-
-def log(msg):
-    print(msg, flush=True)
+BUILD = os.environ.get('VNETD_BUILD', os.path.join(TOP, 'build'))
 
 
 def build(tmp):
@@ -60,9 +58,7 @@ def main():
     ap.add_argument('--packets', type=int, default=6400, help='packets per run (<= 8000)')
     ap.add_argument('--out')
     args = ap.parse_args()
-    if shutil.which('valgrind') is None:
-        log('valgrind missing: apt-get install valgrind')
-        return 77
+    common.require('dirty_log_cost', exes=['valgrind'], built=(), status=common.SKIP)
     tmp = tempfile.mkdtemp(prefix='vnetd-dlc-')
     exe = build(tmp)
     n, n4 = args.packets, args.packets // 4
@@ -85,9 +81,8 @@ def main():
     md = '\n'.join(lines)
     log(md)
     now = datetime.datetime.now()
-    r = subprocess.run(['git', '-C', TOP, 'describe', '--always', '--dirty'], capture_output=True,
-                       text=True)
-    doc = {'meta': {'date': now.isoformat(timespec='seconds'), 'vnetd': r.stdout.strip(),
+    doc = {'meta': {'date': now.isoformat(timespec='seconds'),
+                    'vnetd': common.git(TOP, 'describe', '--always', '--dirty'),
                     'build': BUILD, 'packets': n,
                     'method': 'callgrind Ir of bench/dirty_log_cost.c, (Ir(N) - Ir(N/4)) / '
                               '(3N/4); device model only (no syscalls, no backend)'},

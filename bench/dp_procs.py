@@ -9,17 +9,11 @@ import subprocess
 import threading
 import time
 
+from common import BenchError, log  # noqa: F401  (re-exported for datapath.py)
+
 CLK_TCK = os.sysconf('SC_CLK_TCK')
 PROMPT = 'testpmd> '
 RUN_DPDK = '/var/run/dpdk'
-
-
-class BenchError(Exception):
-    pass
-
-
-def log(msg):
-    print(msg, flush=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -94,11 +88,6 @@ def proc_ticks(pid):
     return int(fields[11]) + int(fields[12])
 
 
-def machine_ticks():
-    """(busy, total) ticks over all CPUs from /proc/stat."""
-    with open('/proc/stat') as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    return sum(v) - v[3] - v[4], sum(v)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -248,65 +237,11 @@ def mbuf_args(size):
 
 
 # ---------------------------------------------------------------------------------------------
-# vnetd
-
-class Vnetd:
-    """vnetd pinned to CPU 0 (optionally in a namespace, optionally under valgrind)."""
-
-    def __init__(self, vnetd, vnetctl, ports, wd, ns=None, wrapper=(), cpu='0'):
-        self.vnetctl = vnetctl
-        self.control = os.path.join(wd, 'vnetd-control.sock')
-        self.log_path = os.path.join(wd, 'vnetd.log')
-        argv = ['taskset', '-c', cpu] + list(wrapper) + [vnetd]
-        for p in ports:
-            argv += ['--port', p]
-        argv += ['--control', self.control, '--no-sandbox']
-        if ns is not None:
-            argv = ns.argv(argv)
-        self.argv = argv
-        if os.path.exists(self.control):
-            os.unlink(self.control)
-        self.logf = open(self.log_path, 'ab')
-        self.proc = JANITOR.proc(subprocess.Popen(argv, stdout=self.logf, stderr=subprocess.STDOUT,
-                                                  stdin=subprocess.DEVNULL, start_new_session=True))
-        deadline = time.monotonic() + (60 if wrapper else 15)
-        while time.monotonic() < deadline:
-            if os.path.exists(self.control) and 'ready:' in self.log_tail(200000):
-                return
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.05)
-        raise BenchError('vnetd did not start; log:\n' + self.log_tail())
-
-    @property
-    def pid(self):
-        return self.proc.pid
-
-    def log_tail(self, n=3000):
-        try:
-            with open(self.log_path, 'rb') as f:
-                return f.read()[-n:].decode(errors='replace')
-        except OSError:
-            return ''
-
-    def stats(self):
-        """{port name: {queue kind+index: queue dict}} from vnetctl stats --json."""
-        r = subprocess.run([self.vnetctl, '--control', self.control, 'stats', '--json'],
-                           capture_output=True, text=True, timeout=60)
-        if r.returncode != 0:
-            raise BenchError('vnetctl stats: %s%s' % (r.stdout, r.stderr))
-        return {p['name']: p['queues'] for p in json.loads(r.stdout)['ports']}
-
-    def stop(self, timeout=30):
-        rc = stop_proc(self.proc, signal.SIGTERM, timeout)
-        JANITOR.forget(self.proc)
-        self.logf.close()
-        return rc
-
+# vnetd counters (vnetd itself: common.Vnetd)
 
 def queue_sum(stats, kind, key='packets'):
     """Sum of `key` over every queue of `kind` ('rx'/'tx') of every port."""
-    return sum(q[key] for qs in stats.values() for q in qs if q['kind'] == kind)
+    return sum(q[key] for qs in stats.values() for q in qs.values() if q['kind'] == kind)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3,8 +3,10 @@
 import os
 import time
 
+import common
 import dp_procs as P
-from dp_procs import BenchError, Testpmd, Vnetd, JANITOR
+from common import Vnetd
+from dp_procs import BenchError, Testpmd, JANITOR
 
 MAC0, MAC1 = '02:00:00:00:00:01', '02:00:00:00:00:02'
 TAP_PEER = '02:00:00:00:00:99'   # not the tap's MAC: the kernel counts the frame, then drops it
@@ -59,7 +61,7 @@ class Stack:
         if self.impl == 'vnetd':
             self.vd = Vnetd(self.tools['vnetd'], self.tools['vnetctl'],
                             ['socket=%s,switch' % a, 'socket=%s,switch' % b], self.wd,
-                            wrapper=self.wrapper)
+                            wrapper=self.wrapper, janitor=JANITOR)
             self.be = self.vd
         else:
             self._dpdk_backend(['net_vhost0,iface=%s,queues=1' % a, 'net_vhost1,iface=%s,queues=1' % b])
@@ -80,7 +82,7 @@ class Stack:
             self.ifname = 'vtap0'
             self.vd = Vnetd(self.tools['vnetd'], self.tools['vnetctl'],
                             ['socket=%s,tap=%s' % (s, self.ifname)], self.wd, ns=self.ns,
-                            wrapper=self.wrapper)
+                            wrapper=self.wrapper, janitor=JANITOR)
             self.be = self.vd
             P.wait_link(self.ns, self.ifname)
             self.ns.run('ip link set %s mtu %d up' % (self.ifname, min(65521, max(1500, self.size - 14))))
@@ -107,7 +109,7 @@ class Stack:
     def sample(self):
         t0 = time.monotonic()
         be, fe = P.proc_ticks(self.be.pid), P.proc_ticks(self.fe.pid)
-        mach = P.machine_ticks()
+        mach = common.machine_busy()
         delivered, accepted = self.counts()
         t1 = time.monotonic()
         return {'t': (t0 + t1) / 2, 'read_s': t1 - t0, 'be': be, 'fe': fe, 'mach': mach,

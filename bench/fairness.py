@@ -34,13 +34,12 @@ import os
 import platform
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TOP = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(TOP, 'tests', 'e2e'))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402  (first: puts tests/e2e on the path)
+from common import TOP, log, machine_busy  # noqa: E402
 import harness  # noqa: E402
 import fairness_kit as fk  # noqa: E402
 from fairness_kit import MACS, Spinner  # noqa: E402
@@ -53,28 +52,12 @@ LABELS = {'idle': 'idle (nothing but the probe)', 'a-alone': 'a -> c bulk, alone
 GOALS = {'ctl_p99_ms': 10.0, 'b_retention': 0.40}
 
 
-def log(msg):
-    print(msg, flush=True)
-
-
-def machine_busy():
-    with open('/proc/stat') as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    return sum(v) - v[3] - v[4], sum(v)
-
-
 def vnetd_commit():
     """git describe of the tree VNETD_BUILD was configured from (meson-info), else of TOP."""
-    src = TOP
-    try:
-        with open(os.path.join(harness.BUILD, 'meson-info', 'meson-info.json')) as f:
-            src = json.load(f)['directories']['source']
-    except (OSError, ValueError, KeyError):
-        pass
+    src = common.source_of(harness.BUILD)
 
     def git(*a):
-        return subprocess.run(['git', '-C', src] + list(a), capture_output=True,
-                              text=True).stdout.strip()
+        return common.git(src, *a)
 
     # The tree's commit, and the last one that changed vnetd itself (src/, meson.build):
     # commits of tests and benchmarks do not change the binary.
@@ -140,7 +123,7 @@ def run_phase(args, exe, wd, kind):
         m.update(seconds=round(dt, 3), rx_fps=(r1 - r0) / dt, tx_completed=sent,
                  rx_mbit=(r1 - r0) * args.frame * 8 / dt / 1e6,
                  vnetd_cpu_pct=100.0 * (c1 - c0) / dt,
-                 machine_busy_pct=100.0 * (b1[0] - b0[0]) / max(b1[1] - b0[1], 1) * os.cpu_count())
+                 machine_busy_pct=common.busy_pct(b0, b1) * os.cpu_count())
         if flood:
             m['flood_cps'] = (f1 - f0) / dt
             m['flood_mbyte_s'] = (f1 - f0) * args.flood_frame / dt / 1e6
@@ -305,9 +288,7 @@ def main():
     for p in args.phases:
         if p not in PHASES:
             ap.error('unknown phase %r (known: %s)' % (p, ', '.join(PHASES)))
-    for exe in (harness.VNETD, harness.VNETCTL):
-        if not os.access(exe, os.X_OK):
-            sys.exit('fairness: %s not built (run make)' % exe)
+    common.require('fairness')
 
     commit = vnetd_commit()
     now = datetime.datetime.now()
@@ -320,12 +301,10 @@ def main():
     except fk.NoCompiler as e:
         sys.exit('fairness: %s' % e)
     harness.private_binaries(wd)
-    load0 = os.getloadavg()
+    load0 = common.load_check('fairness')
     log('fairness: vnetd from %s at %s, last change to vnetd %s "%s"; %s, %d CPUs, load average '
         '%.2f %.2f %.2f' % (commit['source'], commit['commit'], commit['src_commit'],
                             commit['subject'], platform.node(), os.cpu_count(), *load0))
-    if load0[0] > 0.5 * os.cpu_count():
-        log('fairness: WARNING: the machine is busy (load %.2f): numbers will be noisy' % load0[0])
     t_start, runs = time.monotonic(), []
     for rep in range(1, args.reps + 1):
         for kind in args.phases:
@@ -336,8 +315,7 @@ def main():
     summary = summarize(runs)
     g = goals(summary)
     load1 = os.getloadavg()
-    with open('/proc/cpuinfo') as f:
-        cpu_model = next((l.split(':', 1)[1].strip() for l in f if l.startswith('model name')), '?')
+    cpu_model = common.cpu_model()
     meta = {'date': now.isoformat(timespec='seconds'), 'host': platform.node(),
             'kernel': platform.release(), 'cpus': os.cpu_count(), 'cpu_model': cpu_model,
             'loadavg_start': load0, 'loadavg_end': load1, 'vnetd': commit,

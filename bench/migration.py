@@ -23,11 +23,11 @@ import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TOP = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(TOP, 'tests', 'e2e'))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402  (first: puts tests/e2e on the path)
+from common import TOP, log  # noqa: E402
 import harness  # noqa: E402
-from harness import Netns, QemuGuest, Vnetd, make_blob  # noqa: E402
+from harness import Netns, QemuGuest, Vnetd, guest_addr, make_blob  # noqa: E402
 from migration_kit import (IncomingQemu, Qmp, bridge_taps, migrate, qemu_args,  # noqa: E402
                            start_throttled_server)
 import gnuplot  # noqa: E402 (bench/gnuplot.py)
@@ -38,14 +38,8 @@ LOADS = ('idle', 'download', 'continuous')
 CRASH_WORDS = ('invalid opcode', 'BUG:', 'Oops', 'general protection', 'Kernel panic')
 
 
-def log(msg):
-    print(msg, flush=True)
-
-
 def git_state():
-    r = subprocess.run(['git', '-C', TOP, 'describe', '--always', '--dirty'], capture_output=True,
-                       text=True)
-    return r.stdout.strip()
+    return common.git(TOP, 'describe', '--always', '--dirty')
 
 
 def one_setup(setup, kit, wd, ns, reps, mem, rate, blob_mb, continuous=False):
@@ -79,7 +73,7 @@ def one_setup(setup, kit, wd, ns, reps, mem, rate, blob_mb, continuous=False):
         bridge_taps(ns, taps, '10.82.0.1/24')
         side = 0
         cur = guest(0).__enter__()
-        cur.run('ip link set eth0 up && ip addr add 10.82.0.2/24 dev eth0', check=True)
+        guest_addr(cur, '10.82.0.2')
         cur.run('ping -c 2 -W 10 10.82.0.1', timeout=120, check=True)
         if continuous:
             cur.run('(while true; do wget -q -O /dev/null http://10.82.0.1:8002/blob; done) '
@@ -211,12 +205,8 @@ def main():
                     help='stress: one download loop runs across every migration')
     ap.add_argument('--out', help='JSON output (default results/migration-<date>.json)')
     args = ap.parse_args()
-    if os.geteuid() != 0:
-        log('needs root (network namespace, taps)')
-        return 77
-    if shutil.which('qemu-system-x86_64') is None:
-        log('qemu-system-x86_64 missing: apt-get install qemu-system-x86')
-        return 77
+    common.require('bench-migration', root=True, why_root='network namespace, taps',
+                   exes=['qemu-system-x86_64'], built=(), status=common.SKIP)
     harness.require_root_and_tun()
     kit = harness.guest_kit()
     wd = harness.workdir('bench-migration')

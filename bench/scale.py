@@ -27,18 +27,14 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TOP = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(TOP, 'tests', 'e2e'))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402  (first: puts tests/e2e on the path)
+from common import TOP, log, machine_busy  # noqa: E402
 import harness  # noqa: E402
 from vhost_user_client import VirtioNetFrontend  # noqa: E402
 import gnuplot  # noqa: E402 (bench/gnuplot.py)
 
 CLK = os.sysconf('SC_CLK_TCK')
-
-
-def log(msg):
-    print(msg, flush=True)
 
 
 def proc_cpu(pid):
@@ -58,12 +54,6 @@ def proc_status(pid):
             'ctxsw': int(out['voluntary_ctxt_switches'][0]) +
             int(out['nonvoluntary_ctxt_switches'][0]),
             'threads': int(out['Threads'][0])}
-
-
-def machine_busy():
-    with open('/proc/stat') as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    return sum(v) - v[3] - v[4], sum(v)
 
 
 def raise_nofile(n):
@@ -110,7 +100,7 @@ def run_count(n, seconds, wd, extra):
                 'rss_kb_unconnected': base['rss_kb'], 'rss_kb': s1['rss_kb'],
                 'anon_kb': s1['anon_kb'], 'shmem_kb': s1['shmem_kb'],
                 'threads': s1['threads'], 'ready_s': t_ready, 'connect_s': t_connect,
-                'machine_busy_pct': 100.0 * (b1[0] - b0[0]) / max(1, b1[1] - b0[1]),
+                'machine_busy_pct': common.busy_pct(b0, b1),
                 'loadavg': float(load), 'idle_seconds': w1 - w0}
     finally:
         for fe in fes:
@@ -147,6 +137,7 @@ def main():
     ap.add_argument('--name', default='scale',
                     help='results/NAME-<date>.json, NAME-latest.* (e.g. scale-workers2)')
     args = ap.parse_args()
+    common.require('bench-scale')
     counts = [int(c) for c in args.counts.split(',')]
     raise_nofile(16 * max(counts) + 256)
     wd = tempfile.mkdtemp(prefix='vnetd-scale-')

@@ -11,23 +11,18 @@ import sys
 import threading
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TOP = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(TOP, 'tests', 'e2e'))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402  (first: puts tests/e2e on the path)
+from common import TOP, log  # noqa: E402
 import gnuplot  # noqa: E402
 import harness  # noqa: E402
 import hostile_env  # noqa: E402
 import test_hostile_frontend as hostile  # noqa: E402
 from harness import (ControlClient, GuestError, HostServers, Netns, UmlGuest, Vnetd,  # noqa: E402
-                     make_blob, ns_fetch_sha, workdir)
+                     guest_addr, host_addr, make_blob, ns_fetch_sha, workdir)
 
 BLOB_MB = 8
 GOOD = [('10.88.0.1', '10.88.0.2', '52:54:00:88:00:02'), ('10.88.1.1', '10.88.1.2', '52:54:00:88:01:02')]
-
-
-def log(msg):
-    print('[%s] %s' % (time.strftime('%H:%M:%S'), msg), flush=True)
 
 
 class SoakEnv(hostile_env.Env):
@@ -47,7 +42,7 @@ class SoakEnv(hostile_env.Env):
             os.unlink(ctl)
         self.vd = Vnetd(self.ns, ports, self.wd).__enter__()
         for i, (host, _, _) in enumerate(GOOD):
-            self.ns.run('ip addr add %s/24 dev vsoak%d && ip link set vsoak%d up' % (host, i, i))
+            host_addr(self.ns, 'vsoak%d' % i, host)
         time.sleep(0.1)
         self.idle_fds = self.fd_count()
 
@@ -67,7 +62,7 @@ class GoodGuest(threading.Thread):
                      log_path=os.path.join(self.env.wd, 'good%d.log' % self.i))
         try:
             with g:
-                g.run('ip link set eth0 up && ip addr add %s/24 dev eth0' % guest, check=True)
+                guest_addr(g, guest)
                 g.run('dd if=/dev/urandom of=/tmp/up bs=1M count=%d 2>/dev/null && '
                       'httpd -p 8080 -h /tmp' % BLOB_MB, check=True)
                 up_sha = g.run('sha256sum /tmp/up', check=True)[1].split()[0]
@@ -133,11 +128,12 @@ def main():
     ap.add_argument('--seconds', type=float, default=float(os.environ.get('SOAK_SECONDS', 600)))
     ap.add_argument('--out', default=os.path.join(TOP, 'results', 'soak-latest.json'))
     args = ap.parse_args()
-    harness.require_root_and_tun()
+    common.timestamps()
+    common.require('soak', root=True, tun=True, exes=['ip'])
     kit = harness.uml_kit()
     wd = workdir('soak')
     blob_sha = make_blob(os.path.join(wd, 'blob'), BLOB_MB)
-    load0 = os.getloadavg()
+    load0 = common.load_check('soak')
     stop = threading.Event()
     samples, rounds, failures = [], 0, {}
     with Netns('vnetd-soak') as ns:

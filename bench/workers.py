@@ -44,14 +44,13 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TOP = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(TOP, 'tests', 'e2e'))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402  (first: puts tests/e2e on the path)
+from common import TOP, log, machine_busy  # noqa: E402
 import harness  # noqa: E402
 import fairness_kit as fk  # noqa: E402
 from vhost_user_client import RX_Q, TX_Q  # noqa: E402
@@ -66,16 +65,6 @@ SW_MACS = {'a': '52:54:00:5a:00:0a', 'b': '52:54:00:5a:00:0b', 'c': '52:54:00:5a
 SW_PAIRS = (('a', 'b'), ('c', 'd'))
 SW_ORDER = {'same': 'acbd', 'cross': 'abcd', 'cross2': 'abdc'}
 SW_WARMUP = 0.5
-
-
-def log(msg):
-    print(msg, flush=True)
-
-
-def machine_busy():
-    with open('/proc/stat') as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    return sum(v) - v[3] - v[4], sum(v)
 
 
 def one_run(exe, ns, wd, workers, seconds, frame, idle_us):
@@ -106,7 +95,7 @@ def one_run(exe, ns, wd, workers, seconds, frame, idle_us):
         rates = [(r[0] - n) / r[1] if r and r[1] else 0.0 for r, n in zip(res, n0)]
         return {'workers': workers, 'fps': rates, 'aggregate_fps': sum(rates),
                 'vnetd_cpu_pct': 100.0 * (c1 - c0) / (t1 - t0),
-                'machine_busy_pct': 100.0 * (b1[0] - b0[0]) / max(1, b1[1] - b0[1])}
+                'machine_busy_pct': common.busy_pct(b0, b1)}
     finally:
         fk.close_all(reversed(live))
         vd.stop()
@@ -219,7 +208,7 @@ def switch_run(exe, wd, workers, placement, args):
                                      max(1, sum(x1[n] - x0[n] for n in tx))),
                 'spinners_alive': alive,
                 'vnetd_cpu_pct': 100.0 * (c1 - c0) / dt, 'vnetd_threads_cpu_pct': threads,
-                'machine_busy_pct': 100.0 * (b1[0] - b0[0]) / max(1, b1[1] - b0[1])}
+                'machine_busy_pct': common.busy_pct(b0, b1)}
     finally:
         fk.close_all(reversed(live))
         vd.stop()
@@ -254,6 +243,7 @@ def switch_chart(summary, png, dat):
 
 
 def main_switch(args):
+    common.require('bench-workers')
     wd = tempfile.mkdtemp(prefix='vnetd-bench-workers-switch-')
     harness.private_binaries(wd)
     exe = fk.build_ringspin(wd)
@@ -346,8 +336,7 @@ def main_switch(args):
 def vnetd_commit():
     """git describe of the tree (for the record: which vnetd was measured)."""
     def git(*a):
-        return subprocess.run(['git', '-C', TOP] + list(a), capture_output=True,
-                              text=True).stdout.strip()
+        return common.git(TOP, *a)
     return {'commit': git('describe', '--always', '--dirty') or '?',
             'src_commit': git('log', '-1', '--format=%h', '--', 'src', 'meson.build') or '?',
             'build': harness.BUILD}
@@ -377,8 +366,7 @@ def main():
     args = ap.parse_args()
     if args.switch:
         return main_switch(args)
-    if os.geteuid() != 0:
-        sys.exit('bench-workers needs root (network namespace, taps)')
+    common.require('bench-workers', root=True, tun=True, why_root='network namespace, taps')
     wd = tempfile.mkdtemp(prefix='vnetd-bench-workers-')
     harness.private_binaries(wd)
     exe = fk.build_ringspin(wd)

@@ -49,6 +49,12 @@ def require_root_and_tun():
             fail('%s not built (run make)' % exe)
 
 
+def require_program(exe, package):
+    """Skip unless program exe is installed (from Debian package `package`)."""
+    if shutil.which(exe) is None:
+        skip('%s is not installed (Debian package %s)' % (exe, package))
+
+
 def private_binaries(wd):
     """Copy vnetd and vnetctl into wd and use those copies (a benchmark must not run a build
     that other work rebuilds while it runs)."""
@@ -83,6 +89,23 @@ def uml_kit(suite=None):
         (skip if e.skip else fail)(str(e))
     print('guest kit: %s (CPU %s)' % (kits.describe(kit), kits.cpu_summary()), flush=True)
     return kit
+
+
+def uml_start(name, suite=None):
+    """A UML test's start: root and /dev/net/tun (else a skip), uml_kit(suite), and a fresh
+    work directory named after the test; returns (kit, workdir)."""
+    require_root_and_tun()
+    return uml_kit(suite), workdir(name)
+
+
+def host_addr(ns, dev, ip):
+    """In namespace ns: address ip/24 on interface dev (a vnetd tap), and dev up."""
+    ns.run('ip addr add %s/24 dev %s && ip link set %s up' % (ip, dev, dev))
+
+
+def guest_addr(g, ip, **kw):
+    """In guest g: eth0 up with address ip/24 (a failure fails the guest command)."""
+    g.run('ip link set eth0 up && ip addr add %s/24 dev eth0' % ip, check=True, **kw)
 
 
 def _log(line):
@@ -148,9 +171,13 @@ class ControlClient:
 
 
 class Vnetd:
-    """vnetd running inside namespace ns with the given --port specs; stopped on exit."""
+    """vnetd running inside namespace ns with the given --port specs; stopped on exit.
 
-    def __init__(self, ns, ports, workdir, extra=()):
+    exe, vnetctl: other binaries than this build's; prefix: argv before vnetd's (e.g.
+    taskset, valgrind); start_timeout: seconds to wait for "ready:"."""
+
+    def __init__(self, ns, ports, workdir, extra=(), exe=None, vnetctl=None, prefix=(),
+                 start_timeout=10.0):
         self.ns = ns
         self.workdir = workdir
         self.control = os.path.join(workdir, 'control.sock')
@@ -158,41 +185,56 @@ class Vnetd:
         # VNETD_EXTRA_ARGS: e.g. "--no-sandbox" for sanitizer builds (LeakSanitizer needs
         # calls the seccomp filter refuses).
         self.extra = list(extra) + os.environ.get('VNETD_EXTRA_ARGS', '').split()
+        self.exe, self.vnetctl, self.prefix = exe, vnetctl, list(prefix)
+        self.start_timeout = start_timeout
+        self.ctl_timeout = 20
         self.log_path = os.path.join(workdir, 'vnetd.log')
         self.proc = None
 
-    def __enter__(self):
-        argv = [VNETD]
+    def argv(self):
+        """vnetd's command line: prefix, the binary, --port per spec, --control, extra."""
+        argv = self.prefix + [self.exe or VNETD]
         for p in self.ports:
             argv += ['--port', p]
-        argv += ['--control', self.control] + self.extra
+        return argv + ['--control', self.control] + self.extra
+
+    def failed(self, why):
+        """What a failure does: the test fails (a benchmark's subclass raises instead)."""
+        fail(why)
+
+    def start(self):
+        """Start vnetd; returns once it logged "ready:" (else failed() with its log)."""
         self.log = open(self.log_path, 'ab')
-        self.proc = self.ns.popen(argv, stdout=self.log, stderr=subprocess.STDOUT)
-        for _ in range(200):
+        self.proc = self.ns.popen(self.argv(), stdout=self.log, stderr=subprocess.STDOUT)
+        for _ in range(int(round(self.start_timeout / 0.05))):
             # "ready:" is logged once setup (and the sandbox) is complete.
             if os.path.exists(self.control) and 'ready:' in self.log_tail(100000):
                 return self
             if self.proc.poll() is not None:
                 break
             time.sleep(0.05)
-        fail('vnetd did not start; log:\n' + self.log_tail())
+        self.failed('vnetd did not start; log:\n' + self.log_tail())
+
+    def __enter__(self):
+        return self.start()
 
     def __exit__(self, *exc):
         rc = self.stop()
         if exc[0] is None and rc != 0:
-            fail('vnetd exited with status %s on SIGTERM (sanitizer report or crash?); log:\n%s'
-                 % (rc, self.log_tail()))
+            self.failed('vnetd exited with status %s on SIGTERM (sanitizer report or crash?); '
+                        'log:\n%s' % (rc, self.log_tail()))
         return False
 
     def alive(self):
         return self.proc.poll() is None
 
-    def stop(self):
-        """SIGTERM, wait; returns vnetd's exit status (0 = clean shutdown)."""
+    def stop(self, timeout=20):
+        """SIGTERM, wait (SIGKILL after timeout s); returns vnetd's exit status (0 = clean
+        shutdown)."""
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             try:
-                self.proc.wait(20)
+                self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
@@ -208,10 +250,10 @@ class Vnetd:
             return ''
 
     def ctl(self, *args, check=True):
-        r = subprocess.run([VNETCTL, '--control', self.control] + list(args),
-                           capture_output=True, text=True, timeout=20)
+        r = subprocess.run([self.vnetctl or VNETCTL, '--control', self.control] + list(args),
+                           capture_output=True, text=True, timeout=self.ctl_timeout)
         if check and r.returncode != 0:
-            fail('vnetctl %s: %s%s' % (' '.join(args), r.stdout, r.stderr))
+            self.failed('vnetctl %s: %s%s' % (' '.join(args), r.stdout, r.stderr))
         return r
 
     def port_info(self):

@@ -26,8 +26,8 @@ import subprocess
 import threading
 import time
 
-from harness import (GuestError, Netns, UmlGuest, Vnetd, check, uml_kit, require_root_and_tun,
-                     workdir)
+from harness import (GuestError, Netns, UmlGuest, Vnetd, check, guest_addr, host_addr,
+                     require_root_and_tun, uml_kit, workdir)
 
 HOST_IP, GUEST_IP = '10.82.0.1', '10.82.0.2'
 NS = 'vnetd-e2e-churn'  # Netns appends -PID
@@ -210,7 +210,7 @@ def main():
 
     with Netns(NS) as ns, \
             Vnetd(ns, ['socket=%s,tap=vtap0,mac=%s' % (sock, MAC)], wd) as vd:
-        ns.run('ip addr add %s/24 dev vtap0 && ip link set vtap0 up' % HOST_IP)
+        host_addr(ns, 'vtap0', HOST_IP)
         http = ns.popen(['python3', '-m', 'http.server', '8000', '--bind', HOST_IP, '--directory', wd],
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         out_thread = None
@@ -219,7 +219,7 @@ def main():
             g.start()
             g.wait_ready(120)
             print('guest booted in %.1f s' % g.boot_time, flush=True)
-            g.run('ip link set eth0 up && ip addr add %s/24 dev eth0' % GUEST_IP, check=True)
+            guest_addr(g, GUEST_IP)
             rc, _ = g.run('ping -c 2 -W 5 %s' % HOST_IP, timeout=60)
             check(rc == 0, 'guest pings host')
             # /srv is on the initramfs (rootfs, in RAM): fine for some MB in a 256 MB guest.

@@ -9,8 +9,7 @@ import subprocess
 import threading
 import time
 
-from harness import (Netns, UmlGuest, Vnetd, check, uml_kit, make_blob, require_root_and_tun,
-                     workdir)
+from harness import Netns, UmlGuest, Vnetd, check, guest_addr, host_addr, make_blob, uml_start
 
 MAC = '52:54:00:77:00:09'
 HOST_IP, GUEST_IP = '10.77.9.1', '10.77.9.2'
@@ -83,9 +82,7 @@ def iperf(ns, args, seconds=4):
 
 
 def main():
-    require_root_and_tun()
-    kit = uml_kit()
-    wd = workdir('coal-adaptive')
+    kit, wd = uml_start('coal-adaptive')
     sock = os.path.join(wd, 'p0.sock')
     blob = os.path.join(wd, 'blob')
     blob_sha = make_blob(blob, SIZE_MB)
@@ -93,12 +90,12 @@ def main():
     with Netns('vnetd-e2e-adapt') as ns, \
             Vnetd(ns, ['socket=%s,tap=vtap9,mac=%s,rx-adaptive=on,tx-adaptive=on' % (sock, MAC)],
                   wd) as vd:
-        ns.run('ip addr add %s/24 dev vtap9 && ip link set vtap9 up' % HOST_IP)
+        host_addr(ns, 'vtap9', HOST_IP)
         http = ns.popen(['python3', '-m', 'http.server', '8000', '--bind', HOST_IP,
                          '--directory', wd], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             with UmlGuest(kit, sock, mem='1G', log_path=os.path.join(wd, 'uml.log')) as g:
-                g.run('ip link set eth0 up && ip addr add %s/24 dev eth0' % GUEST_IP, check=True)
+                guest_addr(g, GUEST_IP)
                 g.run('for i in $(seq 50); do [ "$(cat /sys/class/net/eth0/operstate)" = up ]'
                       ' && break; sleep 0.2; done')
                 rc, _ = g.run('ping -c 3 -W 5 %s' % HOST_IP, timeout=60)

@@ -745,7 +745,7 @@ def ctrl_disconnect(env, res):
     res.check(env.vd.alive() and not env.connected('p0'), 'vnetd took 15 abrupt disconnects')
 
 
-# ---- waits on a peer (issue 20 items 1, 2) and socket paths (item 9) ----
+# ---- waits on a peer and socket paths ----
 # Nothing vnetd does for one port may wait on another party: a VMM that never accepts, a
 # frontend that clears O_NONBLOCK on the fds it shares with vnetd, a FIFO planted as a file.
 import signal as _signal
@@ -1108,7 +1108,7 @@ def state_fd_blocking(env, res):
                   % check)
     except (VhostUserError, OSError) as e:
         res.check(False, 'CHECK_DEVICE_STATE answers (%s)' % e)
-# ---- guest memory caps (max-mem=, --max-guest-mem) and dead kick fds (issue 20) ----
+# ---- guest memory caps (max-mem=, --max-guest-mem) and dead kick fds ----
 TIB, GIB, MIB = 1 << 40, 1 << 30, 1 << 20
 
 

@@ -21,8 +21,8 @@ import re
 import subprocess
 import time
 
-from harness import (Netns, UmlGuest, Vnetd, check, fail, uml_kit, require_root_and_tun,
-                     workdir)
+from harness import (Netns, UmlGuest, Vnetd, check, fail, guest_addr, host_addr,
+                     require_root_and_tun, uml_kit, workdir)
 
 HOST_IP, GUEST_IP = '10.81.0.1', '10.81.0.2'
 NS = 'vnetd-e2e-cycles'  # Netns appends -PID
@@ -110,7 +110,7 @@ def kill_cycle(kit, sock, vd, wd, i, delay, keep_log):
     try:
         g.start()
         boot = g.wait_ready(120)
-        g.run('ip link set eth0 up && ip addr add %s/24 dev eth0' % GUEST_IP, check=True, timeout=60)
+        guest_addr(g, GUEST_IP, timeout=60)
         b0 = rx_bytes(vd)
         g.run('wget -q -O /dev/null http://%s:8000/stream >/dev/null 2>&1 &' % HOST_IP,
               check=True, timeout=60)
@@ -165,7 +165,7 @@ def main():
 
     t_start = time.monotonic()
     with Netns(NS) as ns, Vnetd(ns, ['socket=%s,tap=vtap0' % sock], wd) as vd:
-        ns.run('ip addr add %s/24 dev vtap0 && ip link set vtap0 up' % HOST_IP)
+        host_addr(ns, 'vtap0', HOST_IP)
         http = ns.popen(['python3', '-c', SERVER, HOST_IP, wd], stdout=subprocess.DEVNULL,
                         stderr=subprocess.DEVNULL)
         pid = vd.proc.pid          # `ip netns exec` execs vnetd: same pid
@@ -177,7 +177,7 @@ def main():
             try:
                 g.start()
                 g.wait_ready(120)
-                g.run('ip link set eth0 up && ip addr add %s/24 dev eth0' % GUEST_IP, check=True)
+                guest_addr(g, GUEST_IP)
                 rc, _ = g.run('ping -c 2 -W 5 %s' % HOST_IP, timeout=60)
                 check(rc == 0, 'warm-up guest pings host')
                 conn = proc_snapshot(pid)
@@ -258,7 +258,7 @@ def main():
 
             # The port still takes a new guest, which works.
             with UmlGuest(kit, sock, log_path=os.path.join(wd, 'uml-final.log')) as g:
-                g.run('ip link set eth0 up && ip addr add %s/24 dev eth0' % GUEST_IP, check=True)
+                guest_addr(g, GUEST_IP)
                 rc, _ = g.run('ping -c 3 -W 5 %s' % HOST_IP, timeout=60)
                 check(rc == 0, 'a new guest on the same port pings the host')
                 r = ns.run('ping -c 3 -W 5 %s' % GUEST_IP, check=False)

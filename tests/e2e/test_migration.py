@@ -11,7 +11,7 @@ import time
 
 import harness
 
-from harness import (Netns, Vnetd, check, guest_kit, make_blob,
+from harness import (Netns, Vnetd, check, guest_addr, guest_kit, make_blob, require_program,
                      require_root_and_tun, skip, workdir)
 from migration_kit import (AnyQemu, IncomingQemu, Qmp, bridge_taps, fdb_port, migrate,
                            qemu_args, start_throttled_server)
@@ -36,7 +36,7 @@ def run_case(kit, wd, ns, vd_src, vd_dst, src_port, dst_port, sock_src, sock_dst
     log = os.path.join(wd, 'qemu.log')
     with AnyQemu(kit, vhost_socket=sock_src, mac=MAC, device_opts=',vectors=0', qemu=qemu,
                  extra_args=qemu_args(wd, 'src'), log_path=log) as src:
-        src.run('ip link set eth0 up && ip addr add 10.81.0.2/24 dev eth0', check=True)
+        guest_addr(src, '10.81.0.2')
         rc, _ = src.run('ping -c 2 -W 10 10.81.0.1', timeout=120)
         check(rc == 0, 'source guest reaches the host through %s' % src_port)
         vd_src.ctl('coalesce', src_port, *SRC_COAL)
@@ -111,8 +111,7 @@ def sid_qemu():
 
 def main():
     require_root_and_tun()
-    if shutil.which('qemu-system-x86_64') is None:
-        skip('qemu-system-x86_64 is not installed (Debian package qemu-system-x86)')
+    require_program('qemu-system-x86_64', 'qemu-system-x86')
     if shutil.which('bridge') is None:
         skip('iproute2 bridge tool missing')
     kit = guest_kit()

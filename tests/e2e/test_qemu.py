@@ -2,19 +2,17 @@
 and host-side coalescing (vnetctl coalesce) lowers its notification counters on a transfer."""
 
 import os
-import shutil
 import subprocess
 
-from harness import (Netns, QemuGuest, Vnetd, check, counter_delta, guest_kit, make_blob,
-                     require_root_and_tun, skip, workdir)
+from harness import (Netns, QemuGuest, Vnetd, check, counter_delta, guest_addr, guest_kit,
+                     host_addr, make_blob, require_program, require_root_and_tun, workdir)
 
 SIZE_MB = 8
 
 
 def main():
     require_root_and_tun()
-    if shutil.which('qemu-system-x86_64') is None:
-        skip('qemu-system-x86_64 is not installed (Debian package qemu-system-x86)')
+    require_program('qemu-system-x86_64', 'qemu-system-x86')
     kit = guest_kit()
     wd = workdir('qemu')
     sock = os.path.join(wd, 'p0.sock')
@@ -23,7 +21,7 @@ def main():
     mac = '52:54:00:79:00:02'
     with Netns('vnetd-e2e-qemu') as ns, \
             Vnetd(ns, ['socket=%s,tap=vtap0,mac=%s' % (sock, mac)], wd) as vd:
-        ns.run('ip addr add 10.79.0.1/24 dev vtap0 && ip link set vtap0 up')
+        host_addr(ns, 'vtap0', '10.79.0.1')
         http = ns.popen(['python3', '-m', 'http.server', '8000', '--bind', '10.79.0.1',
                          '--directory', wd], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
@@ -33,7 +31,7 @@ def main():
                            log_path=os.path.join(wd, 'qemu.log')) as g:
                 rc, out = g.run('cat /sys/class/net/eth0/address')
                 check(out.strip() == mac, 'QEMU guest eth0 has the MAC')
-                g.run('ip link set eth0 up && ip addr add 10.79.0.2/24 dev eth0', check=True)
+                guest_addr(g, '10.79.0.2')
                 rc, _ = g.run('ping -c 3 -W 10 10.79.0.1', timeout=120)
                 check(rc == 0, 'QEMU guest pings the host through vnetd')
                 r = ns.run('ping -c 3 -W 10 10.79.0.2', check=False, timeout=120)

@@ -11,8 +11,8 @@ import json
 import os
 import socket
 
-from harness import (HostServers, Netns, QemuGuest, Vnetd, check, guest_kit, make_blob,
-                     new_qemu, ns_fetch_sha, require_root_and_tun, workdir)
+from harness import (HostServers, Netns, QemuGuest, Vnetd, check, guest_addr, guest_kit, host_addr,
+                     make_blob, new_qemu, ns_fetch_sha, require_root_and_tun, workdir)
 
 MAC = '52:54:00:7a:00:02'
 HOST, GUEST = '10.122.0.1', '10.122.0.2'
@@ -86,7 +86,7 @@ def main():
     blob_sha = make_blob(os.path.join(wd, 'blob'), SIZE_MB)
     port = 'socket=%s,tap=vtap0,mac=%s,queues=2' % (sock, MAC)
     with Netns('vnetd-e2e-qfull') as ns, Vnetd(ns, [port], wd) as vd:
-        ns.run('ip addr add %s/24 dev vtap0 && ip link set vtap0 up' % HOST)
+        host_addr(ns, 'vtap0', HOST)
         qmp = os.path.join(wd, 'qmp.sock')
         with HostServers(ns, HOST, wd), \
                 QemuGuest(kit, vhost_socket=sock, qemu=qemu, full_device=True, num_vqs=5,
@@ -105,7 +105,7 @@ def run_guest(g, vd, ns, blob_sha):
     check(out.split()[1] == '2', 'max_virtqueue_pairs 2 read from vnetd (%s)' % ' '.join(out.split()))
     g.run('ethtool -L eth0 combined 2', check=True)
     check(vd.port_info()['p0']['active_pairs'] == 2, "the guest's MQ_VQ_PAIRS_SET reached vnetd")
-    g.run('ip link set eth0 up && ip addr add %s/24 dev eth0' % GUEST, check=True)
+    guest_addr(g, GUEST)
     rc, _ = g.run('ping -c 3 -W 10 %s' % HOST, timeout=120)
     check(rc == 0, 'the guest pings the host through vnetd')
 

@@ -18,8 +18,7 @@ import os
 import subprocess
 import time
 
-from harness import (Netns, UmlGuest, Vnetd, check, fail, uml_kit, make_blob,
-                     require_root_and_tun, workdir)
+from harness import Netns, UmlGuest, Vnetd, check, fail, guest_addr, host_addr, make_blob, uml_start
 
 HOST_IP, GUEST_IP = '10.78.0.1', '10.78.0.2'
 ROUNDS = 3
@@ -73,12 +72,12 @@ def kill_mid_download(vd, g, round_):
 
 
 def guest_up(g):
-    g.run('ip link set eth0 up && ip addr add %s/24 dev eth0' % GUEST_IP, check=True)
+    guest_addr(g, GUEST_IP)
 
 
 def run_rounds(kit, wd, sock, small_sha):
     with Netns('vnetd-e2e-reconn') as ns, Vnetd(ns, ['socket=%s,tap=vtap0' % sock], wd) as vd:
-        ns.run('ip addr add %s/24 dev vtap0 && ip link set vtap0 up' % HOST_IP)
+        host_addr(ns, 'vtap0', HOST_IP)
         http = ns.popen(['python3', '-m', 'http.server', '8000', '--bind', HOST_IP,
                          '--directory', wd], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
@@ -132,9 +131,7 @@ def run_rounds(kit, wd, sock, small_sha):
 
 
 def main():
-    require_root_and_tun()
-    kit = uml_kit()
-    wd = workdir('reconnect')
+    kit, wd = uml_start('reconnect')
     try:
         # The killed downloads need bytes, not content: a sparse file takes no disk and no time.
         with open(os.path.join(wd, 'blob'), 'wb') as f:

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import time
 
-from harness import (Netns, QemuGuest, Vnetd, check, fail, guest_kit, make_blob,
+from harness import (Netns, QemuGuest, Vnetd, check, fail, guest_addr, guest_kit, make_blob,
                      require_root_and_tun, workdir)
 
 HOST_IP, GUEST_IP = '10.79.5.1', '10.79.5.2'
@@ -73,7 +73,7 @@ def main():
             with ServerQemu(kit, vhost_socket=sock, mac=MAC, device_opts=',vectors=0',
                             log_path=os.path.join(wd, 'qemu.log')) as g:
                 check(wait_connected(vd, 60), 'vnetd (client) connected to QEMU\'s socket')
-                g.run('ip link set eth0 up && ip addr add %s/24 dev eth0' % GUEST_IP, check=True)
+                guest_addr(g, GUEST_IP)
                 rc, _ = g.run('ping -c 3 -W 10 %s' % HOST_IP, timeout=120)
                 check(rc == 0, 'guest pings the host')
                 vd.ctl('coalesce', 'p0', 'rx-usecs', '64', 'rx-frames', '16')

@@ -9,7 +9,7 @@ import os
 import signal
 import time
 
-from harness import (Netns, UmlGuest, Vnetd, check, uml_kit, require_root_and_tun, workdir)
+from harness import Netns, UmlGuest, Vnetd, check, guest_addr, host_addr, uml_start
 
 MAC = '52:54:00:77:01:02'
 HOST_IP, GUEST_IP = '10.77.1.1', '10.77.1.2'
@@ -39,15 +39,13 @@ def tap_exists(ns):
 def guest_ping(kit, wd, sock, tag):
     """Boot a guest on sock, ping the host over the tap, power it off."""
     with UmlGuest(kit, sock, log_path=os.path.join(wd, 'uml-%s.log' % tag)) as g:
-        g.run('ip link set eth0 up && ip addr add %s/24 dev eth0' % GUEST_IP, check=True)
+        guest_addr(g, GUEST_IP)
         rc, _ = g.run('ping -c 3 -W 5 %s' % HOST_IP, timeout=60)
         check(rc == 0, '%s: guest pings host over the run-time tap port' % tag)
 
 
 def main():
-    require_root_and_tun()
-    kit = uml_kit()
-    wd = workdir('runtime-ports')
+    kit, wd = uml_start('runtime-ports')
     cfg = os.path.join(wd, 'vnetd.json')
     sock = {n: os.path.join(wd, '%s.sock' % n) for n in ('a', 'b', 'c', 'd', 'e')}
     write_config(cfg, ['socket=%s,switch' % sock['a'],
@@ -71,10 +69,10 @@ def main():
         r = vd.ctl('port-add', 'socket=%s,switch,bogus=1' % sock['d'], check=False)
         check(r.returncode == 1 and 'bogus' in r.stderr,
               'a bad spec is refused with the parser\'s message (%s)' % r.stderr.strip())
-        ns.run('ip addr add %s/24 dev %s && ip link set %s up' % (HOST_IP, TAP, TAP))
+        host_addr(ns, TAP, HOST_IP)
 
         with UmlGuest(kit, sock['c'], log_path=os.path.join(wd, 'uml-1.log')) as g:
-            g.run('ip link set eth0 up && ip addr add %s/24 dev eth0' % GUEST_IP, check=True)
+            guest_addr(g, GUEST_IP)
             rc, _ = g.run('ping -c 3 -W 5 %s' % HOST_IP, timeout=60)
             check(rc == 0, 'guest pings host over the run-time tap port')
             check(vd.port_info()[name]['connected'], '%s shows the guest connected' % name)
@@ -122,7 +120,7 @@ def main():
         r = vd.ctl('port-add', 'socket=%s,tap=%s,mac=%s' % (sock['c'], TAP, MAC))
         check(r.stdout.strip() in vd.port_info(), 'the same spec can be added again (%s)'
               % r.stdout.strip())
-        ns.run('ip addr add %s/24 dev %s && ip link set %s up' % (HOST_IP, TAP, TAP))
+        host_addr(ns, TAP, HOST_IP)
         guest_ping(kit, wd, sock['c'], 're-added')
         check(vd.alive(), 'vnetd still running')
 

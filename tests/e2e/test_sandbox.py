@@ -20,8 +20,8 @@ import signal
 import subprocess
 import time
 
-from harness import (BUILD, TOP, Netns, UmlGuest, Vnetd, check, fail, uml_kit,
-                     require_root_and_tun, skip, workdir)
+from harness import (BUILD, TOP, Netns, UmlGuest, Vnetd, check, fail, guest_addr, host_addr,
+                     require_root_and_tun, skip, uml_kit, workdir)
 
 NETNS = 'vnetd-e2e-sandbox'
 TAP = 'sbtap0'
@@ -183,7 +183,7 @@ def serve_guest(ns, kit, sock, wd, tag, sha, transfer_out):
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         with UmlGuest(kit, sock, log_path=os.path.join(wd, 'uml-%s.log' % tag)) as g:
-            g.run('ip link set eth0 up && ip addr add %s/24 dev eth0' % GUEST_IP, check=True)
+            guest_addr(g, GUEST_IP)
             g.run('for i in $(seq 50); do [ "$(cat /sys/class/net/eth0/operstate)" = up ] && break;'
                   ' sleep 0.2; done')
             rc, _ = g.run('ping -c 2 -W 5 %s' % HOST_IP, timeout=30)
@@ -229,7 +229,7 @@ def main():
         with Vnetd(ns, ['socket=%s,tap=%s' % (sock, TAP)], vwd) as vd:
             wait_ready(vd)
             check_confined(vd, 'default')
-            ns.run('ip addr add %s/24 dev %s && ip link set %s up' % (HOST_IP, TAP, TAP))
+            host_addr(ns, TAP, HOST_IP)
             serve_guest(ns, kit, sock, wd, 'default', sha, transfer_out=True)
             check(vd.stats()['p0'][0]['packets'] > 0, 'default: vnetctl stats answers under the sandbox')
             check(vd.alive(), 'default: vnetd still running')
@@ -248,7 +248,7 @@ def main():
             check(st.get('Groups', '').strip() == '', 'no supplementary groups')
             check(int(st.get('CapEff', '1'), 16) == 0 and int(st.get('CapPrm', '1'), 16) == 0,
                   'no capabilities (CapEff %s)' % st.get('CapEff'))
-            ns.run('ip addr add %s/24 dev %s && ip link set %s up' % (HOST_IP, TAP, TAP))
+            host_addr(ns, TAP, HOST_IP)
             serve_guest(ns, kit, sock, wd, '--user nobody', sha, transfer_out=False)
             check(vd.alive(), '--user nobody: vnetd still running')
             stop_cleanly(vd, '--user nobody')

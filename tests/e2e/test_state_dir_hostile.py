@@ -90,10 +90,7 @@ class Daemon(Vnetd):
 
     def launch(self, timeout=5.0):
         """'ready' (logged ready), 'exited' (its status in proc) or 'stuck' (neither)."""
-        argv = [sys.modules['harness'].VNETD]
-        for p in self.ports:
-            argv += ['--port', p]
-        argv += ['--control', self.control] + self.extra
+        argv = self.argv()
         os.makedirs(self.workdir, exist_ok=True)
         self.log = open(self.log_path, 'ab')
         self.proc = self.ns.popen(argv, stdout=self.log, stderr=subprocess.STDOUT)

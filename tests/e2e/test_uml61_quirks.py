@@ -9,8 +9,8 @@ same change is accepted and reaches vnetd as TX_SET. Ping and a byte-exact trans
 
 import os
 
-from harness import (HostServers, Netns, UmlGuest, Vnetd, check, make_blob, require_root_and_tun,
-                     uml_kit, workdir)
+from harness import (HostServers, Netns, UmlGuest, Vnetd, check, guest_addr, host_addr, make_blob,
+                     uml_start)
 
 MAC = '52:54:00:61:00:02'
 HOST, GUEST = '10.61.0.1', '10.61.0.2'
@@ -23,19 +23,17 @@ def coal(vd, qi):
 
 
 def main():
-    require_root_and_tun()
-    kit = uml_kit('bookworm')
-    wd = workdir('uml61')
+    kit, wd = uml_start('uml61', 'bookworm')
     sock = os.path.join(wd, 'p0.sock')
     blob_sha = make_blob(os.path.join(wd, 'blob'), SIZE_MB)
     with Netns('vnetd-e2e-uml61') as ns, \
             Vnetd(ns, ['socket=%s,tap=vtap0,mac=%s' % (sock, MAC)], wd) as vd:
-        ns.run('ip addr add %s/24 dev vtap0 && ip link set vtap0 up' % HOST)
+        host_addr(ns, 'vtap0', HOST)
         with HostServers(ns, HOST, wd), \
                 UmlGuest(kit, sock, log_path=os.path.join(wd, 'uml.log')) as g:
             rc, out = g.run('uname -r')
             check(out.strip().startswith('6.1'), 'the guest runs Linux 6.1 (%s)' % out.strip())
-            g.run('ip link set eth0 up && ip addr add %s/24 dev eth0' % GUEST, check=True)
+            guest_addr(g, GUEST)
             before = {qi: coal(vd, qi) for qi in (0, 1)}
             check(all(v[2] != 'guest' for v in before.values()),
                   '6.1 sent no coalescing command at probe or link up (%s)' % before)

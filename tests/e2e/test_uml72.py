@@ -8,8 +8,8 @@ VNETD_UML_SUITE=trixie runs the same checks against trixie's Linux 6.12 (not par
 import hashlib
 import os
 
-from harness import (HostServers, Netns, UmlGuest, Vnetd, check, fail, uml_kit, make_blob,
-                     ns_fetch_sha, require_root_and_tun, workdir)
+from harness import (HostServers, Netns, UmlGuest, Vnetd, check, fail, guest_addr, host_addr,
+                     make_blob, ns_fetch_sha, require_root_and_tun, uml_kit, workdir)
 
 SUITE = os.environ.get('VNETD_UML_SUITE', 'sid')
 KERNEL = {'sid': '7.', 'trixie': '6.12'}      # what uname -r of the suite's UML starts with
@@ -57,7 +57,7 @@ def main():
     blob_sha = make_blob(os.path.join(wd, 'blob'), SIZE_MB)
     port = 'socket=%s,tap=vtap0,mac=%s,queues=2' % (sock, MAC)
     with Netns('vnetd-e2e-uml72') as ns, Vnetd(ns, [port], wd) as vd:
-        ns.run('ip addr add %s/24 dev vtap0 && ip link set vtap0 up' % HOST)
+        host_addr(ns, 'vtap0', HOST)
         with HostServers(ns, HOST, wd), \
                 UmlGuest(kit, sock, log_path=os.path.join(wd, 'guest.log')) as g:
             run_guest(g, vd, ns, blob_sha)
@@ -67,7 +67,7 @@ def main():
 def run_guest(g, vd, ns, blob_sha):
     rc, out = g.run('uname -r')
     check(rc == 0 and out.strip().startswith(KERNEL[SUITE]), 'the guest runs Linux %s' % out.strip())
-    g.run('ip link set eth0 up && ip addr add %s/24 dev eth0' % GUEST, check=True)
+    guest_addr(g, GUEST)
     rc, _ = g.run('ping -c 2 -W 5 %s' % HOST, timeout=60)
     check(rc == 0, 'guest pings the host through vnetd')
 

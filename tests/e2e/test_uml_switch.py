@@ -2,30 +2,19 @@
 
 import os
 
-from harness import UmlGuest, Vnetd, check, uml_kit, require_root_and_tun, workdir
-
-
-class _NoNs:
-    """vnetd with only switch ports needs no namespace: it creates no interface."""
-
-    def popen(self, argv, **kw):
-        import subprocess
-        kw.setdefault('start_new_session', True)
-        return subprocess.Popen(argv, **kw)
+from harness import NoNs, UmlGuest, Vnetd, check, guest_addr, uml_start
 
 
 def main():
-    require_root_and_tun()
-    kit = uml_kit()
-    wd = workdir('uml-switch')
+    kit, wd = uml_start('uml-switch')
     socks = [os.path.join(wd, 'p%d.sock' % i) for i in range(2)]
     macs = ['52:54:00:88:00:01', '52:54:00:88:00:02']
     ports = ['socket=%s,switch,mac=%s' % (s, m) for s, m in zip(socks, macs)]
-    with Vnetd(_NoNs(), ports, wd) as vd:
+    with Vnetd(NoNs(), ports, wd) as vd:
         with UmlGuest(kit, socks[0], log_path=os.path.join(wd, 'a.log')) as a, \
                 UmlGuest(kit, socks[1], log_path=os.path.join(wd, 'b.log')) as b:
             for g, ip in ((a, '10.88.0.1'), (b, '10.88.0.2')):
-                g.run('ip link set eth0 up && ip addr add %s/24 dev eth0' % ip, check=True)
+                guest_addr(g, ip)
             rc, out = a.run('ping -c 3 -W 5 10.88.0.2', timeout=60)
             check(rc == 0, 'guest A pings guest B through the switch')
             rc, out = b.run('ping -c 3 -W 5 10.88.0.1', timeout=60)

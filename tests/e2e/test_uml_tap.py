@@ -5,8 +5,8 @@ import os
 import re
 import subprocess
 
-from harness import (Netns, UmlGuest, Vnetd, check, counter_delta, uml_kit, make_blob,
-                     require_root_and_tun, workdir)
+from harness import (Netns, UmlGuest, Vnetd, check, counter_delta, guest_addr, host_addr, make_blob,
+                     uml_start)
 
 MAC = '52:54:00:77:00:02'
 HOST_IP, GUEST_IP = '10.77.0.1', '10.77.0.2'
@@ -29,23 +29,21 @@ def transfer_out(ns, g, expect_sha):
 
 
 def main():
-    require_root_and_tun()
-    kit = uml_kit()
-    wd = workdir('uml-tap')
+    kit, wd = uml_start('uml-tap')
     sock = os.path.join(wd, 'p0.sock')
     blob = os.path.join(wd, 'blob')
     blob_sha = make_blob(blob, SIZE_MB)
 
     with Netns('vnetd-e2e-uml') as ns, \
             Vnetd(ns, ['socket=%s,tap=vtap0,mac=%s' % (sock, MAC)], wd) as vd:
-        ns.run('ip addr add %s/24 dev vtap0 && ip link set vtap0 up' % HOST_IP)
+        host_addr(ns, 'vtap0', HOST_IP)
         http = ns.popen(['python3', '-m', 'http.server', '8000', '--bind', HOST_IP,
                          '--directory', wd], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             with UmlGuest(kit, sock, log_path=os.path.join(wd, 'uml.log')) as g:
                 rc, out = g.run('cat /sys/class/net/eth0/address')
                 check(rc == 0 and out.strip() == MAC, 'guest eth0 has the MAC from config space')
-                g.run('ip link set eth0 up && ip addr add %s/24 dev eth0' % GUEST_IP, check=True)
+                guest_addr(g, GUEST_IP)
                 rc, out = g.run('for i in $(seq 50); do [ "$(cat /sys/class/net/eth0/operstate)" = up ]'
                                 ' && break; sleep 0.2; done; cat /sys/class/net/eth0/operstate')
                 check(out.strip() == 'up', 'guest link is up')

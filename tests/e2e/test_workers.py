@@ -10,8 +10,7 @@ import os
 import subprocess
 import threading
 
-from harness import (Netns, UmlGuest, Vnetd, check, uml_kit, make_blob, require_root_and_tun,
-                     workdir)
+from harness import Netns, UmlGuest, Vnetd, check, guest_addr, host_addr, make_blob, uml_start
 
 BLOB_MB = 16
 SWITCH_MB = 8
@@ -22,14 +21,12 @@ NETS = ('10.80.0', '10.80.1', '10.80.2')
 def tap_guest(kit, wd, sock, i):
     g = UmlGuest(kit, sock, log_path=os.path.join(wd, 'tap%d.log' % i))
     g.__enter__()
-    g.run('ip link set eth0 up && ip addr add %s.2/24 dev eth0' % NETS[i], check=True)
+    guest_addr(g, '%s.2' % NETS[i])
     return g
 
 
 def main():
-    require_root_and_tun()
-    kit = uml_kit()
-    wd = workdir('workers')
+    kit, wd = uml_start('workers')
     blob = os.path.join(wd, 'blob')
     sha = make_blob(blob, BLOB_MB)
     socks = [os.path.join(wd, 'p%d.sock' % i) for i in range(5)]
@@ -59,7 +56,7 @@ def main():
         check('WORKER' in table.splitlines()[0], 'vnetctl ports has a WORKER column')
         servers = []
         for i in (0, 1):
-            ns.run('ip addr add %s.1/24 dev %s && ip link set %s up' % (NETS[i], TAPS[i], TAPS[i]))
+            host_addr(ns, TAPS[i], '%s.1' % NETS[i])
             servers.append(ns.popen(['python3', '-m', 'http.server', '8000', '--bind',
                                      NETS[i] + '.1', '--directory', wd],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
@@ -101,7 +98,7 @@ def main():
         with UmlGuest(kit, socks[2], log_path=os.path.join(wd, 'sw-a.log')) as a, \
                 UmlGuest(kit, socks[3], log_path=os.path.join(wd, 'sw-b.log')) as b:
             for g, ip in ((a, '10.88.9.1'), (b, '10.88.9.2')):
-                g.run('ip link set eth0 up && ip addr add %s/24 dev eth0' % ip, check=True)
+                guest_addr(g, ip)
             rc, _ = a.run('ping -c 3 -W 5 10.88.9.2', timeout=60)
             check(rc == 0, 'switch guests reach each other with 2 workers')
             rc, _ = b.run('ping -c 3 -W 5 10.88.9.1', timeout=60)
@@ -138,7 +135,7 @@ def main():
                       % (port, SWITCH_MB, rx))
 
         name = vd.ctl('port-add', 'socket=%s,tap=%s' % (socks[4], TAPS[2])).stdout.strip()
-        ns.run('ip addr add %s.1/24 dev %s && ip link set %s up' % (NETS[2], TAPS[2], TAPS[2]))
+        host_addr(ns, TAPS[2], '%s.1' % NETS[2])
         g = tap_guest(kit, wd, socks[4], 2)
         try:
             rc, _ = g.run('ping -c 2 -W 5 %s.1' % NETS[2], timeout=60)

@@ -1,0 +1,188 @@
+# SPDX-License-Identifier: MIT
+"""The bench toolkit: logging, the machine-load check, prerequisite checks and the vnetd process
+wrapper (tests/e2e/harness.py's Vnetd, pinned to a CPU, errors raised instead of exiting).
+
+Every bench script imports this first; it puts tests/e2e on sys.path, so `import harness` and
+the other test kits work after it."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(HERE)
+RESULTS = os.path.join(TOP, 'results')
+for _p in (os.path.join(TOP, 'tests', 'e2e'), HERE):
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
+
+import harness  # noqa: E402
+
+SKIP = 77
+
+# Debian package of each program a benchmark may need (for the apt-get line).
+APT = {'ip': 'iproute2', 'bridge': 'iproute2', 'iperf3': 'iperf3', 'sockperf': 'sockperf',
+       'gnuplot': 'gnuplot-nox', 'qemu-system-x86_64': 'qemu-system-x86',
+       'taskset': 'util-linux', 'stdbuf': 'coreutils', 'valgrind': 'valgrind',
+       'callgrind_control': 'valgrind', 'dpdk-testpmd': 'dpdk-dev', 'cc': 'gcc'}
+
+_stamp = False
+
+
+class BenchError(Exception):
+    """A measurement that cannot go on (a process did not start, a counter did not move)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# logging
+
+def log(msg):
+    """One line to stdout, flushed (prefixed with the time of day after timestamps(True))."""
+    if _stamp:
+        msg = '[%s] %s' % (time.strftime('%H:%M:%S'), msg)
+    print(msg, flush=True)
+
+
+def timestamps(on=True):
+    """Prefix every later log() line with HH:MM:SS (long runs such as make soak)."""
+    global _stamp
+    _stamp = on
+
+
+# ---------------------------------------------------------------------------------------------
+# machine load
+
+def machine_busy():
+    """(busy, total) clock ticks over all CPUs so far, from /proc/stat (idle and iowait are
+    not busy)."""
+    with open('/proc/stat') as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return sum(v) - v[3] - v[4], sum(v)
+
+
+def busy_pct(before, after):
+    """Share of the machine's CPU time that was busy between two machine_busy() readings, in %
+    (100 = every CPU)."""
+    return 100.0 * (after[0] - before[0]) / max(1, after[1] - before[1])
+
+
+def cpu_model():
+    """The CPU's model name from /proc/cpuinfo ('?' when there is none)."""
+    with open('/proc/cpuinfo') as f:
+        return next((l.split(':', 1)[1].strip() for l in f if l.startswith('model name')), '?')
+
+
+def load_check(tool, limit=None, note='numbers will be noisy'):
+    """The load average now; logs a warning when its 1-minute value exceeds limit (default:
+    half the CPUs)."""
+    load = os.getloadavg()
+    if limit is None:
+        limit = 0.5 * os.cpu_count()
+    if load[0] > limit:
+        log('%s: WARNING: the machine is busy (load %.2f): %s' % (tool, load[0], note))
+    return load
+
+
+# ---------------------------------------------------------------------------------------------
+# prerequisites
+
+def problems(root=False, tun=False, exes=(), built=(), why_root='network namespaces, tap devices'):
+    """What keeps a benchmark from running, one line each: root, /dev/net/tun, programs
+    missing (with the apt-get line to install them), vnetd binaries not built."""
+    out, missing = [], []
+    if root and os.geteuid() != 0:
+        out.append('must run as root (%s)' % why_root)
+    if tun and not os.path.exists('/dev/net/tun'):
+        out.append('no /dev/net/tun on this machine')
+    for exe in exes:
+        if shutil.which(exe) is None:
+            missing.append(APT.get(exe, exe))
+    for exe in built:
+        if not os.access(exe, os.X_OK):
+            out.append('%s not built (run make)' % exe)
+    if missing:
+        out.append('missing packages; install them with:\n    apt-get install -y %s'
+                   % ' '.join(sorted(set(missing))))
+    return out
+
+
+def require(tool, root=False, tun=False, exes=(), built=None, status=1, **kw):
+    """Exit with status (1; SKIP = 77 for "cannot run here") after logging each problem
+    found by problems() as "tool: ..."; built defaults to this build's vnetd and vnetctl."""
+    if built is None:
+        built = (harness.VNETD, harness.VNETCTL)
+    found = problems(root, tun, exes, built, **kw)
+    for p in found:
+        log('%s: %s' % (tool, p))
+    if found:
+        sys.exit(status)
+
+
+def have(exe, tool, what):
+    """True when exe is installed; otherwise logs that `what` is left out, and how to get it."""
+    if shutil.which(exe) is not None:
+        return True
+    log('%s: no %s: %s (apt-get install -y %s)' % (tool, exe, what, APT.get(exe, exe)))
+    return False
+
+
+# ---------------------------------------------------------------------------------------------
+# vnetd
+
+class Vnetd(harness.Vnetd):
+    """harness.Vnetd for measurements: pinned to one CPU (taskset), optionally under a wrapper
+    such as valgrind, without the sandbox, from any build (exe, vnetctl), started at once and
+    registered with janitor (an object with proc()/forget(), e.g. dp_procs.JANITOR) so any exit
+    stops it; a start that fails raises BenchError."""
+
+    def __init__(self, exe, vnetctl, ports, wd, ns=None, wrapper=(), cpu='0', extra=(),
+                 janitor=None):
+        super().__init__(ns if ns is not None else harness.NoNs(), ports, wd,
+                         extra=['--no-sandbox'] + list(extra), exe=exe, vnetctl=vnetctl,
+                         prefix=['taskset', '-c', cpu] + list(wrapper),
+                         start_timeout=60 if wrapper else 15)
+        self.ctl_timeout = 60        # vnetctl against a vnetd under valgrind
+        self.janitor = janitor
+        if os.path.exists(self.control):
+            os.unlink(self.control)
+        try:
+            self.start()
+        finally:
+            if janitor is not None and self.proc is not None:
+                janitor.proc(self.proc)
+
+    def failed(self, why):
+        raise BenchError(why)
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def stop(self, timeout=30):
+        """SIGTERM, wait (SIGKILL after timeout); returns vnetd's exit status."""
+        rc = super().stop(timeout)
+        if self.janitor is not None:
+            self.janitor.forget(self.proc)
+        return rc
+
+
+# ---------------------------------------------------------------------------------------------
+# provenance
+
+def git(src, *args):
+    """Stripped stdout of `git -C src args...`; None when git fails."""
+    r = subprocess.run(['git', '-C', src] + list(args), capture_output=True, text=True)
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def source_of(build):
+    """The git tree a meson build directory was configured from (its meson-info), else TOP."""
+    try:
+        with open(os.path.join(build, 'meson-info', 'meson-info.json')) as f:
+            src = json.load(f)['directories']['source']
+    except (OSError, ValueError, KeyError):
+        src = None
+    return src if src and git(src, 'rev-parse', 'HEAD') is not None else TOP
