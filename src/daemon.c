@@ -22,6 +22,7 @@
 #include "metrics.h"
 #include "options.h"
 #include "port_internal.h"
+#include "port_spec.h"
 #include "sandbox.h"
 #include "switch.h"
 #include "tap.h"
@@ -261,8 +262,8 @@ static int add_port_spec(struct daemon *d, const char *spec, enum port_origin or
 			others[n] = port_config(d->ports[i]);
 			other_index[n++] = i;
 		}
-	if (options_runtime_port(spec, (unsigned)slot, &cfg, others, other_index, n, err,
-				 err_len) < 0)
+	if (port_spec_runtime(spec, (unsigned)slot, &cfg, others, other_index, n, err,
+			      err_len) < 0)
 		return -1;
 	if (cfg.worker >= (int)d->pool.n) {
 		snprintf(err, err_len, "worker=%d, but vnetd runs %u worker(s) (0..%u)", cfg.worker,
