@@ -22,7 +22,7 @@ struct config_ports {
  *              "queues": 2, "rx-usecs": 64}, ... ]}
  * A port is a SPEC string or an object of keys: strings (no commas) and non-negative integers
  * become key=value, true/false become the bare key (switch, client) or key=on/off. Only the
- * spec syntax is built here; options_runtime_port() checks the keys. 0, or -1 with one line
+ * spec syntax is built here; port_spec_runtime() checks the keys. 0, or -1 with one line
  * in err (hostile input: any bytes at all).
  */
 int config_file_parse(const char *text, size_t len, struct config_ports *out, char *err,

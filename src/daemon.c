@@ -1,4 +1,4 @@
-/* daemon.c - the vnetd process: worker loops dispatching typed references, control, ports. */
+/* daemon.c - the vnetd process: set-up, and worker loops dispatching typed references. */
 #include "daemon.h"
 
 #include <errno.h>
@@ -23,34 +23,19 @@
 #include "metrics.h"
 #include "options.h"
 #include "port_internal.h"
+#include "port_state.h"
+#include "port_table.h"
 #include "sandbox.h"
 #include "switch.h"
 #include "tap.h"
 #include "worker.h"
 
-/* Where a port came from: a --config reload only adds, changes and removes its own. */
-enum port_origin { ORIGIN_CMDLINE, ORIGIN_CONFIG, ORIGIN_RUNTIME };
-
 struct daemon {
 	struct worker_pool pool; /* worker 0: this thread, with signals and the control socket */
 	int signal_fd;
-	const struct vnetd_options *opts;
-	/* Ports by slot (the index in their name and in ev_ref.port); NULL: free. */
-	struct port *ports[VNETD_MAX_PORTS];
-	/* The same, packed, for the control socket; removed ones leave at the end of a round. */
-	struct port *live[VNETD_MAX_PORTS];
-	unsigned nlive;
-	uint8_t origin[VNETD_MAX_PORTS];      /* enum port_origin */
-	uint8_t worker_of[VNETD_MAX_PORTS];   /* the worker that owns the port */
-	int switch_home; /* where switch ports without worker= go; -1 until the first one */
-	char *config_spec[VNETD_MAX_PORTS];   /* ORIGIN_CONFIG: the spec it was made from */
-	bool doomed[VNETD_MAX_PORTS];         /* port-del'd: destroyed at the end of the round */
-	unsigned ndoomed;
-	bool reload;                          /* SIGHUP: re-read --config after this round */
-	int config_dir;                       /* --config's directory (O_PATH) */
-	int state_dir;                        /* --state-dir (read-only: fsync needs it) */
-	const char *config_name;              /* ... and the file's name in it */
-	struct vnet_switch *sw;  /* its ports are spread over the workers like the others */
+	struct port_table pt; /* the ports: slots, workers, switch, run-time changes, --config */
+	bool reload;   /* SIGHUP: re-read --config after this round */
+	int state_dir; /* --state-dir (read-only: fsync needs it) */
 	/* Per worker, touched by its own thread only: an EV_SWITCH_RX entry is in its run queue. */
 	bool switch_rx_queued[VNETD_MAX_WORKERS];
 	struct control_clients *control; /* the control socket and its clients */
@@ -71,8 +56,8 @@ static void control_sync_leave(void *ctx)
 {
 	struct daemon *d = ctx;
 
-	for (unsigned i = 0; i < d->nlive; i++)
-		port_state_sync(d->live[i]); /* e.g. vnetctl coalesce: keep it for a restart */
+	for (unsigned i = 0; i < port_table_nlive(&d->pt); i++)
+		port_state_sync(port_table_live(&d->pt)[i]); /* e.g. vnetctl coalesce: keep it */
 	worker_pool_unpark(&d->pool);
 }
 
@@ -113,12 +98,13 @@ static const struct switch_owner_ops daemon_switch_ops = {.wake = switch_wake};
 static void switch_rx(struct daemon *d, struct worker *w, bool from_rq)
 {
 	bool *queued = &d->switch_rx_queued[w->id];
+	struct vnet_switch *sw = port_table_switch(&d->pt);
 
 	if (from_rq)
 		*queued = false;
 	else if (*queued)
 		return; /* the queued entry runs this round or the next */
-	if (!d->sw || !switch_worker_rx(d->sw, w->id))
+	if (!sw || !switch_worker_rx(sw, w->id))
 		return;
 	if (run_queue_push(&w->rq, (struct ev_ref){.kind = EV_SWITCH_RX, .port = EV_PORT_NONE,
 						  .fd = -1})) {
@@ -127,153 +113,30 @@ static void switch_rx(struct daemon *d, struct worker *w, bool from_rq)
 	}
 	/* No wake-up would come for what is left: place it all now (a bug: logged). */
 	log_err("worker %u: run queue full; placing the switch's frames at once", w->id);
-	while (switch_worker_rx(d->sw, w->id))
+	while (switch_worker_rx(sw, w->id))
 		;
 }
 
 /* ---- Run-time ports ------------------------------------------------------------------------ */
 
-/* add_port_cfg() - create a port from cfg in `slot`; the slot, or -1 (logged). */
-static int add_port_cfg(struct daemon *d, unsigned slot, const struct port_config *cfg,
-			enum port_origin origin)
-{
-	struct worker *w = &d->pool.w[0];
-	struct port *p;
-
-	if (cfg->backend == PORT_BACKEND_SWITCH && !d->sw) {
-		d->sw = switch_create(d->pool.n, &daemon_switch_ops, d);
-		if (!d->sw)
-			return -1;
-	}
-	/*
-	 * A port goes to its worker=. Else a tap port goes to the worker with the fewest ports (the
-	 * lowest on a tie), and a switch port to the switch's home worker: the one the first such
-	 * port got that way. The switch hands frames between workers (switch_xq.c), but a frame
-	 * that crosses costs several times a direct copy, so unpinned switch ports stay together
-	 * (as talking guests should) and the operator spreads groups with worker=.
-	 */
-	if (cfg->worker >= 0) { /* < d->pool.n: options_parse() and add_port_spec() checked */
-		w = &d->pool.w[cfg->worker];
-	} else if (cfg->backend == PORT_BACKEND_SWITCH && d->switch_home >= 0) {
-		w = &d->pool.w[d->switch_home];
-	} else {
-		for (unsigned i = 1; i < d->pool.n; i++)
-			if (d->pool.w[i].nports < w->nports)
-				w = &d->pool.w[i];
-		if (cfg->backend == PORT_BACKEND_SWITCH)
-			d->switch_home = (int)w->id;
-	}
-	p = port_create(slot, cfg, w->id, w->epfd, &w->rq, &w->flushq, d->sw);
-	if (!p)
-		return -1;
-	w->nports++;
-	d->worker_of[slot] = (uint8_t)w->id;
-	if (d->pool.n > 1)
-		log_info("%s: worker %u", port_name(p), w->id);
-	d->ports[slot] = p;
-	d->origin[slot] = (uint8_t)origin;
-	d->doomed[slot] = false;
-	d->live[d->nlive++] = p;
-	return (int)slot;
-}
-
-static int free_slot(const struct daemon *d)
-{
-	for (unsigned i = 0; i < VNETD_MAX_PORTS; i++)
-		if (!d->ports[i])
-			return (int)i;
-	return -1;
-}
-
-/* add_port_spec() - parse SPEC against the live ports and create it; slot, or -1 (err). */
-static int add_port_spec(struct daemon *d, const char *spec, enum port_origin origin, char *err,
-			 size_t err_len)
-{
-	static const struct port_config *others[VNETD_MAX_PORTS];
-	static unsigned other_index[VNETD_MAX_PORTS];
-	static struct port_config cfg;
-	int slot = free_slot(d), r;
-	unsigned n = 0;
-
-	if (slot < 0) {
-		snprintf(err, err_len, "all %d ports are in use", VNETD_MAX_PORTS);
-		return -1;
-	}
-	for (unsigned i = 0; i < VNETD_MAX_PORTS; i++)
-		if (d->ports[i]) {
-			others[n] = port_config(d->ports[i]);
-			other_index[n++] = i;
-		}
-	if (options_runtime_port(spec, (unsigned)slot, &cfg, others, other_index, n, err,
-				 err_len) < 0)
-		return -1;
-	if (cfg.worker >= (int)d->pool.n) {
-		snprintf(err, err_len, "worker=%d, but vnetd runs %u worker(s) (0..%u)", cfg.worker,
-			 d->pool.n, d->pool.n - 1);
-		return -1;
-	}
-	r = add_port_cfg(d, (unsigned)slot, &cfg, origin);
-	if (r < 0)
-		snprintf(err, err_len, "cannot set up the port (see vnetd's log)");
-	return r;
-}
-
-/* doom_port() - remove the port at the end of this round (nothing may dangle before). */
-static int doom_port(struct daemon *d, unsigned slot)
-{
-	if (d->doomed[slot])
-		return -1;
-	d->doomed[slot] = true;
-	d->ndoomed++;
-	return 0;
-}
-
-/* reap_ports() - destroy the doomed ports: frontend disconnected (held completions signalled,
- * queues stopped as for any disconnect), tap closed, switch port detached. Other workers are
- * parked by the caller. */
-static void reap_ports(struct daemon *d)
-{
-	unsigned n = 0;
-
-	for (unsigned i = 0; i < VNETD_MAX_PORTS && d->ndoomed; i++) {
-		if (!d->doomed[i])
-			continue;
-		struct worker *w = &d->pool.w[d->worker_of[i]];
-
-		log_info("%s: removed", port_name(d->ports[i]));
-		port_destroy(d->ports[i]);
-		/* Entries the port (or its teardown) queued must not reach the slot's next port. */
-		run_queue_drop_port(&w->rq, i);
-		run_queue_drop_port(&w->flushq, i);
-		w->nports--;
-		d->ports[i] = NULL;
-		d->doomed[i] = false;
-		free(d->config_spec[i]);
-		d->config_spec[i] = NULL;
-		d->ndoomed--;
-	}
-	for (unsigned i = 0; i < VNETD_MAX_PORTS; i++)
-		if (d->ports[i])
-			d->live[n++] = d->ports[i];
-	d->nlive = n;
-}
-
 static int ctl_port_add(void *ctx, const char *spec, char *name, size_t name_len, char *err,
 			size_t err_len)
 {
 	struct daemon *d = ctx;
-	int slot = add_port_spec(d, spec, ORIGIN_RUNTIME, err, err_len);
+	int slot = port_table_add_spec(&d->pt, spec, PORT_ORIGIN_RUNTIME, err, err_len);
 
 	if (slot < 0)
 		return -1;
-	snprintf(name, name_len, "%s", port_name(d->ports[slot]));
+	snprintf(name, name_len, "%s", port_name(port_table_port(&d->pt, (unsigned)slot)));
 	log_info("%s: added at run time", name);
 	return 0;
 }
 
 static int ctl_port_del(void *ctx, struct port *p, char *err, size_t err_len)
 {
-	if (doom_port(ctx, port_index(p)) < 0) {
+	struct daemon *d = ctx;
+
+	if (port_table_doom(&d->pt, port_index(p)) < 0) {
 		snprintf(err, err_len, "%s is being removed already", port_name(p));
 		return -1;
 	}
@@ -285,84 +148,10 @@ static const struct control_port_ops daemon_port_ops = {
 	.del = ctl_port_del,
 };
 
-/*
- * load_config() - apply --config: ports it no longer lists (or lists with another spec) go,
- * new ones come; ports it lists unchanged stay untouched (their guests notice nothing). A file
- * that does not parse changes nothing. Ports from the command line or port-add are not its own.
- */
-static int load_config(struct daemon *d)
-{
-	static struct config_ports cp;
-	char err[256];
-	bool keep[VNETD_MAX_PORTS] = {false};
-	unsigned added = 0, removed = 0, failed = 0;
-
-	if (config_file_load(d->config_dir, d->config_name, &cp, err, sizeof(err)) < 0) {
-		log_err("config %s: %s; nothing changed", d->opts->config_path, err);
-		return -1;
-	}
-	for (unsigned i = 0; i < VNETD_MAX_PORTS; i++) {
-		bool listed = false;
-
-		if (!d->ports[i] || d->origin[i] != ORIGIN_CONFIG || d->doomed[i])
-			continue;
-		for (unsigned j = 0; j < cp.n && !listed; j++)
-			if (!keep[j] && d->config_spec[i] && strcmp(cp.spec[j], d->config_spec[i]) == 0)
-				keep[j] = listed = true;
-		if (!listed) {
-			doom_port(d, i);
-			removed++;
-		}
-	}
-	reap_ports(d); /* a changed port's socket and tap are free again for its new spec */
-	for (unsigned j = 0; j < cp.n; j++) {
-		int slot;
-
-		if (keep[j])
-			continue;
-		slot = add_port_spec(d, cp.spec[j], ORIGIN_CONFIG, err, sizeof(err));
-		if (slot < 0) {
-			log_err("config %s: port %u: %s", d->opts->config_path, j, err);
-			failed++;
-			continue;
-		}
-		d->config_spec[slot] = strdup(cp.spec[j]); /* NULL (no memory): replaced next time */
-		added++;
-	}
-	log_info("config %s: %u port(s) added, %u removed, %u unchanged, %u failed",
-		 d->opts->config_path, added, removed, cp.n - added - failed, failed);
-	return failed ? -1 : 0;
-}
-
-/*
- * open_config_dir() - the directory of --config, kept open: SIGHUP re-reads the file by name
- * in it (an editor's rename is seen), and the sandbox allows opening files there only.
- */
-static int open_config_dir(struct daemon *d)
-{
-	static char dir[sizeof(d->opts->config_path)];
-	const char *path = d->opts->config_path, *slash = strrchr(path, '/');
-
-	if (slash) {
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-		d->config_name = slash + 1;
-	} else {
-		snprintf(dir, sizeof(dir), ".");
-		d->config_name = path;
-	}
-	d->config_dir = open(dir[0] ? dir : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (d->config_dir < 0 || d->config_name[0] == '\0') {
-		log_err("config %s: cannot open its directory: %s", path,
-			d->config_dir < 0 ? strerror(errno) : "no file name");
-		return -1;
-	}
-	sandbox_allow_openat(d->config_dir, CONFIG_OPEN_FLAGS);
-	return 0;
-}
-
 static void dispatch(void *ctx, struct worker *w, struct ev_ref ref, uint32_t events)
 {
 	struct daemon *d = ctx;
+	struct port *p;
 
 	switch (ref.kind) {
 	case EV_SIGNAL:
@@ -372,14 +161,16 @@ static void dispatch(void *ctx, struct worker *w, struct ev_ref ref, uint32_t ev
 	case EV_CONTROL_CLIENT:
 		/* Requests that read or change ports of every worker park the others
 		 * (control_sync_ops, per request); "stats" does not. */
-		control_client_event(d->control, ref, events, d->live, d->nlive);
+		control_client_event(d->control, ref, events, port_table_live(&d->pt),
+				     port_table_nlive(&d->pt));
 		break;
 	case EV_METRICS_LISTEN:
 	case EV_METRICS_CLIENT:
 	case EV_METRICS_TIMER:
 		/* A scrape reads every worker's ports through stats.c, lock-free: no park. */
 		if (d->metrics)
-			metrics_event(d->metrics, ref, events, d->live, d->nlive);
+			metrics_event(d->metrics, ref, events, port_table_live(&d->pt),
+				      port_table_nlive(&d->pt));
 		break;
 	case EV_VU_LISTEN:
 	case EV_VU_CONN:
@@ -390,12 +181,12 @@ static void dispatch(void *ctx, struct worker *w, struct ev_ref ref, uint32_t ev
 	case EV_RECONNECT:
 	case EV_DEV_STATE:
 	case EV_STATE_TIMER:
-		if (ref.port < VNETD_MAX_PORTS && d->ports[ref.port])
-			port_handle_event(d->ports[ref.port], ref, events);
+		if ((p = port_table_port(&d->pt, ref.port)))
+			port_handle_event(p, ref, events);
 		break;
 	case EV_PORT_FLUSH:
-		if (ref.port < VNETD_MAX_PORTS && d->ports[ref.port])
-			port_flush_rx(d->ports[ref.port]);
+		if ((p = port_table_port(&d->pt, ref.port)))
+			port_flush_rx(p);
 		break;
 	case EV_SWITCH_RX:
 		switch_rx(d, w, true);
@@ -410,17 +201,16 @@ static void worker_fault(void *ctx, struct worker *w)
 {
 	struct daemon *d = ctx;
 
-	for (unsigned i = 0; i < VNETD_MAX_PORTS; i++)
-		if (d->ports[i] && d->worker_of[i] == w->id)
-			port_check_fault(d->ports[i]);
+	port_table_check_faults(&d->pt, w->id);
 }
 
 static void worker_round_begin(void *ctx, struct worker *w)
 {
 	struct daemon *d = ctx;
+	struct vnet_switch *sw = port_table_switch(&d->pt);
 
-	if (d->sw)
-		switch_tick(d->sw, w->id); /* this worker's switch clock for the round */
+	if (sw)
+		switch_tick(sw, w->id); /* this worker's switch clock for the round */
 }
 
 /* The wake eventfd fired: frames from other workers' switch ports, perhaps (or a park). */
@@ -433,9 +223,10 @@ static void worker_woken(void *ctx, struct worker *w)
 static void worker_round_end(void *ctx, struct worker *w)
 {
 	struct daemon *d = ctx;
+	struct vnet_switch *sw = port_table_switch(&d->pt);
 
-	if (d->sw)
-		switch_worker_round_end(d->sw, w->id);
+	if (sw)
+		switch_worker_round_end(sw, w->id);
 }
 
 static const struct worker_ops daemon_worker_ops = {
@@ -507,10 +298,17 @@ static int setup(struct daemon *d, const struct vnetd_options *opts)
 		sandbox_allow_openat(d->state_dir, PORT_STATE_WRITE_FLAGS);
 	}
 	for (unsigned i = 0; i < opts->nports; i++)
-		if (add_port_cfg(d, i, &opts->ports[i], ORIGIN_CMDLINE) < 0)
+		if (port_table_add(&d->pt, i, &opts->ports[i], PORT_ORIGIN_CMDLINE) < 0)
 			return -1;
-	if (opts->config_path[0] && (open_config_dir(d) < 0 || load_config(d) < 0))
-		return -1;
+	if (opts->config_path[0]) {
+		int dir = port_table_open_config(&d->pt, opts->config_path);
+
+		if (dir < 0)
+			return -1;
+		sandbox_allow_openat(dir, CONFIG_OPEN_FLAGS);
+		if (port_table_reload(&d->pt) < 0)
+			return -1;
+	}
 	/* Run-time taps open /dev/net/tun relative to /dev/net; the filter allows only that. */
 	if (tap_open_tun_dir() >= 0)
 		sandbox_allow_openat(tap_open_tun_dir(), TAP_TUN_FLAGS);
@@ -527,56 +325,58 @@ static void teardown(struct daemon *d, const struct vnetd_options *opts)
 {
 	worker_pool_stop(&d->pool); /* the threads end; their ports are ours to destroy */
 	metrics_close(d->metrics);
-	for (unsigned i = 0; i < VNETD_MAX_PORTS; i++) {
-		port_destroy(d->ports[i]);
-		free(d->config_spec[i]);
-	}
-	if (d->sw)
-		switch_destroy(d->sw);
+	port_table_free(&d->pt); /* the ports, the switch, the --config directory */
 	control_client_close(d->control);
 	if (d->signal_fd >= 0)
 		close(d->signal_fd);
-	if (d->config_dir >= 0)
-		close(d->config_dir);
 	if (d->state_dir >= 0)
 		close(d->state_dir);
 	worker_pool_free(&d->pool);
 }
 
+/**
+ * daemon_run() - set everything up from the options and serve until SIGTERM/SIGINT.
+ * @opts: the parsed command line (kept: the daemon refers to it until it returns)
+ *
+ * Main thread; starts the other workers' threads, then enters the sandbox. Port changes
+ * (port-del, SIGHUP's --config reload) take effect between rounds, the workers parked.
+ *
+ * Return: the process's exit status: 0 after a signal, 1 when set-up or the loop failed.
+ */
 int daemon_run(const struct vnetd_options *opts)
 {
 	static struct daemon d; /* ~60 KB of port tables: not on the stack */
 	int status = 0;
 
 	memset(&d, 0, sizeof(d));
-	d.switch_home = -1;
-	d.signal_fd = d.config_dir = d.state_dir = -1;
-	d.opts = opts;
+	d.signal_fd = d.state_dir = -1;
+	port_table_init(&d.pt, &d.pool, &daemon_switch_ops, &d);
 	/* Threads before the sandbox: creating one needs clone(), which the filter kills. */
 	if (setup(&d, opts) < 0 || worker_pool_start(&d.pool) < 0 || sandbox_enter(opts) < 0) {
 		teardown(&d, opts);
 		return 1;
 	}
-	log_info("ready: %u port(s), %u worker(s), control socket %s", d.nlive, d.pool.n,
-		 opts->control_path);
+	log_info("ready: %u port(s), %u worker(s), control socket %s", port_table_nlive(&d.pt),
+		 d.pool.n, opts->control_path);
 	while (!d.stop) {
 		if (worker_round(&d.pool.w[0]) < 0) {
 			status = 1;
 			break;
 		}
 		/* Port changes take effect between rounds: nothing of this round refers to them. */
-		if (d.ndoomed) {
+		if (port_table_doomed(&d.pt)) {
 			worker_pool_park(&d.pool);
-			reap_ports(&d);
+			port_table_reap(&d.pt);
 			worker_pool_unpark(&d.pool);
 		}
 		if (d.reload) {
 			d.reload = false;
 			worker_pool_park(&d.pool);
-			if (opts->config_path[0])
-				load_config(&d);
-			else
+			if (opts->config_path[0]) {
+				port_table_reload(&d.pt);
+			} else {
 				log_info("SIGHUP without --config: nothing to reload");
+			}
 			worker_pool_unpark(&d.pool);
 		}
 	}

@@ -1,4 +1,4 @@
-/* options.h - vnetd command line: ports (--port key=value,...), control, metrics, sandbox. */
+/* options.h - vnetd command line: ports (--port, port_spec.h), control, metrics, sandbox. */
 #ifndef VNETD_OPTIONS_H
 #define VNETD_OPTIONS_H
 
@@ -27,16 +27,6 @@ struct vnetd_options {
  * --help was printed to stdout (exit 0), -1 on an error (one line printed to stderr).
  */
 int options_parse(int argc, char **argv, struct vnetd_options *out);
-
-/*
- * options_runtime_port() - a port added at run time (vnetctl port-add, --config): SPEC exactly
- * as --port takes it, for port `index`, checked against the n existing ports others[] (with
- * indexes other_index[]) for the same socket, tap or mac; a default MAC is derived unique
- * among them. 0, or -1 with one line in err.
- */
-int options_runtime_port(const char *spec, unsigned index, struct port_config *pc,
-			 const struct port_config *const *others, const unsigned *other_index,
-			 unsigned n, char *err, size_t err_len);
 
 /* options_usage() - the --help text (static storage). */
 const char *options_usage(void);

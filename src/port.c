@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
+#include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -16,64 +17,179 @@
 #include "log.h"
 #include "peer_io.h"
 #include "port_internal.h"
+#include "port_state.h"
 #include "stat_atomic.h"
 #include "switch.h"
 #include "tap.h"
 
+/* One port; the rest of vnetd holds it as an opaque handle (port.h, port_internal.h). */
+struct port {
+	unsigned index;
+	char name[8];
+	struct port_config cfg;
+	int epfd;
+	struct run_queue *rq;     /* the daemon's: queues that yielded at their budget */
+	struct run_queue *flushq; /* the daemon's: ports with received packets to publish */
+	int listen_fd;
+	bool connected;
+	bool tap_failed;
+	uint64_t connections;
+	struct vu_conn conn;
+	struct vnet_dev *dev;
+	struct vnet_backend *be;
+	int timer_fd[VNET_MAX_QUEUES];
+	unsigned worker;         /* the worker that owns it */
+	int reconnect_fd;        /* client mode: timerfd for the next connect attempt */
+	unsigned backoff_ms;     /* client mode: delay before the next attempt */
+	bool connect_logged;     /* client mode: "cannot connect" said once per outage */
+	int connect_fd;          /* client mode: a connect() in progress (EINPROGRESS), or -1 */
+	dev_t sock_dev;          /* the listener's node at socket= (removed at the end if it */
+	ino_t sock_ino;          /* is still the same one) */
+	/* --state-dir: what the file says (restored once the first frontend's queues run), and
+	 * what was last written. */
+	bool restore_pending;
+	bool restored[VNET_MAX_QUEUES];
+	bool rx_restored;        /* the receive filter, RX mode and MAC (saved.rx) */
+	struct port_state saved;
+	/* A guest's changes are written by a timer, at most once a second (port_state_mark). */
+	int state_timer_fd;      /* timerfd; -1 without --state-dir */
+	bool state_pending;      /* the timer is armed for a change that may be unwritten */
+	uint64_t state_last_ns;  /* the last write attempt (CLOCK_MONOTONIC); 0: none yet */
+};
+
+/**
+ * port_name() - the port's name.
+ * @p: the port
+ *
+ * Any thread: set at creation.
+ *
+ * Return: "p0", "p1", ... by index.
+ */
 const char *port_name(const struct port *p)
 {
 	return p->name;
 }
 
+/**
+ * port_index() - the port's slot in the daemon's port table.
+ * @p: the port
+ *
+ * Any thread: set at creation.
+ *
+ * Return: the index (also in its name and in its events' ev_ref.port).
+ */
 unsigned port_index(const struct port *p)
 {
 	return p->index;
 }
 
+/**
+ * port_config() - the configuration the port was created with.
+ * @p: the port
+ *
+ * Any thread: never changes.
+ *
+ * Return: the port's copy.
+ */
 const struct port_config *port_config(const struct port *p)
 {
 	return &p->cfg;
 }
 
+/**
+ * port_dev() - the port's device model.
+ * @p: the port
+ *
+ * Return: the device (always present); touch it on the port's worker, or with it parked.
+ */
 struct vnet_dev *port_dev(struct port *p)
 {
 	return p->dev;
 }
 
+/**
+ * port_connected() - whether a frontend is connected now.
+ * @p: the port
+ *
+ * Any thread (a relaxed atomic load: stats read it without parking).
+ *
+ * Return: true while a frontend is connected.
+ */
 bool port_connected(const struct port *p)
 {
 	return __atomic_load_n(&p->connected, __ATOMIC_RELAXED);
 }
 
+/**
+ * port_worker() - the worker (event-loop thread) that owns the port.
+ * @p: the port
+ *
+ * Any thread: set at creation.
+ *
+ * Return: the worker's id.
+ */
 unsigned port_worker(const struct port *p)
 {
 	return p->worker;
 }
 
+/**
+ * port_connections() - frontends accepted so far.
+ * @p: the port
+ *
+ * Any thread (a single-writer counter, stat_atomic.h).
+ *
+ * Return: the count.
+ */
 uint64_t port_connections(const struct port *p)
 {
 	return stat_read(&p->connections);
 }
 
+/**
+ * port_dirty_logging() - whether the frontend has vnetd log its writes now (live migration).
+ * @p: the port
+ *
+ * On the port's worker, or with it parked.
+ *
+ * Return: true while a dirty log is set and logging is on.
+ */
 bool port_dirty_logging(const struct port *p)
 {
 	return p->connected && p->conn.log_all && p->conn.log.bitmap;
 }
 
+/**
+ * port_dirty_log_dropped() - pages written outside the frontend's dirty log (log too small).
+ * @p: the port
+ *
+ * On the port's worker, or with it parked.
+ *
+ * Return: the count for the current frontend; 0 without one.
+ */
 uint64_t port_dirty_log_dropped(const struct port *p)
 {
 	return p->connected ? p->conn.log.dropped : 0;
 }
 
+/**
+ * port_rarps() - SEND_RARP announcements sent for the current frontend.
+ * @p: the port
+ *
+ * On the port's worker, or with it parked.
+ *
+ * Return: the count; 0 without a frontend.
+ */
 uint64_t port_rarps(const struct port *p)
 {
 	return p->connected ? p->conn.rarps : 0;
 }
 
-/*
+/**
  * port_switch_counters() - the switch's counters of port p (lock-free, switch_port_counters()).
  * @p: the port
  * @out: filled for a switch port
+ *
  * Return: false (out untouched) for a tap port.
  */
 bool port_switch_counters(const struct port *p, struct switch_port_counters *out)
@@ -88,6 +204,12 @@ bool port_switch_counters(const struct port *p, struct switch_port_counters *out
 
 static int state_dir = -1;
 
+/**
+ * port_set_state_dir() - the --state-dir directory for every port created after.
+ * @dirfd: the directory (kept open by the caller), or -1 for none
+ *
+ * Main thread, at start-up.
+ */
 void port_set_state_dir(int dirfd)
 {
 	state_dir = dirfd;
@@ -579,6 +701,20 @@ static void unlink_own_socket(const struct port *p)
 		unlink(p->cfg.socket_path);
 }
 
+/**
+ * port_create() - set up a port: backend, listener (or connection), timers.
+ * @index: its slot (name and ev_ref.port)
+ * @cfg: its configuration (copied)
+ * @worker: the worker that owns it
+ * @epfd: that worker's epoll set
+ * @rq: that worker's run queue, for queues that yield at their budget
+ * @flushq: that worker's flush list, for received packets to publish
+ * @sw: the switch (for a switch port)
+ *
+ * Main thread, the worker parked or not started.
+ *
+ * Return: the port, or NULL on error.
+ */
 struct port *port_create(unsigned index, const struct port_config *cfg, unsigned worker, int epfd,
 			 struct run_queue *rq, struct run_queue *flushq, struct vnet_switch *sw)
 {
@@ -674,6 +810,12 @@ static void port_disconnect(struct port *p)
 	}
 }
 
+/**
+ * port_destroy() - disconnect the frontend, close every fd, free.
+ * @p: the port, or NULL (nothing to do)
+ *
+ * Main thread, the port's worker parked or stopped.
+ */
 void port_destroy(struct port *p)
 {
 	if (!p)
@@ -777,6 +919,14 @@ static void drain_kick(struct port *p, unsigned qidx, int fd)
 			  strerror(errno));
 }
 
+/**
+ * port_handle_event() - one epoll event (or run-queue entry) that belongs to this port.
+ * @p: the port
+ * @ref: the event's reference (its kind, queue and fd)
+ * @events: epoll events (0 for a run-queue entry)
+ *
+ * On the port's worker.
+ */
 void port_handle_event(struct port *p, struct ev_ref ref, uint32_t events)
 {
 	switch (ref.kind) {
@@ -845,11 +995,23 @@ void port_handle_event(struct port *p, struct ev_ref ref, uint32_t events)
 	}
 }
 
+/**
+ * port_flush_rx() - publish received packets (the port asked for it on the flush list).
+ * @p: the port
+ *
+ * On the port's worker.
+ */
 void port_flush_rx(struct port *p)
 {
 	vnet_dev_rx_flush(p->dev);
 }
 
+/**
+ * port_check_fault() - drop the frontend if its guest memory faulted (SIGBUS).
+ * @p: the port
+ *
+ * On the port's worker.
+ */
 void port_check_fault(struct port *p)
 {
 	if (p->connected && p->conn.mem_fault) {

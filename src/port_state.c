@@ -9,7 +9,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,19 +17,8 @@
 
 #include <jansson.h>
 
+#include "err_msg.h"
 #include "log.h"
-
-static int fail(char *err, size_t err_len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t err_len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, err_len, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 static bool get_u32(json_t *v, uint32_t *out)
 {
@@ -100,8 +88,8 @@ static int parse_rx(json_t *rx, struct port_state_rx *out, char *err, size_t err
 
 	if (!json_is_object(rx) || json_object_size(rx) != 6 || !json_is_array(mode) ||
 	    !json_is_boolean(uo) || !json_is_boolean(mo) || (!json_is_null(mac) && !json_is_string(mac)))
-		return fail(err, err_len, "\"rx\" must be {mode, mac, unicast, multicast, "
-			    "unicast_overflow, multicast_overflow}");
+		return err_msg(err, err_len, "\"rx\" must be {mode, mac, unicast, multicast, "
+			       "unicast_overflow, multicast_overflow}");
 	json_array_foreach(mode, i, v) {
 		unsigned bit = 0;
 
@@ -109,23 +97,37 @@ static int parse_rx(json_t *rx, struct port_state_rx *out, char *err, size_t err
 				    strcmp(json_string_value(v), rx_mode_names[bit]) == 0))
 			bit++;
 		if (bit == 6 || (out->mode & (1u << bit)))
-			return fail(err, err_len, "rx mode %zu: not one of promisc, allmulti, alluni, "
-				    "nomulti, nouni, nobcast (each once)", i);
+			return err_msg(err, err_len, "rx mode %zu: not one of promisc, allmulti, "
+				       "alluni, nomulti, nouni, nobcast (each once)", i);
 		out->mode |= (uint8_t)(1u << bit);
 	}
 	out->mac_set = json_is_string(mac);
 	if (out->mac_set && !get_mac(mac, out->mac))
-		return fail(err, err_len, "rx mac: not a MAC address");
+		return err_msg(err, err_len, "rx mac: not a MAC address");
 	out->uc_overflow = json_is_true(uo);
 	out->mc_overflow = json_is_true(mo);
 	if (!get_table(json_object_get(rx, "unicast"), out->uc_overflow, out->uc, &out->n_uc) ||
 	    !get_table(json_object_get(rx, "multicast"), out->mc_overflow, out->mc, &out->n_mc))
-		return fail(err, err_len, "rx tables: arrays of at most %d MAC addresses (none "
-			    "when overflowed)", VNET_MAC_TABLE_SIZE);
+		return err_msg(err, err_len, "rx tables: arrays of at most %d MAC addresses (none "
+			       "when overflowed)", VNET_MAC_TABLE_SIZE);
 	out->present = true;
 	return 0;
 }
 
+/**
+ * port_state_parse() - a state file's text into what it keeps.
+ * @text: the text, text[0..len) (hostile: any bytes, need not be NUL-terminated)
+ * @len: its length
+ * @socket: the port's socket: the file must name the same one
+ * @nqueues: the port's queues (a file with more is refused)
+ * @out: what the file says
+ * @err: one line on failure
+ * @err_len: its size
+ *
+ * Any thread; no state.
+ *
+ * Return: 0, or -1 (err set).
+ */
 int port_state_parse(const char *text, size_t len, const char *socket, unsigned nqueues,
 		     struct port_state *out, char *err, size_t err_len)
 {
@@ -137,13 +139,14 @@ int port_state_parse(const char *text, size_t len, const char *socket, unsigned 
 	memset(out, 0, sizeof(*out));
 	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root)
-		return fail(err, err_len, "line %d column %d: %s", jerr.line, jerr.column, jerr.text);
+		return err_msg(err, err_len, "line %d column %d: %s", jerr.line, jerr.column,
+			       jerr.text);
 	v = json_object_get(root, "version");
 	/* Version 1: version, socket, queues; version 2 adds rx. */
 	if (!json_is_object(root) || !json_is_integer(v) || json_integer_value(v) < 1 ||
 	    json_integer_value(v) > PORT_STATE_VERSION ||
 	    json_object_size(root) != (size_t)(2 + json_integer_value(v))) {
-		fail(err, err_len, "not a version 1 or 2 state object");
+		err_msg(err, err_len, "not a version 1 or 2 state object");
 		goto out;
 	}
 	if (json_integer_value(v) == 2 &&
@@ -151,12 +154,12 @@ int port_state_parse(const char *text, size_t len, const char *socket, unsigned 
 		goto out;
 	sock = json_object_get(root, "socket");
 	if (!json_is_string(sock) || strcmp(json_string_value(sock), socket) != 0) {
-		fail(err, err_len, "the file is for another socket");
+		err_msg(err, err_len, "the file is for another socket");
 		goto out;
 	}
 	queues = json_object_get(root, "queues");
 	if (!json_is_array(queues) || json_array_size(queues) > nqueues) {
-		fail(err, err_len, "\"queues\" must be an array of at most %u", nqueues);
+		err_msg(err, err_len, "\"queues\" must be an array of at most %u", nqueues);
 		goto out;
 	}
 	json_array_foreach(queues, i, v) {
@@ -166,7 +169,7 @@ int port_state_parse(const char *text, size_t len, const char *socket, unsigned 
 		    !get_u32(json_array_get(v, 0), &out->q[i].params.max_packets) ||
 		    !get_u32(json_array_get(v, 1), &out->q[i].params.max_usecs) ||
 		    !json_is_string(json_array_get(v, 2))) {
-			fail(err, err_len, "queue %zu: expected [frames, usecs, setter]", i);
+			err_msg(err, err_len, "queue %zu: expected [frames, usecs, setter]", i);
 			goto out;
 		}
 		who = json_string_value(json_array_get(v, 2));
@@ -177,7 +180,7 @@ int port_state_parse(const char *text, size_t len, const char *socket, unsigned 
 		else if (strcmp(who, "none") == 0)
 			out->q[i].setter = COAL_SET_NONE;
 		else {
-			fail(err, err_len, "queue %zu: setter must be guest, host or none", i);
+			err_msg(err, err_len, "queue %zu: setter must be guest, host or none", i);
 			goto out;
 		}
 	}
@@ -220,6 +223,13 @@ static json_t *format_rx(const struct port_state_rx *rx)
 			 "unicast_overflow", rx->uc_overflow, "multicast_overflow", rx->mc_overflow);
 }
 
+/**
+ * port_state_rx_from() - what a state file keeps of a device's receive filter.
+ * @out: zeroed, then filled
+ * @f: the device's filter (RX mode and MAC tables)
+ * @mac: the device's MAC now
+ * @cfg_mac: the port's configured MAC: mac_set only when mac differs from it
+ */
 void port_state_rx_from(struct port_state_rx *out, const struct vnet_rx_filter *f,
 			const uint8_t mac[6], const uint8_t cfg_mac[6])
 {
@@ -239,6 +249,11 @@ void port_state_rx_from(struct port_state_rx *out, const struct vnet_rx_filter *
 	memcpy(out->mc, f->mc, out->n_mc * 6u);
 }
 
+/**
+ * port_state_rx_filter() - the device filter a state file's RX part describes.
+ * @in: what the file keeps
+ * @f: the filter (fully written)
+ */
 void port_state_rx_filter(const struct port_state_rx *in, struct vnet_rx_filter *f)
 {
 	memset(f, 0, sizeof(*f));
@@ -256,6 +271,13 @@ void port_state_rx_filter(const struct port_state_rx *in, struct vnet_rx_filter 
 	memcpy(f->mc, in->mc, f->n_mc * 6u);
 }
 
+/**
+ * port_state_format() - the JSON port_state_parse() reads.
+ * @st: the state: version 2 with st->rx.present, else version 1
+ * @socket: the port's socket (named in the file)
+ *
+ * Return: the text, malloc'd (the caller frees it), or NULL if out of memory.
+ */
 char *port_state_format(const struct port_state *st, const char *socket)
 {
 	json_t *queues = json_array(), *root;
@@ -279,6 +301,12 @@ char *port_state_format(const struct port_state *st, const char *socket)
 	return text;
 }
 
+/**
+ * port_state_file_name() - the state file's name in the state directory.
+ * @socket: the port's socket (hashed into the name)
+ * @name: the name
+ * @len: its size
+ */
 void port_state_file_name(const char *socket, char *name, size_t len)
 {
 	uint64_t h = 1469598103934665603ull; /* FNV-1a 64 */
@@ -318,15 +346,15 @@ int port_state_load(int dirfd, const char *socket, unsigned nqueues, struct port
 	if (fd < 0) {
 		if (errno == ENOENT)
 			return 1;
-		return fail(err, err_len, "%s: %s", name,
-			    errno == ELOOP ? "a symlink (not followed)" : strerror(errno));
+		return err_msg(err, err_len, "%s: %s", name,
+			       errno == ELOOP ? "a symlink (not followed)" : strerror(errno));
 	}
 	if (fstat(fd, &st) < 0)
-		r = fail(err, err_len, "%s: %s", name, strerror(errno));
+		r = err_msg(err, err_len, "%s: %s", name, strerror(errno));
 	else if (!S_ISREG(st.st_mode))
-		r = fail(err, err_len, "%s: not a regular file", name);
+		r = err_msg(err, err_len, "%s: not a regular file", name);
 	else if (st.st_size > PORT_STATE_MAX)
-		r = fail(err, err_len, "%s: too large", name);
+		r = err_msg(err, err_len, "%s: too large", name);
 	else
 		r = 0;
 	if (r < 0) {
@@ -336,14 +364,14 @@ int port_state_load(int dirfd, const char *socket, unsigned nqueues, struct port
 	buf = malloc(PORT_STATE_MAX + 1);
 	if (!buf) {
 		close(fd);
-		return fail(err, err_len, "out of memory");
+		return err_msg(err, err_len, "out of memory");
 	}
 	while (len <= PORT_STATE_MAX && (n = read(fd, buf + len, PORT_STATE_MAX + 1 - len)) > 0)
 		len += (size_t)n;
 	if (n < 0)
-		r = fail(err, err_len, "%s: %s", name, strerror(errno));
+		r = err_msg(err, err_len, "%s: %s", name, strerror(errno));
 	else if (len > PORT_STATE_MAX)
-		r = fail(err, err_len, "%s: too large", name);
+		r = err_msg(err, err_len, "%s: too large", name);
 	else
 		r = port_state_parse(buf, len, socket, nqueues, out, err, err_len);
 	close(fd);
@@ -471,14 +499,14 @@ int port_state_dir_check(int dirfd, unsigned uid, char *err, size_t err_len)
 	struct stat st;
 
 	if (fstat(dirfd, &st) < 0)
-		return fail(err, err_len, "%s", strerror(errno));
+		return err_msg(err, err_len, "%s", strerror(errno));
 	if (!S_ISDIR(st.st_mode))
-		return fail(err, err_len, "not a directory");
+		return err_msg(err, err_len, "not a directory");
 	if (st.st_mode & (S_IWGRP | S_IWOTH))
-		return fail(err, err_len, "refused: group or others can write to it (mode %04o); "
-			    "make it 0700 (chmod go-w)", (unsigned)(st.st_mode & 07777));
+		return err_msg(err, err_len, "refused: group or others can write to it (mode "
+			       "%04o); make it 0700 (chmod go-w)", (unsigned)(st.st_mode & 07777));
 	if (st.st_uid != 0 && st.st_uid != uid)
-		return fail(err, err_len, "refused: owned by uid %u, neither root nor vnetd's user "
-			    "(uid %u)", (unsigned)st.st_uid, uid);
+		return err_msg(err, err_len, "refused: owned by uid %u, neither root nor vnetd's "
+			       "user (uid %u)", (unsigned)st.st_uid, uid);
 	return 0;
 }

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "config_file.h"
-#include "options.h"
+#include "port_spec.h"
 
 static struct config_ports cp;
 static struct port_config cfg[4];
@@ -25,8 +25,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (unsigned i = 0; i < cp.n && n < 4; i++) {
 		if (memchr(cp.spec[i], '\0', CONFIG_SPEC_MAX) == NULL)
 			__builtin_trap();
-		if (options_runtime_port(cp.spec[i], i, &cfg[n], others, index, n, err,
-					 sizeof(err)) == 0) {
+		if (port_spec_runtime(cp.spec[i], i, &cfg[n], others, index, n, err,
+				      sizeof(err)) == 0) {
 			others[n] = &cfg[n];
 			index[n] = i;
 			n++;

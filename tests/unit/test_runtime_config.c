@@ -11,6 +11,7 @@
 
 #include "config_file.h"
 #include "options.h"
+#include "port_spec.h"
 #include "port_state.h"
 
 static struct config_ports cp;
@@ -62,33 +63,33 @@ static void test_runtime_port_checks_against_live_ports(void **state)
 	char err[256];
 
 	(void)state;
-	assert_int_equal(options_runtime_port("socket=/a,tap=t0,mac=52:54:00:00:00:01", 0, &a, NULL,
-					      NULL, 0, err, sizeof(err)), 0);
+	assert_int_equal(port_spec_runtime("socket=/a,tap=t0,mac=52:54:00:00:00:01", 0, &a, NULL,
+					   NULL, 0, err, sizeof(err)), 0);
 	assert_true(a.mac_given);
-	assert_int_equal(options_runtime_port("socket=/b,switch", 5, &b, others, idx, 1, err,
-					      sizeof(err)), 0);
+	assert_int_equal(port_spec_runtime("socket=/b,switch", 5, &b, others, idx, 1, err,
+					   sizeof(err)), 0);
 	assert_false(b.mac_given);
 	assert_int_equal(b.dev.mac[0], 0x52);
 	/* Same socket, same tap, same explicit MAC: refused with a line naming it. */
-	assert_int_equal(options_runtime_port("socket=/a,switch", 7, &c, others, idx, 2, err,
-					      sizeof(err)), -1);
+	assert_int_equal(port_spec_runtime("socket=/a,switch", 7, &c, others, idx, 2, err,
+					   sizeof(err)), -1);
 	assert_non_null(strstr(err, "socket"));
-	assert_int_equal(options_runtime_port("socket=/c,tap=t0", 7, &c, others, idx, 2, err,
-					      sizeof(err)), -1);
+	assert_int_equal(port_spec_runtime("socket=/c,tap=t0", 7, &c, others, idx, 2, err,
+					   sizeof(err)), -1);
 	assert_non_null(strstr(err, "tap"));
-	assert_int_equal(options_runtime_port("socket=/c,switch,mac=52:54:00:00:00:01", 7, &c,
-					      others, idx, 2, err, sizeof(err)), -1);
+	assert_int_equal(port_spec_runtime("socket=/c,switch,mac=52:54:00:00:00:01", 7, &c,
+					   others, idx, 2, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "mac"));
-	assert_int_equal(options_runtime_port("socket=/c,switch,nosuch=1", 7, &c, others, idx, 2,
-					      err, sizeof(err)), -1);
+	assert_int_equal(port_spec_runtime("socket=/c,switch,nosuch=1", 7, &c, others, idx, 2,
+					   err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "nosuch"));
 	assert_null(strchr(err, '\n'));
 	/* client mode is a bare key. */
-	assert_int_equal(options_runtime_port("socket=/c,switch,client", 7, &c, others, idx, 2, err,
-					      sizeof(err)), 0);
+	assert_int_equal(port_spec_runtime("socket=/c,switch,client", 7, &c, others, idx, 2, err,
+					   sizeof(err)), 0);
 	assert_true(c.client);
-	assert_int_equal(options_runtime_port("socket=/d,switch,client=on", 7, &c, others, idx, 2,
-					      err, sizeof(err)), -1);
+	assert_int_equal(port_spec_runtime("socket=/d,switch,client=on", 7, &c, others, idx, 2,
+					   err, sizeof(err)), -1);
 }
 
 /* worker=N pins a port to a worker: parsed in a spec, refused beyond --workers at start-up. */
@@ -103,14 +104,14 @@ static void test_worker_key(void **state)
 		       "socket=/a,switch,worker=2", NULL};
 
 	(void)state;
-	assert_int_equal(options_runtime_port("socket=/c,switch,worker=3", 7, &c, NULL, NULL, 0, err,
-					      sizeof(err)), 0);
+	assert_int_equal(port_spec_runtime("socket=/c,switch,worker=3", 7, &c, NULL, NULL, 0, err,
+					   sizeof(err)), 0);
 	assert_int_equal(c.worker, 3);
-	assert_int_equal(options_runtime_port("socket=/c,switch", 7, &c, NULL, NULL, 0, err,
-					      sizeof(err)), 0);
+	assert_int_equal(port_spec_runtime("socket=/c,switch", 7, &c, NULL, NULL, 0, err,
+					   sizeof(err)), 0);
 	assert_int_equal(c.worker, -1); /* the worker with the fewest ports */
-	assert_int_equal(options_runtime_port("socket=/c,switch,worker=16", 7, &c, NULL, NULL, 0,
-					      err, sizeof(err)), -1);
+	assert_int_equal(port_spec_runtime("socket=/c,switch,worker=16", 7, &c, NULL, NULL, 0,
+					   err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "worker"));
 	assert_int_equal(options_parse(9, ok, &o), 0);
 	assert_int_equal(o.ports[0].worker, 1);
@@ -125,30 +126,30 @@ static void test_switch_limit_keys(void **state)
 	char err[256];
 
 	(void)state;
-	assert_int_equal(options_runtime_port("socket=/c,switch", 7, &c, NULL, NULL, 0, err,
-					      sizeof(err)), 0);
+	assert_int_equal(port_spec_runtime("socket=/c,switch", 7, &c, NULL, NULL, 0, err,
+					   sizeof(err)), 0);
 	assert_int_equal(c.max_macs, 256);
 	assert_int_equal(c.learn_rate, 100);
-	assert_int_equal(options_runtime_port("socket=/c,switch,max-macs=4096,learn-rate=0", 7, &c,
-					      NULL, NULL, 0, err, sizeof(err)), 0);
+	assert_int_equal(port_spec_runtime("socket=/c,switch,max-macs=4096,learn-rate=0", 7, &c,
+					   NULL, NULL, 0, err, sizeof(err)), 0);
 	assert_int_equal(c.max_macs, 4096);
 	assert_int_equal(c.learn_rate, 0);
-	assert_int_equal(options_runtime_port("socket=/c,switch,max-macs=1,learn-rate=1000000", 7,
-					      &c, NULL, NULL, 0, err, sizeof(err)), 0);
+	assert_int_equal(port_spec_runtime("socket=/c,switch,max-macs=1,learn-rate=1000000", 7,
+					   &c, NULL, NULL, 0, err, sizeof(err)), 0);
 	assert_int_equal(c.max_macs, 1);
 	assert_int_equal(c.learn_rate, 1000000);
-	assert_int_equal(options_runtime_port("socket=/c,switch,max-macs=0", 7, &c, NULL, NULL, 0,
-					      err, sizeof(err)), -1);
+	assert_int_equal(port_spec_runtime("socket=/c,switch,max-macs=0", 7, &c, NULL, NULL, 0,
+					   err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "max-macs"));
-	assert_int_equal(options_runtime_port("socket=/c,switch,max-macs=4097", 7, &c, NULL, NULL,
-					      0, err, sizeof(err)), -1);
-	assert_int_equal(options_runtime_port("socket=/c,switch,learn-rate=1000001", 7, &c, NULL,
-					      NULL, 0, err, sizeof(err)), -1);
+	assert_int_equal(port_spec_runtime("socket=/c,switch,max-macs=4097", 7, &c, NULL, NULL,
+					   0, err, sizeof(err)), -1);
+	assert_int_equal(port_spec_runtime("socket=/c,switch,learn-rate=1000001", 7, &c, NULL,
+					   NULL, 0, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "learn-rate"));
-	assert_int_equal(options_runtime_port("socket=/c,switch,learn-rate=-1", 7, &c, NULL, NULL,
-					      0, err, sizeof(err)), -1);
-	assert_int_equal(options_runtime_port("socket=/c,tap=t0,max-macs=8", 7, &c, NULL, NULL, 0,
-					      err, sizeof(err)), -1);
+	assert_int_equal(port_spec_runtime("socket=/c,switch,learn-rate=-1", 7, &c, NULL, NULL,
+					   0, err, sizeof(err)), -1);
+	assert_int_equal(port_spec_runtime("socket=/c,tap=t0,max-macs=8", 7, &c, NULL, NULL, 0,
+					   err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "switch ports"));
 	/* The --config object form says the same. */
 	assert_int_equal(parse("{\"ports\": [{\"socket\": \"/b\", \"switch\": true, "
@@ -163,13 +164,13 @@ static void test_runtime_port_default_mac_is_unique(void **state)
 	char err[256];
 
 	(void)state;
-	assert_int_equal(options_runtime_port("socket=/x,switch", 3, &a, NULL, NULL, 0, err,
-					      sizeof(err)), 0);
+	assert_int_equal(port_spec_runtime("socket=/x,switch", 3, &a, NULL, NULL, 0, err,
+					   sizeof(err)), 0);
 	/* A live port (another socket) that happens to hold the MAC port 3 on /x derives. */
 	other = a;
 	strcpy(other.socket_path, "/other");
-	assert_int_equal(options_runtime_port("socket=/x,switch", 3, &c, others, idx, 1, err,
-					      sizeof(err)), 0);
+	assert_int_equal(port_spec_runtime("socket=/x,switch", 3, &c, others, idx, 1, err,
+					   sizeof(err)), 0);
 	assert_memory_not_equal(c.dev.mac, other.dev.mac, 6);
 	assert_memory_equal(c.dev.mac, a.dev.mac, 3); /* stepped in the last three bytes only */
 }

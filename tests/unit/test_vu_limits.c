@@ -17,6 +17,7 @@
 #include "log.h"
 #include "mem_cap.h"
 #include "options.h"
+#include "port_spec.h"
 #include "vhost_user.h"
 #include "vhost_user_msg.h"
 #include "vnet_dev.h"
@@ -248,14 +249,14 @@ static void test_max_mem_port_key(void **state)
 	char err[256];
 
 	(void)state;
-	assert_int_equal(options_runtime_port("socket=/a,switch", 0, &pc, NULL, NULL, 0, err,
-					      sizeof(err)), 0);
+	assert_int_equal(port_spec_runtime("socket=/a,switch", 0, &pc, NULL, NULL, 0, err,
+					   sizeof(err)), 0);
 	assert_true(pc.max_mem == 0); /* the default, MEM_CAP_PORT_DEFAULT */
-	assert_int_equal(options_runtime_port("socket=/a,switch,max-mem=16G", 0, &pc, NULL, NULL,
-					      0, err, sizeof(err)), 0);
+	assert_int_equal(port_spec_runtime("socket=/a,switch,max-mem=16G", 0, &pc, NULL, NULL,
+					   0, err, sizeof(err)), 0);
 	assert_true(pc.max_mem == 16ull << 30);
-	assert_int_equal(options_runtime_port("socket=/a,switch,max-mem=16Q", 0, &pc, NULL, NULL,
-					      0, err, sizeof(err)), -1);
+	assert_int_equal(port_spec_runtime("socket=/a,switch,max-mem=16Q", 0, &pc, NULL, NULL,
+					   0, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "max-mem"));
 	/* A 1 TiB QEMU guest (memory below 4 GiB mapped twice) and its dirty log fit by default. */
 	assert_true((1ull << 40) + (3ull << 30) + (32 * MIB) <= MEM_CAP_PORT_DEFAULT);

@@ -1,0 +1,555 @@
+/* SPDX-License-Identifier: MIT */
+/* port_spec.c - the port specification grammar (key=value,...) of --port, --config and port-add. */
+#include "port_spec.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err_msg.h"
+#include "mem_cap.h"
+#include "switch.h"
+#include "virtio_net_defs.h"
+
+#define TX_TIMER_USECS_DEFAULT 50
+#define TX_TIMER_USECS_MAX 1000000 /* one second: anything longer is a mistake */
+#define MTU_MIN 68                 /* IPv4 minimum, as Linux enforces */
+#define MTU_MAX 65535
+
+enum port_key {
+	K_SOCKET,
+	K_TAP,
+	K_SWITCH,
+	K_MAC,
+	K_QUEUES,
+	K_MTU,
+	K_NOTF_COAL,
+	K_VQ_NOTF_COAL,
+	K_TX_MODE,
+	K_TX_TIMER_USECS,
+	K_RX_USECS,
+	K_RX_FRAMES,
+	K_TX_USECS,
+	K_TX_FRAMES,
+	K_OFFLOADS,
+	K_EVENT_IDX,
+	K_INDIRECT,
+	K_MRG_RXBUF,
+	K_COAL_PERSIST,
+	K_CLIENT,
+	K_STALL_GUARD,
+	K_STALL_BYTES,
+	K_STALL_IDLE_USECS,
+	K_RX_ADAPTIVE,
+	K_TX_ADAPTIVE,
+	K_WORKER,
+	K_MAX_MEM,
+	K_MAX_MACS,
+	K_LEARN_RATE,
+	K_COUNT,
+};
+
+static const char *const port_key_names[K_COUNT] = {
+	[K_SOCKET] = "socket",	       [K_TAP] = "tap",
+	[K_SWITCH] = "switch",	       [K_MAC] = "mac",
+	[K_QUEUES] = "queues",	       [K_MTU] = "mtu",
+	[K_NOTF_COAL] = "notf-coal",   [K_VQ_NOTF_COAL] = "vq-notf-coal",
+	[K_TX_MODE] = "tx-mode",       [K_TX_TIMER_USECS] = "tx-timer-usecs",
+	[K_RX_USECS] = "rx-usecs",     [K_RX_FRAMES] = "rx-frames",
+	[K_TX_USECS] = "tx-usecs",     [K_TX_FRAMES] = "tx-frames",
+	[K_OFFLOADS] = "offloads",     [K_EVENT_IDX] = "event-idx",
+	[K_INDIRECT] = "indirect",     [K_MRG_RXBUF] = "mrg-rxbuf",
+	[K_COAL_PERSIST] = "coal-persist", [K_STALL_GUARD] = "stall-guard",
+	[K_STALL_BYTES] = "stall-bytes", [K_STALL_IDLE_USECS] = "stall-idle-usecs",
+	[K_RX_ADAPTIVE] = "rx-adaptive", [K_TX_ADAPTIVE] = "tx-adaptive",
+	[K_CLIENT] = "client",	       [K_WORKER] = "worker",
+	[K_MAX_MEM] = "max-mem",
+	[K_MAX_MACS] = "max-macs",     [K_LEARN_RATE] = "learn-rate",
+};
+
+#define OFFLOAD_BITS                                                                               \
+	(BIT_ULL(VIRTIO_NET_F_CSUM) | BIT_ULL(VIRTIO_NET_F_GUEST_CSUM) |                           \
+	 BIT_ULL(VIRTIO_NET_F_GUEST_TSO4) | BIT_ULL(VIRTIO_NET_F_GUEST_TSO6) |                     \
+	 BIT_ULL(VIRTIO_NET_F_GUEST_ECN) | BIT_ULL(VIRTIO_NET_F_GUEST_UFO) |                       \
+	 BIT_ULL(VIRTIO_NET_F_HOST_TSO4) | BIT_ULL(VIRTIO_NET_F_HOST_TSO6) |                       \
+	 BIT_ULL(VIRTIO_NET_F_HOST_ECN) | BIT_ULL(VIRTIO_NET_F_HOST_UFO) |                         \
+	 BIT_ULL(VIRTIO_NET_F_CTRL_GUEST_OFFLOADS))
+
+/* Per-port parse state that does not end up in struct port_config as is. */
+struct port_parse {
+	bool seen[K_COUNT];
+	bool mac_given;
+	bool notf_coal, vq_notf_coal, offloads, event_idx, indirect, mrg_rxbuf, coal_persist;
+	char *err; /* the one error line */
+	size_t err_len;
+};
+
+static int bad_value(struct port_parse *pp, const char *key, const char *value, const char *expect)
+{
+	return err_msg(pp->err, pp->err_len, "vnetd: bad value '%s' for %s (expected %s)", value,
+		       key, expect);
+}
+
+/**
+ * port_spec_parse_ulong() - a strict decimal number: digits and nothing else.
+ * @s: the text
+ * @min: the smallest value taken
+ * @max: the largest value taken
+ * @out: the value (untouched on failure)
+ *
+ * Unlike strtoul(), no spaces, signs ("-1") or trailing text. Any thread.
+ *
+ * Return: whether s is such a number within [min, max].
+ */
+bool port_spec_parse_ulong(const char *s, unsigned long min, unsigned long max, unsigned long *out)
+{
+	unsigned long v;
+	char *end;
+
+	if (s[0] < '0' || s[0] > '9') /* strtoul would take spaces, signs and "-1" */
+		return false;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno != 0 || *end != '\0' || v < min || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+static int parse_u32_key(struct port_parse *pp, const char *key, const char *value, uint32_t *out)
+{
+	unsigned long v;
+
+	if (!port_spec_parse_ulong(value, 0, UINT32_MAX, &v))
+		return bad_value(pp, key, value, "0..4294967295");
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int parse_on_off(struct port_parse *pp, const char *key, const char *value, bool *out)
+{
+	if (strcmp(value, "on") == 0)
+		*out = true;
+	else if (strcmp(value, "off") == 0)
+		*out = false;
+	else
+		return bad_value(pp, key, value, "on or off");
+	return 0;
+}
+
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* parse_mac() - exactly XX:XX:XX:XX:XX:XX; rejects multicast and all-zero addresses. */
+static int parse_mac(struct port_parse *pp, const char *value, uint8_t mac[6])
+{
+	const char *s = value;
+	int i, hi, lo;
+
+	for (i = 0; i < 6; i++) {
+		hi = hex_digit(s[0]);
+		lo = hi < 0 ? -1 : hex_digit(s[1]);
+		if (lo < 0 || s[2] != (i == 5 ? '\0' : ':'))
+			return bad_value(pp, "mac", value, "XX:XX:XX:XX:XX:XX");
+		mac[i] = (uint8_t)(hi << 4 | lo);
+		s += 3;
+	}
+	if (mac[0] & 1)
+		return bad_value(pp, "mac", value, "a unicast address");
+	if (!(mac[0] | mac[1] | mac[2] | mac[3] | mac[4] | mac[5]))
+		return bad_value(pp, "mac", value, "a non-zero address");
+	return 0;
+}
+
+/* Linux dev_valid_name(): 1..15 bytes, not "." or "..", no '/', ':' or whitespace. */
+static bool valid_ifname(const char *name)
+{
+	size_t len = strlen(name);
+
+	if (len == 0 || len >= 16 || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return false;
+	return strpbrk(name, "/: \t\n\r\v\f") == NULL;
+}
+
+/* apply_port_key() - the value of one key into *pc (or *pp); 0, or -1 (pp->err). */
+static int apply_port_key(struct port_config *pc, struct port_parse *pp, enum port_key key,
+			  const char *value)
+{
+	struct vnet_dev_params *d = &pc->dev;
+	const char *name = port_key_names[key];
+	unsigned long v;
+
+	switch (key) {
+	case K_SOCKET:
+		if (value[0] == '\0' || strlen(value) >= sizeof(pc->socket_path))
+			return bad_value(pp, name, value, "a path of 1..107 bytes");
+		strcpy(pc->socket_path, value);
+		return 0;
+	case K_TAP:
+		if (!valid_ifname(value))
+			return bad_value(pp, name, value, "an interface name of 1..15 bytes");
+		strcpy(pc->tap_name, value);
+		pc->backend = PORT_BACKEND_TAP;
+		return 0;
+	case K_SWITCH:
+		pc->backend = PORT_BACKEND_SWITCH;
+		return 0;
+	case K_CLIENT:
+		pc->client = true;
+		return 0;
+	case K_WORKER:
+		if (!port_spec_parse_ulong(value, 0, 15, &v))
+			return bad_value(pp, name, value, "0..15 (a worker of --workers)");
+		pc->worker = (int)v;
+		return 0;
+	case K_MAX_MEM:
+		if (mem_cap_parse(value, &pc->max_mem) < 0)
+			return bad_value(pp, name, value,
+					 "a size of 1..2^63 bytes, K/M/G/T suffixes");
+		return 0;
+	case K_MAC:
+		pp->mac_given = true;
+		return parse_mac(pp, value, d->mac);
+	case K_QUEUES:
+		if (!port_spec_parse_ulong(value, 1, VNET_MAX_QUEUE_PAIRS, &v))
+			return bad_value(pp, name, value, "1..16");
+		d->queue_pairs = (uint16_t)v;
+		return 0;
+	case K_MTU:
+		if (!port_spec_parse_ulong(value, MTU_MIN, MTU_MAX, &v))
+			return bad_value(pp, name, value, "68..65535");
+		d->mtu = (uint16_t)v;
+		return 0;
+	case K_TX_MODE:
+		if (strcmp(value, "kick") == 0)
+			d->tx_mode = VNET_TX_KICK;
+		else if (strcmp(value, "timer") == 0)
+			d->tx_mode = VNET_TX_TIMER;
+		else
+			return bad_value(pp, name, value, "kick or timer");
+		return 0;
+	case K_TX_TIMER_USECS:
+		if (!port_spec_parse_ulong(value, 1, TX_TIMER_USECS_MAX, &v))
+			return bad_value(pp, name, value, "1..1000000");
+		d->tx_timer_usecs = (uint32_t)v;
+		return 0;
+	case K_RX_USECS:
+		d->host_coal_rx_set = true;
+		return parse_u32_key(pp, name, value, &d->host_coal_rx.max_usecs);
+	case K_RX_FRAMES:
+		d->host_coal_rx_set = true;
+		return parse_u32_key(pp, name, value, &d->host_coal_rx.max_packets);
+	case K_TX_USECS:
+		d->host_coal_tx_set = true;
+		return parse_u32_key(pp, name, value, &d->host_coal_tx.max_usecs);
+	case K_TX_FRAMES:
+		d->host_coal_tx_set = true;
+		return parse_u32_key(pp, name, value, &d->host_coal_tx.max_packets);
+	case K_NOTF_COAL:
+		return parse_on_off(pp, name, value, &pp->notf_coal);
+	case K_VQ_NOTF_COAL:
+		return parse_on_off(pp, name, value, &pp->vq_notf_coal);
+	case K_OFFLOADS:
+		return parse_on_off(pp, name, value, &pp->offloads);
+	case K_EVENT_IDX:
+		return parse_on_off(pp, name, value, &pp->event_idx);
+	case K_INDIRECT:
+		return parse_on_off(pp, name, value, &pp->indirect);
+	case K_MRG_RXBUF:
+		return parse_on_off(pp, name, value, &pp->mrg_rxbuf);
+	case K_COAL_PERSIST:
+		return parse_on_off(pp, name, value, &pp->coal_persist);
+	case K_STALL_GUARD:
+		return parse_on_off(pp, name, value, &d->stall_guard.on);
+	case K_STALL_BYTES:
+		return parse_u32_key(pp, name, value, &d->stall_guard.bytes);
+	case K_STALL_IDLE_USECS:
+		return parse_u32_key(pp, name, value, &d->stall_guard.idle_usecs);
+	case K_RX_ADAPTIVE:
+		return parse_on_off(pp, name, value, &d->rx_adaptive);
+	case K_TX_ADAPTIVE:
+		return parse_on_off(pp, name, value, &d->tx_adaptive);
+	case K_MAX_MACS:
+		if (!port_spec_parse_ulong(value, 1, SWITCH_FDB_SIZE, &v))
+			return bad_value(pp, name, value, "1..4096 (the switch's table size)");
+		pc->max_macs = (unsigned)v;
+		return 0;
+	case K_LEARN_RATE:
+		if (!port_spec_parse_ulong(value, 0, SWITCH_LEARN_RATE_MAX, &v))
+			return bad_value(pp, name, value,
+					 "0..1000000 new MACs a second (0: no limit)");
+		pc->learn_rate = (unsigned)v;
+		return 0;
+	case K_COUNT:
+		break;
+	}
+	return -1;
+}
+
+/* parse_port_item() - one "key=value" (or bare "switch") of a port spec. */
+static int parse_port_item(struct port_config *pc, struct port_parse *pp, char *item)
+{
+	char *eq = strchr(item, '=');
+	const char *value = NULL;
+	unsigned k;
+
+	if (eq) {
+		*eq = '\0';
+		value = eq + 1;
+	}
+	for (k = 0; k < K_COUNT; k++)
+		if (strcmp(item, port_key_names[k]) == 0)
+			break;
+	if (k == K_COUNT)
+		return err_msg(pp->err, pp->err_len, "vnetd: bad --port key '%s'", item);
+	if (pp->seen[k])
+		return err_msg(pp->err, pp->err_len, "vnetd: --port key '%s' given twice", item);
+	pp->seen[k] = true;
+	if ((k == K_SWITCH || k == K_CLIENT) && value)
+		return err_msg(pp->err, pp->err_len,
+			       "vnetd: --port key '%s' takes no value (got '%s')", item, value);
+	if (k != K_SWITCH && k != K_CLIENT && !value)
+		return err_msg(pp->err, pp->err_len,
+			       "vnetd: --port key '%s' needs a value (%s=...)", item, item);
+	return apply_port_key(pc, pp, (enum port_key)k, value);
+}
+
+/* finish_port() - required keys, conflicts, and the feature mask from the on/off keys. */
+static int finish_port(struct port_config *pc, struct port_parse *pp, unsigned index)
+{
+	struct vnet_dev_params *d = &pc->dev;
+
+	if (!pp->seen[K_SOCKET])
+		return err_msg(pp->err, pp->err_len, "vnetd: --port p%u needs socket=PATH", index);
+	if (pp->seen[K_TAP] == pp->seen[K_SWITCH])
+		return err_msg(pp->err, pp->err_len,
+			       "vnetd: --port p%u needs exactly one of tap=IFNAME or switch",
+			       index);
+	if ((pp->seen[K_MAX_MACS] || pp->seen[K_LEARN_RATE]) && !pp->seen[K_SWITCH])
+		return err_msg(pp->err, pp->err_len,
+			       "vnetd: --port p%u: max-macs= and learn-rate= are for switch ports",
+			       index);
+	if (pp->seen[K_VQ_NOTF_COAL] && pp->vq_notf_coal && !pp->notf_coal)
+		return err_msg(pp->err, pp->err_len,
+			       "vnetd: --port p%u: vq-notf-coal=on conflicts with notf-coal=off",
+			       index);
+	if ((d->host_coal_rx_set || d->host_coal_tx_set) && !pp->coal_persist)
+		return err_msg(pp->err, pp->err_len,
+			       "vnetd: --port p%u: rx-/tx-usecs/frames are host defaults that "
+			       "must outlive device resets (the virtio spec resets coalescing to "
+			       "0): add coal-persist=on", index);
+	d->coal_persist = pp->coal_persist;
+	if (!pp->notf_coal)
+		d->features_mask &= ~(BIT_ULL(VIRTIO_NET_F_NOTF_COAL) |
+				      BIT_ULL(VIRTIO_NET_F_VQ_NOTF_COAL));
+	if (!pp->vq_notf_coal)
+		d->features_mask &= ~BIT_ULL(VIRTIO_NET_F_VQ_NOTF_COAL);
+	if (!pp->offloads)
+		d->features_mask &= ~OFFLOAD_BITS;
+	if (!pp->event_idx)
+		d->features_mask &= ~BIT_ULL(VIRTIO_RING_F_EVENT_IDX);
+	if (!pp->indirect)
+		d->features_mask &= ~BIT_ULL(VIRTIO_RING_F_INDIRECT_DESC);
+	if (!pp->mrg_rxbuf)
+		d->features_mask &= ~BIT_ULL(VIRTIO_NET_F_MRG_RXBUF);
+	return 0;
+}
+
+/**
+ * port_spec_parse() - one port specification into a port configuration.
+ * @spec: "key=value,..." (the --port syntax)
+ * @index: the port's index (p<index> in messages)
+ * @pc: fully overwritten: defaults, then the keys; pc->mac_given tells whether mac= was there
+ * @err: one line on failure, "vnetd: ..."
+ * @err_len: its size
+ *
+ * Checks the port on its own only (port_spec_check() compares it with others); without mac=
+ * the MAC is left zero for port_spec_derive_mac(). Any thread; no state.
+ *
+ * Return: 0, or -1 (err set).
+ */
+int port_spec_parse(const char *spec, unsigned index, struct port_config *pc, char *err,
+		    size_t err_len)
+{
+	struct port_parse pp = {
+		.notf_coal = true,
+		.vq_notf_coal = true,
+		.offloads = true,
+		.event_idx = true,
+		.indirect = true,
+		.mrg_rxbuf = true,
+		.err = err,
+		.err_len = err_len,
+	};
+	char *copy, *item, *next;
+	int ret = 0;
+
+	err[0] = '\0';
+	memset(pc, 0, sizeof(*pc));
+	pc->worker = -1;
+	pc->max_macs = SWITCH_FDB_PORT_MAX;
+	pc->learn_rate = SWITCH_LEARN_RATE;
+	pc->dev.queue_pairs = 1;
+	pc->dev.features_mask = ~0ull;
+	pc->dev.tx_mode = VNET_TX_KICK;
+	pc->dev.tx_timer_usecs = TX_TIMER_USECS_DEFAULT;
+	pc->dev.stall_guard = (struct vnet_stall_guard){true, VNET_STALL_BYTES_DEFAULT,
+						       VNET_STALL_IDLE_USECS_DEFAULT};
+
+	copy = strdup(spec);
+	if (!copy)
+		return err_msg(err, err_len, "vnetd: out of memory");
+	for (item = copy; item && ret == 0; item = next) {
+		next = strchr(item, ',');
+		if (next)
+			*next++ = '\0';
+		if (item[0] == '\0')
+			ret = err_msg(err, err_len, "vnetd: empty key in --port '%s'", spec);
+		else
+			ret = parse_port_item(pc, &pp, item);
+	}
+	free(copy);
+	if (ret == 0)
+		ret = finish_port(pc, &pp, index);
+	pc->mac_given = pp.mac_given;
+	return ret;
+}
+
+/* port_clash() - whether pc (port i) and other (port j) may not both exist; err set if so. */
+static bool port_clash(const struct port_config *pc, unsigned i, const struct port_config *other,
+		       unsigned j, char *err, size_t err_len)
+{
+	if (strcmp(pc->socket_path, other->socket_path) == 0) {
+		err_msg(err, err_len, "vnetd: ports p%u and p%u both use socket '%s'", j, i,
+			pc->socket_path);
+		return true;
+	}
+	if (pc->backend == PORT_BACKEND_TAP && other->backend == PORT_BACKEND_TAP &&
+	    strcmp(pc->tap_name, other->tap_name) == 0) {
+		err_msg(err, err_len, "vnetd: ports p%u and p%u both use tap '%s'", j, i,
+			pc->tap_name);
+		return true;
+	}
+	if (pc->mac_given && other->mac_given && memcmp(pc->dev.mac, other->dev.mac, 6) == 0) {
+		err_msg(err, err_len, "vnetd: ports p%u and p%u have the same mac", j, i);
+		return true;
+	}
+	return false;
+}
+
+/**
+ * port_spec_check() - the rules between ports: may pc join the others?
+ * @pc: the port (parsed by port_spec_parse())
+ * @index: its index
+ * @others: the n ports it must not clash with
+ * @other_index: their indexes (for the message)
+ * @n: how many
+ * @err: one line naming the first clash, "vnetd: ports pJ and pI ..."
+ * @err_len: its size
+ *
+ * Two ports may not share a socket, a tap or a given mac= (derived MACs are made unique by
+ * port_spec_derive_mac()). Any thread; no state.
+ *
+ * Return: 0, or -1 (err set).
+ */
+int port_spec_check(const struct port_config *pc, unsigned index,
+		    const struct port_config *const *others, const unsigned *other_index,
+		    unsigned n, char *err, size_t err_len)
+{
+	for (unsigned j = 0; j < n; j++)
+		if (port_clash(pc, index, others[j], other_index[j], err, err_len))
+			return -1;
+	return 0;
+}
+
+/* default_mac() - 52:54:00 (QEMU's locally administered unicast prefix) + a hash. */
+static void default_mac(unsigned index, const char *socket_path, uint8_t mac[6])
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+	const unsigned char *p;
+
+	for (p = (const unsigned char *)socket_path; *p; p++)
+		h = (h ^ *p) * 16777619u;
+	h ^= (index + 1) * 0x9e3779b9u;
+	h ^= h >> 15;
+	mac[0] = 0x52;
+	mac[1] = 0x54;
+	mac[2] = 0x00;
+	mac[3] = (uint8_t)(h >> 16);
+	mac[4] = (uint8_t)(h >> 8);
+	mac[5] = (uint8_t)h;
+}
+
+/* mac_bump() - the next address after a clash: the low 24 bits (the hash part) plus one. */
+static void mac_bump(uint8_t mac[6])
+{
+	uint32_t suffix = (uint32_t)mac[3] << 16 | (uint32_t)mac[4] << 8 | mac[5];
+
+	suffix++;
+	mac[3] = (uint8_t)(suffix >> 16);
+	mac[4] = (uint8_t)(suffix >> 8);
+	mac[5] = (uint8_t)suffix;
+}
+
+/**
+ * port_spec_derive_mac() - the default MAC of a port without mac=.
+ * @pc: the port; pc->dev.mac is set
+ * @index: its index (part of the hash)
+ * @taken: the ports whose MACs it must not have
+ * @n: how many
+ *
+ * 52:54:00 and a hash of index and socket path; while a port of taken[] has that address, the
+ * last three bytes step by one. Any thread; no state.
+ */
+void port_spec_derive_mac(struct port_config *pc, unsigned index,
+			  const struct port_config *const *taken, unsigned n)
+{
+	uint8_t *mac = pc->dev.mac;
+	bool clash;
+
+	default_mac(index, pc->socket_path, mac);
+	do {
+		clash = false;
+		for (unsigned j = 0; j < n && !clash; j++)
+			clash = memcmp(taken[j]->dev.mac, mac, 6) == 0;
+		if (clash)
+			mac_bump(mac);
+	} while (clash);
+}
+
+/**
+ * port_spec_runtime() - a port that joins running ones (vnetctl port-add, --config).
+ * @spec: the spec, exactly as --port takes it
+ * @index: the port's index (its slot)
+ * @pc: fully overwritten
+ * @others: the n existing ports
+ * @other_index: their indexes
+ * @n: how many
+ * @err: one line on failure
+ * @err_len: its size
+ *
+ * port_spec_parse(), port_spec_check() against the others, and, without mac=, a MAC unique
+ * among theirs (port_spec_derive_mac()). Any thread; no state.
+ *
+ * Return: 0, or -1 (err set, without a newline).
+ */
+int port_spec_runtime(const char *spec, unsigned index, struct port_config *pc,
+		      const struct port_config *const *others, const unsigned *other_index,
+		      unsigned n, char *err, size_t err_len)
+{
+	if (port_spec_parse(spec, index, pc, err, err_len) < 0 ||
+	    port_spec_check(pc, index, others, other_index, n, err, err_len) < 0)
+		return -1;
+	if (!pc->mac_given)
+		port_spec_derive_mac(pc, index, others, n);
+	return 0;
+}
