@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Makefile - front door: build, test, fuzz, demo and benchmark (meson + ninja underneath).
 BUILD      ?= build
 ASAN_BUILD ?= build-asan

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """make bench: what notification coalescing costs and saves, measured on real guests.
 
 For each coalescing profile (none, light, moderate, aggressive), a guest on a vnetd tap port (in

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """bench.py's stall-guard and adaptive rows: stall guard on/off, vnetd adaptive, the 7.2 driver's DIM.
 
 UML guests with 1 GB of memory (the guest keeps Linux's default TCP sysctls, which scale with

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """bench.py's reports: summaries of the runs, the targets, markdown tables and the gnuplot chart."""
 
 import statistics

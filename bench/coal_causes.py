@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """make bench-coal-causes: where does AGGRESSIVE coalescing lose bulk TCP throughput? Causes split by experiment.
 
 A User-Mode Linux guest on a vnetd tap port (private network namespace) sets, with its own

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """make bench-datapath: vnetd's data path (Mpps, CPU per packet) vs DPDK's vhost PMD; virtio-user is the source."""
 
 # Set-ups (each started afresh for every measurement, torn down after it):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dirty_log_cost.c - instructions the dirty log adds per received/sent packet (run under callgrind). */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """What dirty logging costs the data path: user-space instructions per packet with vnetd's log
 on (as during a live migration) and off, for RX (the device writes buffers and the used ring)
 and TX (only the used ring), measured with callgrind on the device model over fake guest memory

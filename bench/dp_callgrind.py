@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Deterministic figure for bench/datapath.py: vnetd's user-space instructions per packet (callgrind)."""
 
 # vnetd runs under `valgrind --tool=callgrind` with its traffic source connected but idle. The

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Process plumbing for bench/datapath.py: testpmd driven over stdin, vnetd, CPU and tap counters."""
 
 import json

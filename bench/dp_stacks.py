@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The measured set-ups of bench/datapath.py: backend (vnetd or DPDK vhost PMD) + virtio-user traffic."""
 
 import os

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """make bench-fairness: what one flooding guest costs the others on vnetd (control RTT, throughput).
 
 Issue "one guest must never starve the others". vnetd with three switch ports a, b, c (no

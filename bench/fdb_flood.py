@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """make bench-fdb-flood: a switch pair's throughput while another port sends from random MACs.
 
 Four switch ports in one vnetd (no guest, no root): the pair a -> b (a's TX ring kept full by

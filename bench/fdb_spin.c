@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fdb_spin.c - bench/fdb_flood.py's hostile guest: a TX ring kept full of frames from random MACs. */
 /*
  * Like tests/e2e/ringspin.c (TX mode), but every chain has its own buffer and each buffer gets

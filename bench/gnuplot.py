@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Run gnuplot on a script given as lines; one place for the benchmarks' charts."""
 
 import subprocess

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Live migration of a 512 MB QEMU 7.2 TCG guest: downtime and total time, on vnetd (dirty
 logging on during pre-copy) vs QEMU's own userspace virtio-net on a tap (no vnetd, nothing to
 log), each idle and with a host->guest download running (vnetd then writes guest pages).

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """make bench-scale: what idle ports cost vnetd — CPU per second and resident memory per port.
 
 For each port count (default 1, 64, 256, 1024) a fresh vnetd with that many switch ports (no

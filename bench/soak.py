@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """make soak: good guests transfer byte-exact on two tap ports while a third and fourth port run
 every hostile-frontend case in a loop, for SOAK_SECONDS (default 600), against one vnetd (make
 soak: the ASan+UBSan build, --workers 2). Reports bytes lost, vnetd's RSS and fd count over time

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """make bench-workers: two busy tap ports (--switch: two switch port pairs), --workers 1 vs 2.
 
 Each run: a fresh vnetd in a private network namespace with two tap ports (taps up, no

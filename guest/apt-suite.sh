@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # shellcheck shell=bash
 # guest/apt-suite.sh - sourced by fetch.sh and qemu.sh: the download cache outside the checkout
 # (cache_debs), and suite_apt DIR SUITE, a private apt configuration for a newer Debian suite.

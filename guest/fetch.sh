@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # guest/fetch.sh BUILD_DIR [--suite bookworm|trixie|sid] — fetch guest pieces from Debian packages
 # (never installed) and build {linux.uml,uml-initrd.cpio.gz,vmlinuz,qemu-initrd.cpio.gz} in
 # BUILD_DIR/guest (bookworm, the default) or BUILD_DIR/guest/SUITE (newer suites).

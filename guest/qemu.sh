@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # guest/qemu.sh BUILD_DIR [--suite sid|trixie] — fetch a newer QEMU (default sid's, 11.x) from Debian
 # packages (never installed) into BUILD_DIR/guest/qemu-SUITE and print the path of its runner,
 # BUILD_DIR/guest/qemu-SUITE/qemu-system-x86_64: a script that runs the extracted binary with the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """make demo: a Linux guest on vnetd (tap in a private namespace) runs the same paced stream and
 bulk download with coalescing off, then set by its own `ethtool -C`; prints packets,
 notifications and guest interrupts side by side.

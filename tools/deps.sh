@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # deps.sh - install the Debian packages of tools/deps.txt that are missing (a no-op when none is).
 # Usage: tools/deps.sh [--check]   (--check: only report, exit 1 if something is missing)
 set -euo pipefail

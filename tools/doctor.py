@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """make doctor: what this host can do for vnetd's tests, demo and benchmarks, a line per item, each
 "no" with what to do. Every item is measured (a guest booted, a namespace and a tap made), not
 inferred from a file's presence. Exit 0 when at least one kind of guest runs here, else 1."""

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # run-fuzzers.sh - run every libFuzzer target in BUILD_DIR for N runs or N seconds each.
 # Usage: tools/run-fuzzers.sh BUILD_DIR runs|seconds N
 set -euo pipefail

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* xsave_size.c - print the host CPU's XSAVE area size for the enabled features (CPUID 0xD). */
 #include <cpuid.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Machinery of the fairness test and benchmark: switch-port vnetd, ring-spinning guests, probes."""
 
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Boot and drive vnetd test guests (UML and QEMU-TCG) built by guest/fetch.sh; stdlib only.
 
     with UmlGuest(kit_dir, '/run/vnetd.sock') as g:      # start() + wait_ready()

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Shared pieces of the end-to-end tests: guest kit, vnetd in a private namespace, vnetctl, skips."""
 
 import hashlib

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Machinery of the hostile-frontend test: vnetd with two switch ports, good and bad clients,
 per-case checks (see test_hostile_frontend.py)."""
 

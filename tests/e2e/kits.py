@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Guest kits: build them (guest/fetch.sh), find which UML kernels boot on this host, pick the default.
 
 UML <= 6.12 saves its processes' FPU state with PTRACE_SETREGSET and a fixed-size XSAVE buffer

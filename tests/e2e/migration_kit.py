@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Live migration pieces for the e2e test and the benchmark: QMP client, an incoming QEMU
 (its console continues the source's), a throttled HTTP sender and a two-tap bridge."""
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ringspin.c - a test guest's driver loop on one split virtqueue: keep it full (TX) or refilled (RX). */
 /*
  * The frontend (Python, vhost_user_client.py) sets the ring up and writes descriptor i and avail

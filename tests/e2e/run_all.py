@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Run every end-to-end test (tests/e2e/test_*.py); 77 = skipped with a reason. Exit 1 on any failure."""
 
 import glob

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Byte-exact transfers both ways at once while the guest churns its coalescing parameters.
 
 Issue "Reliability and security", point 4. A UML guest on a vnetd tap port, for

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """UML guest (Linux 6.1, no DIM) on a vnetd tap port with rx-adaptive/tx-adaptive: vnetd's
 adaptive coalescing changes max_usecs/max_packets under bulk load and returns to level 0 on
 sparse traffic; the guest's ethtool -C replaces it (last setter wins); with AGGRESSIVE guest

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Live migration over vhost-user without a VMM: a Python frontend drives vnetd's dirty log
 (SET_LOG_BASE + VHOST_F_LOG_ALL: exactly the pages vnetd wrote get their bits), its device
 state (SET_DEVICE_STATE_FD save on one port, load on another, CHECK_DEVICE_STATE; corrupted,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """One guest flooding its TX queue must not starve the other ports or the control socket.
 
 Issue "one guest must never starve the others". vnetd with three switch ports a, b, c (p0..p2):

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Self-test of the guest kits: build each candidate (guest/fetch.sh), probe which UML kernels boot
 on this CPU, boot the default one ("a Linux guest") and QEMU-TCG without a NIC, check their tools.
 

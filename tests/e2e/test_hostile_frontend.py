@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A hostile vhost-user frontend (malicious VMM and driver) against one vnetd with two switch ports.
 
 Each case connects to port p0 and does one bad thing. After every case:

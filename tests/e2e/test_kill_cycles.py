@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Many UML frontends SIGKILLed mid-transfer against ONE vnetd: no fd, mapping or memory growth.
 
 Issue "Reliability and security", point 3. Each cycle boots a fresh UML guest on the same tap

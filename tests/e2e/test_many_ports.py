@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """1024 switch ports: vnetd starts with all of them (file descriptor limit raised by itself), a
 frontend negotiates and sets up its rings on the last port, and a frame from it reaches a
 frontend on the first (switch flooding across 1024 ports); vnetctl lists every port."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Prometheus metrics (--metrics, src/metrics.c): real output passes promtool, a real Prometheus
 server scrapes vnetd and answers queries about it, and hostile HTTP clients do not stop vnetd.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Live migration of a QEMU 7.2 TCG guest between vnetd ports (one vnetd, then two vnetd
 processes): dirty logging on, a transfer running across the switch-over completes byte-exact,
 the link is up afterwards, QEMU's announce (SEND_RARP) moves the guest's MAC in the bridge,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A QEMU 7.2 TCG guest on vnetd (-netdev vhost-user, memfd memory): link, ping through a tap,
 and host-side coalescing (vnetctl coalesce) lowers its notification counters on a transfer."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """QEMU full-device mode: sid's QEMU 11 (guest/qemu.sh) with vhost-user-test-device-pci hands every
 queue - the control queue too - and the config space to vnetd, so a QEMU guest's own ethtool -C
 reaches vnetd (with virtio-net-pci + -netdev vhost-user QEMU keeps the control queue). Bookworm's

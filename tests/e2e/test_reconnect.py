@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A UML frontend SIGKILLed mid-transfer: vnetd stays up, the port takes a new guest, which works.
 
 Each of 3 rounds boots a guest on the same port, pings the host, then starts downloading a

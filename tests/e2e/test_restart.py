@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A QEMU guest survives a vnetd restart: vnetd is the vhost-user *client* (port key `client`,
 QEMU listens with -chardev socket,server=on,wait=off), host coalescing is set, the guest starts a
 download, vnetd is SIGKILLed in the middle of it and started again with the same arguments. It

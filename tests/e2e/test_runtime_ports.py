@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Run-time ports with live UML guests: vnetctl port-add of a tap port, a guest pings over it;
 port-del while the guest runs (frontend dropped, tap gone, vnetd fine) and the same spec added
 again serves a new guest; a --config reload on SIGHUP adds and removes only what changed (a

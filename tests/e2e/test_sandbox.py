@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """vnetd's sandbox (src/sandbox.c): confined by default and still serving a UML guest on a tap;
 forbidden calls refused (EPERM) or fatal (SIGSYS); --user nobody drops root after the tap is open.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """--state-dir: a full-device frontend's own coalescing (set over the control queue, as a UML
 guest's ethtool -C is) comes back after vnetd is SIGKILLed and restarted and the frontend sets
 its rings up again without resending it; host coalescing likewise; so do the frontend's RX

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """--state-dir against a guest and a directory that work against vnetd: a guest toggling its RX
 mode over the control queue in a loop gets its state file written at most about once a second
 (counted with inotify), and a SIGKILL after its last change has had a second loses nothing; a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Linux 6.1's virtio_net coalescing quirks, on bookworm's UML wherever it boots (a skip naming the
 reason where it cannot run on this CPU; the newer drivers are tested by test_uml72 and, as the
 default guest, by every other UML test).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A Linux 7.2 guest (sid's User-Mode Linux, guest/fetch.sh --suite sid) on a queues=2 tap port:
 the newest driver's coalescing commands as vnetd sees them — global ethtool -C (TX_SET/RX_SET),
 per-queue VQ_SET on both pairs (rx and tx on the named virtqueue), what the driver sends for a

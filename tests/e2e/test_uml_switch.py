@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Two UML guests on vnetd's switch backend reach each other (no kernel bridge in between)."""
 
 import os

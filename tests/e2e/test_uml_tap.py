@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """UML guest on a vnetd tap port: link + MAC, ping both ways, guest ethtool -C reaches vnetd,
 byte-exact 20 MB transfers both ways, and coalescing cuts RX/TX notifications to <= 1/5."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """vnetd --workers 2 with two UML guests on taps (one per worker) and two on the switch (also
 one per worker): both tap guests download a blob at the same time, byte-exact, while vnetctl
 stats is read over and over; the switch guests, whose ports are pinned on different workers

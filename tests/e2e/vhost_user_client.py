@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A small vhost-user frontend in pure Python (stdlib only), good or deliberately hostile.
 
 Three layers, each usable on its own:

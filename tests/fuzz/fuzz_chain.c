@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_chain.c - libFuzzer: vq_walk_chain() and vq_pop() on fuzz-built memory and rings. */
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_config.c - libFuzzer: config space reads and writes at fuzz offsets and lengths. */
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_config_file.c - libFuzzer: the --config file parser, then each spec it yields. */
 #include <stdint.h>
 #include <string.h>

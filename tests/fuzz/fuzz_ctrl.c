@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_ctrl.c - libFuzzer: control commands, direct and via the control queue. */
 #include <stdint.h>
 #include <stdlib.h>

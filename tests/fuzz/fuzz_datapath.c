@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_datapath.c - libFuzzer: a hostile driver against the data path, invariants checked after every op. */
 #include <errno.h>
 #include <sanitizer/asan_interface.h>

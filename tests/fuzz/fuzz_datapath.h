@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_datapath.h - shared state of fuzz_datapath: the driver's view, the backend, ring helpers. */
 #ifndef VNETD_FUZZ_DATAPATH_H
 #define VNETD_FUZZ_DATAPATH_H

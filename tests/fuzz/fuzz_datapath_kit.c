@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_datapath_kit.c - fuzz_datapath's backend and the driver's guest-memory and ring writers. */
 #include <errno.h>
 #include <sanitizer/asan_interface.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_dev_state.c - libFuzzer: the device state stream a migration destination loads (hostile). */
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_metrics_http.c - libFuzzer target: metrics.c's HTTP request rules and --metrics addresses.
  */
 #include <netinet/in.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_port_state.c - libFuzzer: the --state-dir file parser (hostile input), and round trips. */
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_vhost_msg.c - libFuzzer target: vu_msg_parse() on raw bytes, and the whole vhost-user dispatcher. */
 #include <fcntl.h>
 #include <stdint.h>

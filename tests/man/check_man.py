@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Every option and port key of `vnetd --help`, and every command, option and key of
 `vnetctl --help`, appears (in bold, as scdoc writes *word*) in docs/man/vnetd.8.scd and
 docs/man/vnetctl.8.scd, so the man pages cannot drift from the binaries' help.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* coal_helpers.h - shared helpers of the coalescing tests (queue state, NOTF_COAL commands). */
 #ifndef VNETD_TEST_COAL_HELPERS_H
 #define VNETD_TEST_COAL_HELPERS_H

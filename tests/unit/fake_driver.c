@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fake_driver.c - in-test virtio driver on fake guest memory, and a device harness. */
 #include "fake_driver.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fake_driver.h - in-test virtio driver on fake guest memory, and a device harness. */
 #ifndef VNETD_TEST_FAKE_DRIVER_H
 #define VNETD_TEST_FAKE_DRIVER_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* switch_test_stats.h - the switch unit tests' per-port counters, one at a time. */
 #ifndef VNETD_SWITCH_TEST_STATS_H
 #define VNETD_SWITCH_TEST_STATS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_coal_adaptive.c - the adaptive controller on modelled workloads, and its place in the device. */
 #include "coal_helpers.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_coalesce.c - coalesce.h, and when the device notifies under each NOTF_COAL rule. */
 #include "coal_helpers.h"
 

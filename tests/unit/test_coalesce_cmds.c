@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_coalesce_cmds.c - NOTF_COAL commands: TX_SET/RX_SET/VQ_SET/VQ_GET rules and errors. */
 #include "coal_helpers.h"
 

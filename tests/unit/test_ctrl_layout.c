@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_ctrl_layout.c - control queue writable part: ack first, then the result; used length. */
 #include <setjmp.h>
 #include <stdarg.h>

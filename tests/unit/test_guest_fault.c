@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_guest_fault.c - the SIGBUS handler: a truncated guest mapping faults, is patched, is flagged. */
 #include <pthread.h>
 #include <setjmp.h>

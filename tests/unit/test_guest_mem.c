@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_guest_mem.c - guest_mem_translate() / _iov() bounds, overflow and region-table rules. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_lat_hist.c - the lateness histogram: bucket bounds, placement, percentiles. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_lifecycle.c - bounded work (budgets, yields), lossless queue stop/disable, error fds, reset. */
 #include <setjmp.h>
 #include <stdarg.h>

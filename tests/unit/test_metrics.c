@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_metrics.c - Prometheus exposition text, lateness histogram, HTTP request rules. */
 #include "coal_helpers.h"
 

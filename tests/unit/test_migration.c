@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_migration.c - dirty log bits (exactly the pages written) and the device state stream. */
 #include <setjmp.h>
 #include <stdarg.h>

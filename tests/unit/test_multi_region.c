@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_multi_region.c - buffers straddling adjacent guest memory regions: walker, TX and RX. */
 #include <setjmp.h>
 #include <stdarg.h>

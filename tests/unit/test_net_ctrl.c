@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_net_ctrl.c - every control command (good and malformed), control queue, config. */
 #include <setjmp.h>
 #include <stdarg.h>

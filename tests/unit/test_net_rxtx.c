@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_net_rxtx.c - data path: TX, back-pressure, RX (plain, mergeable), drops, batching. */
 #include <setjmp.h>
 #include <stdarg.h>

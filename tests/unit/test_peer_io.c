@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_peer_io.c - peer_io: no read or write waits on fds whose O_NONBLOCK the peer cleared. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_runtime_config.c - run-time port specs, the --config file parser and the state file. */
 #include <setjmp.h>
 #include <stdarg.h>

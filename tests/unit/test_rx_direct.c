@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_rx_direct.c - the backend reads straight into reserved guest RX buffers (one copy). */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_stall_guard.c - early notifications of the stall guard (notify.c), on the fake clock. */
 #include "coal_helpers.h"
 

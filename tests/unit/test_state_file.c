@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_state_file.c - the state file on disk: planted links and FIFOs, dir check, interval. */
 #include <setjmp.h>
 #include <stdarg.h>

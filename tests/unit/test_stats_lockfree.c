@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_stats_lockfree.c - a writer thread updates a queue while a reader reads it without a lock. */
 #include <pthread.h>
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_switch.c - switch backend: learning, flooding, flow cache, aging, RX queue, exact bytes. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_switch_xq.c - cross-worker frame queues: order, bounds, drops, wrap, wake-ups, threads. */
 #include <errno.h>
 #include <poll.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_switch_xworker.c - switch ports on different workers: queues, floods, drops, detach, threads. */
 #include <errno.h>
 #include <poll.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_tx_hdr.c - the guest's TX virtio-net header is checked against the negotiated offloads. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_virtqueue.c - the chain walker: valid chains and every kind of hostile chain. */
 #include <stddef.h>
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_vq_ring.c - vq_start/vq_pop checks, hostile rings, used ring, notification suppression. */
 #include <stddef.h>
 #include <stdint.h>

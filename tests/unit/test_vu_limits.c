@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_vu_limits.c - guest memory caps (max-mem=, --max-guest-mem) and fds that hang up, per connection. */
 #include <setjmp.h>
 #include <stdarg.h>

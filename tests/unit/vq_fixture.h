@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* vq_fixture.h - shared fixture of the virtqueue tests: fake memory, one queue, helpers. */
 #ifndef VNETD_TEST_VQ_FIXTURE_H
 #define VNETD_TEST_VQ_FIXTURE_H
