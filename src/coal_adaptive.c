@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* coal_adaptive.c - device-side adaptive coalescing: picks a profile per queue from what it sees (pure). */
 #include "coal_adaptive.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* coalesce.c - notification coalescing rules for one virtqueue (pure, clock passed in). */
 #include "coalesce.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dirty_log.c - the vhost-user dirty page log: setting bits for the guest pages vnetd wrote. */
 #include "dirty_log.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* event_loop.c - epoll registration helpers with typed references, and the run queue. */
 #include "event_loop.h"
 

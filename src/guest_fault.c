@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* guest_fault.c - survive SIGBUS from guest memory a frontend truncated after mapping it. */
 #include "guest_fault.h"
 

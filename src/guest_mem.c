@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* guest_mem.c - guest memory region table and the one checked guest-address lookup. */
 #include "guest_mem.h"
 

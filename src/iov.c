@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* iov.c - copying between flat buffers and iovec arrays. */
 #include "iov.h"
 

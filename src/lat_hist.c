@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lat_hist.c - fixed log-spaced histogram: bucket index, bounds and percentiles (a leaf). */
 #include "lat_hist.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* log.c - leveled, rate-limited logging to stderr. */
 #include "log.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mem_cap.c - caps on the guest memory vnetd maps: the daemon-wide budget and size strings. */
 #include "mem_cap.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* metrics.c - Prometheus /metrics over HTTP: a tiny non-blocking server inside the event loop. */
 #include "metrics.h"
 

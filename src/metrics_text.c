@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* metrics_text.c - Prometheus text exposition (format 0.0.4) of port and queue statistics. */
 #include "metrics_text.h"
 

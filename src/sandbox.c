@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sandbox.c - confinement after setup: privilege drop, no_new_privs, seccomp allow-list. */
 #include "sandbox.h"
 

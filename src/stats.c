@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stats.c - the one read path of port and queue statistics (vnetctl stats, Prometheus metrics). */
 #include "stats.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* switch.c - switch backend: an L2 learning switch forwarding frames between vnetd ports. */
 #include "switch.h"
 

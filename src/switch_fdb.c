@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* switch_fdb.c - the switch's forwarding database: learning, lookup, aging, one lock if threaded. */
 #include "switch_fdb.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* switch_xq.c - the switch's cross-worker frame queues: one lock-free byte ring per worker pair. */
 #include "switch_xq.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tap.c - tap backend: guest packets to and from a Linux tap interface with IFF_VNET_HDR. */
 #include "tap.h"
 

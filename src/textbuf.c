@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* textbuf.c - a growable text buffer with printf-style appends (metrics text, HTTP replies). */
 #include "textbuf.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* vhost_user_msg.c - vhost-user wire format: the pure validator every received message goes through. */
 #include "vhost_user_msg.h"
 

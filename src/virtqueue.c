@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* virtqueue.c - device side of a split virtqueue: ring setup, the one chain walker, used ring. */
 #include "virtqueue.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* vnetctl.c - command-line client of vnetd's control socket: ports, stats, coalescing, raw JSON. */
 #include <errno.h>
 #include <limits.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* vnetd.c - entry point of the vnetd daemon. */
 #include <stdlib.h>
 

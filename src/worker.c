@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* worker.c - event-loop threads: one epoll loop each, parking for the main thread's changes. */
 #include "worker.h"
 
