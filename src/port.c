@@ -21,61 +21,134 @@
 #include "switch.h"
 #include "tap.h"
 
+/**
+ * port_name() - the port's name, "p0", "p1", ... by index.
+ * @p: the port
+ *
+ * Any thread (set at creation).
+ *
+ * Return: the name, owned by the port.
+ */
 const char *port_name(const struct port *p)
 {
 	return p->name;
 }
 
+/**
+ * port_index() - the port's position in the daemon's port table. Any thread.
+ * @p: the port
+ *
+ * Return: the index.
+ */
 unsigned port_index(const struct port *p)
 {
 	return p->index;
 }
 
+/**
+ * port_config() - the configuration the port was created with (a copy it owns). Any thread.
+ * @p: the port
+ *
+ * Return: the configuration; read-only.
+ */
 const struct port_config *port_config(const struct port *p)
 {
 	return &p->cfg;
 }
 
+/**
+ * port_dev() - the port's device model, always present.
+ * @p: the port
+ *
+ * The pointer is fixed for the port's life; the device itself belongs to the port's worker.
+ *
+ * Return: the device.
+ */
 struct vnet_dev *port_dev(struct port *p)
 {
 	return p->dev;
 }
 
+/**
+ * port_connected() - whether a frontend is connected now. Any thread; lock-free.
+ * @p: the port
+ *
+ * Return: true when connected.
+ */
 bool port_connected(const struct port *p)
 {
 	return __atomic_load_n(&p->connected, __ATOMIC_RELAXED);
 }
 
+/**
+ * port_worker() - the worker (event-loop thread) that owns the port. Any thread.
+ * @p: the port
+ *
+ * Return: the worker's index.
+ */
 unsigned port_worker(const struct port *p)
 {
 	return p->worker;
 }
 
+/**
+ * port_connections() - frontends the port accepted so far. Any thread; lock-free.
+ * @p: the port
+ *
+ * Return: the count.
+ */
 uint64_t port_connections(const struct port *p)
 {
 	return stat_read(&p->connections);
 }
 
+/**
+ * port_dirty_logging() - whether the frontend has vnetd log its writes now (live migration).
+ * @p: the port
+ *
+ * Plain reads of the connection: on the port's worker, or while it is parked.
+ *
+ * Return: true when a frontend is connected, asked to log all writes and gave a log.
+ */
 bool port_dirty_logging(const struct port *p)
 {
 	return p->connected && p->conn.log_all && p->conn.log.bitmap;
 }
 
+/**
+ * port_dirty_log_dropped() - pages written outside the frontend's dirty log (a log too small).
+ * @p: the port
+ *
+ * Plain read, as port_dirty_logging().
+ *
+ * Return: the count for the current frontend; 0 when none is connected.
+ */
 uint64_t port_dirty_log_dropped(const struct port *p)
 {
 	return p->connected ? p->conn.log.dropped : 0;
 }
 
+/**
+ * port_rarps() - SEND_RARP announcements sent for the current frontend.
+ * @p: the port
+ *
+ * Plain read, as port_dirty_logging().
+ *
+ * Return: the count; 0 when no frontend is connected.
+ */
 uint64_t port_rarps(const struct port *p)
 {
 	return p->connected ? p->conn.rarps : 0;
 }
 
-/*
- * port_switch_counters() - the switch's counters of port p (lock-free, switch_port_counters()).
+/**
+ * port_switch_counters() - the switch's counters of a switch port.
  * @p: the port
  * @out: filled for a switch port
- * Return: false (out untouched) for a tap port.
+ *
+ * Any thread; lock-free (switch_port_counters()).
+ *
+ * Return: true, or false (@out untouched) for a tap port.
  */
 bool port_switch_counters(const struct port *p, struct switch_port_counters *out)
 {
@@ -89,6 +162,12 @@ bool port_switch_counters(const struct port *p, struct switch_port_counters *out
 
 static int state_dir = -1;
 
+/**
+ * port_set_state_dir() - the --state-dir directory for every port created after the call.
+ * @dirfd: the open directory, or -1 for none
+ *
+ * Main thread, at start-up.
+ */
 void port_set_state_dir(int dirfd)
 {
 	state_dir = dirfd;
@@ -580,6 +659,21 @@ static void unlink_own_socket(const struct port *p)
 		unlink(p->cfg.socket_path);
 }
 
+/**
+ * port_create() - set up a port: device, saved state, queue timers, backend and vhost-user
+ * listener (or, as a client, its connection).
+ * @index: the port's slot in the daemon's table (its name is "p<index>")
+ * @cfg: the configuration, copied
+ * @worker: the worker that owns the port
+ * @epfd: that worker's epoll set, where every fd of the port goes
+ * @rq: that worker's run queue: queues that yield at their budget go there
+ * @flushq: that worker's flush list: the port goes there when it has received packets to publish
+ * @sw: the switch, for a switch port
+ *
+ * Main thread, while @worker is parked or not started.
+ *
+ * Return: the port, or NULL on error (what was set up is undone).
+ */
 struct port *port_create(unsigned index, const struct port_config *cfg, unsigned worker, int epfd,
 			 struct run_queue *rq, struct run_queue *flushq, struct vnet_switch *sw)
 {
@@ -675,6 +769,15 @@ static void port_disconnect(struct port *p)
 	}
 }
 
+/**
+ * port_destroy() - disconnect the frontend (as for any disconnect; a pending state change is
+ * written first), close every fd, remove the socket the port made, close or detach the backend
+ * and free the port.
+ * @p: the port, or NULL
+ *
+ * Main thread, while the port's worker is parked or stopped. The caller drops the port's entries
+ * from the worker's run queue and flush list.
+ */
 void port_destroy(struct port *p)
 {
 	if (!p)
@@ -778,6 +881,15 @@ static void drain_kick(struct port *p, unsigned qidx, int fd)
 			  strerror(errno));
 }
 
+/**
+ * port_handle_event() - dispatch one epoll event or run-queue entry of the port.
+ * @p: the port
+ * @ref: the reference it was registered with (kind, queue, fd)
+ * @events: the epoll events (0 for a run-queue entry)
+ *
+ * Events for an fd the port no longer uses (closed earlier in the same batch) are ignored. Called
+ * on the port's worker.
+ */
 void port_handle_event(struct port *p, struct ev_ref ref, uint32_t events)
 {
 	switch (ref.kind) {
@@ -846,11 +958,21 @@ void port_handle_event(struct port *p, struct ev_ref ref, uint32_t events)
 	}
 }
 
+/**
+ * port_flush_rx() - publish the received packets the guest cannot see yet (the port's flush list
+ * entry). Called on the port's worker.
+ * @p: the port
+ */
 void port_flush_rx(struct port *p)
 {
 	vnet_dev_rx_flush(p->dev);
 }
 
+/**
+ * port_check_fault() - drop the frontend if its guest memory faulted (SIGBUS). Called on the
+ * port's worker after guest_fault_generation() changed.
+ * @p: the port
+ */
 void port_check_fault(struct port *p)
 {
 	if (p->connected && p->conn.mem_fault) {
