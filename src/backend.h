@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backend.h - what the device model needs from a packet backend (tap, switch): a const ops table. */
 #ifndef VNETD_BACKEND_H
 #define VNETD_BACKEND_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* coal_adaptive.c - device-side adaptive coalescing: picks a profile per queue from what it sees (pure). */
 #include "coal_adaptive.h"
 
@@ -13,11 +14,23 @@ static const struct coal_params profiles[COAL_ADAPT_LEVELS] = {
 	{.max_packets = 64, .max_usecs = 200}, {.max_packets = 64, .max_usecs = 400},
 };
 
+/**
+ * coal_adapt_profile() - the coalescing parameters of one adaptive level.
+ * @level: 0 (notify every packet) .. COAL_ADAPT_LEVELS - 1; larger values are clamped to the last
+ *
+ * Return: the level's max_usecs / max_packets (a static table entry, never NULL).
+ */
 const struct coal_params *coal_adapt_profile(unsigned level)
 {
 	return &profiles[level < COAL_ADAPT_LEVELS ? level : COAL_ADAPT_LEVELS - 1];
 }
 
+/**
+ * coal_adapt_level_of() - which adaptive level a set of parameters is.
+ * @p: the parameters, e.g. a migrated queue's
+ *
+ * Return: the level whose profile equals @p exactly, or -1 if none does.
+ */
 int coal_adapt_level_of(const struct coal_params *p)
 {
 	for (unsigned l = 0; l < COAL_ADAPT_LEVELS; l++)
@@ -26,6 +39,11 @@ int coal_adapt_level_of(const struct coal_params *p)
 	return -1;
 }
 
+/**
+ * coal_adapt_state_name() - the controller's state as shown by stats.
+ *
+ * Return: "off", "settled" or "probing" (a static string).
+ */
 const char *coal_adapt_state_name(const struct coal_adapt *a)
 {
 	if (!a->on)
@@ -78,6 +96,12 @@ static void refresh(struct coal_adapt *a)
 		a->backoff[l] = COAL_ADAPT_TIRED_MIN;
 }
 
+/**
+ * coal_adapt_start() - switch the controller on at level 0.
+ * @a: the controller, reset completely (waits before probing start short)
+ * @now_ns: start of the first window
+ * @c: the queue's counters now, the first window's base
+ */
 void coal_adapt_start(struct coal_adapt *a, uint64_t now_ns, const struct coal_adapt_counters *c)
 {
 	memset(a, 0, sizeof(*a));
@@ -87,6 +111,10 @@ void coal_adapt_start(struct coal_adapt *a, uint64_t now_ns, const struct coal_a
 	a->base = *c;
 }
 
+/**
+ * coal_adapt_stop() - switch the controller off.
+ * @a: the controller; its level and counters stay, the queue keeps whatever parameters it has
+ */
 void coal_adapt_stop(struct coal_adapt *a)
 {
 	a->on = false;
@@ -188,6 +216,17 @@ static void decide(struct coal_adapt *a, uint64_t packets, uint64_t dur_ns,
 	}
 }
 
+/**
+ * coal_adapt_tick() - sample the queue; once a window has passed, evaluate it.
+ * @a: the controller (does nothing when off)
+ * @now_ns: the time of this notification decision
+ * @c: the queue's cumulative counters now
+ *
+ * Called on every notification decision of the queue. A window lasts at least
+ * COAL_ADAPT_WINDOW_NS; evaluating it may move the controller one or more levels (see decide()).
+ *
+ * Return: true when the level changed: the caller applies coal_adapt_profile(a->level) then.
+ */
 bool coal_adapt_tick(struct coal_adapt *a, uint64_t now_ns, const struct coal_adapt_counters *c)
 {
 	uint64_t dur, packets;

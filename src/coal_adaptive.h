@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* coal_adaptive.h - device-side adaptive coalescing: a deterministic DIM-like controller per queue. */
 #ifndef VNETD_COAL_ADAPTIVE_H
 #define VNETD_COAL_ADAPTIVE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* coal_policy.c - whose coalescing values a queue uses: guest, host, adaptive, defaults, reset and re-enable. */
 #include "coal_policy.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* coalesce.h - per-virtqueue notification coalescing state and rules (VIRTIO_NET_F_NOTF_COAL). */
 #ifndef VNETD_COALESCE_H
 #define VNETD_COALESCE_H

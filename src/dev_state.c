@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dev_state.c - device-model side of live migration: the device state stream and the announce. */
 #include "dev_state.h"
 

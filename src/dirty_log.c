@@ -1,6 +1,17 @@
+/* SPDX-License-Identifier: MIT */
 /* dirty_log.c - the vhost-user dirty page log: setting bits for the guest pages vnetd wrote. */
 #include "dirty_log.h"
 
+/**
+ * dirty_log_gpa() - mark a range of guest physical memory dirty.
+ * @log: the log (nothing happens without a bitmap)
+ * @gpa: first byte written
+ * @len: bytes written (0: nothing)
+ *
+ * Call after the write the bits cover. Pages past the bitmap are not marked but counted in
+ * log->dropped. Bits are set with an atomic OR (the frontend fetches and clears the bitmap
+ * concurrently); log->dropped is a plain counter of the queue's thread.
+ */
 void dirty_log_gpa(struct dirty_log *log, uint64_t gpa, uint64_t len)
 {
 	uint64_t first, last, pages;
@@ -23,6 +34,15 @@ void dirty_log_gpa(struct dirty_log *log, uint64_t gpa, uint64_t len)
 		__atomic_fetch_or(&log->bitmap[p / 8], (uint8_t)(1u << (p % 8)), __ATOMIC_RELEASE);
 }
 
+/**
+ * dirty_log_host() - mark dirty what vnetd wrote at a host address of guest memory.
+ * @log: the log
+ * @mem: the guest memory table: the region holding @host gives the guest physical address
+ * @host: first byte written
+ * @len: bytes written; clamped to the end of that region (a chain walker iovec lies in one)
+ *
+ * Bytes outside every region are ignored. Same rules as dirty_log_gpa().
+ */
 void dirty_log_host(struct dirty_log *log, const struct guest_mem *mem, const void *host,
 		    size_t len)
 {
@@ -43,6 +63,14 @@ void dirty_log_host(struct dirty_log *log, const struct guest_mem *mem, const vo
 	}
 }
 
+/**
+ * dirty_log_iov() - dirty_log_host() for the first bytes of an iovec array.
+ * @log: the log
+ * @mem: the guest memory table
+ * @iov: the iovecs written, each inside one region
+ * @cnt: number of iovecs
+ * @len: bytes written, from the start of @iov
+ */
 void dirty_log_iov(struct dirty_log *log, const struct guest_mem *mem, const struct iovec *iov,
 		   unsigned cnt, size_t len)
 {

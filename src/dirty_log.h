@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dirty_log.h - the vhost-user dirty page log (live migration): which guest pages vnetd wrote. */
 #ifndef VNETD_DIRTY_LOG_H
 #define VNETD_DIRTY_LOG_H

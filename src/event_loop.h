@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* event_loop.h - the one epoll loop: every fd is registered with a small typed reference. */
 #ifndef VNETD_EVENT_LOOP_H
 #define VNETD_EVENT_LOOP_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* guest_fault.c - survive SIGBUS from guest memory a frontend truncated after mapping it. */
 #include "guest_fault.h"
 
@@ -62,6 +63,14 @@ static void on_sigbus(int sig, siginfo_t *si, void *ucontext)
 	signal(sig, SIG_DFL);
 }
 
+/**
+ * guest_fault_install() - install the SIGBUS handler that survives truncated guest memory.
+ *
+ * Once, on the main thread, before any worker thread and before the sandbox. A SIGBUS outside
+ * every watched mapping falls back to the default action (core dump).
+ *
+ * Return: 0, or -1 (logged).
+ */
 int guest_fault_install(void)
 {
 	struct sigaction sa;
@@ -80,6 +89,19 @@ int guest_fault_install(void)
 	return 0;
 }
 
+/**
+ * guest_fault_watch() - watch a guest mapping for SIGBUS.
+ * @base: the mapping's first byte
+ * @len: its length
+ * @flag: set to 1 (atomic store) when a page of the mapping faults; may be NULL
+ *
+ * A SIGBUS inside the mapping replaces the faulting page with a private zero page, so the access
+ * completes, sets @flag and bumps guest_fault_generation(); the owner checks its flag after each
+ * event and drops the frontend. Any thread: the table is changed under a mutex, the handler reads
+ * it lock-free.
+ *
+ * Return: 0, or -1 when the table is full.
+ */
 int guest_fault_watch(void *base, size_t len, atomic_int *flag)
 {
 	int r = -1;
@@ -99,6 +121,12 @@ int guest_fault_watch(void *base, size_t len, atomic_int *flag)
 	return r;
 }
 
+/**
+ * guest_fault_unwatch() - forget the watched mapping starting at @base; call before munmap.
+ * @base: as given to guest_fault_watch()
+ *
+ * Any thread (the table's mutex).
+ */
 void guest_fault_unwatch(void *base)
 {
 	pthread_mutex_lock(&table_lock);
@@ -109,11 +137,23 @@ void guest_fault_unwatch(void *base)
 	pthread_mutex_unlock(&table_lock);
 }
 
+/**
+ * guest_fault_generation() - a counter every fault and guest_fault_note() bumps.
+ *
+ * An owner that sees it change since its last look checks its own flags (each worker thread keeps
+ * its own last value). Any thread; lock-free.
+ *
+ * Return: the counter now.
+ */
 unsigned guest_fault_generation(void)
 {
 	return atomic_load_explicit(&fault_gen, memory_order_acquire);
 }
 
+/**
+ * guest_fault_note() - report a guest memory fault found another way (EFAULT from a system call),
+ * so that every owner looks at its flags. Any thread; lock-free.
+ */
 void guest_fault_note(void)
 {
 	atomic_fetch_add_explicit(&fault_gen, 1, memory_order_release);

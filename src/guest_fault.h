@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* guest_fault.h - survive SIGBUS from guest memory a frontend truncated after mapping it. */
 #ifndef VNETD_GUEST_FAULT_H
 #define VNETD_GUEST_FAULT_H

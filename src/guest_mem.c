@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* guest_mem.c - guest memory region table and the one checked guest-address lookup. */
 #include "guest_mem.h"
 
@@ -25,6 +26,18 @@ static const struct guest_mem_region *region_find(const struct guest_mem *mem,
 	return NULL;
 }
 
+/**
+ * guest_mem_translate() - a host pointer to a guest range that must be contiguous in host memory.
+ * @mem: the region table
+ * @space: whether @addr is guest physical (descriptors) or frontend virtual (ring addresses)
+ * @addr: the range's first byte
+ * @len: its length; 0 is treated as 1 (the address itself must be inside a region)
+ *
+ * For rings and indirect descriptor tables: the whole range must lie inside ONE region.
+ * Overflow-safe.
+ *
+ * Return: the host address of @addr, or NULL.
+ */
 void *guest_mem_translate(const struct guest_mem *mem, enum guest_addr_space space, uint64_t addr,
 			  uint64_t len)
 {
@@ -39,6 +52,22 @@ void *guest_mem_translate(const struct guest_mem *mem, enum guest_addr_space spa
 	return r->host + off;
 }
 
+/**
+ * guest_mem_translate_iov_slow() - turn a guest buffer into host iovecs, one per region it spans.
+ * @mem: the region table
+ * @space: the address space of @addr
+ * @addr: the buffer's first byte
+ * @len: its length
+ * @iov: out: the iovecs (contents undefined on failure)
+ * @max_iov: room in @iov
+ *
+ * The general case of guest_mem_translate_iov() (inline, for a buffer inside the first region): a
+ * buffer straddling adjacent regions, as DPDK's and Linux's vhost allow, is split instead of
+ * refused. Overflow-safe.
+ *
+ * Return: the iovecs used (never an empty one; 0 for @len 0), GUEST_MEM_BAD_ADDR when a byte is in
+ * no region, GUEST_MEM_IOV_FULL when @max_iov is not enough.
+ */
 int guest_mem_translate_iov_slow(const struct guest_mem *mem, enum guest_addr_space space,
 				 uint64_t addr, uint64_t len, struct iovec *iov, unsigned max_iov)
 {
@@ -72,6 +101,14 @@ static int ranges_overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
 	return a < b + blen && b < a + alen;
 }
 
+/**
+ * guest_mem_add() - append a region to the table (the caller has mapped it).
+ * @mem: the region table
+ * @region: the region, copied
+ *
+ * Return: 0, or -1 when the table is full, the region is empty, has no host pointer, wraps around
+ * or overlaps another region in either address space.
+ */
 int guest_mem_add(struct guest_mem *mem, const struct guest_mem_region *region)
 {
 	if (mem->nregions >= GUEST_MEM_MAX_REGIONS || region->size == 0 || !region->host)
@@ -89,6 +126,10 @@ int guest_mem_add(struct guest_mem *mem, const struct guest_mem_region *region)
 	return 0;
 }
 
+/**
+ * guest_mem_unmap_all() - munmap every region the table owns (mmap_base set) and empty it.
+ * @mem: the region table
+ */
 void guest_mem_unmap_all(struct guest_mem *mem)
 {
 	for (unsigned i = 0; i < mem->nregions; i++) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* guest_mem.h - guest memory region table and the one checked guest-address lookup. */
 #ifndef VNETD_GUEST_MEM_H
 #define VNETD_GUEST_MEM_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* iov.c - copying between flat buffers and iovec arrays. */
 #include "iov.h"
 
@@ -32,12 +33,33 @@ static size_t iov_copy(const struct iovec *iov, unsigned cnt, size_t off, uint8_
 	return done;
 }
 
+/**
+ * iov_copy_to_slow() - copy a flat buffer into an iovec array: the general case of iov_copy_to().
+ * @iov: the destination segments
+ * @cnt: number of segments
+ * @off: byte offset into @iov where the copy starts
+ * @buf: the source
+ * @len: bytes to copy
+ *
+ * Return: bytes copied (less than @len when @iov ends first).
+ */
 size_t iov_copy_to_slow(const struct iovec *iov, unsigned cnt, size_t off, const void *buf,
 			size_t len)
 {
 	return iov_copy(iov, cnt, off, (uint8_t *)(uintptr_t)buf, len, true);
 }
 
+/**
+ * iov_copy_from_slow() - copy from an iovec array into a flat buffer: the general case of
+ * iov_copy_from().
+ * @iov: the source segments
+ * @cnt: number of segments
+ * @off: byte offset into @iov where the copy starts
+ * @buf: the destination
+ * @len: at most this many bytes
+ *
+ * Return: bytes copied (less than @len when @iov ends first).
+ */
 size_t iov_copy_from_slow(const struct iovec *iov, unsigned cnt, size_t off, void *buf, size_t len)
 {
 	return iov_copy(iov, cnt, off, buf, len, false);
@@ -54,6 +76,21 @@ static void iov_seek(const struct iovec *iov, unsigned cnt, unsigned *i, size_t 
 	*off += skip;
 }
 
+/**
+ * iov_copy_iov_slow() - copy segment to segment between iovec arrays: the general case of
+ * iov_copy_iov().
+ * @dst: the destination segments
+ * @dst_cnt: their number
+ * @dst_off: byte offset into @dst where the copy starts
+ * @src: the source segments
+ * @src_cnt: their number
+ * @src_off: byte offset into @src where the copy starts
+ * @len: at most this many bytes
+ *
+ * No bounce buffer; memmove, as one frontend may give two ports the same memory.
+ *
+ * Return: bytes copied (less than @len when either array ends first).
+ */
 size_t iov_copy_iov_slow(const struct iovec *dst, unsigned dst_cnt, size_t dst_off,
 			 const struct iovec *src, unsigned src_cnt, size_t src_off, size_t len)
 {
@@ -87,6 +124,13 @@ size_t iov_copy_iov_slow(const struct iovec *dst, unsigned dst_cnt, size_t dst_o
 	return done;
 }
 
+/**
+ * iov_length() - total bytes of an iovec array.
+ * @iov: the segments
+ * @cnt: their number
+ *
+ * Return: the sum of the segment lengths.
+ */
 size_t iov_length(const struct iovec *iov, unsigned cnt)
 {
 	size_t n = 0;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* iov.h - copying between flat buffers and iovec arrays (a leaf: calls nothing of vnetd's). */
 #ifndef VNETD_IOV_H
 #define VNETD_IOV_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lat_hist.h - a fixed, log-spaced histogram of nanosecond values (coalescing timer lateness). */
 #ifndef VNETD_LAT_HIST_H
 #define VNETD_LAT_HIST_H

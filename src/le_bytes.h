@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* le_bytes.h - little-endian integers at unaligned byte positions (command payloads, state streams). */
 #ifndef VNETD_LE_BYTES_H
 #define VNETD_LE_BYTES_H

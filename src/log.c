@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* log.c - leveled, rate-limited logging to stderr. */
 #include "log.h"
 
@@ -17,6 +18,11 @@ static void log_vline(enum log_level level, const char *fmt, va_list ap)
 	fprintf(stderr, "vnetd: %s: %s\n", level_names[level], line);
 }
 
+/**
+ * log_msg() - print one line "vnetd: <level>: <message>" to stderr.
+ * @level: dropped when above log_threshold
+ * @fmt: printf format; the message is cut at 511 bytes
+ */
 void log_msg(enum log_level level, const char *fmt, ...)
 {
 	va_list ap;
@@ -28,6 +34,14 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	va_end(ap);
 }
 
+/**
+ * log_ratelimited() - log_msg(), but at most 5 lines a second per rate limiter.
+ * @rl: the call site's state; the first line of a new second reports how many were suppressed
+ * @level: dropped when above log_threshold
+ * @fmt: printf format
+ *
+ * @rl is not locked: one per call site and thread (log_guest() declares it _Thread_local).
+ */
 void log_ratelimited(struct log_ratelimit *rl, enum log_level level, const char *fmt, ...)
 {
 	struct timespec ts;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* log.h - leveled logging to stderr with per-call-site rate limiting for guest-triggered errors. */
 #ifndef VNETD_LOG_H
 #define VNETD_LOG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mem_cap.h - caps on the guest memory vnetd maps: per-port defaults and the daemon-wide budget. */
 #ifndef VNETD_MEM_CAP_H
 #define VNETD_MEM_CAP_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* metrics.c - Prometheus /metrics over HTTP: a tiny non-blocking server inside the event loop. */
 #include "metrics.h"
 
@@ -35,6 +36,16 @@ struct metrics_server {
 
 /* ---- Parsing (pure) ------------------------------------------------------------------------ */
 
+/**
+ * metrics_parse_addr() - parse a listen address, numeric only (no name lookups).
+ * @spec: "IPV4:PORT" or "[IPV6]:PORT", port 0..65535 (0: any free port)
+ * @ss: out: the socket address
+ * @len: out: its length
+ *
+ * Pure.
+ *
+ * Return: 0, or -1 for anything else.
+ */
 int metrics_parse_addr(const char *spec, struct sockaddr_storage *ss, socklen_t *len)
 {
 	char host[INET6_ADDRSTRLEN + 2];
@@ -92,6 +103,18 @@ static bool header_end(const char *buf, size_t len)
 	return false;
 }
 
+/**
+ * metrics_http_status() - judge the bytes of a request received so far.
+ * @buf: the request; need not be NUL-terminated
+ * @len: bytes in @buf
+ * @head: set for HEAD, whose reply has no body
+ *
+ * Pure.
+ *
+ * Return: 0 while the header is incomplete (and shorter than METRICS_MAX_REQUEST), else the HTTP
+ * status to answer: 200 for GET or HEAD of /metrics (a query string allowed), 400 malformed, 404
+ * another path, 405 another method, 431 too long.
+ */
 int metrics_http_status(const char *buf, size_t len, bool *head)
 {
 	const char *line_end, *sp1, *sp2, *target;
@@ -127,6 +150,14 @@ int metrics_http_status(const char *buf, size_t len, bool *head)
 
 /* ---- Rendering ----------------------------------------------------------------------------- */
 
+/**
+ * metrics_render() - the exposition text of the ports, read through stats.c (metrics_text.h).
+ * @body: appended to; oom set when memory ran out
+ * @ports: the live ports
+ * @nports: their number
+ *
+ * Main thread; the workers keep running (every value is read lock-free).
+ */
 void metrics_render(struct textbuf *body, struct port *const *ports, unsigned nports)
 {
 	struct metrics_port_view *views = calloc(nports ? nports : 1, sizeof(*views));
@@ -372,6 +403,16 @@ static void expire_clients(struct metrics_server *m)
 	arm_timer(m);
 }
 
+/**
+ * metrics_event() - handle an EV_METRICS_* event: accept, serve or time out connections.
+ * @m: the server
+ * @ref: the event's reference
+ * @events: the epoll events
+ * @ports: the live ports, for a reply rendered now
+ * @nports: their number
+ *
+ * Never blocks. Main thread (the server's fds are in its epoll set); workers are not parked.
+ */
 void metrics_event(struct metrics_server *m, struct ev_ref ref, uint32_t events,
 		   struct port *const *ports, unsigned nports)
 {
@@ -434,6 +475,15 @@ static int listen_on(const char *spec)
 	return fd;
 }
 
+/**
+ * metrics_open() - listen for scrapes and register the listener and a timeout timer (EV_METRICS_*).
+ * @spec: the address (metrics_parse_addr()); a non-loopback address is warned about
+ * @epfd: the main thread's epoll set
+ *
+ * Call before sandbox_enter().
+ *
+ * Return: the server, or NULL on error (logged).
+ */
 struct metrics_server *metrics_open(const char *spec, int epfd)
 {
 	struct metrics_server *m = calloc(1, sizeof(*m));
@@ -460,6 +510,10 @@ fail:
 	return NULL;
 }
 
+/**
+ * metrics_close() - close every connection, the listener and the timer, and free the server.
+ * @m: the server, or NULL
+ */
 void metrics_close(struct metrics_server *m)
 {
 	if (!m)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* metrics.h - Prometheus /metrics over HTTP: a tiny non-blocking server inside the event loop. */
 #ifndef VNETD_METRICS_H
 #define VNETD_METRICS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* metrics_text.c - Prometheus text exposition (format 0.0.4) of port and queue statistics. */
 #include "metrics_text.h"
 
@@ -260,6 +261,14 @@ static void switch_port_families(struct textbuf *tb, const struct metrics_port_v
 	}
 }
 
+/**
+ * metrics_format() - append every vnetd metric family (HELP, TYPE, samples) for these ports.
+ * @tb: the text buffer
+ * @v: the ports and their queues, as read by stats.c
+ * @n: number of ports
+ *
+ * Pure (formats what it is given).
+ */
 void metrics_format(struct textbuf *tb, const struct metrics_port_view *v, unsigned n)
 {
 	port_families(tb, v, n);

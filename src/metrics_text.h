@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* metrics_text.h - Prometheus text exposition (format 0.0.4) of port and queue statistics. */
 #ifndef VNETD_METRICS_TEXT_H
 #define VNETD_METRICS_TEXT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* net_ctrl.c - control virtqueue: RX mode, MAC, MQ, guest offloads and notification coalescing. */
 #include "net_ctrl.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* net_rx.c - receive path: copy backend packets into the driver's RX buffers (mergeable or not). */
 #include "net_rx.h"
 

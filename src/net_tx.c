@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* net_tx.c - transmit path: gather the driver's TX chains and hand packets to the backend. */
 #include "net_tx.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* notify.c - the one decision of whether a queue's used-buffer notification is sent now. */
 #include "notify.h"
 

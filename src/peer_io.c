@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* peer_io.c - reads and writes on fds a peer shares with us, that never wait for that peer. */
 #include "peer_io.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* peer_io.h - reads and writes on fds a peer shares with us, that never wait for that peer. */
 #ifndef VNETD_PEER_IO_H
 #define VNETD_PEER_IO_H

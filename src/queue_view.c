@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* queue_view.c - queue settings published under a seqcount, for readers on other threads. */
 #include "queue_view.h"
 

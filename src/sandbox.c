@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sandbox.c - confinement after setup: privilege drop, no_new_privs, seccomp allow-list. */
 #include "sandbox.h"
 
@@ -294,6 +295,16 @@ fail:
 
 #endif /* SANDBOX_SECCOMP */
 
+/**
+ * sandbox_allow_openat() - let the seccomp filter pass openat(dirfd, NAME, flags) for exactly
+ * this dirfd and these flags (run-time taps, the config file, the state directory).
+ * @dirfd: an open directory
+ * @flags: the exact openat() flags the callers use
+ *
+ * Main thread, before sandbox_enter(). Without libseccomp there is no filter and nothing to do.
+ *
+ * Return: 0, or -1 for a bad @dirfd or too many directories.
+ */
 int sandbox_allow_openat(int dirfd, int flags)
 {
 #if SANDBOX_SECCOMP
@@ -308,9 +319,16 @@ int sandbox_allow_openat(int dirfd, int flags)
 	return 0;
 }
 
-/*
- * sandbox_enter() - called once every fd exists and right before the event loop. Order matters:
- * the user change needs setgroups/setres*id, which the filter forbids afterwards.
+/**
+ * sandbox_enter() - confine the process: --user, no_new_privs and the seccomp allow-list, unless
+ * --no-sandbox (then only a warning).
+ * @opts: the command line (user, no_sandbox)
+ *
+ * Main thread, once, when every fd exists and right before the event loop; the worker threads
+ * must already run (their start-up system calls would be refused). Order matters: the user change
+ * needs setgroups/setres*id, which the filter forbids afterwards.
+ *
+ * Return: 0, or -1 (logged).
  */
 int sandbox_enter(const struct vnetd_options *opts)
 {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sandbox.h - confinement after setup: privilege drop, no_new_privs, seccomp allow-list. */
 #ifndef VNETD_SANDBOX_H
 #define VNETD_SANDBOX_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stat_atomic.h - single-writer counters another thread reads without a lock (a leaf). */
 #ifndef VNETD_STAT_ATOMIC_H
 #define VNETD_STAT_ATOMIC_H

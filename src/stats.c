@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stats.c - the one read path of port and queue statistics (vnetctl stats, Prometheus metrics). */
 #include "stats.h"
 
@@ -5,6 +6,14 @@
 
 #include "stat_atomic.h"
 
+/**
+ * stats_port_read() - one port as the statistics readers see it.
+ * @p: the port
+ * @out: filled; its strings belong to the port
+ *
+ * Main thread, without parking the port's worker: lock-free reads (the stall guard setting only
+ * changes on the main thread).
+ */
 void stats_port_read(struct port *p, struct stats_port *out)
 {
 	const struct port_config *cfg = port_config(p);
@@ -24,13 +33,19 @@ void stats_port_read(struct port *p, struct stats_port *out)
 	out->is_switch = port_switch_counters(p, &out->sw);
 }
 
-/*
- * Nothing here stops the data path: the port's worker keeps running while the main thread
- * reads. Counters are single-writer 64-bit values read with relaxed atomic loads
- * (stat_atomic.h: each torn-free, two of them possibly a packet apart); the settings
- * (enabled/started/broken, coalescing values, who set them, the adaptive controller) come
- * from the queue's seqcount view (queue_view.c: one consistent set); the lateness histograms
- * are copied bucket by bucket.
+/**
+ * stats_queue_read() - one queue's state, counters, coalescing parameters and lateness histogram.
+ * @p: the port
+ * @qidx: the queue's index
+ * @out: filled
+ *
+ * Nothing here stops the data path: the port's worker keeps running while the main thread reads.
+ * Counters are single-writer 64-bit values read with relaxed atomic loads (stat_atomic.h: each
+ * torn-free, two of them possibly a packet apart); the settings (enabled/started/broken,
+ * coalescing values, who set them, the adaptive controller) come from the queue's seqcount view
+ * (queue_view.c: one consistent set); the lateness histograms are copied bucket by bucket.
+ *
+ * Return: true, or false if the port has no such queue.
  */
 bool stats_queue_read(struct port *p, unsigned qidx, struct stats_queue *out)
 {
@@ -78,6 +93,16 @@ bool stats_queue_read(struct port *p, unsigned qidx, struct stats_queue *out)
 	return true;
 }
 
+/**
+ * stats_queue_lateness() - a copy of a queue's fine lateness histogram, for percentiles.
+ * @p: the port
+ * @qidx: the queue's index
+ * @out: the copy (lat_hist_snapshot()), taken while the worker may record
+ *
+ * Main thread, lock-free.
+ *
+ * Return: true, or false if the port has no such queue.
+ */
 bool stats_queue_lateness(struct port *p, unsigned qidx, struct lat_hist *out)
 {
 	const struct vnet_queue *q = vnet_dev_queue(port_dev(p), qidx);

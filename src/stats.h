@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stats.h - the one read path of port and queue statistics (vnetctl stats, Prometheus metrics). */
 #ifndef VNETD_STATS_H
 #define VNETD_STATS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* switch.c - switch backend: an L2 learning switch forwarding frames between vnetd ports. */
 #include "switch.h"
 
@@ -488,13 +489,26 @@ static const struct vnet_backend_ops switch_backend_ops_xw = {
 	.rx_resume = switch_rx_resume,
 };
 
-/* switch_port_ops() - one worker: switch_backend_ops; several: the cross-worker table. */
+/**
+ * switch_port_ops() - the ops table to attach a switch port's device with.
+ * @be: the port's handle (switch_attach())
+ *
+ * Return: switch_backend_ops with one worker, the cross-worker table with several.
+ */
 const struct vnet_backend_ops *switch_port_ops(const struct vnet_backend *be)
 {
 	return port_of_const(be)->sw->xq ? &switch_backend_ops_xw : &switch_backend_ops;
 }
 
-/* switch_worker_rx() - one budget of frames queued for this worker's ports. */
+/**
+ * switch_worker_rx() - place one budget (VNET_BUDGET_*) of the frames other workers queued for a
+ * worker's ports.
+ * @sw: the switch
+ * @worker: the worker; called on its thread, after a wake-up or from its run queue
+ *
+ * Return: true when frames are left: call again (from the run queue), no wake-up comes for them;
+ * false when all were placed, and always with one worker.
+ */
 bool switch_worker_rx(struct vnet_switch *sw, unsigned worker)
 {
 	if (!sw->xq || worker >= sw->nworkers)
@@ -502,7 +516,12 @@ bool switch_worker_rx(struct vnet_switch *sw, unsigned worker)
 	return xq_drain(sw->xq, worker, VNET_BUDGET_PACKETS, VNET_BUDGET_BYTES, xq_deliver, sw) > 0;
 }
 
-/* switch_worker_round_end() - wake the workers this one queued for. */
+/**
+ * switch_worker_round_end() - at the end of a worker's round, wake the workers it queued frames
+ * for in that round (once each). A no-op with one worker.
+ * @sw: the switch
+ * @worker: the worker; called on its thread
+ */
 void switch_worker_round_end(struct vnet_switch *sw, unsigned worker)
 {
 	if (sw->xq && worker < sw->nworkers)
@@ -518,7 +537,19 @@ static void xq_wake(void *ctx, unsigned worker)
 	sw->ops->wake(sw->ctx, worker);
 }
 
-/* switch_create() - allocate an empty switch with a random FDB hash key. */
+/**
+ * switch_create() - an empty switch, with a random FDB hash key.
+ * @nworkers: event-loop threads its ports live on, 1..SWITCH_MAX_WORKERS
+ * @ops: wakes a worker (from any thread), whose thread then calls switch_worker_rx(); may be NULL
+ * with one worker
+ * @ctx: passed to @ops
+ *
+ * With one worker every frame is copied straight from the sender's guest into the receiver's; with
+ * more, a frame for a port of another worker is copied into that worker's bounded queue
+ * (switch_xq.h) and placed by that worker's thread, and the FDB takes its lock.
+ *
+ * Return: the switch, or NULL for a bad configuration or out of memory (logged).
+ */
 struct vnet_switch *switch_create(unsigned nworkers, const struct switch_owner_ops *ops,
 				  void *ctx)
 {
@@ -552,21 +583,35 @@ struct vnet_switch *switch_create(unsigned nworkers, const struct switch_owner_o
 	return sw;
 }
 
-/* switch_tick() - the worker's clock for this round (its own: no other thread writes it). */
+/**
+ * switch_tick() - read the clock learning and aging use (CLOCK_MONOTONIC_COARSE) once, for every
+ * frame a worker forwards until its next tick.
+ * @sw: the switch
+ * @worker: the worker; called on its thread (its clock: no other thread writes it)
+ *
+ * The daemon ticks at the start of each event-loop round, so frames pay no clock read.
+ */
 void switch_tick(struct vnet_switch *sw, unsigned worker)
 {
 	if (worker < sw->nworkers)
 		sw->w[worker].now_ns = sw_now_ns();
 }
 
-/* switch_set_clock() - every worker's clock (tests, one thread). */
+/**
+ * switch_set_clock() - set every worker's clock explicitly (tests, one thread).
+ * @sw: the switch
+ * @now_ns: the time, monotonic ns
+ */
 void switch_set_clock(struct vnet_switch *sw, uint64_t now_ns)
 {
 	for (unsigned i = 0; i < sw->nworkers; i++)
 		sw->w[i].now_ns = now_ns;
 }
 
-/* switch_destroy() - detach what is left and free the switch. */
+/**
+ * switch_destroy() - detach the ports still attached and free the switch.
+ * @sw: the switch, or NULL; no worker may forward any more
+ */
 void switch_destroy(struct vnet_switch *sw)
 {
 	if (!sw)
@@ -581,7 +626,20 @@ void switch_destroy(struct vnet_switch *sw)
 	free(sw);
 }
 
-/* switch_attach() - take a free slot for a new port of worker `worker` delivering to dev. */
+/**
+ * switch_attach() - add a port delivering to a device.
+ * @sw: the switch
+ * @dev: the port's device; must outlive the port, only used on @worker's thread
+ * @name: for log lines (NULL: "?")
+ * @worker: the worker owning the port
+ *
+ * Starts with the default FDB limits (SWITCH_FDB_PORT_MAX, SWITCH_LEARN_RATE). With several
+ * workers, call it (and switch_detach()) only while no other worker forwards (the daemon parks
+ * them).
+ *
+ * Return: the port's backend handle for switch_port_ops(), or NULL if the switch is full, @worker
+ * is out of range or memory is short (logged).
+ */
 struct vnet_backend *switch_attach(struct vnet_switch *sw, struct vnet_dev *dev, const char *name,
 				   unsigned worker)
 {
@@ -621,7 +679,14 @@ struct vnet_backend *switch_attach(struct vnet_switch *sw, struct vnet_dev *dev,
 	return (struct vnet_backend *)p;
 }
 
-/* switch_detach() - forget the port's MACs, free its queue and the port. */
+/**
+ * switch_detach() - remove a port: forget its MACs (the flow caches naming it go stale), drop its
+ * queued packets, free it.
+ * @be: the port's handle, or NULL
+ *
+ * Frames other workers queued for it are dropped when they come up (they name the port's serial).
+ * Same thread rules as switch_attach().
+ */
 void switch_detach(struct vnet_backend *be)
 {
 	struct switch_port *p;
@@ -647,7 +712,16 @@ void switch_detach(struct vnet_backend *be)
 	free(p);
 }
 
-/* switch_port_stats() - copy out the port's counters. */
+/**
+ * switch_port_stats() - the port's per-frame counters; any out pointer may be NULL.
+ * @be: the port's handle
+ * @forwarded: frames the port sent to one known port
+ * @flooded: frames the port sent to every other port (broadcast, multicast, unknown)
+ * @dropped: frames the port sent that were malformed or that a full cross-worker queue could not
+ * take, plus frames for the port that its full queue could not take
+ *
+ * Plain reads of counters the port's thread increments: on that thread, or while it is parked.
+ */
 void switch_port_stats(const struct vnet_backend *be, uint64_t *forwarded, uint64_t *flooded,
 		       uint64_t *dropped)
 {
@@ -661,7 +735,17 @@ void switch_port_stats(const struct vnet_backend *be, uint64_t *forwarded, uint6
 		*dropped = p->dropped;
 }
 
-/* switch_port_set_limits() - the port's FDB limits (counters restart). */
+/**
+ * switch_port_set_limits() - what the port may teach the FDB.
+ * @be: the port's handle
+ * @max_macs: MACs it may hold at once, 1..SWITCH_FDB_SIZE
+ * @learn_rate: new MACs a second (0: any number, else up to SWITCH_LEARN_RATE_MAX), with one
+ * second's worth at once
+ *
+ * A MAC refused is not learned: its frames are still forwarded, frames to it flood (the refusal is
+ * counted and logged once per limit). The refusal counters restart. Call it right after
+ * switch_attach() (with several workers, while they are parked).
+ */
 void switch_port_set_limits(struct vnet_backend *be, unsigned max_macs, unsigned learn_rate)
 {
 	struct switch_port *p = port_of(be);
@@ -670,7 +754,15 @@ void switch_port_set_limits(struct vnet_backend *be, unsigned max_macs, unsigned
 	p->refusal_logged[0] = p->refusal_logged[1] = false;
 }
 
-/* switch_port_counters() - the port's counters and its FDB slot's, lock-free. */
+/**
+ * switch_port_counters() - what the FDB holds for the port and refused it, and its flow cache
+ * misses.
+ * @be: the port's handle
+ * @out: the counters
+ *
+ * Any thread while the port's worker runs, lock-free (each value torn-free, stat_atomic.h); not
+ * while the port may be detached.
+ */
 void switch_port_counters(const struct vnet_backend *be, struct switch_port_counters *out)
 {
 	const struct switch_port *p = port_of_const(be);
@@ -687,13 +779,27 @@ void switch_port_counters(const struct vnet_backend *be, struct switch_port_coun
 	};
 }
 
-/* switch_port_crossed() - frames the port queued for other workers. */
+/**
+ * switch_port_crossed() - copies of the port's frames queued for other workers' ports.
+ * @be: the port's handle
+ *
+ * Plain read, as switch_port_stats().
+ *
+ * Return: the count.
+ */
 uint64_t switch_port_crossed(const struct vnet_backend *be)
 {
 	return port_of_const(be)->crossed;
 }
 
-/* switch_port_queued() - length of the port's queue. */
+/**
+ * switch_port_queued() - packets waiting in the port's queue for guest RX buffers.
+ * @be: the port's handle
+ *
+ * Plain read, as switch_port_stats().
+ *
+ * Return: the queue's length.
+ */
 unsigned switch_port_queued(const struct vnet_backend *be)
 {
 	return port_of_const(be)->q_len;

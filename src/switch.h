@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* switch.h - switch backend: an L2 learning switch between the ports of one vnetd. */
 #ifndef VNETD_SWITCH_H
 #define VNETD_SWITCH_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* switch_fdb.c - the switch's forwarding database: learning, lookup, aging, one lock if threaded. */
 #include "switch_fdb.h"
 
@@ -32,7 +33,14 @@ static void fdb_learned_add(struct fdb_port *fp, int d)
 	__atomic_store_n(&fp->learned, (uint16_t)(fp->learned + d), __ATOMIC_RELAXED);
 }
 
-/* fdb_init() - every entry free, every set at sequence 1, every slot at the default limits. */
+/**
+ * fdb_init() - an empty FDB: every entry free, every set at sequence 1, every slot at the default
+ * limits.
+ * @f: the FDB
+ * @threaded: the switch spans several workers: learning, lookups, aging and removal take f->lock
+ * (never touched otherwise)
+ * @hash_key: key of the set hash, so a guest cannot aim its source MACs at one set
+ */
 void fdb_init(struct sw_fdb *f, bool threaded, uint64_t hash_key)
 {
 	memset(f, 0, sizeof(*f));
@@ -48,13 +56,24 @@ void fdb_init(struct sw_fdb *f, bool threaded, uint64_t hash_key)
 		fdb_set_limits(f, (uint16_t)i, SWITCH_FDB_PORT_MAX, SWITCH_LEARN_RATE);
 }
 
-/* fdb_fini() - release the lock. */
+/**
+ * fdb_fini() - release the FDB's lock.
+ * @f: the FDB; no thread may use it any more
+ */
 void fdb_fini(struct sw_fdb *f)
 {
 	pthread_mutex_destroy(&f->lock);
 }
 
-/* fdb_set_limits() - a slot's limits; its counters and learning rate's bucket start afresh. */
+/**
+ * fdb_set_limits() - the limits of one port slot (just attached).
+ * @f: the FDB
+ * @slot: the port slot
+ * @max_macs: entries the slot may hold, clamped to 1..SWITCH_FDB_SIZE
+ * @learn_rate: new MACs a second (0: no limit), clamped to SWITCH_LEARN_RATE_MAX
+ *
+ * The slot's refusal counters and its rate bucket start afresh. Takes the lock when threaded.
+ */
 void fdb_set_limits(struct sw_fdb *f, uint16_t slot, unsigned max_macs, unsigned learn_rate)
 {
 	struct fdb_port *fp = &f->port[slot];
@@ -207,7 +226,23 @@ static struct fdb_entry *learn_locked(struct sw_fdb *f, uint16_t slot, const uin
 	return e;
 }
 
-/* fdb_learn() - learn under the lock (valid unicast sources only). */
+/**
+ * fdb_learn() - learn that a source MAC is behind a port slot.
+ * @f: the FDB
+ * @slot: the port slot the frame came from
+ * @mac: the source MAC; multicast and all-zero sources are never learnt (nor cached)
+ * @now: the calling worker's clock (ns)
+ * @ver: out: the version of the answer (seq 0: never valid)
+ * @why: out: the limit the MAC met (FDB_LEARNT: none)
+ * @retry_ns: out, when a limit refused the MAC: asking again before this time (the next token; a
+ * second at max_macs) with *@ver still valid gets the same answer
+ *
+ * A MAC that moves follows its port, within the slot's limits: at max_macs the slot may only reuse
+ * its own entries, and a MAC it does not hold yet takes a token of its learning rate. Takes the
+ * lock when threaded.
+ *
+ * Return: the entry now holding @mac for @slot, or NULL.
+ */
 struct fdb_entry *fdb_learn(struct sw_fdb *f, uint16_t slot, const uint8_t *mac, uint64_t now,
 			    struct fdb_ver *ver, enum fdb_refusal *why, uint64_t *retry_ns)
 {
@@ -228,7 +263,18 @@ struct fdb_entry *fdb_learn(struct sw_fdb *f, uint16_t slot, const uint8_t *mac,
 	return e;
 }
 
-/* fdb_lookup() - look up under the lock, clearing an aged entry. */
+/**
+ * fdb_lookup() - the port slot a MAC was last seen behind.
+ * @f: the FDB
+ * @mac: the destination MAC
+ * @now: the calling worker's clock (ns); an aged entry is cleared
+ * @entry: out: the entry, NULL if none
+ * @ver: out: the answer's version, for the flow caches
+ *
+ * Takes the lock when threaded.
+ *
+ * Return: the slot, or FDB_NO_PORT if unknown or aged.
+ */
 uint16_t fdb_lookup(struct sw_fdb *f, const uint8_t *mac, uint64_t now, struct fdb_entry **entry,
 		    struct fdb_ver *ver)
 {
@@ -256,7 +302,12 @@ uint16_t fdb_lookup(struct sw_fdb *f, const uint8_t *mac, uint64_t now, struct f
 	return port;
 }
 
-/* fdb_forget_port() - clear the port's entries: the caches of their sets go stale. */
+/**
+ * fdb_forget_port() - clear every entry of a port slot (a port that goes); the flow caches holding
+ * answers from their sets go stale. Takes the lock when threaded.
+ * @f: the FDB
+ * @slot: the port slot
+ */
 void fdb_forget_port(struct sw_fdb *f, uint16_t slot)
 {
 	fdb_lock(f);
@@ -267,7 +318,14 @@ void fdb_forget_port(struct sw_fdb *f, uint16_t slot)
 	fdb_unlock(f);
 }
 
-/* fdb_port_read() - relaxed loads of what the lock's holders store atomically. */
+/**
+ * fdb_port_read() - a copy of a slot's limits and counters (tat_ns reads 0).
+ * @f: the FDB
+ * @slot: the port slot
+ * @out: the copy
+ *
+ * Any thread, without the lock: relaxed loads of what the lock's holders store atomically.
+ */
 void fdb_port_read(const struct sw_fdb *f, uint16_t slot, struct fdb_port *out)
 {
 	const struct fdb_port *fp = &f->port[slot];

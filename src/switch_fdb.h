@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* switch_fdb.h - the switch's forwarding database: learned MACs, aging, per-port limits. */
 #ifndef VNETD_SWITCH_FDB_H
 #define VNETD_SWITCH_FDB_H

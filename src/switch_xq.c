@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* switch_xq.c - the switch's cross-worker frame queues: one lock-free byte ring per worker pair. */
 #include "switch_xq.h"
 
@@ -51,7 +52,17 @@ struct xq {
 _Static_assert(XQ_MAX_WORKERS <= 32, "dirty is a 32-bit set of receivers");
 _Static_assert(sizeof(struct xq_rec) == XQ_REC, "record header size");
 
-/* xq_create() - every ring of every ordered worker pair; pages touched only when used. */
+/**
+ * xq_create() - the rings of every ordered pair of workers.
+ * @nworkers: 2..XQ_MAX_WORKERS
+ * @ring_bytes: bytes per ring: a power of two, at least 4 * XQ_MAX_FRAME
+ * @wake: wakes a receiving worker (called from the sender's thread)
+ * @ctx: passed to @wake
+ *
+ * The rings' pages cost memory only once frames used them.
+ *
+ * Return: the queues, or NULL for bad arguments or out of memory.
+ */
 struct xq *xq_create(unsigned nworkers, size_t ring_bytes, xq_wake_fn wake, void *ctx)
 {
 	struct xq *q = NULL;
@@ -89,7 +100,10 @@ struct xq *xq_create(unsigned nworkers, size_t ring_bytes, xq_wake_fn wake, void
 	return q;
 }
 
-/* xq_destroy() - free the rings and the queue. */
+/**
+ * xq_destroy() - free the rings and the queues; no thread may use them any more.
+ * @q: the queues, or NULL
+ */
 void xq_destroy(struct xq *q)
 {
 	if (!q)
@@ -120,7 +134,24 @@ static void wake_idle(struct xq *q, struct xq_ring *r, unsigned to)
 		q->wake(q->ctx, to);
 }
 
-/* xq_push() - the sender copies one frame into its ring to `to`, or refuses it. */
+/**
+ * xq_push() - copy one frame into the ring from one worker to another.
+ * @q: the queues
+ * @from: the sending worker; called on its thread only (single producer)
+ * @to: the receiving worker
+ * @tag: given back to the receiver's deliver callback
+ * @iov: the frame, in the sender's guest memory
+ * @iovcnt: entries of @iov
+ * @off: byte offset of the frame in @iov
+ * @len: the frame's length
+ *
+ * The only copy on the sender's side; published with a release store of the ring's tail. The
+ * receiver is woken by xq_flush() at the end of the round, or at once when the ring is more than
+ * half full.
+ *
+ * Return: 0 queued; -ENOSPC the ring is full, -EMSGSIZE the frame is larger than XQ_MAX_FRAME
+ * (nothing queued: the caller counts the drop).
+ */
 int xq_push(struct xq *q, unsigned from, unsigned to, uint64_t tag, const struct iovec *iov,
 	    unsigned iovcnt, size_t off, size_t len)
 {
@@ -160,7 +191,12 @@ int xq_push(struct xq *q, unsigned from, unsigned to, uint64_t tag, const struct
 	return 0;
 }
 
-/* xq_flush() - the sender's round ended: wake the idle receivers it queued for. */
+/**
+ * xq_flush() - at the end of a sender's round, wake each receiver it queued frames for, once,
+ * unless that receiver is awake already.
+ * @q: the queues
+ * @from: the sending worker; called on its thread only
+ */
 void xq_flush(struct xq *q, unsigned from)
 {
 	uint32_t dirty = q->w[from].dirty;
@@ -186,7 +222,22 @@ static bool any_queued(const struct xq *q, unsigned to)
 	return false;
 }
 
-/* xq_drain() - the receiver hands out one budget of frames, then goes idle if all is empty. */
+/**
+ * xq_drain() - hand the frames queued for a worker to a callback.
+ * @q: the queues
+ * @to: the receiving worker; called on its thread only (single consumer)
+ * @max_frames: budget: deliveries (a frame counts its callback's return value, at least 1)
+ * @max_bytes: budget: about this many bytes
+ * @deliver: gets each frame in place, valid during the call only
+ * @ctx: passed to @deliver
+ *
+ * Frames come in order per sender, the senders taken in turn; the bytes go back to the sender
+ * right after each frame. When every ring is empty, the worker is marked idle and the rings are
+ * looked at once more, so a frame is never left without a wake-up.
+ *
+ * Return: 1 when the budget ended with frames left (call again: no wake-up will come for them),
+ * 0 when every ring to @to was empty (the next frame wakes it).
+ */
 int xq_drain(struct xq *q, unsigned to, unsigned max_frames, size_t max_bytes,
 	     xq_deliver_fn deliver, void *ctx)
 {
@@ -235,7 +286,14 @@ int xq_drain(struct xq *q, unsigned to, unsigned max_frames, size_t max_bytes,
 	}
 }
 
-/* xq_queued_bytes() - tail minus head of one ring. */
+/**
+ * xq_queued_bytes() - bytes waiting in one ring, record headers included. Any thread; lock-free.
+ * @q: the queues
+ * @from: the sending worker
+ * @to: the receiving worker
+ *
+ * Return: the bytes; 0 for @from == @to or out of range.
+ */
 size_t xq_queued_bytes(const struct xq *q, unsigned from, unsigned to)
 {
 	const struct xq_ring *r = from < q->n && to < q->n ? q->ring[from][to] : NULL;

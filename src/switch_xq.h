@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* switch_xq.h - the switch's cross-worker frame queues: bounded lock-free rings with wake-ups. */
 #ifndef VNETD_SWITCH_XQ_H
 #define VNETD_SWITCH_XQ_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tap.c - tap backend: guest packets to and from a Linux tap interface with IFF_VNET_HDR. */
 #include "tap.h"
 
@@ -370,6 +371,14 @@ static int tap_setiff(int fd, const char *ifname, char *actual_name)
 
 static int tun_dir_fd = -1;
 
+/**
+ * tap_open_tun_dir() - open /dev/net once (O_PATH), so that later taps are opened relative to it
+ * (the sandbox allows run-time taps to open files in that directory only).
+ *
+ * Main thread, before the sandbox; later calls return the same fd.
+ *
+ * Return: the fd, or -1 (taps then open /dev/net/tun by path).
+ */
 int tap_open_tun_dir(void)
 {
 	if (tun_dir_fd < 0)
@@ -377,7 +386,19 @@ int tap_open_tun_dir(void)
 	return tun_dir_fd;
 }
 
-/* tap_backend_open() - open and set up the tap; see tap.h. */
+/**
+ * tap_backend_open() - attach to a tap interface, non-blocking, with the 12-byte virtio_net_hdr_v1
+ * in front of every packet and its offloads off.
+ * @ifname: the interface: created if it does not exist, or an existing persistent tap we may use
+ * @dev: where received packets go; must outlive the backend
+ * @owner: what the tap needs from its owner (struct tap_owner_ops)
+ * @owner_ctx: passed to @owner's calls
+ *
+ * The interface is not configured or brought up. The owner registers tap_backend_fd() with
+ * EPOLLIN right after this call.
+ *
+ * Return: the backend, or NULL (logged with the interface's name).
+ */
 struct vnet_backend *tap_backend_open(const char *ifname, struct vnet_dev *dev,
 				      const struct tap_owner_ops *owner, void *owner_ctx)
 {
@@ -445,19 +466,37 @@ fail_free:
 	return NULL;
 }
 
-/* tap_backend_fd() - the fd the owner polls. */
+/**
+ * tap_backend_fd() - the tap's fd, for the owner's epoll loop.
+ * @be: the tap backend
+ *
+ * Return: the fd.
+ */
 int tap_backend_fd(const struct vnet_backend *be)
 {
 	return tap_of_const(be)->fd;
 }
 
-/* tap_backend_name() - the kernel's name of the interface. */
+/**
+ * tap_backend_name() - the interface's name as the kernel reports it.
+ * @be: the tap backend
+ *
+ * Return: the name, owned by the backend.
+ */
 const char *tap_backend_name(const struct vnet_backend *be)
 {
 	return tap_of_const(be)->name;
 }
 
-/* tap_backend_handle_events() - dispatch one epoll report of the tap fd. */
+/**
+ * tap_backend_handle_events() - handle one epoll report of the tap fd.
+ * @be: the tap backend
+ * @events: the epoll events
+ *
+ * EPOLLOUT resumes a blocked transmit; EPOLLIN reads a bounded batch of packets into the guest
+ * (level-triggered: the rest comes next round); EPOLLERR means the interface is gone (the owner's
+ * failed() is called once). Called on the port's worker.
+ */
 void tap_backend_handle_events(struct vnet_backend *be, uint32_t events)
 {
 	struct tap_backend *t = tap_of(be);
@@ -479,7 +518,10 @@ void tap_backend_handle_events(struct vnet_backend *be, uint32_t events)
 		tap_rx(t);
 }
 
-/* tap_backend_close() - close the fd and free; a packet still waiting is dropped. */
+/**
+ * tap_backend_close() - close the tap fd and free the backend; a packet still waiting is dropped.
+ * @be: the tap backend, or NULL; the owner unregisters the fd first
+ */
 void tap_backend_close(struct vnet_backend *be)
 {
 	struct tap_backend *t;

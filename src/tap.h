@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tap.h - tap backend: a port's packets go through a Linux tap interface (IFF_VNET_HDR). */
 #ifndef VNETD_TAP_H
 #define VNETD_TAP_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* textbuf.c - a growable text buffer with printf-style appends (metrics text, HTTP replies). */
 #include "textbuf.h"
 
@@ -29,6 +30,11 @@ static bool reserve(struct textbuf *tb, size_t more)
 	return true;
 }
 
+/**
+ * tb_printf() - append formatted text, growing the buffer as needed.
+ * @tb: the buffer; nothing is added once tb->oom is set (a failed grow sets it)
+ * @fmt: printf format
+ */
 void tb_printf(struct textbuf *tb, const char *fmt, ...)
 {
 	va_list ap;
@@ -53,6 +59,11 @@ void tb_printf(struct textbuf *tb, const char *fmt, ...)
 	tb->len += (size_t)n;
 }
 
+/**
+ * tb_puts() - append a string (nothing once tb->oom is set).
+ * @tb: the buffer
+ * @s: NUL-terminated text
+ */
 void tb_puts(struct textbuf *tb, const char *s)
 {
 	size_t n = strlen(s);
@@ -63,6 +74,10 @@ void tb_puts(struct textbuf *tb, const char *s)
 	tb->len += n;
 }
 
+/**
+ * tb_free() - release the text; the buffer is empty (and usable) again, oom cleared.
+ * @tb: the buffer
+ */
 void tb_free(struct textbuf *tb)
 {
 	free(tb->p);

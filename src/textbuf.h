@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* textbuf.h - a growable text buffer with printf-style appends (metrics text, HTTP replies). */
 #ifndef VNETD_TEXTBUF_H
 #define VNETD_TEXTBUF_H

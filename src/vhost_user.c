@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* vhost_user.c - one vhost-user frontend connection: dispatch, device requests, lifecycle. */
 #include "vhost_user.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* vhost_user.h - one vhost-user frontend connection: what its owner (port.c) calls. */
 #ifndef VNETD_VHOST_USER_H
 #define VNETD_VHOST_USER_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* vhost_user_migrate.c - live migration over vhost-user: dirty log base, device state pipe, RARP. */
 #include "vhost_user_migrate.h"
 

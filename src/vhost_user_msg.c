@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* vhost_user_msg.c - vhost-user wire format: the pure validator every received message goes through. */
 #include "vhost_user_msg.h"
 
@@ -76,7 +77,12 @@ static enum vu_shape request_shape(uint32_t request)
 	return request < N_REQUESTS ? request_info[request].shape : SHAPE_UNKNOWN;
 }
 
-/* vu_request_name() - request name for log lines. */
+/**
+ * vu_request_name() - a request's name for log lines.
+ * @request: the request number, as received
+ *
+ * Return: "GET_FEATURES", ... (a static string), or "UNKNOWN".
+ */
 const char *vu_request_name(uint32_t request)
 {
 	if (request < N_REQUESTS && request_info[request].name)
@@ -92,7 +98,13 @@ static uint32_t get_u32(const uint8_t *p)
 	return v;
 }
 
-/* vu_msg_put_header() - serialise a header (native-endian, unaligned-safe). */
+/**
+ * vu_msg_put_header() - serialise a message header (native-endian, unaligned-safe).
+ * @buf: at least VU_HDR_SIZE (12) bytes
+ * @request: the request number
+ * @flags: version and flag bits
+ * @size: payload bytes that follow
+ */
 void vu_msg_put_header(uint8_t *buf, uint32_t request, uint32_t flags, uint32_t size)
 {
 	memcpy(buf, &request, 4);
@@ -100,7 +112,12 @@ void vu_msg_put_header(uint8_t *buf, uint32_t request, uint32_t flags, uint32_t 
 	memcpy(buf + 8, &size, 4);
 }
 
-/* vu_msg_vring_index() - ring index named by a ring message (0 for other requests). */
+/**
+ * vu_msg_vring_index() - the ring index a ring message names (state, addr or fd message).
+ * @msg: a message vu_msg_parse() accepted (the index is then < VU_MSG_MAX_VRINGS)
+ *
+ * Return: the index; 0 for requests that name no ring.
+ */
 unsigned vu_msg_vring_index(const struct vu_msg *msg)
 {
 	switch (request_shape(msg->request)) {
@@ -115,7 +132,13 @@ unsigned vu_msg_vring_index(const struct vu_msg *msg)
 	}
 }
 
-/* vu_msg_fds_needed() - fds the request must carry; -1 when unknown (any count). */
+/**
+ * vu_msg_fds_needed() - how many fds a request must carry.
+ * @msg: a parsed message
+ *
+ * Return: the count (ring fd messages: 0 with VU_VRING_NOFD; memory tables: nregions), or -1 for
+ * an unknown request (any count).
+ */
 int vu_msg_fds_needed(const struct vu_msg *msg)
 {
 	switch (request_shape(msg->request)) {
@@ -196,7 +219,20 @@ static int check_shape(const struct vu_msg *m, enum vu_shape shape, const char *
 	return *why = "internal: bad shape", -1;
 }
 
-/* vu_msg_parse() - validate one whole message; see vhost_user_msg.h for the rules. */
+/**
+ * vu_msg_parse() - the pure validator every received message goes through.
+ * @buf: the header and exactly `size` payload bytes
+ * @len: bytes in @buf (12 + size)
+ * @nfds: fds that arrived with the message
+ * @out: the message; payload bytes beyond its size are zero
+ * @why: set to a static string saying what was wrong ("ok" on success)
+ *
+ * Checks the version, the reply flag, the payload size for the request, the fd count the request
+ * needs, ring indexes (< VU_MSG_MAX_VRINGS), nregions (1..8) and config bounds. Unknown requests
+ * pass with any size and fds (the caller rejects them). Pure; never reads past @len.
+ *
+ * Return: 0, or -1 with *@why set.
+ */
 int vu_msg_parse(const uint8_t *buf, size_t len, unsigned nfds, struct vu_msg *out,
 		 const char **why)
 {

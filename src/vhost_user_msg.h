@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* vhost_user_msg.h - vhost-user wire format and the pure message validator (no I/O, no state). */
 #ifndef VNETD_VHOST_USER_MSG_H
 #define VNETD_VHOST_USER_MSG_H

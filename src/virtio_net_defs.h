@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* virtio_net_defs.h - virtio-net constants and wire structures from the VIRTIO 1.3 spec. */
 #ifndef VNETD_VIRTIO_NET_DEFS_H
 #define VNETD_VIRTIO_NET_DEFS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* virtqueue.c - device side of a split virtqueue: ring setup, the one chain walker, used ring. */
 #include "virtqueue.h"
 
@@ -21,6 +22,11 @@ static const char *const walk_error_names[] = {
 	[VQ_WALK_TOO_MANY_IOV] = "chain split into more than 1024 pieces of guest memory",
 };
 
+/**
+ * vq_walk_error_str() - short text for a walk error (log lines, tests).
+ *
+ * Return: a static string; "unknown" for a value outside the enum.
+ */
 const char *vq_walk_error_str(enum vq_walk_error err)
 {
 	if ((unsigned)err >= sizeof(walk_error_names) / sizeof(walk_error_names[0]))
@@ -112,6 +118,17 @@ static bool is_pow2(unsigned n)
 	return n && !(n & (n - 1));
 }
 
+/**
+ * vq_start() - translate and check the ring addresses the transport set, and start the queue.
+ * @vq: the queue: num, desc/avail/used_addr and ring_space set
+ * @mem: the guest memory the rings and every later chain are translated in
+ *
+ * The size must be a power of two up to VQ_MAX_SIZE, the rings aligned and each inside one
+ * region. Starts at last_avail (kept across a stop) and the used index the ring holds; clears a
+ * broken state.
+ *
+ * Return: 0, or -1 (rate-limited log line) with the queue not started.
+ */
 int vq_start(struct virtqueue *vq, const struct guest_mem *mem)
 {
 	uint64_t num = vq->num;
@@ -152,6 +169,10 @@ int vq_start(struct virtqueue *vq, const struct guest_mem *mem)
 	return 0;
 }
 
+/**
+ * vq_stop() - stop the queue and forget its ring pointers.
+ * @vq: the queue; last_avail stays, for GET_VRING_BASE
+ */
 void vq_stop(struct virtqueue *vq)
 {
 	vq->started = false;
@@ -160,6 +181,13 @@ void vq_stop(struct virtqueue *vq)
 	vq->used = NULL;
 }
 
+/**
+ * vq_mark_broken() - stop processing the queue after a guest error (NEEDS_RESET semantics).
+ * @vq: the queue; stays broken until vq_start() or vq_reset()
+ * @what: the error, for the one rate-limited log line
+ *
+ * The first call logs and calls vq->on_broken; later ones do nothing.
+ */
 void vq_mark_broken(struct virtqueue *vq, const char *what)
 {
 	if (vq->broken)
@@ -170,6 +198,20 @@ void vq_mark_broken(struct virtqueue *vq, const char *what)
 		vq->on_broken(vq->owner_ctx, vq->index);
 }
 
+/**
+ * vq_walk_chain() - the one descriptor-chain walker.
+ * @mem: guest memory the buffers are translated in
+ * @desc: the descriptor table (host pointer already validated)
+ * @num: its number of entries
+ * @head: the chain's first descriptor
+ * @indirect_ok: VIRTIO_RING_F_INDIRECT_DESC negotiated
+ * @out: the chain: readable iovecs, then writable ones (at most VQ_MAX_CHAIN in all); out->head
+ * is @head even on failure
+ *
+ * Each descriptor is copied to a local before it is checked. Pure: touches no queue state.
+ *
+ * Return: VQ_WALK_OK, or why the chain is invalid (@out then partial).
+ */
 enum vq_walk_error vq_walk_chain(const struct guest_mem *mem, const struct vring_desc *desc,
 				 unsigned num, unsigned head, bool indirect_ok, struct vq_chain *out)
 {
@@ -188,11 +230,23 @@ enum vq_walk_error vq_walk_chain(const struct guest_mem *mem, const struct vring
 	return walk_chain_slow(mem, desc, num, head, indirect_ok, out, d);
 }
 
+/**
+ * vq_avail_idx() - the driver's avail index now (acquire load).
+ * @vq: a started queue
+ *
+ * Return: the index, host order.
+ */
 uint16_t vq_avail_idx(struct virtqueue *vq)
 {
 	return le16toh(__atomic_load_n(&vq->avail->idx, __ATOMIC_ACQUIRE));
 }
 
+/**
+ * vq_has_avail() - whether the driver made chains available that have not been popped.
+ * @vq: the queue
+ *
+ * Return: false as well for a queue not started or broken.
+ */
 bool vq_has_avail(struct virtqueue *vq)
 {
 	if (!vq->started || vq->broken)
@@ -200,6 +254,19 @@ bool vq_has_avail(struct virtqueue *vq)
 	return __atomic_load_n(&vq->avail->idx, __ATOMIC_ACQUIRE) != htole16(vq->last_avail);
 }
 
+/**
+ * vq_pop_slow() - take the next available chain: every case vq_pop()'s inline fast path does not
+ * take.
+ * @vq: the queue
+ * @chain: the chain taken
+ *
+ * Reads the avail index only when what it last announced is used up; an index that moved by more
+ * than the queue size, or a chain the walker refuses, breaks the queue. Prefetches the next
+ * chain's first buffer when the batch announced one.
+ *
+ * Return: 1 with @chain filled, 0 when the ring is empty (or the queue not started), -1 when the
+ * queue is broken.
+ */
 int vq_pop_slow(struct virtqueue *vq, struct vq_chain *chain)
 {
 	uint16_t head;
@@ -232,6 +299,11 @@ int vq_pop_slow(struct virtqueue *vq, struct vq_chain *chain)
 	return 1;
 }
 
+/**
+ * vq_unpop() - give back the last chains popped; they will be popped again.
+ * @vq: the queue
+ * @n: how many
+ */
 void vq_unpop(struct virtqueue *vq, unsigned n)
 {
 	vq->last_avail = (uint16_t)(vq->last_avail - n);
@@ -284,6 +356,13 @@ static void vq_log_published(struct virtqueue *vq, uint16_t from)
 	vq_log_used_range(vq, offsetof(struct vring_used, idx), sizeof(uint16_t));
 }
 
+/**
+ * vq_publish() - make every pushed used element visible to the driver with one index store.
+ * @vq: the queue
+ *
+ * Release store: the elements are visible before the index. With dirty logging on, logs the
+ * buffers, used elements and index the publication covers.
+ */
 void vq_publish(struct virtqueue *vq)
 {
 	uint16_t from = vq->used_published;
@@ -295,6 +374,16 @@ void vq_publish(struct virtqueue *vq)
 		vq_log_published(vq, from);
 }
 
+/**
+ * vq_driver_wants_notify() - whether the driver accepts a notification for what was published
+ * since the last decision, and record this decision point.
+ * @vq: the queue
+ *
+ * Looks at avail->flags, or used_event with EVENT_IDX. Covers PUBLISHED entries only: deciding for
+ * entries pushed but not yet published would let a driver that cannot see them be skipped.
+ *
+ * Return: true when a notification should be sent.
+ */
 bool vq_driver_wants_notify(struct virtqueue *vq)
 {
 	/* The fence inside orders the used index store before reading the suppression state. */
@@ -306,6 +395,13 @@ bool vq_driver_wants_notify(struct virtqueue *vq)
 	return wants;
 }
 
+/**
+ * vq_driver_would_notify() - what vq_driver_wants_notify() would answer now, without recording a
+ * decision point (the stall guard asks before it forces an early notification).
+ * @vq: the queue
+ *
+ * Return: true when the driver accepts a notification.
+ */
 bool vq_driver_would_notify(const struct virtqueue *vq)
 {
 	uint16_t old = vq->signalled_used, new = vq->used_published, event;
@@ -319,6 +415,15 @@ bool vq_driver_would_notify(const struct virtqueue *vq)
 	return (uint16_t)(new - event - 1) < (uint16_t)(new - old);
 }
 
+/**
+ * vq_kick_enable() - ask the driver to kick when it adds chains after those available now.
+ * @vq: the queue (nothing happens unless started and not broken)
+ *
+ * Writes avail_event (EVENT_IDX) or clears VRING_USED_F_NO_NOTIFY, then re-reads the avail index
+ * after a full fence, so a kick cannot be lost.
+ *
+ * Return: true if there are chains not popped yet: process them before sleeping.
+ */
 bool vq_kick_enable(struct virtqueue *vq)
 {
 	if (!vq->started || vq->broken)
@@ -339,6 +444,10 @@ bool vq_kick_enable(struct virtqueue *vq)
 	return vq_has_avail(vq);
 }
 
+/**
+ * vq_kick_disable() - tell the driver kicks are not needed now (best effort).
+ * @vq: the queue; only without EVENT_IDX (VRING_USED_F_NO_NOTIFY), and only started, not broken
+ */
 void vq_kick_disable(struct virtqueue *vq)
 {
 	if (vq->started && !vq->broken && !vq->event_idx) {
@@ -348,6 +457,10 @@ void vq_kick_disable(struct virtqueue *vq)
 	}
 }
 
+/**
+ * vq_reset() - back to the state after a device reset: not started, not broken, indexes 0.
+ * @vq: the queue; keeps its index and its on_broken hook with owner_ctx
+ */
 void vq_reset(struct virtqueue *vq)
 {
 	unsigned index = vq->index;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* virtqueue.h - device side of a split virtqueue: ring setup, the one chain walker, used ring. */
 #ifndef VNETD_VIRTQUEUE_H
 #define VNETD_VIRTQUEUE_H

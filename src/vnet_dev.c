@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* vnet_dev.c - virtio-net device model: features, config space, queue lifecycle, kicks, timers. */
 #include "vnet_dev.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* vnet_dev.h - the virtio-net device model: features, config space, queues, RX/TX, control queue. */
 #ifndef VNETD_VNET_DEV_H
 #define VNETD_VNET_DEV_H

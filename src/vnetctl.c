@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* vnetctl.c - command-line client of vnetd's control socket: ports, stats, coalescing, raw JSON. */
 #include <errno.h>
 #include <limits.h>
@@ -693,6 +694,14 @@ static int cmd_raw(const char *path, int argc, char **argv)
 	return ret;
 }
 
+/**
+ * main() - vnetctl: send one command to vnetd's control socket and print the reply.
+ * @argc: argument count
+ * @argv: [--control PATH] COMMAND [ARGS]; the socket path may also come from VNETCTL_CONTROL
+ *
+ * Return: the exit status: 0 success, 1 the daemon answered with an error, 2 usage or connection
+ * error.
+ */
 int main(int argc, char **argv)
 {
 	static const struct {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* vnetd.c - entry point of the vnetd daemon. */
 #include <stdlib.h>
 
@@ -5,6 +6,13 @@
 #include "log.h"
 #include "options.h"
 
+/**
+ * main() - vnetd: parse the command line, then run the daemon until SIGTERM or SIGINT.
+ * @argc: argument count
+ * @argv: the arguments (options.h)
+ *
+ * Return: 0 after --help, 2 for a bad command line, else daemon_run()'s exit status.
+ */
 int main(int argc, char **argv)
 {
 	static struct vnetd_options opts;

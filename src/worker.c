@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* worker.c - event-loop threads: one epoll loop each, parking for the main thread's changes. */
 #include "worker.h"
 
@@ -12,6 +13,19 @@
 
 #define MAX_EVENTS 64
 
+/**
+ * worker_pool_init() - set up the workers: an epoll set with its wake eventfd and two run queues
+ * (yielded work, the flush list) each.
+ * @p: the pool, zeroed by the caller
+ * @n: number of workers, 1..VNETD_MAX_WORKERS
+ * @rq_cap: entries of each run queue (one per queue the worker may own)
+ * @ops: what the owner does with events (const table, kept)
+ * @ctx: passed to every @ops call
+ *
+ * No thread starts here (worker_pool_start()). Main thread.
+ *
+ * Return: 0, or -1 (logged); worker_pool_free() cleans up either way.
+ */
 int worker_pool_init(struct worker_pool *p, unsigned n, unsigned rq_cap,
 		     const struct worker_ops *ops, void *ctx)
 {
@@ -41,6 +55,18 @@ int worker_pool_init(struct worker_pool *p, unsigned n, unsigned rq_cap,
 	return 0;
 }
 
+/**
+ * worker_round() - one round of a worker's event loop.
+ * @w: the worker; called on its own thread (worker 0: the main thread)
+ *
+ * Waits for events (without waiting while work is queued), calls ops->round_begin, dispatches the
+ * events (the wake eventfd is read here and reported through ops->woken), gives one budget to each
+ * run-queue entry queued before the round, dispatches the flush list (received packets published
+ * once per round), calls ops->round_end, then ops->fault if a guest memory fault happened since
+ * the worker last looked.
+ *
+ * Return: 0 (EINTR included), or -1 when epoll_wait failed (logged).
+ */
 int worker_round(struct worker *w)
 {
 	const struct worker_ops *ops = w->pool->ops;
@@ -88,7 +114,13 @@ int worker_round(struct worker *w)
 	return 0;
 }
 
-/* worker_wake() - one eventfd write (EAGAIN: a wake-up is pending anyway). */
+/**
+ * worker_wake() - make a worker's epoll_wait() return; its thread then calls ops->woken.
+ * @w: the worker
+ *
+ * Any thread; one eventfd write (EAGAIN: a wake-up is pending anyway, so wake-ups that come close
+ * together are read as one).
+ */
 void worker_wake(struct worker *w)
 {
 	uint64_t one = 1;
@@ -132,6 +164,14 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+/**
+ * worker_pool_start() - start the threads of workers 1..n-1 and wait until each runs its loop.
+ * @p: the pool
+ *
+ * Main thread, before the sandbox (which must come after the threads' start-up system calls).
+ *
+ * Return: 0, or -1 (logged) when a thread could not be created.
+ */
 int worker_pool_start(struct worker_pool *p)
 {
 	for (unsigned i = 1; i < p->n; i++) {
@@ -150,6 +190,14 @@ int worker_pool_start(struct worker_pool *p)
 	return 0;
 }
 
+/**
+ * worker_pool_park() - stop every other worker between two rounds.
+ * @p: the pool
+ *
+ * Main thread only; not nested. Returns when every started worker waits, so the caller may touch
+ * any port (control requests, port changes); their data path pauses until worker_pool_unpark().
+ * A no-op with one worker.
+ */
 void worker_pool_park(struct worker_pool *p)
 {
 	if (p->n < 2)
@@ -173,6 +221,12 @@ void worker_pool_park(struct worker_pool *p)
 	pthread_mutex_unlock(&p->lock);
 }
 
+/**
+ * worker_pool_unpark() - let the workers worker_pool_park() stopped run again.
+ * @p: the pool
+ *
+ * Main thread only; a no-op with one worker.
+ */
 void worker_pool_unpark(struct worker_pool *p)
 {
 	if (p->n < 2)
@@ -183,6 +237,12 @@ void worker_pool_unpark(struct worker_pool *p)
 	pthread_mutex_unlock(&p->lock);
 }
 
+/**
+ * worker_pool_stop() - end the worker threads and join them.
+ * @p: the pool
+ *
+ * Main thread. Their ports stay, for the main thread to remove.
+ */
 void worker_pool_stop(struct worker_pool *p)
 {
 	pthread_mutex_lock(&p->lock);
@@ -197,6 +257,10 @@ void worker_pool_stop(struct worker_pool *p)
 		}
 }
 
+/**
+ * worker_pool_free() - close the epoll sets and wake fds and free the run queues.
+ * @p: the pool; after worker_pool_stop() and after the ports went
+ */
 void worker_pool_free(struct worker_pool *p)
 {
 	for (unsigned i = 0; i < p->n; i++) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* worker.h - event-loop threads: each owns an epoll set, its run queues and its ports' fds. */
 #ifndef VNETD_WORKER_H
 #define VNETD_WORKER_H
