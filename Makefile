@@ -61,10 +61,12 @@ e2e: build
 	$(PYTHON) tests/e2e/run_all.py
 
 # Every results file and relative link the docs name exists, and results/README.md indexes every
-# results file; src/'s includes follow docs/design.md's layer table, without a cycle (a second).
+# results file; src/'s includes follow docs/design.md's layer table, without a cycle; every src file
+# has its SPDX and purpose lines and every non-static function a kernel-doc block (a second).
 docs-check:
 	$(PYTHON) tools/check_docs.py
 	$(PYTHON) tools/check_layers.py
+	$(PYTHON) tools/check_docs_c.py
 
 check: docs-check deps
 	$(MAKE) unit asan fuzz-smoke e2e

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* config_file.c - the --config file: JSON (jansson) to a list of --port specs; pure parser. */
 #include "config_file.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* config_file.h - the --config file: a JSON list of port specs (jansson), a pure parser. */
 #ifndef VNETD_CONFIG_FILE_H
 #define VNETD_CONFIG_FILE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* daemon.c - the vnetd process: set-up, and worker loops dispatching typed references. */
 #include "daemon.h"
 

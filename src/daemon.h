@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* daemon.h - the vnetd process: ports, control socket and the one event loop. */
 #ifndef VNETD_DAEMON_H
 #define VNETD_DAEMON_H

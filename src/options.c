@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* options.c - vnetd command line parsing: the daemon's options and the --help text. */
 #include "options.h"
 

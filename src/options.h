@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* options.h - vnetd command line: ports (--port, port_spec.h), control, metrics, sandbox. */
 #ifndef VNETD_OPTIONS_H
 #define VNETD_OPTIONS_H

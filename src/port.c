@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* port.c - one vnetd port: vhost-user listener and connection, device, backend, queue timers. */
 #include "port.h"
 

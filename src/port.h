@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* port.h - one vnetd port: vhost-user listener + connection, device model, backend, timers. */
 #ifndef VNETD_PORT_H
 #define VNETD_PORT_H

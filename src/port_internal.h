@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* port_internal.h - the daemon-facing port functions: create, destroy, events, state. */
 #ifndef VNETD_PORT_INTERNAL_H
 #define VNETD_PORT_INTERNAL_H

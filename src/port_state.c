@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* port_state.c - the --state-dir file of a port: JSON (jansson), parsed as hostile input. */
 /*
  * Version 2 (version 1 lacks "rx"; both are read):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* port_state.h - what a port keeps across vnetd restarts (--state-dir): coalescing, RX filter, MAC. */
 #ifndef VNETD_PORT_STATE_H
 #define VNETD_PORT_STATE_H
