@@ -182,12 +182,14 @@ def main():
     res = {
         'seconds': args.seconds, 'rounds': rounds, 'cases_per_round': len(hostile.CASES),
         'vnetd': harness.VNETD, 'extra_args': os.environ.get('VNETD_EXTRA_ARGS', ''),
+        'asan_options': os.environ.get('ASAN_OPTIONS', ''),
         'guest_kit': kits_line(kit), 'load_before': load0, 'load_after': os.getloadavg(),
         'transfers': sum(g.transfers for g in guests),
         'bytes_ok': sum(g.ok_bytes for g in guests), 'transfers_lost_or_corrupted': lost,
         'guest_messages': [m for g in guests for m in g.messages][:20],
         'hostile_failures': failures, 'vnetd_alive_at_end': alive, 'vnetd_exit_status': rc,
         'rss_kb_start': samples[0]['rss_kb'], 'rss_kb_end': samples[-1]['rss_kb'],
+        'rss_kb_at_quarter': samples[len(samples) // 4]['rss_kb'],
         'fds_start': samples[0]['fds'], 'fds_end': samples[-1]['fds'],
         'control_rtt_p99_ms': p99(s['rtt_ms'] for s in samples),
         'control_rtt_max_ms': max((s['rtt_ms'] for s in samples if s['rtt_ms'] is not None), default=None),
@@ -202,7 +204,8 @@ def main():
     print('%-34s %s' % ('good transfers (2 guests, 8 MB)', res['transfers']))
     print('%-34s %d MB' % ('bytes delivered byte-exact', res['bytes_ok'] >> 20))
     print('%-34s %d' % ('transfers lost or corrupted', lost))
-    print('%-34s %d -> %d kB' % ('vnetd RSS start -> end', res['rss_kb_start'], res['rss_kb_end']))
+    print('%-34s %d -> %d -> %d kB' % ('vnetd RSS start -> 1/4 -> end', res['rss_kb_start'],
+                                        res['rss_kb_at_quarter'], res['rss_kb_end']))
     print('%-34s %d -> %d' % ('vnetd fds start -> end', res['fds_start'], res['fds_end']))
     print('%-34s %s ms (max %s)' % ('control RTT p99', fmt(res['control_rtt_p99_ms']),
                                      fmt(res['control_rtt_max_ms'])))
