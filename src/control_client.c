@@ -271,26 +271,35 @@ static void client_close(struct control_clients *cc, unsigned slot)
 	cc->clients[slot] = NULL;
 }
 
-/* accept_client() - one pending connection into a free slot; refused when all are taken. */
-static void accept_client(struct control_clients *cc)
+/*
+ * accept_client() - one pending connection into a free slot; refused when all are taken.
+ * Returns false when there is nothing (more) to accept: the listener is edge-triggered, so
+ * accept_clients() takes connections until then. Out of fds (EMFILE, ENFILE) the rest wait for
+ * the next connection: level-triggered they would wake the loop again at once, for ever.
+ */
+static bool accept_client(struct control_clients *cc)
 {
 	int fd = accept4(cc->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	struct client *c;
 	unsigned slot;
 
-	if (fd < 0)
-		return;
+	if (fd < 0) {
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+			log_guest("control: cannot accept a client: %s (retried at the next "
+				  "connection)", strerror(errno));
+		return false;
+	}
 	for (slot = 0; slot < CONTROL_MAX_CLIENTS && cc->clients[slot]; slot++)
 		;
 	if (slot == CONTROL_MAX_CLIENTS) {
 		log_warn("control: too many clients");
 		close(fd);
-		return;
+		return true;
 	}
 	c = malloc(sizeof(*c));
 	if (!c) {
 		close(fd);
-		return;
+		return true;
 	}
 	c->fd = fd;
 	c->eof = false;
@@ -301,6 +310,7 @@ static void accept_client(struct control_clients *cc)
 	struct ev_ref ref = {.kind = EV_CONTROL_CLIENT, .queue = (uint8_t)slot, .fd = fd};
 	if (event_loop_add(cc->epfd, fd, EPOLLIN, ref) < 0)
 		client_close(cc, slot);
+	return true;
 }
 
 /*
@@ -353,7 +363,7 @@ struct control_clients *control_client_open(const char *path, int epfd)
 		return NULL;
 	}
 	memcpy(cc->path, path, strlen(path) + 1); /* listen_at() checked its length */
-	if (event_loop_add(epfd, cc->listen_fd, EPOLLIN,
+	if (event_loop_add(epfd, cc->listen_fd, EPOLLIN | EPOLLET,
 			   (struct ev_ref){.kind = EV_CONTROL_LISTEN, .fd = cc->listen_fd}) < 0) {
 		control_client_close(cc);
 		return NULL;
@@ -369,7 +379,7 @@ struct control_clients *control_client_open(const char *path, int epfd)
  * @ports: the live ports the requests may name, @nports of them.
  * @nports: how many.
  *
- * Accepts one connection, or reads a client's request lines, runs each (control_execute())
+ * Accepts the pending connections, or reads a client's request lines, runs each (control_execute())
  * and sends the replies. A client is closed at EOF once its replies are out, on an I/O error,
  * on a line over CONTROL_MAX_LINE, or with more than CONTROL_MAX_OUTBUF unsent. Never blocks.
  *
@@ -379,7 +389,8 @@ void control_client_event(struct control_clients *cc, struct ev_ref ref, uint32_
 			  struct port *const *ports, unsigned nports)
 {
 	if (ref.kind == EV_CONTROL_LISTEN)
-		accept_client(cc);
+		while (accept_client(cc))
+			;
 	else if (ref.kind == EV_CONTROL_CLIENT)
 		client_event(cc, ref, events, ports, nports);
 }

@@ -31,6 +31,7 @@ struct metrics_client {
 struct metrics_server {
 	int epfd, listen_fd, timer_fd;
 	bool timer_armed;
+	bool listen_paused; /* accept failed for want of fds: the 1 s tick listens again */
 	struct metrics_client *clients[METRICS_MAX_CLIENTS];
 };
 
@@ -251,6 +252,7 @@ static void arm_timer(struct metrics_server *m)
 
 	for (unsigned i = 0; i < METRICS_MAX_CLIENTS; i++)
 		want |= m->clients[i] != NULL;
+	want |= m->listen_paused;
 	if (want == m->timer_armed)
 		return;
 	if (want)
@@ -304,8 +306,19 @@ static void accept_clients(struct metrics_server *m)
 		struct metrics_client *c;
 		unsigned slot;
 
-		if (fd < 0)
+		if (fd < 0) {
+			/* Out of fds the connection stays pending and the level-triggered listener
+			 * would wake the loop at once, for ever: stop listening until the tick. */
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+				log_guest("metrics: cannot accept a connection: %s (listening again in "
+					  "1 s)", strerror(errno));
+				if (event_loop_mod(m->epfd, m->listen_fd, 0,
+						   (struct ev_ref){.kind = EV_METRICS_LISTEN,
+								   .fd = m->listen_fd}) == 0)
+					m->listen_paused = true;
+			}
 			break;
+		}
 		slot = free_slot(m);
 		c = malloc(sizeof(*c));
 		if (!c) {
@@ -400,6 +413,10 @@ static void expire_clients(struct metrics_server *m)
 	for (unsigned i = 0; i < METRICS_MAX_CLIENTS; i++)
 		if (m->clients[i] && now >= m->clients[i]->deadline_ns)
 			client_close(m, i);
+	if (m->listen_paused &&
+	    event_loop_mod(m->epfd, m->listen_fd, EPOLLIN,
+			   (struct ev_ref){.kind = EV_METRICS_LISTEN, .fd = m->listen_fd}) == 0)
+		m->listen_paused = false;
 	arm_timer(m);
 }
 

@@ -1228,13 +1228,26 @@ def kick_pipe_hup(env, res):
     res.check(f.coal_tx_set(2, 2) == vu.VIRTIO_NET_OK, 'the control queue still works')
 
 
-@case('vhost-user listener while vnetd is out of fds (accept fails with EMFILE)',
-      nolog='the line is checked in the own vnetd\'s log')
+def _cpu_share(pid, seconds=2.0):
+    """vnetd's CPU over `seconds`, in cores."""
+    def ticks():
+        with open('/proc/%d/stat' % pid) as f:
+            fields = f.read().rsplit(')', 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    t0, c0 = time.monotonic(), ticks()
+    time.sleep(seconds)
+    return (ticks() - c0) / os.sysconf('SC_CLK_TCK') / (time.monotonic() - t0)
+
+
+@case('listeners while vnetd is out of fds (accept fails with EMFILE): vhost-user, control, metrics',
+      nolog='the lines are checked in the own vnetd\'s log')
 def listener_out_of_fds(env, res):
+    import socket as _socket
+    # The fds a one-port vnetd with --metrics holds when idle, then one with exactly that
+    # RLIMIT_NOFILE: every accept fails.
+    args = lambda s: ['--port', 'socket=%s,switch' % s, '--metrics', '127.0.0.1:0']  # noqa: E731
     wd = workdir('hostile-emfile')
-    sock = os.path.join(wd, 'p0.sock')
-    # The fds a one-port vnetd holds when idle, then one with exactly that RLIMIT_NOFILE.
-    vd = OwnVnetd(wd, ['--port', 'socket=%s,switch' % sock])
+    vd = OwnVnetd(wd, args(os.path.join(wd, 'p0.sock')))
     if not res.check(vd.ready(), 'own vnetd started'):
         check_sigterm(res, vd, 'sizing run')
         return
@@ -1242,26 +1255,33 @@ def listener_out_of_fds(env, res):
     check_sigterm(res, vd, 'sizing run')
     wd = workdir('hostile-emfile')
     sock = os.path.join(wd, 'p0.sock')
-    vd = OwnVnetd(wd, ['--port', 'socket=%s,switch' % sock], wrap=['prlimit', '--nofile=%d:%d' % (fds, fds), '--'])
+    vd = OwnVnetd(wd, args(sock), wrap=['prlimit', '--nofile=%d:%d' % (fds, fds), '--'])
     try:
         if not res.check(vd.ready(), 'own vnetd started with RLIMIT_NOFILE %d' % fds):
             return
-        pid = vd.proc.pid
-        c = VhostUserClient(sock)
-        t0 = time.monotonic()
-        with open('/proc/%d/stat' % pid) as f:
-            f0 = f.read().rsplit(')', 1)[1].split()
-        time.sleep(2.0)
-        with open('/proc/%d/stat' % pid) as f:
-            f1 = f.read().rsplit(')', 1)[1].split()
-        cpu = sum(int(f1[i]) - int(f0[i]) for i in (11, 12)) / os.sysconf('SC_CLK_TCK')
-        load = cpu / (time.monotonic() - t0)
+        m = re.search(r'metrics: http://127\.0\.0\.1:(\d+)/metrics', vd.log_text())
+        if not res.check(bool(m), 'metrics port in the log'):
+            return
         # Spinning takes a whole core when the machine is idle, ~40 % on a loaded 2-core one.
-        res.check(load < 0.15, 'vnetd CPU over 2 s with a connection it cannot accept: %.0f%% of a '
-                  'core (< 15%%)' % (load * 100))
-        c.close()
-        m = re.search(r'cannot accept a frontend: Too many open files', vd.log_text())
-        res.check(bool(m), 'logged: %s' % (m.group(0) if m else 'no "cannot accept" line'))
+        held = [VhostUserClient(sock)]
+        load = _cpu_share(vd.proc.pid)
+        res.check(load < 0.15, 'a vhost-user connection it cannot accept: vnetd CPU %.0f%% of a '
+                  'core over 2 s (< 15%%)' % (load * 100))
+        for what, family, addr in (('control', _socket.AF_UNIX, vd.ctl),
+                                   ('metrics', _socket.AF_INET, ('127.0.0.1', int(m.group(1))))):
+            c = _socket.socket(family, _socket.SOCK_STREAM)
+            c.connect(addr)
+            held.append(c)
+            load = _cpu_share(vd.proc.pid)
+            res.check(load < 0.15, 'and a %s connection it cannot accept: vnetd CPU %.0f%% of a '
+                      'core over 2 s (< 15%%)' % (what, load * 100))
+        for c in held:
+            c.close()
+        text = vd.log_text()
+        for line in ('cannot accept a frontend: Too many open files',
+                     'control: cannot accept a client: Too many open files',
+                     'metrics: cannot accept a connection: Too many open files'):
+            res.check(line in text, 'logged: %s' % line)
     finally:
         check_sigterm(res, vd, 'out of fds')
 
