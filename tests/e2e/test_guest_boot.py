@@ -29,6 +29,10 @@ def main():
     table = []
     for suite in kits.DEFAULT_SUITES:
         kit = harness.guest_kit(suite)
+        title, rows = kits.manifest(kit)
+        print('MANIFEST of %s (%s):' % (kit, title))
+        for r in rows:
+            print('  %-36s %-28s %s' % r)
         ok, what = kits.boots(kit, harness.BUILD)
         table.append((suite, kits.describe(kit), 'boots: ' + what if ok else 'SKIPPED: ' + what))
     print('\nUML kernels on this host:')
