@@ -5,30 +5,12 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <sys/un.h>
 
+#include "port_config.h"
 #include "vhost_user.h"
 #include "vnet_dev.h"
 
-#define VNETD_MAX_PORTS 1024 /* fits ev_ref.port (16 bits) */
-
-enum port_backend_kind { PORT_BACKEND_TAP, PORT_BACKEND_SWITCH };
-
-/* A port as the command line describes it. */
-struct port_config {
-	char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	enum port_backend_kind backend;
-	char tap_name[16];
-	bool client;    /* vhost-user client: connect to socket_path (and reconnect) */
-	bool mac_given; /* mac= was in the spec (else derived from index and socket) */
-	int worker;     /* worker= (0..), or -1: the worker with the fewest ports */
-	uint64_t max_mem; /* max-mem=: guest memory the frontend may map (mem_cap.h); 0 default */
-	struct vnet_dev_params dev;
-	unsigned max_macs;   /* switch: max-macs=, MACs the port may hold in the FDB (0: default) */
-	unsigned learn_rate; /* switch: learn-rate=, new MACs a second (0: no limit) */
-};
-
-struct port; /* opaque; defined in port.c */
+struct port; /* opaque; defined in port_core.h, which only the port*.c files include */
 
 /* port_name() - "p0", "p1", ... by index. */
 const char *port_name(const struct port *p);

@@ -5,18 +5,9 @@
 
 #include "event_loop.h"
 #include "port.h"
+#include "port_persist.h" /* port_set_state_dir(), port_state_sync() */
 
 struct vnet_switch;
-
-/* port_set_state_dir() - the --state-dir directory (an fd) for every port created after. */
-void port_set_state_dir(int dirfd);
-
-/*
- * port_state_sync() - write the port's state file now if its state changed since the last
- * write (called after control requests, and by the state timer, at a disconnect and at port
- * removal; never on the data path). A guest's control-queue kicks only arm the timer.
- */
-void port_state_sync(struct port *p);
 
 /*
  * port_create() - set up a port (backend, listener, timers) of worker `worker` in its epoll

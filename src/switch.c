@@ -1,30 +1,32 @@
 /* SPDX-License-Identifier: MIT */
-/* switch.c - switch backend: an L2 learning switch forwarding frames between vnetd ports. */
+/* switch.c - switch backend data path: flow cache, delivery and transmit between vnetd ports. */
 #include "switch.h"
 
 #include <assert.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/uio.h>
-#include <time.h>
 
 #include "iov.h"
 #include "log.h"
 #include "stat_atomic.h"
 #include "switch_fdb.h"
+#include "switch_internal.h"
 #include "switch_xq.h"
 #include "virtio_net_defs.h"
 #include "vnet_dev.h"
 
-#define SW_ETH_ALEN FDB_ETH_ALEN
+/*
+ * An L2 learning switch forwarding frames between vnetd ports: what runs for every frame, on
+ * the workers' threads. The switch and its ports themselves (create, attach, detach, counters)
+ * are switch_port.c's; their state is in switch_internal.h.
+ */
+
 #define SW_MIN_FRAME 14	   /* an Ethernet header */
 #define SW_MAX_FRAME 65536 /* the largest frame a port takes */
 #define SW_FLOOD 0xffffu   /* cross-worker tag: every port of the receiving worker */
-#define SW_MAGIC 0x73776974u /* "swit": catches a tap handle passed to the switch */
 
 _Static_assert(SWITCH_MAX_WORKERS <= XQ_MAX_WORKERS, "the cross-worker queues cover every worker");
 _Static_assert(SW_MAX_FRAME <= XQ_MAX_FRAME, "every frame fits a cross-worker queue");
@@ -41,88 +43,6 @@ struct sw_packet {
 #define SW_SMALL_CAP 2048
 #define SW_POOL_SMALL 1024 /* free buffers kept for reuse: no allocation per packet */
 #define SW_POOL_LARGE 32
-
-/* The private side of a struct vnet_backend handed out by switch_attach(). */
-struct switch_port {
-	uint32_t magic;
-	uint16_t slot;	 /* index in vnet_switch.ports */
-	uint16_t worker; /* the worker whose thread alone uses dev and the fields below */
-	uint32_t serial; /* tells this port from a later one in the same slot (queued frames) */
-	bool resuming;	 /* inside rx_resume(): do not flush recursively */
-	struct vnet_switch *sw;
-	struct vnet_dev *dev;
-	char name[32];
-	/* FIFO of packets waiting for guest RX buffers; while non-empty, new packets queue too. */
-	struct sw_packet *queue[SWITCH_QUEUE_PACKETS];
-	unsigned q_head, q_len;
-	size_t q_bytes;	 /* the capacity of the buffers queued (what they hold in memory) */
-	uint64_t forwarded, flooded, dropped, crossed; /* this thread's (switch_port_stats()) */
-	uint64_t cache_misses; /* stat_atomic.h: the statistics read it from another thread */
-	bool refusal_logged[2]; /* FDB_AT_LIMIT, FDB_OVER_RATE: said once per port */
-	/*
-	 * Flow cache (consecutive frames of a port mostly share their addresses), valid while the
-	 * FDB set its answer came from is unchanged (struct fdb_ver: a change elsewhere in the
-	 * table leaves it valid), so a hit takes no lock and reads no entry but for its age: the
-	 * entry holding this port's last source MAC, and the last destination looked up with its
-	 * answer (NULL port: unknown, flooded).
-	 */
-	struct fdb_entry *src_hit; /* NULL: not learnt (src_retry_ns: a refusal, till then) */
-	struct fdb_ver src_ver;
-	uint64_t src_retry_ns;
-	uint8_t src_mac[SW_ETH_ALEN];
-	uint8_t macs[2 * SW_ETH_ALEN]; /* the frame being sent: destination, source (a copy) */
-	uint8_t dst_mac[SW_ETH_ALEN];
-	struct fdb_ver dst_ver;
-	struct fdb_entry *dst_hit;
-	struct switch_port *dst_port;
-};
-
-/* What one worker's thread keeps: its ports (floods visit these), clock and buffer pool. */
-struct sw_worker {
-	struct switch_port *ports[SWITCH_MAX_PORTS]; /* densely packed */
-	unsigned nports;
-	uint64_t now_ns; /* learning and aging clock (switch_tick()) */
-	/* Free packet buffers by size class ([0] small, [1] large), and how many each holds. */
-	struct sw_packet *pool[2];
-	unsigned pool_len[2];
-};
-
-struct vnet_switch {
-	struct switch_port *ports[SWITCH_MAX_PORTS]; /* by slot; changed only with workers parked */
-	unsigned nworkers;
-	uint32_t next_serial;
-	struct xq *xq; /* frames for another worker's ports (NULL with one worker) */
-	const struct switch_owner_ops *ops;
-	void *ctx;
-	struct sw_fdb fdb;
-	struct sw_worker w[];
-};
-
-static struct switch_port *port_of(struct vnet_backend *be)
-{
-	struct switch_port *p = (struct switch_port *)be;
-
-	assert(p && p->magic == SW_MAGIC);
-	return p;
-}
-
-static const struct switch_port *port_of_const(const struct vnet_backend *be)
-{
-	const struct switch_port *p = (const struct switch_port *)be;
-
-	assert(p && p->magic == SW_MAGIC);
-	return p;
-}
-
-static uint64_t sw_now_ns(void)
-{
-	struct timespec ts;
-
-	/* Learning and aging work in seconds: the coarse clock (a shared-page read, no TSC
-	 * read), once per event-loop round (switch_tick()), is precise enough. */
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * FDB_NS + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- Flow cache in front of the FDB -------------------------------------------------------- */
 
@@ -242,7 +162,11 @@ static void pkt_put(struct sw_worker *w, struct sw_packet *pkt)
 	w->pool_len[k]++;
 }
 
-static void pool_free(struct sw_worker *w)
+/**
+ * switch_pool_free() - free a worker's pool of packet buffers (switch_destroy()).
+ * @w: the worker, which forwards no more
+ */
+void switch_pool_free(struct sw_worker *w)
 {
 	for (unsigned k = 0; k < 2; k++)
 		while (w->pool[k]) {
@@ -286,6 +210,16 @@ static void port_dequeue(struct switch_port *p)
 	p->q_len--;
 	p->q_bytes -= pkt->cap;
 	pkt_put(&p->sw->w[p->worker], pkt);
+}
+
+/**
+ * switch_queue_clear() - drop every packet queued for p's guest (switch_detach()).
+ * @p: the port, on its worker's thread or with it parked
+ */
+void switch_queue_clear(struct switch_port *p)
+{
+	while (p->q_len)
+		port_dequeue(p);
 }
 
 /*
@@ -526,281 +460,4 @@ void switch_worker_round_end(struct vnet_switch *sw, unsigned worker)
 {
 	if (sw->xq && worker < sw->nworkers)
 		xq_flush(sw->xq, worker);
-}
-
-/* ---- Switch and ports ------------------------------------------------------------------- */
-
-static void xq_wake(void *ctx, unsigned worker)
-{
-	struct vnet_switch *sw = ctx;
-
-	sw->ops->wake(sw->ctx, worker);
-}
-
-/**
- * switch_create() - an empty switch, with a random FDB hash key.
- * @nworkers: event-loop threads its ports live on, 1..SWITCH_MAX_WORKERS
- * @ops: wakes a worker (from any thread), whose thread then calls switch_worker_rx(); may be NULL
- * with one worker
- * @ctx: passed to @ops
- *
- * With one worker every frame is copied straight from the sender's guest into the receiver's; with
- * more, a frame for a port of another worker is copied into that worker's bounded queue
- * (switch_xq.h) and placed by that worker's thread, and the FDB takes its lock.
- *
- * Return: the switch, or NULL for a bad configuration or out of memory (logged).
- */
-struct vnet_switch *switch_create(unsigned nworkers, const struct switch_owner_ops *ops,
-				  void *ctx)
-{
-	struct vnet_switch *sw;
-	uint64_t key;
-
-	if (nworkers < 1 || nworkers > SWITCH_MAX_WORKERS || (nworkers > 1 && (!ops || !ops->wake))) {
-		log_err("switch: %u workers is not a switch configuration", nworkers);
-		return NULL;
-	}
-	sw = calloc(1, sizeof(*sw) + nworkers * sizeof(sw->w[0]));
-	if (!sw) {
-		log_err("switch: out of memory");
-		return NULL;
-	}
-	sw->nworkers = nworkers;
-	sw->ops = ops;
-	sw->ctx = ctx;
-	if (nworkers > 1) {
-		sw->xq = xq_create(nworkers, XQ_RING_BYTES, xq_wake, sw);
-		if (!sw->xq) {
-			log_err("switch: out of memory for the cross-worker queues");
-			free(sw);
-			return NULL;
-		}
-	}
-	if (getrandom(&key, sizeof(key), GRND_NONBLOCK) != (ssize_t)sizeof(key))
-		key = sw_now_ns() ^ (uint64_t)(uintptr_t)sw;
-	fdb_init(&sw->fdb, nworkers > 1, key);
-	switch_set_clock(sw, sw_now_ns());
-	return sw;
-}
-
-/**
- * switch_tick() - read the clock learning and aging use (CLOCK_MONOTONIC_COARSE) once, for every
- * frame a worker forwards until its next tick.
- * @sw: the switch
- * @worker: the worker; called on its thread (its clock: no other thread writes it)
- *
- * The daemon ticks at the start of each event-loop round, so frames pay no clock read.
- */
-void switch_tick(struct vnet_switch *sw, unsigned worker)
-{
-	if (worker < sw->nworkers)
-		sw->w[worker].now_ns = sw_now_ns();
-}
-
-/**
- * switch_set_clock() - set every worker's clock explicitly (tests, one thread).
- * @sw: the switch
- * @now_ns: the time, monotonic ns
- */
-void switch_set_clock(struct vnet_switch *sw, uint64_t now_ns)
-{
-	for (unsigned i = 0; i < sw->nworkers; i++)
-		sw->w[i].now_ns = now_ns;
-}
-
-/**
- * switch_destroy() - detach the ports still attached and free the switch.
- * @sw: the switch, or NULL; no worker may forward any more
- */
-void switch_destroy(struct vnet_switch *sw)
-{
-	if (!sw)
-		return;
-	for (unsigned i = 0; i < SWITCH_MAX_PORTS; i++)
-		if (sw->ports[i])
-			switch_detach((struct vnet_backend *)sw->ports[i]);
-	for (unsigned i = 0; i < sw->nworkers; i++)
-		pool_free(&sw->w[i]);
-	xq_destroy(sw->xq);
-	fdb_fini(&sw->fdb);
-	free(sw);
-}
-
-/**
- * switch_attach() - add a port delivering to a device.
- * @sw: the switch
- * @dev: the port's device; must outlive the port, only used on @worker's thread
- * @name: for log lines (NULL: "?")
- * @worker: the worker owning the port
- *
- * Starts with the default FDB limits (SWITCH_FDB_PORT_MAX, SWITCH_LEARN_RATE). With several
- * workers, call it (and switch_detach()) only while no other worker forwards (the daemon parks
- * them).
- *
- * Return: the port's backend handle for switch_port_ops(), or NULL if the switch is full, @worker
- * is out of range or memory is short (logged).
- */
-struct vnet_backend *switch_attach(struct vnet_switch *sw, struct vnet_dev *dev, const char *name,
-				   unsigned worker)
-{
-	struct switch_port *p;
-	unsigned slot;
-
-	assert(sw && dev);
-	if (!name)
-		name = "?";
-	if (worker >= sw->nworkers) {
-		log_err("switch: cannot attach %s: worker %u of %u", name, worker, sw->nworkers);
-		return NULL;
-	}
-	for (slot = 0; slot < SWITCH_MAX_PORTS && sw->ports[slot]; slot++)
-		;
-	if (slot == SWITCH_MAX_PORTS) {
-		log_err("switch: cannot attach %s: all %d ports in use", name, SWITCH_MAX_PORTS);
-		return NULL;
-	}
-	p = calloc(1, sizeof(*p));
-	if (!p) {
-		log_err("switch: cannot attach %s: out of memory", name);
-		return NULL;
-	}
-	p->magic = SW_MAGIC;
-	p->slot = (uint16_t)slot;
-	p->worker = (uint16_t)worker;
-	p->serial = ++sw->next_serial;
-	p->sw = sw;
-	p->dev = dev;
-	snprintf(p->name, sizeof(p->name), "%s", name);
-	p->src_ver = p->dst_ver = fdb_ver_none(&sw->fdb);
-	fdb_set_limits(&sw->fdb, p->slot, SWITCH_FDB_PORT_MAX, SWITCH_LEARN_RATE);
-	sw->ports[slot] = p;
-	sw->w[worker].ports[sw->w[worker].nports++] = p;
-	log_info("switch: port %s attached", p->name);
-	return (struct vnet_backend *)p;
-}
-
-/**
- * switch_detach() - remove a port: forget its MACs (the flow caches naming it go stale), drop its
- * queued packets, free it.
- * @be: the port's handle, or NULL
- *
- * Frames other workers queued for it are dropped when they come up (they name the port's serial).
- * Same thread rules as switch_attach().
- */
-void switch_detach(struct vnet_backend *be)
-{
-	struct switch_port *p;
-	struct vnet_switch *sw;
-	struct sw_worker *w;
-
-	if (!be)
-		return;
-	p = port_of(be);
-	sw = p->sw;
-	w = &sw->w[p->worker];
-	fdb_forget_port(&sw->fdb, p->slot); /* and every flow cache that named it goes stale */
-	while (p->q_len)
-		port_dequeue(p);
-	sw->ports[p->slot] = NULL;
-	for (unsigned i = 0; i < w->nports; i++)
-		if (w->ports[i] == p) {
-			w->ports[i] = w->ports[--w->nports];
-			break;
-		}
-	log_info("switch: port %s detached", p->name);
-	p->magic = 0;
-	free(p);
-}
-
-/**
- * switch_port_stats() - the port's per-frame counters; any out pointer may be NULL.
- * @be: the port's handle
- * @forwarded: frames the port sent to one known port
- * @flooded: frames the port sent to every other port (broadcast, multicast, unknown)
- * @dropped: frames the port sent that were malformed or that a full cross-worker queue could not
- * take, plus frames for the port that its full queue could not take
- *
- * Plain reads of counters the port's thread increments: on that thread, or while it is parked.
- */
-void switch_port_stats(const struct vnet_backend *be, uint64_t *forwarded, uint64_t *flooded,
-		       uint64_t *dropped)
-{
-	const struct switch_port *p = port_of_const(be);
-
-	if (forwarded)
-		*forwarded = p->forwarded;
-	if (flooded)
-		*flooded = p->flooded;
-	if (dropped)
-		*dropped = p->dropped;
-}
-
-/**
- * switch_port_set_limits() - what the port may teach the FDB.
- * @be: the port's handle
- * @max_macs: MACs it may hold at once, 1..SWITCH_FDB_SIZE
- * @learn_rate: new MACs a second (0: any number, else up to SWITCH_LEARN_RATE_MAX), with one
- * second's worth at once
- *
- * A MAC refused is not learned: its frames are still forwarded, frames to it flood (the refusal is
- * counted and logged once per limit). The refusal counters restart. Call it right after
- * switch_attach() (with several workers, while they are parked).
- */
-void switch_port_set_limits(struct vnet_backend *be, unsigned max_macs, unsigned learn_rate)
-{
-	struct switch_port *p = port_of(be);
-
-	fdb_set_limits(&p->sw->fdb, p->slot, max_macs, learn_rate);
-	p->refusal_logged[0] = p->refusal_logged[1] = false;
-}
-
-/**
- * switch_port_counters() - what the FDB holds for the port and refused it, and its flow cache
- * misses.
- * @be: the port's handle
- * @out: the counters
- *
- * Any thread while the port's worker runs, lock-free (each value torn-free, stat_atomic.h); not
- * while the port may be detached.
- */
-void switch_port_counters(const struct vnet_backend *be, struct switch_port_counters *out)
-{
-	const struct switch_port *p = port_of_const(be);
-	struct fdb_port fp;
-
-	fdb_port_read(&p->sw->fdb, p->slot, &fp);
-	*out = (struct switch_port_counters){
-	    .cache_misses = stat_read(&p->cache_misses),
-	    .macs = fp.learned,
-	    .max_macs = fp.max_macs,
-	    .learn_rate = fp.learn_rate,
-	    .mac_limit_hits = fp.limit_hits,
-	    .learn_rate_hits = fp.rate_hits,
-	};
-}
-
-/**
- * switch_port_crossed() - copies of the port's frames queued for other workers' ports.
- * @be: the port's handle
- *
- * Plain read, as switch_port_stats().
- *
- * Return: the count.
- */
-uint64_t switch_port_crossed(const struct vnet_backend *be)
-{
-	return port_of_const(be)->crossed;
-}
-
-/**
- * switch_port_queued() - packets waiting in the port's queue for guest RX buffers.
- * @be: the port's handle
- *
- * Plain read, as switch_port_stats().
- *
- * Return: the queue's length.
- */
-unsigned switch_port_queued(const struct vnet_backend *be)
-{
-	return port_of_const(be)->q_len;
 }

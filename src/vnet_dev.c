@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* vnet_dev.c - virtio-net device model: features, config space, queue lifecycle, kicks, timers. */
+/* vnet_dev.c - virtio-net device model: creation, features, config space, reset, settings. */
 #include "vnet_dev.h"
 
 #include <endian.h>
@@ -12,16 +12,16 @@
 #include "log.h"
 #include "net_ctrl.h"
 #include "net_rx.h"
-#include "net_tx.h"
-#include "notify.h"
 #include "queue_view.h"
+#include "vnet_dev_queue.h"
 #include "vnet_dev_core.h"
 
 /*
  * The top of the device model: the public vnet_dev_* API (vnet_dev.h) is defined here and calls
- * down into the files below it (net_rx.c, net_tx.c, net_ctrl.c, dev_state.c, coal_policy.c,
- * notify.c, queue_view.c), none of which calls back up. The exceptions are the receive path's
- * per-packet entry points, defined in net_rx.c (net_rx.h says why).
+ * down into the files below it (vnet_dev_queue.c, net_rx.c, net_tx.c, net_ctrl.c, dev_state.c,
+ * coal_policy.c, notify.c, queue_view.c), none of which calls back up. The exceptions are the
+ * queues' lifecycle, kicks and timers, defined in vnet_dev_queue.c (vnet_dev_queue.h), and the
+ * receive path's per-packet entry points, defined in net_rx.c (net_rx.h says why).
  */
 
 /* Features every vnetd device can offer, before backend offloads and the operator's mask. */
@@ -44,8 +44,6 @@
 #define VNET_HOST_TSO                                                                              \
 	(BIT_ULL(VIRTIO_NET_F_HOST_TSO4) | BIT_ULL(VIRTIO_NET_F_HOST_TSO6) |                       \
 	 BIT_ULL(VIRTIO_NET_F_HOST_ECN) | BIT_ULL(VIRTIO_NET_F_HOST_UFO))
-
-static void assign_queue_kinds(struct vnet_dev *dev);
 
 static uint64_t compute_offered(const struct vnet_dev *dev)
 {
@@ -70,51 +68,6 @@ static uint64_t compute_offered(const struct vnet_dev *dev)
 	if (!(f & BIT_ULL(VIRTIO_NET_F_NOTF_COAL)))
 		f &= ~BIT_ULL(VIRTIO_NET_F_VQ_NOTF_COAL);
 	return f;
-}
-
-static void queue_reset(struct vnet_dev *dev, struct vnet_queue *q)
-{
-	if (q->timer_deadline_ns)
-		dev->env->arm_timer(dev->env_ctx, q->vq.index, 0);
-	vq_reset(&q->vq);
-	q->vq.log = dev->dirty_log;
-	q->enabled = false;
-	q->timer_deadline_ns = q->coal_deadline_ns = q->tx_deadline_ns = 0;
-	q->tx_blocked = q->rx_waiting = q->reinit = false;
-	q->state_loaded = q->resume_notify = false;
-	/* q->scheduled stays: the owner's run queue still holds the entry, which clears it. */
-	q->rx_unflushed = 0;
-	coal_restart(&q->coal);
-	coal_policy_queue_default(dev, q);
-}
-
-/*
- * The queue broke: vq_mark_broken() calls this once per break (a queue stays broken until it
- * is started again). Tell the transport, which signals its error fd.
- */
-static void dev_queue_broken(void *ctx, unsigned qidx)
-{
-	struct vnet_dev *dev = ctx;
-	struct vnet_queue *q = vnet_dev_queue(dev, qidx);
-
-	if (!q)
-		return;
-	/* Nothing is decided for a broken queue any more: a pending deadline would re-fire. */
-	q->coal_deadline_ns = q->tx_deadline_ns = 0;
-	notify_rearm_timer(dev, q);
-	queue_view_publish(q);
-	if (dev->env->queue_error)
-		dev->env->queue_error(dev->env_ctx, qidx);
-}
-
-/* The queue stopped at its budget with work left: ask the owner to run it again later. */
-static void dev_schedule(struct vnet_dev *dev, struct vnet_queue *q)
-{
-	stat_inc(&q->stats.yields);
-	if (q->scheduled || !dev->env->schedule)
-		return;
-	/* A full run queue (cannot happen: one entry per queue fits) must not strand the queue. */
-	q->scheduled = dev->env->schedule(dev->env_ctx, q->vq.index);
 }
 
 /*
@@ -171,17 +124,7 @@ struct vnet_dev *vnet_dev_create(const struct vnet_dev_params *params, const str
 	dev->nqueues = nqueues;
 	dev->queues = map;
 	coal_policy_init(dev);
-	for (unsigned i = 0; i < dev->nqueues; i++) {
-		struct vnet_queue *q = &dev->queues[i];
-
-		q->vq.index = i;
-		q->chain = &dev->chain;
-		q->vq.on_broken = dev_queue_broken;
-		q->vq.owner_ctx = dev;
-		q->kind = i + 1 == dev->nqueues ? VNET_QUEUE_CTRL
-			  : (i & 1)             ? VNET_QUEUE_TX
-						: VNET_QUEUE_RX;
-	}
+	vnet_dev_queue_init_all(dev);
 	dev->offered = compute_offered(dev);
 	vnet_dev_reset(dev);
 	return dev;
@@ -248,7 +191,7 @@ int vnet_dev_set_features(struct vnet_dev *dev, uint64_t features)
 			       ? VNET_HDR_LEN
 			       : VNET_HDR_LEN - 2;
 	dev->guest_offloads = features & VNET_GUEST_OFFLOAD_MASK;
-	assign_queue_kinds(dev);
+	vnet_dev_queue_assign_kinds(dev);
 	for (unsigned i = 0; i < dev->nqueues; i++) {
 		dev->queues[i].vq.event_idx = dev_has(dev, VIRTIO_RING_F_EVENT_IDX);
 		dev->queues[i].vq.indirect = dev_has(dev, VIRTIO_RING_F_INDIRECT_DESC);
@@ -278,297 +221,6 @@ uint64_t vnet_dev_features(const struct vnet_dev *dev)
 unsigned vnet_dev_num_queues(const struct vnet_dev *dev)
 {
 	return dev->nqueues;
-}
-
-/**
- * vnet_dev_ctrl_queue_index() - where the control queue is under the negotiated features
- * @dev: the device
- *
- * Return: 2 * queue pairs with MQ, else 2.
- */
-unsigned vnet_dev_ctrl_queue_index(const struct vnet_dev *dev)
-{
-	return dev_has(dev, VIRTIO_NET_F_MQ) ? 2u * dev->params.queue_pairs : 2u;
-}
-
-/**
- * vnet_dev_queue() - one queue of the device
- * @dev: the device
- * @qidx: its index
- *
- * Transports set its vq.num, ring addresses and last_avail before vnet_dev_queue_start().
- * Return: the queue, or NULL if @qidx is out of range.
- */
-struct vnet_queue *vnet_dev_queue(struct vnet_dev *dev, unsigned qidx)
-{
-	return qidx < dev->nqueues ? &dev->queues[qidx] : NULL;
-}
-
-/* Without MQ the control queue sits at index 2: give that slot the control role. */
-static void assign_queue_kinds(struct vnet_dev *dev)
-{
-	unsigned ctrl = vnet_dev_ctrl_queue_index(dev);
-
-	for (unsigned i = 0; i < dev->nqueues; i++)
-		dev->queues[i].kind = i == ctrl ? VNET_QUEUE_CTRL
-				      : (i & 1) ? VNET_QUEUE_TX
-						: VNET_QUEUE_RX;
-	queue_view_publish_all(dev); /* the kinds are part of the queues' views */
-}
-
-/**
- * vnet_dev_queue_start() - the queue's rings are configured: translate and start them
- * @dev: the device
- * @qidx: the queue
- * @mem: the guest memory table the rings are in
- *
- * Return: 0, or -1 (logged) for a bad queue or rings that do not translate.
- */
-int vnet_dev_queue_start(struct vnet_dev *dev, unsigned qidx, const struct guest_mem *mem)
-{
-	struct vnet_queue *q = vnet_dev_queue(dev, qidx);
-
-	if (!q)
-		return -1;
-	assign_queue_kinds(dev);
-	q->vq.event_idx = dev_has(dev, VIRTIO_RING_F_EVENT_IDX);
-	q->vq.indirect = dev_has(dev, VIRTIO_RING_F_INDIRECT_DESC);
-	if (vq_start(&q->vq, mem) < 0) {
-		queue_view_publish(q);
-		return -1;
-	}
-	/* Rings set up while the queue is disabled: the driver set the queue up anew. */
-	if (!q->enabled)
-		q->reinit = true;
-	q->rx_waiting = q->kind == VNET_QUEUE_RX;
-	queue_view_publish(q);
-	return 0;
-}
-
-/*
- * Nothing the driver can see may wait for a notification that never comes once the queue stops
- * or is disabled: publish RX packets and signal held completions (the driver's suppression
- * still applies).
- */
-static void queue_flush_held(struct vnet_dev *dev, struct vnet_queue *q)
-{
-	uint64_t before = q->stats.notifications;
-
-	if (!q->vq.started || q->vq.broken)
-		return;
-	if (q->kind == VNET_QUEUE_RX && q->rx_unflushed)
-		net_rx_flush_queue(dev, q);
-	notify_decide(dev, q, NOTIFY_STOP, 0);
-	stat_add(&q->stats.stop_notifications, q->stats.notifications - before);
-}
-
-/**
- * vnet_dev_queue_stop() - stop a queue (GET_VRING_BASE)
- * @dev: the device
- * @qidx: the queue
- *
- * Publishes and signals what the driver can see, gives back reserved RX buffers and a chain
- * the backend refused, disarms the timer.
- * Return: the next avail index to process (0 for a bad queue).
- */
-uint16_t vnet_dev_queue_stop(struct vnet_dev *dev, unsigned qidx)
-{
-	struct vnet_queue *q = vnet_dev_queue(dev, qidx);
-
-	if (!q)
-		return 0;
-	queue_flush_held(dev, q);
-	if (qidx == 0)
-		net_rx_cache_release(dev, q); /* reserved, unused RX buffers go back to the ring */
-	q->tx_blocked = false; /* the chain the backend refused was given back already */
-	if (q->timer_deadline_ns)
-		dev->env->arm_timer(dev->env_ctx, qidx, 0);
-	q->timer_deadline_ns = q->coal_deadline_ns = q->tx_deadline_ns = 0;
-	coal_restart(&q->coal);
-	vq_stop(&q->vq);
-	queue_view_publish(q);
-	return q->vq.last_avail;
-}
-
-/**
- * vnet_dev_queue_enable() - enable or disable a queue
- * @dev: the device
- * @qidx: the queue
- * @enable: the new state (no change: nothing happens)
- *
- * Disabling signals held completions. A queue whose rings were set up while disabled gets
- * the last TX_SET/RX_SET (0 if none); one re-enabled on the same rings, or loaded from a
- * migration, keeps its own parameters. Enabling then runs the queue as a kick would.
- */
-void vnet_dev_queue_enable(struct vnet_dev *dev, unsigned qidx, bool enable)
-{
-	struct vnet_queue *q = vnet_dev_queue(dev, qidx);
-
-	if (!q || q->enabled == enable)
-		return;
-	if (!enable) {
-		queue_flush_held(dev, q);
-		q->enabled = false;
-		queue_view_publish(q);
-		return;
-	}
-	q->enabled = true;
-	/*
-	 * Virtio re-enable (rings set up anew while disabled): the last TX_SET / RX_SET, else 0.
-	 * A vhost-user enable cycle on the same rings (e.g. QEMU switching queue pairs) keeps the
-	 * queue's own values (VQ_SET). Either way counting starts afresh.
-	 */
-	if (q->reinit && !q->state_loaded)
-		coal_policy_queue_default(dev, q);
-	q->reinit = q->state_loaded = false;
-	queue_view_publish(q);
-	coal_restart(&q->coal);
-	q->coal_deadline_ns = 0;
-	notify_rearm_timer(dev, q);
-	if (q->resume_notify) {
-		/* Migrated while completions were held: the driver may be waiting for this. */
-		q->resume_notify = false;
-		notify_decide(dev, q, NOTIFY_RESUME, 0);
-	}
-	if (q->kind == VNET_QUEUE_RX)
-		q->rx_waiting = true;
-	vnet_dev_kick(dev, qidx);
-}
-
-/* One budget of TX work (whatever started it: kick, TX timer, resume); schedules the rest. */
-static void tx_run(struct vnet_dev *dev, struct vnet_queue *q)
-{
-	if (net_tx_process(dev, q))
-		dev_schedule(dev, q);
-}
-
-/* One budget of the queue's work; schedules the rest. */
-static void queue_work(struct vnet_dev *dev, struct vnet_queue *q)
-{
-	bool more = false;
-
-	switch (q->kind) {
-	case VNET_QUEUE_RX:
-		/* Waiting but nothing posted yet: re-arm the kick (avail_event), then re-check, or a
-		 * run that found the ring empty would leave a stale event and lose the next kick. */
-		if (q->rx_waiting && (vq_has_avail(&q->vq) || vq_kick_enable(&q->vq))) {
-			q->rx_waiting = false;
-			if (dev->be_ops && dev->be_ops->rx_resume)
-				more = dev->be_ops->rx_resume(dev->be);
-		}
-		/* RX kicks only matter while a packet waits for buffers (rx_wait_for_buffers). */
-		if (!q->rx_waiting && !more)
-			vq_kick_disable(&q->vq);
-		break;
-	case VNET_QUEUE_TX:
-		if (dev->params.tx_mode == VNET_TX_TIMER && !q->tx_blocked) {
-			if (!q->tx_deadline_ns) {
-				q->tx_deadline_ns =
-					dev_now(dev) + (uint64_t)dev->params.tx_timer_usecs * 1000u;
-				vq_kick_disable(&q->vq);
-				notify_rearm_timer(dev, q);
-			}
-			break;
-		}
-		more = net_tx_process(dev, q);
-		break;
-	case VNET_QUEUE_CTRL:
-		more = net_ctrl_process(dev, q);
-		break;
-	}
-	if (more) {
-		if (q->kind == VNET_QUEUE_RX)
-			q->rx_waiting = true; /* the backend continues on the next run */
-		dev_schedule(dev, q);
-	}
-}
-
-/**
- * vnet_dev_kick() - the driver kicked a queue: run one budget of its work
- * @dev: the device
- * @qidx: the queue
- *
- * Nothing runs for a queue that is unusable or already waits in the owner's run queue.
- * Context: the thread that owns the device.
- */
-void vnet_dev_kick(struct vnet_dev *dev, unsigned qidx)
-{
-	struct vnet_queue *q = vnet_dev_queue(dev, qidx);
-
-	if (!q)
-		return;
-	stat_inc(&q->stats.kicks);
-	/* Already waiting in the run queue: that run sees whatever this kick announced. */
-	if (q->scheduled || !dev_queue_usable(q))
-		return;
-	queue_work(dev, q);
-}
-
-/**
- * vnet_dev_queue_run() - continue a queue's work after env->schedule(), one budget
- * @dev: the device
- * @qidx: the queue the owner's run queue held
- *
- * Context: the thread that owns the device.
- */
-void vnet_dev_queue_run(struct vnet_dev *dev, unsigned qidx)
-{
-	struct vnet_queue *q = vnet_dev_queue(dev, qidx);
-
-	if (!q || !q->scheduled)
-		return;
-	q->scheduled = false;
-	if (!dev_queue_usable(q))
-		return;
-	if (q->kind == VNET_QUEUE_TX)
-		tx_run(dev, q); /* continue the batch that yielded, TX timer mode included */
-	else
-		queue_work(dev, q);
-}
-
-/**
- * vnet_dev_timer_expired() - the queue's timer fired
- * @dev: the device
- * @qidx: the queue
- *
- * Runs a waiting TX batch (tx-timer mode) and decides a coalescing deadline, whichever is due,
- * then re-arms for what is left.
- * Context: the thread that owns the device.
- */
-void vnet_dev_timer_expired(struct vnet_dev *dev, unsigned qidx)
-{
-	struct vnet_queue *q = vnet_dev_queue(dev, qidx);
-	uint64_t now;
-
-	if (!q)
-		return;
-	now = dev_now(dev);
-	q->timer_deadline_ns = 0;
-	if (q->tx_deadline_ns && now >= q->tx_deadline_ns) {
-		q->tx_deadline_ns = 0;
-		if (dev_queue_usable(q) && !q->scheduled)
-			tx_run(dev, q);
-	}
-	if (q->coal_deadline_ns && now >= q->coal_deadline_ns)
-		notify_decide(dev, q, NOTIFY_TIMER, 0);
-	notify_rearm_timer(dev, q);
-}
-
-/**
- * vnet_dev_tx_resume() - the backend takes packets again after -EAGAIN: run blocked TX queues
- * @dev: the device
- *
- * Context: the thread that owns the device.
- */
-void vnet_dev_tx_resume(struct vnet_dev *dev)
-{
-	for (unsigned i = 0; i < dev->nqueues; i++) {
-		struct vnet_queue *q = &dev->queues[i];
-
-		if (q->kind == VNET_QUEUE_TX && q->tx_blocked && dev_queue_usable(q) &&
-		    !q->scheduled)
-			tx_run(dev, q);
-	}
 }
 
 static void fill_config(const struct vnet_dev *dev, struct virtio_net_config *cfg)
@@ -648,9 +300,9 @@ void vnet_dev_reset(struct vnet_dev *dev)
 	memset(&dev->filter, 0, sizeof(dev->filter));
 	dev->filter.promisc = true;
 	coal_policy_reset(dev);
-	assign_queue_kinds(dev);
+	vnet_dev_queue_assign_kinds(dev);
 	for (unsigned i = 0; i < dev->nqueues; i++)
-		queue_reset(dev, &dev->queues[i]);
+		vnet_dev_queue_reset(dev, &dev->queues[i]);
 	queue_view_publish_all(dev);
 }
 

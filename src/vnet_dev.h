@@ -10,12 +10,14 @@
 #include "guest_mem.h"
 #include "net_rx.h"
 #include "queue_view.h"
+#include "vnet_dev_queue.h"
 #include "vnet_dev_types.h"
 
 /*
  * The device's public API, defined in vnet_dev.c, and what the files below it define for
- * callers outside the model: the receive path's per-packet entry points (net_rx.h) and the
- * lock-free settings view (queue_view.h).
+ * callers outside the model: the queues' lifecycle, kicks and timers (vnet_dev_queue.h), the
+ * receive path's per-packet entry points (net_rx.h) and the lock-free settings view
+ * (queue_view.h).
  */
 
 struct vnet_dev;
@@ -43,40 +45,6 @@ uint64_t vnet_dev_features(const struct vnet_dev *dev);
 
 /* vnet_dev_num_queues() - queues the device has: 2 * pairs + 1 (control queue last). */
 unsigned vnet_dev_num_queues(const struct vnet_dev *dev);
-
-/* vnet_dev_ctrl_queue_index() - index of the control queue under the negotiated features. */
-unsigned vnet_dev_ctrl_queue_index(const struct vnet_dev *dev);
-
-/* vnet_dev_queue() - queue qidx (NULL if out of range); transports set vq.num/addrs/last_avail. */
-struct vnet_queue *vnet_dev_queue(struct vnet_dev *dev, unsigned qidx);
-
-/* vnet_dev_queue_start() - rings are configured: translate them; 0 or -1 (logged). */
-int vnet_dev_queue_start(struct vnet_dev *dev, unsigned qidx, const struct guest_mem *mem);
-
-/*
- * vnet_dev_queue_stop() - stop a queue (GET_VRING_BASE): publish and signal what the driver can
- * see, give back a chain popped but not sent; returns the next avail index.
- */
-uint16_t vnet_dev_queue_stop(struct vnet_dev *dev, unsigned qidx);
-
-/*
- * vnet_dev_queue_enable() - enable or disable a queue. Disabling signals held completions. A
- * queue whose rings were set up while disabled gets the last TX_SET/RX_SET (0 if none); one
- * re-enabled on the same rings keeps its own parameters.
- */
-void vnet_dev_queue_enable(struct vnet_dev *dev, unsigned qidx, bool enable);
-
-/* vnet_dev_kick() - the driver kicked queue qidx: process it. */
-void vnet_dev_kick(struct vnet_dev *dev, unsigned qidx);
-
-/* vnet_dev_queue_run() - continue queue qidx's work after env->schedule() (one budget). */
-void vnet_dev_queue_run(struct vnet_dev *dev, unsigned qidx);
-
-/* vnet_dev_timer_expired() - queue qidx's timer (coalescing deadline or TX batch) fired. */
-void vnet_dev_timer_expired(struct vnet_dev *dev, unsigned qidx);
-
-/* vnet_dev_tx_resume() - the backend can take packets again after -EAGAIN. */
-void vnet_dev_tx_resume(struct vnet_dev *dev);
 
 /* vnet_dev_config_read() - read device config space; returns bytes copied (rest zero-filled). */
 uint32_t vnet_dev_config_read(const struct vnet_dev *dev, uint32_t offset, void *buf, uint32_t len);

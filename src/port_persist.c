@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: MIT */
+/* port_persist.c - a port's --state-dir glue: load, restore, timed writes of its state file. */
+#include "port_persist.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "event_loop.h"
+#include "log.h"
+#include "port_core.h"
+#include "port_state.h"
+
+/*
+ * What the port keeps across a vnetd restart (port_state.c has the file's format): read when
+ * the port is created, put back once the first frontend's queues run, written again after the
+ * guest or the host changed it, by a timer, at most once per PORT_STATE_WRITE_INTERVAL_NS.
+ */
+
+static int state_dir = -1;
+
+/**
+ * port_set_state_dir() - the --state-dir directory for every port created after.
+ * @dirfd: the directory (kept open by the caller), or -1 for none
+ *
+ * Main thread, at start-up.
+ */
+void port_set_state_dir(int dirfd)
+{
+	state_dir = dirfd;
+}
+
+static void state_load(struct port *p)
+{
+	char err[256];
+	int r;
+
+	if (state_dir < 0)
+		return;
+	r = port_state_load(state_dir, p->cfg.socket_path, vnet_dev_num_queues(p->dev), &p->saved,
+			    err, sizeof(err));
+	if (r < 0)
+		log_warn("%s: state file ignored: %s", p->name, err);
+	p->restore_pending = r == 0 && (p->saved.nqueues > 0 || p->saved.rx.present);
+	p->rx_restored = !p->saved.rx.present;
+	if (p->restore_pending)
+		log_info("%s: coalescing of %u queue(s)%s restored once the frontend is back",
+			 p->name, p->saved.nqueues,
+			 p->saved.rx.present ? ", receive filter, RX mode and MAC" : "");
+}
+
+/**
+ * port_persist_open() - read the port's state file, and set up the timer that writes it.
+ * @p: the port, its device created, not yet in use
+ *
+ * Nothing to do without --state-dir. Main thread, the port's worker parked or not started.
+ *
+ * Return: 0, or -1 (logged) when the timer cannot be set up; port_persist_close() cleans up.
+ */
+int port_persist_open(struct port *p)
+{
+	state_load(p);
+	if (state_dir < 0)
+		return 0;
+	p->state_timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (p->state_timer_fd < 0 ||
+	    event_loop_add(p->epfd, p->state_timer_fd, EPOLLIN,
+			   port_ref(p, EV_STATE_TIMER, 0, p->state_timer_fd)) < 0) {
+		log_err("%s: state timer: %s", p->name, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/**
+ * port_persist_close() - close the port's state write timer (the file stays for the next vnetd).
+ * @p: the port
+ *
+ * Main thread, the port's worker parked or stopped.
+ */
+void port_persist_close(struct port *p)
+{
+	if (p->state_timer_fd >= 0) {
+		event_loop_del(p->epfd, p->state_timer_fd);
+		close(p->state_timer_fd);
+	}
+}
+
+/*
+ * state_restore_rx() - once the driver runs a queue again (its features negotiated, so the
+ * device knows whether it has CTRL_RX / CTRL_MAC_ADDR): its filter, RX mode and MAC back.
+ * True when done.
+ */
+static bool state_restore_rx(struct port *p)
+{
+	const struct vnet_queue *q = vnet_dev_queue(p->dev, 0);
+	const struct port_state_rx *rx = &p->saved.rx;
+	struct vnet_rx_filter f;
+
+	if (p->rx_restored)
+		return true;
+	if (!q || !q->enabled || !q->vq.started)
+		return false;
+	port_state_rx_filter(rx, &f);
+	if (vnet_dev_restore_rx(p->dev, &f, rx->mac_set ? rx->mac : NULL) < 0)
+		log_warn("%s: saved receive filter not restored", p->name);
+	p->rx_restored = true;
+	return true;
+}
+
+/**
+ * port_persist_restore() - the frontend's queues run again: give each its saved parameters once.
+ * @p: the port, with a restore pending (p->restore_pending)
+ *
+ * Queues not running yet keep the restore pending for a later call. On the port's worker.
+ */
+void port_persist_restore(struct port *p)
+{
+	bool pending = !state_restore_rx(p);
+
+	for (unsigned i = 0; i < p->saved.nqueues; i++) {
+		const struct vnet_queue *q = vnet_dev_queue(p->dev, i);
+
+		if (p->restored[i] || !q || q->kind == VNET_QUEUE_CTRL ||
+		    p->saved.q[i].setter == COAL_SET_NONE) {
+			p->restored[i] = true;
+			continue;
+		}
+		if (!q->enabled || !q->vq.started) {
+			pending = true;
+			continue;
+		}
+		vnet_dev_restore_coal(p->dev, i, &p->saved.q[i].params,
+				      (enum coal_setter)p->saved.q[i].setter);
+		p->restored[i] = true;
+	}
+	p->restore_pending = pending;
+}
+
+/* state_write() - write the file if the port's state differs from it; 0 nothing to write,
+ * 1 written, -1 the write failed (logged). */
+static int state_write(struct port *p)
+{
+	struct port_state now = p->saved;
+	unsigned n = vnet_dev_num_queues(p->dev);
+
+	if (!p->connected || p->restore_pending)
+		return 0;
+	now.nqueues = n;
+	for (unsigned i = 0; i < n; i++) {
+		const struct vnet_queue *q = vnet_dev_queue(p->dev, i);
+
+		/* A queue that is not running keeps what it had (a disconnect resets it). */
+		if (!q || q->kind == VNET_QUEUE_CTRL || !q->enabled || !q->vq.started)
+			continue;
+		now.q[i].params = q->coal.params;
+		now.q[i].setter = (uint8_t)q->coal.setter;
+	}
+	port_state_rx_from(&now.rx, vnet_dev_rx_filter(p->dev), vnet_dev_mac(p->dev), p->cfg.dev.mac);
+	if (memcmp(&now, &p->saved, sizeof(now)) == 0)
+		return 0;
+	if (port_state_save(state_dir, p->cfg.socket_path, &now) < 0)
+		return -1;
+	p->saved = now;
+	return 1;
+}
+
+/**
+ * port_persist_mark() - the guest may have changed what the file keeps (a control-queue kick).
+ * @p: the port
+ *
+ * Has the state timer write it, at most once per PORT_STATE_WRITE_INTERVAL_NS. No I/O here
+ * beyond arming the timer, and none while it is armed. On the port's worker.
+ */
+void port_persist_mark(struct port *p)
+{
+	struct itimerspec its = {0};
+	uint64_t at;
+
+	if (p->state_timer_fd < 0 || p->state_pending)
+		return;
+	at = port_state_write_at(port_now_ns(), p->state_last_ns);
+	its.it_value.tv_sec = (time_t)(at / 1000000000ull);
+	its.it_value.tv_nsec = (long)(at % 1000000000ull);
+	if (timerfd_settime(p->state_timer_fd, TFD_TIMER_ABSTIME, &its, NULL) < 0) {
+		/* Written at the next control request or disconnect instead. */
+		log_guest("%s: state timer: %s", p->name, strerror(errno));
+		return;
+	}
+	p->state_pending = true;
+}
+
+/**
+ * port_state_sync() - write the port's state file now if its state changed since the last write.
+ * @p: the port (on its worker, or with the workers parked)
+ *
+ * A failed write is tried again by the state timer after the interval.
+ */
+void port_state_sync(struct port *p)
+{
+	int r;
+
+	if (state_dir < 0)
+		return;
+	p->state_pending = false; /* the timer may still fire: it then finds nothing pending */
+	r = state_write(p);
+	if (r != 0)
+		p->state_last_ns = port_now_ns();
+	if (r < 0)
+		port_persist_mark(p);
+}
+
+/**
+ * port_persist_timer() - the state timer fired: write what the guest changed meanwhile.
+ * @p: the port (its timer already drained)
+ *
+ * On the port's worker.
+ */
+void port_persist_timer(struct port *p)
+{
+	if (p->state_pending)
+		port_state_sync(p);
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/* port_persist.h - a port's --state-dir glue: load, restore, timed writes of its state file. */
+#ifndef VNETD_PORT_PERSIST_H
+#define VNETD_PORT_PERSIST_H
+
+struct port;
+
+/* port_set_state_dir() - the --state-dir directory (an fd) for every port created after. */
+void port_set_state_dir(int dirfd);
+
+/*
+ * port_state_sync() - write the port's state file now if its state changed since the last
+ * write (called after control requests, and by the state timer, at a disconnect and at port
+ * removal; never on the data path). A guest's control-queue kicks only arm the timer.
+ */
+void port_state_sync(struct port *p);
+
+/* ---- For the port's own files (port.c, port_sock.c) ---- */
+
+/* port_persist_open() - read the port's state file and watch its write timer; 0 or -1 (logged). */
+int port_persist_open(struct port *p);
+
+/* port_persist_close() - close the write timer (the file stays). */
+void port_persist_close(struct port *p);
+
+/* port_persist_restore() - the frontend's queues may run again: give back what the file kept. */
+void port_persist_restore(struct port *p);
+
+/* port_persist_mark() - the guest may have changed what the file keeps: arm the write timer. */
+void port_persist_mark(struct port *p);
+
+/* port_persist_timer() - the write timer fired: write what the guest changed meanwhile. */
+void port_persist_timer(struct port *p);
+
+#endif

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/* switch_internal.h - the switch's private state: its ports, workers, and the handle check. */
+#ifndef VNETD_SWITCH_INTERNAL_H
+#define VNETD_SWITCH_INTERNAL_H
+
+/*
+ * Only the switch's own files include this: switch.c (the data path: flow cache, delivery,
+ * transmit) and switch_port.c (the switch and its ports: create, attach, detach, counters).
+ * To the rest of vnetd a switch and its ports are the opaque handles of switch.h.
+ */
+
+#include <assert.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "switch.h"
+#include "switch_fdb.h"
+
+#define SW_ETH_ALEN FDB_ETH_ALEN
+#define SW_MAGIC 0x73776974u /* "swit": catches a tap handle passed to the switch */
+
+struct sw_packet; /* a queued frame's buffer (switch.c) */
+struct xq;
+
+/* The private side of a struct vnet_backend handed out by switch_attach(). */
+struct switch_port {
+	uint32_t magic;
+	uint16_t slot;	 /* index in vnet_switch.ports */
+	uint16_t worker; /* the worker whose thread alone uses dev and the fields below */
+	uint32_t serial; /* tells this port from a later one in the same slot (queued frames) */
+	bool resuming;	 /* inside rx_resume(): do not flush recursively */
+	struct vnet_switch *sw;
+	struct vnet_dev *dev;
+	char name[32];
+	/* FIFO of packets waiting for guest RX buffers; while non-empty, new packets queue too. */
+	struct sw_packet *queue[SWITCH_QUEUE_PACKETS];
+	unsigned q_head, q_len;
+	size_t q_bytes;	 /* the capacity of the buffers queued (what they hold in memory) */
+	uint64_t forwarded, flooded, dropped, crossed; /* this thread's (switch_port_stats()) */
+	uint64_t cache_misses; /* stat_atomic.h: the statistics read it from another thread */
+	bool refusal_logged[2]; /* FDB_AT_LIMIT, FDB_OVER_RATE: said once per port */
+	/*
+	 * Flow cache (consecutive frames of a port mostly share their addresses), valid while the
+	 * FDB set its answer came from is unchanged (struct fdb_ver: a change elsewhere in the
+	 * table leaves it valid), so a hit takes no lock and reads no entry but for its age: the
+	 * entry holding this port's last source MAC, and the last destination looked up with its
+	 * answer (NULL port: unknown, flooded).
+	 */
+	struct fdb_entry *src_hit; /* NULL: not learnt (src_retry_ns: a refusal, till then) */
+	struct fdb_ver src_ver;
+	uint64_t src_retry_ns;
+	uint8_t src_mac[SW_ETH_ALEN];
+	uint8_t macs[2 * SW_ETH_ALEN]; /* the frame being sent: destination, source (a copy) */
+	uint8_t dst_mac[SW_ETH_ALEN];
+	struct fdb_ver dst_ver;
+	struct fdb_entry *dst_hit;
+	struct switch_port *dst_port;
+};
+
+/* What one worker's thread keeps: its ports (floods visit these), clock and buffer pool. */
+struct sw_worker {
+	struct switch_port *ports[SWITCH_MAX_PORTS]; /* densely packed */
+	unsigned nports;
+	uint64_t now_ns; /* learning and aging clock (switch_tick()) */
+	/* Free packet buffers by size class ([0] small, [1] large), and how many each holds. */
+	struct sw_packet *pool[2];
+	unsigned pool_len[2];
+};
+
+struct vnet_switch {
+	struct switch_port *ports[SWITCH_MAX_PORTS]; /* by slot; changed only with workers parked */
+	unsigned nworkers;
+	uint32_t next_serial;
+	struct xq *xq; /* frames for another worker's ports (NULL with one worker) */
+	const struct switch_owner_ops *ops;
+	void *ctx;
+	struct sw_fdb fdb;
+	struct sw_worker w[];
+};
+
+/* port_of() - the switch port behind a backend handle (asserted: not a tap handle). */
+static inline struct switch_port *port_of(struct vnet_backend *be)
+{
+	struct switch_port *p = (struct switch_port *)be;
+
+	assert(p && p->magic == SW_MAGIC);
+	return p;
+}
+
+/* port_of_const() - the same for a const handle. */
+static inline const struct switch_port *port_of_const(const struct vnet_backend *be)
+{
+	const struct switch_port *p = (const struct switch_port *)be;
+
+	assert(p && p->magic == SW_MAGIC);
+	return p;
+}
+
+/* switch_queue_clear() - drop every packet queued for p's guest (switch.c's queue). */
+void switch_queue_clear(struct switch_port *p);
+
+/* switch_pool_free() - free a worker's pool of packet buffers (switch.c's pool). */
+void switch_pool_free(struct sw_worker *w);
+
+#endif

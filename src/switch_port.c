@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: MIT */
+/* switch_port.c - the switch and its ports: create, attach, detach, clock, limits, counters. */
+#include "switch.h"
+
+#include <assert.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/random.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "log.h"
+#include "stat_atomic.h"
+#include "switch_fdb.h"
+#include "switch_internal.h"
+#include "switch_xq.h"
+
+/*
+ * Everything of the switch but its data path (switch.c): the switch's and its ports' lifetime,
+ * with the workers parked, the clock each worker reads once a round, and the counters other
+ * threads read.
+ */
+
+static uint64_t sw_now_ns(void)
+{
+	struct timespec ts;
+
+	/* Learning and aging work in seconds: the coarse clock (a shared-page read, no TSC
+	 * read), once per event-loop round (switch_tick()), is precise enough. */
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * FDB_NS + (uint64_t)ts.tv_nsec;
+}
+
+static void xq_wake(void *ctx, unsigned worker)
+{
+	struct vnet_switch *sw = ctx;
+
+	sw->ops->wake(sw->ctx, worker);
+}
+
+/**
+ * switch_create() - an empty switch, with a random FDB hash key.
+ * @nworkers: event-loop threads its ports live on, 1..SWITCH_MAX_WORKERS
+ * @ops: wakes a worker (from any thread), whose thread then calls switch_worker_rx(); may be NULL
+ * with one worker
+ * @ctx: passed to @ops
+ *
+ * With one worker every frame is copied straight from the sender's guest into the receiver's; with
+ * more, a frame for a port of another worker is copied into that worker's bounded queue
+ * (switch_xq.h) and placed by that worker's thread, and the FDB takes its lock.
+ *
+ * Return: the switch, or NULL for a bad configuration or out of memory (logged).
+ */
+struct vnet_switch *switch_create(unsigned nworkers, const struct switch_owner_ops *ops,
+				  void *ctx)
+{
+	struct vnet_switch *sw;
+	uint64_t key;
+
+	if (nworkers < 1 || nworkers > SWITCH_MAX_WORKERS || (nworkers > 1 && (!ops || !ops->wake))) {
+		log_err("switch: %u workers is not a switch configuration", nworkers);
+		return NULL;
+	}
+	sw = calloc(1, sizeof(*sw) + nworkers * sizeof(sw->w[0]));
+	if (!sw) {
+		log_err("switch: out of memory");
+		return NULL;
+	}
+	sw->nworkers = nworkers;
+	sw->ops = ops;
+	sw->ctx = ctx;
+	if (nworkers > 1) {
+		sw->xq = xq_create(nworkers, XQ_RING_BYTES, xq_wake, sw);
+		if (!sw->xq) {
+			log_err("switch: out of memory for the cross-worker queues");
+			free(sw);
+			return NULL;
+		}
+	}
+	if (getrandom(&key, sizeof(key), GRND_NONBLOCK) != (ssize_t)sizeof(key))
+		key = sw_now_ns() ^ (uint64_t)(uintptr_t)sw;
+	fdb_init(&sw->fdb, nworkers > 1, key);
+	switch_set_clock(sw, sw_now_ns());
+	return sw;
+}
+
+/**
+ * switch_tick() - read the clock learning and aging use (CLOCK_MONOTONIC_COARSE) once, for every
+ * frame a worker forwards until its next tick.
+ * @sw: the switch
+ * @worker: the worker; called on its thread (its clock: no other thread writes it)
+ *
+ * The daemon ticks at the start of each event-loop round, so frames pay no clock read.
+ */
+void switch_tick(struct vnet_switch *sw, unsigned worker)
+{
+	if (worker < sw->nworkers)
+		sw->w[worker].now_ns = sw_now_ns();
+}
+
+/**
+ * switch_set_clock() - set every worker's clock explicitly (tests, one thread).
+ * @sw: the switch
+ * @now_ns: the time, monotonic ns
+ */
+void switch_set_clock(struct vnet_switch *sw, uint64_t now_ns)
+{
+	for (unsigned i = 0; i < sw->nworkers; i++)
+		sw->w[i].now_ns = now_ns;
+}
+
+/**
+ * switch_destroy() - detach the ports still attached and free the switch.
+ * @sw: the switch, or NULL; no worker may forward any more
+ */
+void switch_destroy(struct vnet_switch *sw)
+{
+	if (!sw)
+		return;
+	for (unsigned i = 0; i < SWITCH_MAX_PORTS; i++)
+		if (sw->ports[i])
+			switch_detach((struct vnet_backend *)sw->ports[i]);
+	for (unsigned i = 0; i < sw->nworkers; i++)
+		switch_pool_free(&sw->w[i]);
+	xq_destroy(sw->xq);
+	fdb_fini(&sw->fdb);
+	free(sw);
+}
+
+/**
+ * switch_attach() - add a port delivering to a device.
+ * @sw: the switch
+ * @dev: the port's device; must outlive the port, only used on @worker's thread
+ * @name: for log lines (NULL: "?")
+ * @worker: the worker owning the port
+ *
+ * Starts with the default FDB limits (SWITCH_FDB_PORT_MAX, SWITCH_LEARN_RATE). With several
+ * workers, call it (and switch_detach()) only while no other worker forwards (the daemon parks
+ * them).
+ *
+ * Return: the port's backend handle for switch_port_ops(), or NULL if the switch is full, @worker
+ * is out of range or memory is short (logged).
+ */
+struct vnet_backend *switch_attach(struct vnet_switch *sw, struct vnet_dev *dev, const char *name,
+				   unsigned worker)
+{
+	struct switch_port *p;
+	unsigned slot;
+
+	assert(sw && dev);
+	if (!name)
+		name = "?";
+	if (worker >= sw->nworkers) {
+		log_err("switch: cannot attach %s: worker %u of %u", name, worker, sw->nworkers);
+		return NULL;
+	}
+	for (slot = 0; slot < SWITCH_MAX_PORTS && sw->ports[slot]; slot++)
+		;
+	if (slot == SWITCH_MAX_PORTS) {
+		log_err("switch: cannot attach %s: all %d ports in use", name, SWITCH_MAX_PORTS);
+		return NULL;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		log_err("switch: cannot attach %s: out of memory", name);
+		return NULL;
+	}
+	p->magic = SW_MAGIC;
+	p->slot = (uint16_t)slot;
+	p->worker = (uint16_t)worker;
+	p->serial = ++sw->next_serial;
+	p->sw = sw;
+	p->dev = dev;
+	snprintf(p->name, sizeof(p->name), "%s", name);
+	p->src_ver = p->dst_ver = fdb_ver_none(&sw->fdb);
+	fdb_set_limits(&sw->fdb, p->slot, SWITCH_FDB_PORT_MAX, SWITCH_LEARN_RATE);
+	sw->ports[slot] = p;
+	sw->w[worker].ports[sw->w[worker].nports++] = p;
+	log_info("switch: port %s attached", p->name);
+	return (struct vnet_backend *)p;
+}
+
+/**
+ * switch_detach() - remove a port: forget its MACs (the flow caches naming it go stale), drop its
+ * queued packets, free it.
+ * @be: the port's handle, or NULL
+ *
+ * Frames other workers queued for it are dropped when they come up (they name the port's serial).
+ * Same thread rules as switch_attach().
+ */
+void switch_detach(struct vnet_backend *be)
+{
+	struct switch_port *p;
+	struct vnet_switch *sw;
+	struct sw_worker *w;
+
+	if (!be)
+		return;
+	p = port_of(be);
+	sw = p->sw;
+	w = &sw->w[p->worker];
+	fdb_forget_port(&sw->fdb, p->slot); /* and every flow cache that named it goes stale */
+	switch_queue_clear(p);
+	sw->ports[p->slot] = NULL;
+	for (unsigned i = 0; i < w->nports; i++)
+		if (w->ports[i] == p) {
+			w->ports[i] = w->ports[--w->nports];
+			break;
+		}
+	log_info("switch: port %s detached", p->name);
+	p->magic = 0;
+	free(p);
+}
+
+/**
+ * switch_port_stats() - the port's per-frame counters; any out pointer may be NULL.
+ * @be: the port's handle
+ * @forwarded: frames the port sent to one known port
+ * @flooded: frames the port sent to every other port (broadcast, multicast, unknown)
+ * @dropped: frames the port sent that were malformed or that a full cross-worker queue could not
+ * take, plus frames for the port that its full queue could not take
+ *
+ * Plain reads of counters the port's thread increments: on that thread, or while it is parked.
+ */
+void switch_port_stats(const struct vnet_backend *be, uint64_t *forwarded, uint64_t *flooded,
+		       uint64_t *dropped)
+{
+	const struct switch_port *p = port_of_const(be);
+
+	if (forwarded)
+		*forwarded = p->forwarded;
+	if (flooded)
+		*flooded = p->flooded;
+	if (dropped)
+		*dropped = p->dropped;
+}
+
+/**
+ * switch_port_set_limits() - what the port may teach the FDB.
+ * @be: the port's handle
+ * @max_macs: MACs it may hold at once, 1..SWITCH_FDB_SIZE
+ * @learn_rate: new MACs a second (0: any number, else up to SWITCH_LEARN_RATE_MAX), with one
+ * second's worth at once
+ *
+ * A MAC refused is not learned: its frames are still forwarded, frames to it flood (the refusal is
+ * counted and logged once per limit). The refusal counters restart. Call it right after
+ * switch_attach() (with several workers, while they are parked).
+ */
+void switch_port_set_limits(struct vnet_backend *be, unsigned max_macs, unsigned learn_rate)
+{
+	struct switch_port *p = port_of(be);
+
+	fdb_set_limits(&p->sw->fdb, p->slot, max_macs, learn_rate);
+	p->refusal_logged[0] = p->refusal_logged[1] = false;
+}
+
+/**
+ * switch_port_counters() - what the FDB holds for the port and refused it, and its flow cache
+ * misses.
+ * @be: the port's handle
+ * @out: the counters
+ *
+ * Any thread while the port's worker runs, lock-free (each value torn-free, stat_atomic.h); not
+ * while the port may be detached.
+ */
+void switch_port_counters(const struct vnet_backend *be, struct switch_port_counters *out)
+{
+	const struct switch_port *p = port_of_const(be);
+	struct fdb_port fp;
+
+	fdb_port_read(&p->sw->fdb, p->slot, &fp);
+	*out = (struct switch_port_counters){
+	    .cache_misses = stat_read(&p->cache_misses),
+	    .macs = fp.learned,
+	    .max_macs = fp.max_macs,
+	    .learn_rate = fp.learn_rate,
+	    .mac_limit_hits = fp.limit_hits,
+	    .learn_rate_hits = fp.rate_hits,
+	};
+}
+
+/**
+ * switch_port_crossed() - copies of the port's frames queued for other workers' ports.
+ * @be: the port's handle
+ *
+ * Plain read, as switch_port_stats().
+ *
+ * Return: the count.
+ */
+uint64_t switch_port_crossed(const struct vnet_backend *be)
+{
+	return port_of_const(be)->crossed;
+}
+
+/**
+ * switch_port_queued() - packets waiting in the port's queue for guest RX buffers.
+ * @be: the port's handle
+ *
+ * Plain read, as switch_port_stats().
+ *
+ * Return: the queue's length.
+ */
+unsigned switch_port_queued(const struct vnet_backend *be)
+{
+	return port_of_const(be)->q_len;
+}
