@@ -118,6 +118,14 @@ static enum vu_result handle_rem_mem_reg(struct vu_conn *c, struct vu_rx *rx)
 	vu_ring_resume_all(c, was_started);
 	if (ret < 0)
 		return VU_FAIL;
+	/* With no memory left no start is tried (vu_ring_resume_all()): say so here. */
+	for (unsigned i = 0; i < VNET_MAX_QUEUES && !c->mem.nregions; i++) {
+		if (!was_started[i])
+			continue;
+		log_guest("vhost-user: queue %u: rings not usable (no guest memory left), queue "
+			  "stays stopped", i);
+		vu_ring_signal_error(c, i);
+	}
 	log_info("vhost-user: memory region removed at guest address %#" PRIx64 " (%" PRIu64
 		 " bytes), %u region(s)", r->guest_phys_addr, r->memory_size, c->mem.nregions);
 	return VU_OK;
