@@ -41,26 +41,20 @@ void dirty_log_gpa(struct dirty_log *log, uint64_t gpa, uint64_t len)
  * @host: first byte written
  * @len: bytes written; clamped to the end of that region (a chain walker iovec lies in one)
  *
- * Bytes outside every region are ignored. Same rules as dirty_log_gpa().
+ * Bytes outside every region are ignored. The hot region (the largest) is tried first, then a
+ * binary search over the others. Same rules as dirty_log_gpa().
  */
 void dirty_log_host(struct dirty_log *log, const struct guest_mem *mem, const void *host,
 		    size_t len)
 {
-	uintptr_t h = (uintptr_t)host;
+	const struct guest_mem_region *r = &mem->hot;
+	uint64_t off = (uint64_t)((uintptr_t)host - (uintptr_t)r->host);
 
-	for (unsigned i = 0; i < mem->nregions; i++) {
-		const struct guest_mem_region *r = &mem->regions[i];
-		uintptr_t base = (uintptr_t)r->host;
-		uint64_t off;
-
-		if (h < base || h - base >= r->size)
-			continue;
-		off = h - base;
-		if (len > r->size - off)
-			len = (size_t)(r->size - off); /* never past the region */
-		dirty_log_gpa(log, r->gpa + off, len);
+	if (off >= r->size && !(r = guest_mem_find_host(mem, host, &off)))
 		return;
-	}
+	if (len > r->size - off)
+		len = (size_t)(r->size - off); /* never past the region */
+	dirty_log_gpa(log, r->gpa + off, len);
 }
 
 /**

@@ -7,7 +7,12 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#define GUEST_MEM_MAX_REGIONS 8
+/*
+ * Regions one table holds: what VHOST_USER_PROTOCOL_F_CONFIGURE_MEM_SLOTS lets a frontend add
+ * (GET_MAX_MEM_SLOTS answers this), the limit rust-vmm's backends use too. SET_MEM_TABLE alone
+ * carries at most 8 (VU_MAX_REGIONS).
+ */
+#define GUEST_MEM_MAX_REGIONS 509
 
 /* One contiguous region of guest memory, mapped into our address space. */
 struct guest_mem_region {
@@ -19,8 +24,16 @@ struct guest_mem_region {
 	size_t mmap_len;
 };
 
+/*
+ * The table. regions[] is sorted by gpa; order[] sorts it by uva and by host address, so each
+ * lookup is a binary search. hot is a copy of the largest region (the guest's main RAM), which
+ * the inline fast paths try first; size 0 when the table is empty. An all-zero struct is an
+ * empty table. Change it only through guest_mem_add(), guest_mem_remove(), _unmap_all().
+ */
 struct guest_mem {
+	struct guest_mem_region hot;
 	unsigned nregions;
+	uint16_t order[2][GUEST_MEM_MAX_REGIONS]; /* [0]: by uva, [1]: by host; indexes */
 	struct guest_mem_region regions[GUEST_MEM_MAX_REGIONS];
 };
 
@@ -48,8 +61,8 @@ void *guest_mem_translate(const struct guest_mem *mem, enum guest_addr_space spa
  * runs through, so a buffer straddling adjacent regions (as DPDK's and Linux's vhost allow) is
  * split instead of refused. Same region lookup as guest_mem_translate(). Returns the iovecs
  * used (never an empty one; 0 for len 0), GUEST_MEM_BAD_ADDR or GUEST_MEM_IOV_FULL (iov
- * contents then undefined). Overflow-safe. Inline for the common case (one region holds it);
- * guest_mem_translate_iov_slow() is the general one.
+ * contents then undefined). Overflow-safe. Inline for the common case (the hot region holds
+ * it); guest_mem_translate_iov_slow() is the general one.
  */
 int guest_mem_translate_iov_slow(const struct guest_mem *mem, enum guest_addr_space space,
 				 uint64_t addr, uint64_t len, struct iovec *iov, unsigned max_iov);
@@ -58,9 +71,9 @@ static inline int guest_mem_translate_iov(const struct guest_mem *mem, enum gues
 					  uint64_t addr, uint64_t len, struct iovec *iov,
 					  unsigned max_iov)
 {
-	/* Fast path: the whole buffer inside the first region (unsigned: addr < base wraps). */
-	if (mem->nregions && len && max_iov) {
-		const struct guest_mem_region *r = &mem->regions[0];
+	/* Fast path: the whole buffer inside the hot region (size 0 when empty: never taken). */
+	if (len && max_iov) {
+		const struct guest_mem_region *r = &mem->hot;
 		uint64_t off = addr - (space == GUEST_ADDR_GPA ? r->gpa : r->uva);
 
 		if (off < r->size && len <= r->size - off) {
@@ -72,8 +85,33 @@ static inline int guest_mem_translate_iov(const struct guest_mem *mem, enum gues
 	return guest_mem_translate_iov_slow(mem, space, addr, len, iov, max_iov);
 }
 
-/* guest_mem_add() - append a region (no mmap); returns 0, or -1 if full, empty or overlapping. */
+/*
+ * guest_mem_find_host() - the region whose host memory holds host, with host's offset in it
+ * (binary search); NULL if none.
+ */
+const struct guest_mem_region *guest_mem_find_host(const struct guest_mem *mem, const void *host,
+						   uint64_t *off);
+
+/*
+ * guest_mem_check() - could region be added (guest_mem_add() without the host pointer)?
+ * 0, or -1 when the table is full, the region empty, wrapping or overlapping another in either
+ * address space.
+ */
+int guest_mem_check(const struct guest_mem *mem, const struct guest_mem_region *region);
+
+/* guest_mem_add() - insert a region (no mmap); returns 0, or -1 if full, empty or overlapping. */
 int guest_mem_add(struct guest_mem *mem, const struct guest_mem_region *region);
+
+/* guest_mem_find_exact() - the region of exactly this gpa, size and uva (O(log n)); or NULL. */
+const struct guest_mem_region *guest_mem_find_exact(const struct guest_mem *mem, uint64_t gpa,
+						    uint64_t size, uint64_t uva);
+
+/*
+ * guest_mem_remove() - take out the region with exactly this gpa, size and uva (no munmap: it
+ * is copied to *out for the caller to unmap). 0, or -1 if the table has no such region.
+ */
+int guest_mem_remove(struct guest_mem *mem, uint64_t gpa, uint64_t size, uint64_t uva,
+		     struct guest_mem_region *out);
 
 /* guest_mem_unmap_all() - munmap every owned region and empty the table. */
 void guest_mem_unmap_all(struct guest_mem *mem);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -18,14 +19,16 @@
 #include "virtio_net_defs.h"
 
 /*
- * MQ, REPLY_ACK, BACKEND_REQ (UML needs it), CONFIG (MAC, link), RESET_DEVICE; for live
- * migration LOG_SHMFD (dirty log), RARP (announce) and DEVICE_STATE (vnetd's own state).
+ * MQ, REPLY_ACK, BACKEND_REQ (UML needs it), CONFIG (MAC, link), RESET_DEVICE,
+ * CONFIGURE_MEM_SLOTS (memory hotplug: regions one by one); for live migration LOG_SHMFD (dirty
+ * log), RARP (announce) and DEVICE_STATE (vnetd's own state).
  */
 #define VU_OFFERED_PROTOCOL_FEATURES                                                               \
 	(BIT_ULL(VU_PROTOCOL_F_MQ) | BIT_ULL(VU_PROTOCOL_F_REPLY_ACK) |                            \
 	 BIT_ULL(VU_PROTOCOL_F_BACKEND_REQ) | BIT_ULL(VU_PROTOCOL_F_CONFIG) |                      \
-	 BIT_ULL(VU_PROTOCOL_F_RESET_DEVICE) | BIT_ULL(VU_PROTOCOL_F_LOG_SHMFD) |                  \
-	 BIT_ULL(VU_PROTOCOL_F_RARP) | BIT_ULL(VU_PROTOCOL_F_DEVICE_STATE))
+	 BIT_ULL(VU_PROTOCOL_F_RESET_DEVICE) | BIT_ULL(VU_PROTOCOL_F_CONFIGURE_MEM_SLOTS) |        \
+	 BIT_ULL(VU_PROTOCOL_F_LOG_SHMFD) | BIT_ULL(VU_PROTOCOL_F_RARP) |                          \
+	 BIT_ULL(VU_PROTOCOL_F_DEVICE_STATE))
 
 _Static_assert(VNET_MAX_QUEUES <= VU_MSG_MAX_VRINGS, "ring indexes must fit the wire format");
 
@@ -40,17 +43,91 @@ _Static_assert(VNET_MAX_QUEUES <= VU_MSG_MAX_VRINGS, "ring indexes must fit the 
 static enum vu_result handle_set_mem_table(struct vu_conn *c, struct vu_rx *rx)
 {
 	bool was_started[VNET_MAX_QUEUES] = {false};
-	struct guest_mem nm, old;
+	/* A table is large (GUEST_MEM_MAX_REGIONS regions): not on the stack. */
+	struct guest_mem *nm = malloc(sizeof(*nm)), *old = malloc(sizeof(*old));
+	enum vu_result res = VU_FAIL;
 
-	if (vu_mem_map_table(c, &rx->msg.p.mem, rx->fds, &nm) < 0)
-		return VU_FAIL;
+	if (!nm || !old) {
+		log_err("vhost-user: SET_MEM_TABLE: out of memory");
+		goto out;
+	}
+	if (vu_mem_map_table(c, &rx->msg.p.mem, rx->fds, nm) < 0)
+		goto out;
 
 	vu_ring_pause_all(c, was_started);
-	old = c->mem;
-	c->mem = nm;
+	*old = c->mem;
+	c->mem = *nm;
 	vu_ring_resume_all(c, was_started);
-	vu_mem_unmap_table(&old);
+	vu_mem_unmap_table(old);
 	log_info("vhost-user: memory table set, %u region(s)", c->mem.nregions);
+	res = VU_OK;
+out:
+	free(nm);
+	free(old);
+	return res;
+}
+
+static bool mem_slots_negotiated(const struct vu_conn *c, const struct vu_msg *m)
+{
+	if (c->protocol_features & BIT_ULL(VU_PROTOCOL_F_CONFIGURE_MEM_SLOTS))
+		return true;
+	log_guest("vhost-user: %s without CONFIGURE_MEM_SLOTS negotiated", vu_request_name(m->request));
+	return false;
+}
+
+/*
+ * handle_add_mem_reg() - one more region (vu_mem_add_region(): checked, admitted, mapped),
+ * added in place: running queues go on (nothing they point at moves). A queue that waited for
+ * its rings' memory (stopped, with a kick fd) is tried again.
+ */
+static enum vu_result handle_add_mem_reg(struct vu_conn *c, struct vu_rx *rx)
+{
+	const bool none_started[VNET_MAX_QUEUES] = {false};
+	const struct vu_mem_region *r = &rx->msg.p.mem_reg.region;
+
+	if (!mem_slots_negotiated(c, &rx->msg) || vu_mem_add_region(c, r, rx->fds[0]) < 0)
+		return VU_FAIL;
+	vu_ring_resume_all(c, none_started);
+	log_info("vhost-user: memory region added at guest address %#" PRIx64 " (%" PRIu64
+		 " bytes), %u region(s)", r->guest_phys_addr, r->memory_size, c->mem.nregions);
+	return VU_OK;
+}
+
+/*
+ * handle_rem_mem_reg() - unmap the region matching the message (guest address, size, user
+ * address); an fd that came with it is closed unused (vu_conn_handle_readable()). QEMU never
+ * removes memory a started ring lives in (its vhost_commit() aborts first), so this handles a
+ * buggy or hostile frontend: every running queue is stopped (buffers it holds are given back),
+ * the region unmapped, and the queues restarted with their rings translated again, exactly as
+ * for SET_MEM_TABLE. A queue whose rings were in the region stays stopped (its error fd is
+ * signalled); a chain into the region breaks its queue when popped. Nothing touches unmapped
+ * memory, and vnetd's table stays the frontend's.
+ */
+static enum vu_result handle_rem_mem_reg(struct vu_conn *c, struct vu_rx *rx)
+{
+	bool was_started[VNET_MAX_QUEUES] = {false};
+	const struct vu_mem_region *r = &rx->msg.p.mem_reg.region;
+	int ret;
+
+	if (!mem_slots_negotiated(c, &rx->msg))
+		return VU_FAIL;
+	if (!vu_mem_has_region(c, r))
+		return vu_mem_remove_region(c, r) < 0 ? VU_FAIL : VU_OK; /* logs the miss */
+	vu_ring_pause_all(c, was_started);
+	ret = vu_mem_remove_region(c, r);
+	vu_ring_resume_all(c, was_started);
+	if (ret < 0)
+		return VU_FAIL;
+	/* With no memory left no start is tried (vu_ring_resume_all()): say so here. */
+	for (unsigned i = 0; i < VNET_MAX_QUEUES && !c->mem.nregions; i++) {
+		if (!was_started[i])
+			continue;
+		log_guest("vhost-user: queue %u: rings not usable (no guest memory left), queue "
+			  "stays stopped", i);
+		vu_ring_signal_error(c, i);
+	}
+	log_info("vhost-user: memory region removed at guest address %#" PRIx64 " (%" PRIu64
+		 " bytes), %u region(s)", r->guest_phys_addr, r->memory_size, c->mem.nregions);
 	return VU_OK;
 }
 
@@ -132,6 +209,12 @@ static enum vu_result vu_dispatch(struct vu_conn *c, struct vu_rx *rx)
 		return VU_OK;
 	case VU_SET_MEM_TABLE:
 		return handle_set_mem_table(c, rx);
+	case VU_GET_MAX_MEM_SLOTS:
+		return vu_reply_u64(c->sock, m->request, GUEST_MEM_MAX_REGIONS);
+	case VU_ADD_MEM_REG:
+		return handle_add_mem_reg(c, rx);
+	case VU_REM_MEM_REG:
+		return handle_rem_mem_reg(c, rx);
 	case VU_SET_VRING_NUM:
 		return vu_ring_set_num(c, m);
 	case VU_SET_VRING_ADDR:
@@ -192,6 +275,7 @@ static bool has_own_reply(uint32_t request)
 	return request == VU_GET_FEATURES || request == VU_GET_PROTOCOL_FEATURES ||
 	       request == VU_GET_VRING_BASE || request == VU_GET_QUEUE_NUM ||
 	       request == VU_GET_CONFIG || request == VU_SET_LOG_BASE ||
+	       request == VU_GET_MAX_MEM_SLOTS ||
 	       request == VU_SET_DEVICE_STATE_FD || request == VU_CHECK_DEVICE_STATE;
 }
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* vhost_user_mem.c - a connection's guest memory: SET_MEM_TABLE checked, admitted, mapped, unmapped. */
+/* vhost_user_mem.c - a connection's guest memory: tables and single regions checked, admitted, mapped. */
 #include "vhost_user_mem.h"
 
 #include <inttypes.h>
@@ -81,24 +81,25 @@ int vu_mem_admit(struct vu_conn *c, const char *what, uint64_t bytes, uint64_t k
 }
 
 /*
- * region_len() - check one SET_MEM_TABLE region's numbers and give the length to map (from
- * the start of the file, so mmap_offset need not be page-aligned); 0, or -1 (logged).
+ * region_len() - check one region's numbers (what: the request, for the log) and give the
+ * length to map (from the start of the file, so mmap_offset need not be page-aligned); 0, or
+ * -1 (logged).
  */
-static int region_len(const struct vu_mem_region *r, uint64_t *len)
+static int region_len(const struct vu_mem_region *r, const char *what, uint64_t *len)
 {
 	if (r->memory_size == 0) {
-		log_guest("vhost-user: SET_MEM_TABLE: empty region");
+		log_guest("vhost-user: %s: empty region", what);
 		return -1;
 	}
 	if (r->mmap_offset > UINT64_MAX - r->memory_size ||
 	    r->guest_phys_addr > UINT64_MAX - (r->memory_size - 1) ||
 	    r->userspace_addr > UINT64_MAX - (r->memory_size - 1)) {
-		log_guest("vhost-user: SET_MEM_TABLE: region wraps around");
+		log_guest("vhost-user: %s: region wraps around", what);
 		return -1;
 	}
 	*len = r->memory_size + r->mmap_offset;
 	if (*len > SIZE_MAX) {
-		log_guest("vhost-user: SET_MEM_TABLE: region too large");
+		log_guest("vhost-user: %s: region too large", what);
 		return -1;
 	}
 	return 0;
@@ -106,18 +107,18 @@ static int region_len(const struct vu_mem_region *r, uint64_t *len)
 
 /* map_region() - mmap one checked region (len from region_len()); 0, or -1 (logged, unmapped). */
 static int map_region(struct vu_conn *c, const struct vu_mem_region *r, uint64_t len, int fd,
-		      struct guest_mem_region *out)
+		      const char *what, struct guest_mem_region *out)
 {
 	int64_t size;
 	void *base;
 
 	/* A file shorter than the region would SIGBUS us on first touch. */
 	if (vu_fd_short(fd, len, &size) == 1) {
-		log_guest("vhost-user: SET_MEM_TABLE: file of %jd bytes, region needs %" PRIu64,
+		log_guest("vhost-user: %s: file of %jd bytes, region needs %" PRIu64, what,
 			  (intmax_t)size, len);
 		return -1;
 	}
-	if (!(base = vu_map_fd(fd, len, &c->mem_fault, "SET_MEM_TABLE")))
+	if (!(base = vu_map_fd(fd, len, &c->mem_fault, what)))
 		return -1;
 	memset(out, 0, sizeof(*out));
 	out->gpa = r->guest_phys_addr;
@@ -149,7 +150,7 @@ int vu_mem_map_table(struct vu_conn *c, const struct vu_mem_table *t, const int 
 
 	_Static_assert(VU_MAX_REGIONS <= GUEST_MEM_MAX_REGIONS, "a table fits guest_mem");
 	for (unsigned i = 0; i < t->nregions; i++) {
-		if (region_len(&t->regions[i], &len[i]) < 0)
+		if (region_len(&t->regions[i], "SET_MEM_TABLE", &len[i]) < 0)
 			return -1;
 		total = len[i] > UINT64_MAX - total ? UINT64_MAX : total + len[i];
 	}
@@ -160,7 +161,7 @@ int vu_mem_map_table(struct vu_conn *c, const struct vu_mem_table *t, const int 
 	for (unsigned i = 0; i < t->nregions; i++) {
 		struct guest_mem_region reg;
 
-		if (map_region(c, &t->regions[i], len[i], fds[i], &reg) < 0)
+		if (map_region(c, &t->regions[i], len[i], fds[i], "SET_MEM_TABLE", &reg) < 0)
 			goto fail;
 		if (guest_mem_add(out, &reg) < 0) {
 			log_guest("vhost-user: SET_MEM_TABLE: region %u overlaps another", i);
@@ -175,4 +176,88 @@ fail:
 	mem_cap_uncharge(total - vu_mem_table_bytes(out));
 	vu_mem_unmap_table(out);
 	return -1;
+}
+
+/**
+ * vu_mem_add_region() - ADD_MEM_REG: check, admit and map one more region into the table.
+ * @c: the connection; its table grows in place (running queues keep their pointers: no mapping
+ *     moves, and the table is only read by the connection's own thread)
+ * @r: the region
+ * @fd: its file; the caller keeps and closes it
+ *
+ * Checked before anything is mapped: the numbers (size, wrap-around), a free slot (of
+ * GUEST_MEM_MAX_REGIONS), no overlap with the table in guest physical or frontend virtual
+ * addresses, and the caps: table, new region and dirty log within the port's max-mem=, the new
+ * region within the daemon-wide cap (vu_mem_admit()).
+ *
+ * Return: 0 with the region mapped, charged and in the table, or -1 (logged; nothing changed).
+ */
+int vu_mem_add_region(struct vu_conn *c, const struct vu_mem_region *r, int fd)
+{
+	struct guest_mem_region reg = {
+	    .gpa = r->guest_phys_addr, .uva = r->userspace_addr, .size = r->memory_size};
+	uint64_t len;
+
+	if (region_len(r, "ADD_MEM_REG", &len) < 0)
+		return -1;
+	if (c->mem.nregions >= GUEST_MEM_MAX_REGIONS) {
+		log_guest("vhost-user: ADD_MEM_REG: all %u memory slots in use", GUEST_MEM_MAX_REGIONS);
+		return -1;
+	}
+	if (guest_mem_check(&c->mem, &reg) < 0) {
+		log_guest("vhost-user: ADD_MEM_REG: region at guest address %#" PRIx64 " (%" PRIu64
+			  " bytes) overlaps another", r->guest_phys_addr, r->memory_size);
+		return -1;
+	}
+	if (vu_mem_admit(c, "ADD_MEM_REG", len, vu_mem_table_bytes(&c->mem) + c->log.mmap_len) < 0)
+		return -1;
+	if (map_region(c, r, len, fd, "ADD_MEM_REG", &reg) < 0) {
+		mem_cap_uncharge(len);
+		return -1;
+	}
+	if (guest_mem_add(&c->mem, &reg) < 0) { /* checked above: cannot happen */
+		vu_unmap_fd(reg.mmap_base, reg.mmap_len);
+		mem_cap_uncharge(len);
+		return -1;
+	}
+	return 0;
+}
+
+/**
+ * vu_mem_remove_region() - REM_MEM_REG: take a region out of the table and unmap it.
+ * @c: the connection; the caller has stopped every queue that could point into the region
+ * @r: the region: matched by guest address, size and frontend address (not mmap_offset)
+ *
+ * Return: 0 with the region unmapped and its bytes given back, or -1 (logged) when the table has
+ * no such region.
+ */
+int vu_mem_remove_region(struct vu_conn *c, const struct vu_mem_region *r)
+{
+	struct guest_mem_region gone;
+
+	if (guest_mem_remove(&c->mem, r->guest_phys_addr, r->memory_size, r->userspace_addr,
+			     &gone) < 0) {
+		log_guest("vhost-user: REM_MEM_REG: no region at guest address %#" PRIx64
+			  " of %" PRIu64 " bytes (user address %#" PRIx64 ")",
+			  r->guest_phys_addr, r->memory_size, r->userspace_addr);
+		return -1;
+	}
+	if (gone.mmap_base) {
+		vu_unmap_fd(gone.mmap_base, gone.mmap_len);
+		mem_cap_uncharge(gone.mmap_len);
+	}
+	return 0;
+}
+
+/**
+ * vu_mem_has_region() - does the table hold exactly this region (REM_MEM_REG's match)?
+ * @c: the connection
+ * @r: the region
+ *
+ * Return: true if a region has its guest address, size and frontend address.
+ */
+bool vu_mem_has_region(const struct vu_conn *c, const struct vu_mem_region *r)
+{
+	return guest_mem_find_exact(&c->mem, r->guest_phys_addr, r->memory_size,
+				    r->userspace_addr) != NULL;
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* vhost_user_mem.h - a connection's guest memory: SET_MEM_TABLE's regions, the memory caps. */
+/* vhost_user_mem.h - a connection's guest memory: SET_MEM_TABLE, ADD/REM_MEM_REG, the memory caps. */
 #ifndef VNETD_VHOST_USER_MEM_H
 #define VNETD_VHOST_USER_MEM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "guest_mem.h"
@@ -29,5 +30,22 @@ int vu_mem_map_table(struct vu_conn *c, const struct vu_mem_table *t, const int 
 
 /* vu_mem_unmap_table() - unmap a table (off the SIGBUS watch list first); its bytes are free. */
 void vu_mem_unmap_table(struct guest_mem *mem);
+
+/*
+ * vu_mem_add_region() - ADD_MEM_REG: check (slot free, no overlap), admit against the caps and
+ * map one region into the connection's table; 0, or -1 (logged; nothing changed).
+ */
+int vu_mem_add_region(struct vu_conn *c, const struct vu_mem_region *r, int fd);
+
+/*
+ * vu_mem_has_region() - the table holds a region of r's guest address, size and user address.
+ */
+bool vu_mem_has_region(const struct vu_conn *c, const struct vu_mem_region *r);
+
+/*
+ * vu_mem_remove_region() - REM_MEM_REG: unmap the region matching r (guest address, size, user
+ * address; queues into it already stopped); 0, or -1 (logged) when there is none.
+ */
+int vu_mem_remove_region(struct vu_conn *c, const struct vu_mem_region *r);
 
 #endif

@@ -17,6 +17,8 @@ enum vu_shape {
 	SHAPE_LOG,         /* struct vu_log, one fd */
 	SHAPE_FD,          /* no payload (at most an ignored u64), one fd */
 	SHAPE_XFER,        /* struct vu_transfer_state, one fd */
+	SHAPE_MEM_REG,     /* struct vu_mem_reg, one fd (ADD_MEM_REG) */
+	SHAPE_MEM_REG_REM, /* struct vu_mem_reg, no fd or one to close (REM_MEM_REG) */
 };
 
 struct vu_request_info {
@@ -60,9 +62,9 @@ static const struct vu_request_info request_info[] = {
 	[VU_GPU_SET_SOCKET] = {"GPU_SET_SOCKET", SHAPE_UNKNOWN},
 	[VU_RESET_DEVICE] = {"RESET_DEVICE", SHAPE_NONE},
 	[VU_VRING_KICK] = {"VRING_KICK", SHAPE_UNKNOWN},
-	[VU_GET_MAX_MEM_SLOTS] = {"GET_MAX_MEM_SLOTS", SHAPE_UNKNOWN},
-	[VU_ADD_MEM_REG] = {"ADD_MEM_REG", SHAPE_UNKNOWN},
-	[VU_REM_MEM_REG] = {"REM_MEM_REG", SHAPE_UNKNOWN},
+	[VU_GET_MAX_MEM_SLOTS] = {"GET_MAX_MEM_SLOTS", SHAPE_NONE},
+	[VU_ADD_MEM_REG] = {"ADD_MEM_REG", SHAPE_MEM_REG},
+	[VU_REM_MEM_REG] = {"REM_MEM_REG", SHAPE_MEM_REG_REM},
 	[VU_SET_STATUS] = {"SET_STATUS", SHAPE_UNKNOWN},
 	[VU_GET_STATUS] = {"GET_STATUS", SHAPE_UNKNOWN},
 	[VU_GET_SHARED_OBJECT] = {"GET_SHARED_OBJECT", SHAPE_UNKNOWN},
@@ -136,8 +138,9 @@ unsigned vu_msg_vring_index(const struct vu_msg *msg)
  * vu_msg_fds_needed() - how many fds a request must carry.
  * @msg: a parsed message
  *
- * Return: the count (ring fd messages: 0 with VU_VRING_NOFD; memory tables: nregions), or -1 for
- * an unknown request (any count).
+ * Return: the count (ring fd messages: 0 with VU_VRING_NOFD; memory tables: nregions), -1 for
+ * an unknown request (any count), VU_FDS_ZERO_OR_ONE for REM_MEM_REG (the spec says no fd, but
+ * lets a back-end accept one, to be closed unused, from older front-ends).
  */
 int vu_msg_fds_needed(const struct vu_msg *msg)
 {
@@ -148,9 +151,12 @@ int vu_msg_fds_needed(const struct vu_msg *msg)
 		return (msg->p.u64 & VU_VRING_NOFD) ? 0 : 1;
 	case SHAPE_MEM:
 		return (int)msg->p.mem.nregions;
+	case SHAPE_MEM_REG_REM:
+		return VU_FDS_ZERO_OR_ONE;
 	case SHAPE_LOG:
 	case SHAPE_FD:
 	case SHAPE_XFER:
+	case SHAPE_MEM_REG:
 		return 1;
 	default:
 		return 0;
@@ -193,6 +199,11 @@ static int check_shape(const struct vu_msg *m, enum vu_shape shape, const char *
 		if (size != sizeof(struct vu_transfer_state))
 			return *why = "bad device state transfer size", -1;
 		return 0;
+	case SHAPE_MEM_REG:
+	case SHAPE_MEM_REG_REM:
+		if (size != sizeof(struct vu_mem_reg))
+			return *why = "bad memory region size", -1;
+		return 0;
 	case SHAPE_MEM:
 		/* UML sends room for 2 regions whatever nregions says: allow slack, not shortage. */
 		if (size < offsetof(struct vu_mem_table, regions))
@@ -228,8 +239,9 @@ static int check_shape(const struct vu_msg *m, enum vu_shape shape, const char *
  * @why: set to a static string saying what was wrong ("ok" on success)
  *
  * Checks the version, the reply flag, the payload size for the request, the fd count the request
- * needs, ring indexes (< VU_MSG_MAX_VRINGS), nregions (1..8) and config bounds. Unknown requests
- * pass with any size and fds (the caller rejects them). Pure; never reads past @len.
+ * needs, ring indexes (< VU_MSG_MAX_VRINGS), nregions (1..8), single-region sizes and config
+ * bounds. Unknown requests pass with any size and fds (the caller rejects them). Pure; never
+ * reads past @len.
  *
  * Return: 0, or -1 with *@why set.
  */
@@ -263,7 +275,7 @@ int vu_msg_parse(const uint8_t *buf, size_t len, unsigned nfds, struct vu_msg *o
 	if (check_shape(out, shape, why) < 0)
 		return -1;
 	need = vu_msg_fds_needed(out);
-	if (need >= 0 && (unsigned)need != nfds)
+	if ((need >= 0 && (unsigned)need != nfds) || (need == VU_FDS_ZERO_OR_ONE && nfds > 1))
 		return *why = "wrong number of fds for request", -1;
 	return 0;
 }

@@ -89,7 +89,7 @@ enum vu_request {
 
 #define VU_HDR_SIZE 12u
 #define VU_MAX_FDS 8u              /* fds one message may carry */
-#define VU_MAX_REGIONS 8u          /* regions in SET_MEM_TABLE */
+#define VU_MAX_REGIONS 8u          /* regions in SET_MEM_TABLE (ADD_MEM_REG adds more) */
 #define VU_MAX_CONFIG_SIZE 256u    /* config space bytes in GET/SET_CONFIG */
 #define VU_CONFIG_HDR_SIZE 12u     /* offset, size, flags before the config bytes */
 #define VU_MSG_MAX_VRINGS 256u     /* ring indexes the wire can name (8-bit in KICK/CALL/ERR) */
@@ -119,6 +119,12 @@ struct vu_mem_table {
 	uint32_t nregions;
 	uint32_t padding;
 	struct vu_mem_region regions[VU_MAX_REGIONS];
+};
+
+/* ADD_MEM_REG / REM_MEM_REG payload: one region (REM matches gpa, size and uva only). */
+struct vu_mem_reg {
+	uint64_t padding;
+	struct vu_mem_region region;
 };
 
 struct vu_config {
@@ -151,6 +157,7 @@ union vu_payload {
 	struct vu_vring_state state;
 	struct vu_vring_addr addr;
 	struct vu_mem_table mem;
+	struct vu_mem_reg mem_reg;
 	struct vu_config config;
 	struct vu_log log;
 	struct vu_transfer_state xfer;
@@ -160,6 +167,7 @@ union vu_payload {
 
 _Static_assert(sizeof(struct vu_vring_addr) == 40, "vring addr wire size");
 _Static_assert(sizeof(struct vu_mem_table) == 8 + 8 * 32, "memory table wire size");
+_Static_assert(sizeof(struct vu_mem_reg) == 40, "single memory region wire size");
 _Static_assert(sizeof(struct vu_config) == VU_CONFIG_HDR_SIZE + VU_MAX_CONFIG_SIZE, "config size");
 
 /* A validated message. Payload bytes beyond `size` are zero. */
@@ -175,7 +183,7 @@ struct vu_msg {
  * vu_msg_parse() - validate one whole message: buf holds the header and exactly `size` payload
  * bytes (len == 12 + size), nfds is how many fds arrived with it. Checks the version, the payload
  * size for the request, the fd count the request needs, ring indexes (< VU_MSG_MAX_VRINGS),
- * nregions (1..8) and config bounds. Unknown requests pass with any size and fds (the caller
+ * nregions (1..8), single-region sizes (ADD/REM_MEM_REG) and config bounds. Unknown requests pass with any size and fds (the caller
  * rejects them). Pure; never reads past len. Returns 0, or -1 with *why set to a static string.
  */
 int vu_msg_parse(const uint8_t *buf, size_t len, unsigned nfds, struct vu_msg *out,
@@ -184,7 +192,13 @@ int vu_msg_parse(const uint8_t *buf, size_t len, unsigned nfds, struct vu_msg *o
 /* vu_msg_vring_index() - ring index a ring message names (state, addr or fd message). */
 unsigned vu_msg_vring_index(const struct vu_msg *msg);
 
-/* vu_msg_fds_needed() - fds a (parsed, known) request carries; -1 for "any" (unknown request). */
+/* vu_msg_fds_needed() result for REM_MEM_REG: no fd, or one (closed unused), as the spec allows. */
+#define VU_FDS_ZERO_OR_ONE (-2)
+
+/*
+ * vu_msg_fds_needed() - fds a (parsed, known) request carries; -1 for "any" (unknown request),
+ * VU_FDS_ZERO_OR_ONE for REM_MEM_REG.
+ */
 int vu_msg_fds_needed(const struct vu_msg *msg);
 
 /* vu_request_name() - "GET_FEATURES", ... or "UNKNOWN". */

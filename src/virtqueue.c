@@ -152,10 +152,15 @@ int vq_start(struct virtqueue *vq, const struct guest_mem *mem)
 	vq->used = guest_mem_translate(mem, vq->ring_space, vq->used_addr, 6 + 8 * num);
 	if (!vq->desc || !vq->avail || !vq->used) {
 		log_guest("queue %u: ring outside guest memory", vq->index);
-		vq->desc = NULL;
-		vq->avail = NULL;
-		vq->used = NULL;
-		return -1;
+		goto refuse;
+	}
+	/*
+	 * A region's user address and its mmap offset need not agree modulo 16: a ring aligned in
+	 * the frontend's addresses can be misaligned in ours, and its fields are accessed in place.
+	 */
+	if (((uintptr_t)vq->desc & 15) || ((uintptr_t)vq->avail & 1) || ((uintptr_t)vq->used & 3)) {
+		log_guest("queue %u: rings misaligned in vnetd's mapping of their region", vq->index);
+		goto refuse;
 	}
 	vq->mem = mem;
 	vq->shadow_avail = vq->last_avail; /* forces a read of the index at the first pop */
@@ -167,6 +172,12 @@ int vq_start(struct virtqueue *vq, const struct guest_mem *mem)
 	vq->broken = false;
 	vq->started = true;
 	return 0;
+
+refuse:
+	vq->desc = NULL;
+	vq->avail = NULL;
+	vq->used = NULL;
+	return -1;
 }
 
 /**

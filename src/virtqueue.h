@@ -151,17 +151,17 @@ static inline struct vring_desc vq_desc_read(const struct vring_desc *table, uns
 
 /*
  * vq_chain_one() - the chain walker's fast path: a head descriptor d that is the whole chain
- * (no NEXT, not INDIRECT, not empty) inside the first memory region becomes out's one iovec
+ * (no NEXT, not INDIRECT, not empty) inside the hot memory region becomes out's one iovec
  * (out->head is the caller's). False: anything else, for vq_walk_chain()'s general loop.
  */
 static inline bool vq_chain_one(const struct guest_mem *mem, const struct vring_desc *d,
 				struct vq_chain *out)
 {
-	const struct guest_mem_region *r = &mem->regions[0];
+	const struct guest_mem_region *r = &mem->hot; /* size 0 when there is no memory */
 	uint64_t off = d->addr - r->gpa;
 	bool w = d->flags & VRING_DESC_F_WRITE;
 
-	if ((d->flags & (VRING_DESC_F_NEXT | VRING_DESC_F_INDIRECT)) || !d->len || !mem->nregions ||
+	if ((d->flags & (VRING_DESC_F_NEXT | VRING_DESC_F_INDIRECT)) || !d->len ||
 	    off >= r->size || d->len > r->size - off)
 		return false;
 	out->iov[0].iov_base = r->host + off;
@@ -176,17 +176,17 @@ static inline bool vq_chain_one(const struct guest_mem *mem, const struct vring_
 
 /*
  * vq_prefetch_next() - hint the CPU to fetch the first 128 bytes the next announced chain's
- * head descriptor points at (inside the first region): the data arrives while the current
+ * head descriptor points at (inside the hot region): the data arrives while the current
  * packet is copied. Call only when the batch announced a chain (shadow_avail != last_avail).
  * Trusts nothing it reads: a wrong guess costs a cache miss, and prefetching never faults.
  */
 static inline void vq_prefetch_next(const struct virtqueue *vq)
 {
-	const struct guest_mem_region *r = &vq->mem->regions[0];
+	const struct guest_mem_region *r = &vq->mem->hot; /* size 0: nothing to prefetch */
 	uint16_t head = VQ_READ_ONCE_U16(&vq->avail->ring[vq->last_avail & (vq->num - 1)]);
 	uint64_t off;
 
-	if (head >= vq->num || !vq->mem->nregions)
+	if (head >= vq->num)
 		return;
 	off = le64toh(__atomic_load_n(&vq->desc[head].addr, __ATOMIC_RELAXED)) - r->gpa;
 	if (off >= r->size || r->size - off < 128)

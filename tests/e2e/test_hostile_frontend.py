@@ -599,12 +599,12 @@ def trickle(env, res):
     c.close()  # the partial message is reported at disconnect
 
 
-@case('unknown request numbers (0, 99, 1000, 0xffffffff, GET_MAX_MEM_SLOTS, IOTLB_MSG)',
+@case('unknown request numbers (0, 99, 1000, 0xffffffff, SET_STATUS, IOTLB_MSG)',
       log=r'unsupported request')
 def unknown_requests(env, res):
     c = env.client()
     c.set_protocol_features(1 << vu.PROTOCOL_F_REPLY_ACK)
-    for req in (0, 99, 1000, 0xffffffff, vu.GET_MAX_MEM_SLOTS, 22):
+    for req in (0, 99, 1000, 0xffffffff, 39, 22):
         refused(res, c.request(req, struct.pack('=Q', 0)), 'request %d' % req)
     e1, e2 = os.eventfd(0), os.eventfd(0)
     refused(res, c.request(77, b'x' * 40, fds=[e1, e2]), 'request 77 with 2 fds')
@@ -1197,6 +1197,131 @@ def mem_port_key(env, res):
         deadline = time.monotonic() + 2.0
         while name in env.vd.port_info() and time.monotonic() < deadline:
             time.sleep(0.05)
+
+
+# ---- memory slots (CONFIGURE_MEM_SLOTS): ADD_MEM_REG / REM_MEM_REG ----
+SLOTS = (1 << vu.PROTOCOL_F_REPLY_ACK) | (1 << vu.PROTOCOL_F_CONFIGURE_MEM_SLOTS)
+
+
+def slots_client(env):
+    c = env.client()
+    vu.ok(c.set_protocol_features(SLOTS), 'SET_PROTOCOL_FEATURES with CONFIGURE_MEM_SLOTS')
+    return c
+
+
+def slot(i, size=1 << 12):
+    """Region i: 1 MiB apart in guest-physical and user address space."""
+    return (0x100000000 + (i << 20), size, 0x200000000000 + (i << 20), 0)
+
+
+@case('ADD_MEM_REG without CONFIGURE_MEM_SLOTS negotiated',
+      log=r'ADD_MEM_REG without CONFIGURE_MEM_SLOTS negotiated')
+def add_reg_not_negotiated(env, res):
+    c = mem_client(env)
+    fds = sparse_fds([1 << 20])
+    try:
+        refused(res, c.add_mem_reg(slot(0, 1 << 20), fds[0]), 'ADD_MEM_REG')
+    finally:
+        os.close(fds[0])
+    expect_alive_conn(res, c, 'ADD_MEM_REG not negotiated')
+    res.check(not env.memfd_maps(), 'nothing mapped')
+
+
+@case('ADD_MEM_REG of overlapping regions (guest and user addresses)',
+      log=r'ADD_MEM_REG: region at guest address 0x[0-9a-f]+ \(\d+ bytes\) overlaps another')
+def add_reg_overlap(env, res):
+    c = slots_client(env)
+    fds = sparse_fds([4 << 20])
+    try:
+        vu.ok(c.add_mem_reg(slot(0, 2 << 20), fds[0]), 'ADD_MEM_REG of 2 MiB')
+        g, n, u, o = slot(0, 2 << 20)
+        refused(res, c.add_mem_reg((g + (1 << 20), 2 << 20, u + (64 << 20), 0), fds[0]),
+                'a region overlapping in guest addresses')
+        refused(res, c.add_mem_reg((g + (64 << 20), 2 << 20, u + (2 << 20) - 1, 0), fds[0]),
+                'a region overlapping in user addresses')
+        refused(res, c.add_mem_reg(slot(0, 2 << 20), fds[0]), 'the same region again')
+        vu.ok(c.add_mem_reg((g + (2 << 20), 1 << 20, u + (2 << 20), 0), fds[0]),
+              'an adjacent region')
+    finally:
+        os.close(fds[0])
+    res.check(sum('vnetd-test-sparse' in m for m in env.memfd_maps()) == 2,
+              'two regions mapped, the refused ones not')
+    expect_alive_conn(res, c, 'overlapping ADD_MEM_REG')
+
+
+@case('REM_MEM_REG of a region never added (with an fd, which vnetd closes)',
+      log=r'REM_MEM_REG: no region at guest address 0x[0-9a-f]+ of \d+ bytes')
+def rem_reg_unknown(env, res):
+    c = slots_client(env)
+    fds = sparse_fds([1 << 20])
+    try:
+        vu.ok(c.add_mem_reg(slot(0, 1 << 20), fds[0]), 'ADD_MEM_REG')
+        refused(res, c.rem_mem_reg(slot(1, 1 << 20), fds[0]), 'REM_MEM_REG of another region')
+        g, n, u, o = slot(0, 1 << 20)
+        refused(res, c.rem_mem_reg((g, n, u + 4096, 0)), 'REM_MEM_REG with the wrong user address')
+        refused(res, c.rem_mem_reg((g, n // 2, u, 0)), 'REM_MEM_REG with the wrong size')
+        res.check(c.rem_mem_reg((g, n, u, 4096), fds[0]) == 0,
+                  'REM_MEM_REG of the region (mmap offset ignored, an fd with it) acked')
+        refused(res, c.rem_mem_reg(slot(0, 1 << 20)), 'REM_MEM_REG of it again')
+    finally:
+        os.close(fds[0])
+    res.check(not env.memfd_maps(), 'the region is unmapped')
+    expect_alive_conn(res, c, 'REM_MEM_REG of unknown regions')
+
+
+@case('ADD_MEM_REG beyond the 509 memory slots',
+      log=r'ADD_MEM_REG: all 509 memory slots in use')
+def add_reg_beyond_509(env, res):
+    c = slots_client(env)
+    res.check(c.get_max_mem_slots() == 509, 'GET_MAX_MEM_SLOTS answers 509')
+    fds = sparse_fds([1 << 12])
+    try:
+        acks = [c.add_mem_reg(slot(i), fds[0]) for i in range(509)]
+        res.check(acks == [0] * 509, '509 regions added (%d refused)' % sum(a != 0 for a in acks))
+        refused(res, c.add_mem_reg(slot(509), fds[0]), 'the 510th region')
+        vu.ok(c.rem_mem_reg(slot(100)), 'REM_MEM_REG of one')
+        res.check(c.add_mem_reg(slot(509), fds[0]) == 0, 'then the 510th fits in its slot')
+    finally:
+        os.close(fds[0])
+    res.check(sum('vnetd-test-sparse' in m for m in env.memfd_maps()) == 509,
+              '509 regions mapped')
+    expect_alive_conn(res, c, '509 memory slots')
+
+
+@case('REM_MEM_REG of the region a running queue\'s rings live in',
+      log=r'queue 1: rings not usable( \(no guest memory left\))?, queue stays stopped')
+def rem_reg_in_use(env, res):
+    f = env.frontend(protocol=SLOTS).setup()  # memory by ADD_MEM_REG, as QEMU does
+    res.check(env.wait_queue('p0', TX_Q, 'started', True)['started'], 'TX queue running')
+    vu.ok(f.vu.rem_mem_reg(f.mem.region()), 'REM_MEM_REG of the rings\' region')
+    for q in (RX_Q, TX_Q):
+        st = env.wait_queue('p0', q, 'started', False)
+        res.check(not st['started'], 'p0 queue %d stopped: it never touches the unmapped memory' % q)
+    res.check(not any('vnetd-test-guest' in m for m in env.memfd_maps()),
+              'the region is unmapped while the frontend stays connected')
+    # A frame for p0 now finds no RX ring to touch; TX kicks find a stopped queue.
+    f.rings[TX_Q].kick()
+    env.p1_broadcast()
+    expect_alive_conn(res, f.vu, 'REM_MEM_REG of an in-use region')
+
+
+@case('ADD_MEM_REG over the port\'s max-mem (1 TiB mapped, 2 TiB more)',
+      log=r"ADD_MEM_REG: refused 2T of guest memory \(1T mapped besides\): over the port's "
+          r"max-mem=2T")
+def add_reg_over_cap(env, res):
+    c = slots_client(env)
+    before = vm_size_kib(env)
+    fds = sparse_fds([TIB, 2 * TIB])
+    try:
+        vu.ok(c.add_mem_reg((1 << 44, TIB, 1 << 45, 0), fds[0]), 'ADD_MEM_REG of 1 TiB')
+        refused(res, c.add_mem_reg((3 << 44, 2 * TIB, 3 << 45, 0), fds[1]), '2 TiB more')
+    finally:
+        for fd in fds:
+            os.close(fd)
+    grown = vm_size_kib(env) - before
+    res.check(grown < (TIB >> 10) + (1 << 20), 'the 2 TiB were never mapped (VmSize grew by %d KiB)'
+              % grown)
+    expect_alive_conn(res, c, 'ADD_MEM_REG over max-mem')
 
 
 def cpu_seconds(env):

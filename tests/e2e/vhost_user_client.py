@@ -51,13 +51,15 @@ GET_CONFIG = 24
 SET_CONFIG = 25
 RESET_DEVICE = 34
 GET_MAX_MEM_SLOTS = 36
+ADD_MEM_REG = 37
+REM_MEM_REG = 38
 SEND_RARP = 19
 SET_DEVICE_STATE_FD = 42
 CHECK_DEVICE_STATE = 43
 
 # Requests the backend answers with a message of their own (never a REPLY_ACK).
 OWN_REPLY = {GET_FEATURES, GET_PROTOCOL_FEATURES, GET_VRING_BASE, GET_QUEUE_NUM, GET_CONFIG,
-             SET_LOG_BASE, SET_DEVICE_STATE_FD, CHECK_DEVICE_STATE}
+             SET_LOG_BASE, SET_DEVICE_STATE_FD, CHECK_DEVICE_STATE, GET_MAX_MEM_SLOTS}
 
 # ---- header flags ----
 VERSION = 1
@@ -73,6 +75,7 @@ PROTOCOL_F_BACKEND_REQ = 5
 PROTOCOL_F_CONFIG = 9
 PROTOCOL_F_LOG_SHMFD = 1
 PROTOCOL_F_RARP = 2
+PROTOCOL_F_CONFIGURE_MEM_SLOTS = 15
 PROTOCOL_F_DEVICE_STATE = 19
 VHOST_F_LOG_ALL = 26
 VRING_F_LOG = 1
@@ -415,6 +418,22 @@ class VhostUserClient:
     def set_mem_table(self, regions, fds, nregions=None):
         return self.request(SET_MEM_TABLE, self.mem_table_payload(regions, nregions), fds)
 
+    @staticmethod
+    def mem_reg_payload(region):
+        """region: (gpa, size, uva, mmap_offset): ADD/REM_MEM_REG's padding and one region."""
+        return struct.pack('=QQQQQ', 0, *region)
+
+    def get_max_mem_slots(self):
+        return self._u64_reply(GET_MAX_MEM_SLOTS)
+
+    def add_mem_reg(self, region, fd):
+        """ADD_MEM_REG (CONFIGURE_MEM_SLOTS negotiated): one more region, its memfd."""
+        return self.request(ADD_MEM_REG, self.mem_reg_payload(region), [fd])
+
+    def rem_mem_reg(self, region, fd=None):
+        """REM_MEM_REG: matched by gpa, size and uva; an fd (older QEMUs send one) is closed."""
+        return self.request(REM_MEM_REG, self.mem_reg_payload(region), [fd] if fd is not None else [])
+
     def set_vring_num(self, idx, num):
         return self.request(SET_VRING_NUM, struct.pack('=II', idx, num))
 
@@ -465,6 +484,7 @@ class VirtioNetFrontend:
         self.mem = GuestMemory(mem_size)
         self.rings = {}
         self.features = None
+        self.protocol = 0
 
     # -- setup, step by step (hostile tests stop anywhere in between) --
     def negotiate(self):
@@ -477,12 +497,17 @@ class VirtioNetFrontend:
             raise VhostUserError('backend lacks features 0x%x' % missing)
         self.features = self.want_features
         pf = vu.get_protocol_features()
-        ok(vu.set_protocol_features(self.want_protocol & pf), 'SET_PROTOCOL_FEATURES')
+        self.protocol = self.want_protocol & pf
+        ok(vu.set_protocol_features(self.protocol), 'SET_PROTOCOL_FEATURES')
         ok(vu.set_owner(), 'SET_OWNER')
         ok(vu.set_features(self.features | (1 << VHOST_USER_F_PROTOCOL_FEATURES)), 'SET_FEATURES')
 
     def set_mem(self):
-        ok(self.vu.set_mem_table([self.mem.region()], [self.mem.fd]), 'SET_MEM_TABLE')
+        """As QEMU does: ADD_MEM_REG once CONFIGURE_MEM_SLOTS is negotiated, else SET_MEM_TABLE."""
+        if self.protocol & (1 << PROTOCOL_F_CONFIGURE_MEM_SLOTS):
+            ok(self.vu.add_mem_reg(self.mem.region(), self.mem.fd), 'ADD_MEM_REG')
+        else:
+            ok(self.vu.set_mem_table([self.mem.region()], [self.mem.fd]), 'SET_MEM_TABLE')
 
     def make_ring(self, idx, num=None):
         r = SplitRing(self.mem, idx, num or self.queue_size)

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -16,7 +17,9 @@
  * Input layout: byte 0 selects the mode, the rest is wire bytes.
  *   bit 7 clear: parse mode. The rest is one message; nfds = (byte0 & 0x7f) % 9.
  *   bit 7 set:   stream mode. The rest is a stream of messages written into a socketpair and
- *                handled by vu_conn_handle_readable() against a real device, without fds.
+ *                handled by vu_conn_handle_readable() against a real device, without fds
+ *                except one: the first ADD_MEM_REG in the stream comes with a 1 MiB memfd,
+ *                so memory slots (ADD, REM, rings in an added region) are exercised too.
  * Parse mode also runs on stream inputs, so every input exercises the validator.
  */
 
@@ -89,7 +92,15 @@ static void check_parsed(const struct vu_msg *m, size_t len, unsigned nfds)
 		abort();
 	if (need >= 0 && (unsigned)need != nfds)
 		abort();
+	if (need == VU_FDS_ZERO_OR_ONE && nfds > 1)
+		abort();
 	switch (m->request) {
+	case VU_ADD_MEM_REG:
+	case VU_REM_MEM_REG:
+		if (m->size != sizeof(struct vu_mem_reg) || nfds > 1 ||
+		    (m->request == VU_ADD_MEM_REG && nfds != 1))
+			abort();
+		break;
 	case VU_SET_MEM_TABLE:
 		if (m->p.mem.nregions < 1 || m->p.mem.nregions > VU_MAX_REGIONS ||
 		    m->size < 8 + m->p.mem.nregions * sizeof(struct vu_mem_region))
@@ -145,10 +156,54 @@ static void drain(int fd)
 		;
 }
 
+/* Where the first ADD_MEM_REG message starts in the stream, walking the headers; len if none. */
+static size_t first_add_mem_reg(const uint8_t *buf, size_t len)
+{
+	size_t off = 0;
+
+	while (len - off >= VU_HDR_SIZE) {
+		uint32_t req, size;
+
+		memcpy(&req, buf + off, 4);
+		memcpy(&size, buf + off + 8, 4);
+		if (req == VU_ADD_MEM_REG)
+			return off;
+		if (size > len - off - VU_HDR_SIZE)
+			break;
+		off += VU_HDR_SIZE + size;
+	}
+	return len;
+}
+
+/* send_with_memfd() - one byte at buf with a fresh 1 MiB memfd attached; bytes sent or -1. */
+static ssize_t send_with_memfd(int sock, const uint8_t *buf)
+{
+	union {
+		char b[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cbuf;
+	struct iovec iov = {.iov_base = (void *)buf, .iov_len = 1};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.b,
+			    .msg_controllen = sizeof(cbuf.b)};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	int fd = memfd_create("fuzz-mem", MFD_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0 || ftruncate(fd, 1 << 20) < 0)
+		abort();
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+	close(fd);
+	return n;
+}
+
 static void stream_mode(const uint8_t *buf, size_t len)
 {
 	struct vu_conn conn;
-	size_t off = 0;
+	size_t off = 0, add_at = first_add_mem_reg(buf, len);
 	int sv[2];
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
@@ -157,8 +212,12 @@ static void stream_mode(const uint8_t *buf, size_t len)
 		abort();
 	/* Whatever fits in the socket buffer; then EOF, so no read ever waits. */
 	while (off < len) {
-		ssize_t n = send(sv[1], buf + off, len - off, MSG_NOSIGNAL);
+		ssize_t n;
 
+		if (off == add_at)
+			n = send_with_memfd(sv[1], buf + off);
+		else
+			n = send(sv[1], buf + off, (off < add_at ? add_at : len) - off, MSG_NOSIGNAL);
 		if (n <= 0)
 			break;
 		off += (size_t)n;

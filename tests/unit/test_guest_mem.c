@@ -331,9 +331,148 @@ static void test_unmap_all_empties_table_and_unmaps_owned(void **state)
 	not_owned[0] = 1; /* memory we did not own is still ours */
 }
 
+/* ---- many regions (CONFIGURE_MEM_SLOTS): sorted table, binary-search lookups ---- */
+
+#define MANY GUEST_MEM_MAX_REGIONS
+#define MANY_SIZE 256u
+
+/* Region i: gpa i * 4 KiB (a gap after each), uva in reverse order, host in a shuffled order. */
+static struct guest_mem_region many_region(uint8_t *backing, const unsigned *slot, unsigned i)
+{
+	struct guest_mem_region r = {0};
+
+	r.gpa = 0x1000ull * (i + 1);
+	r.uva = 0x7f0000000000ull - 0x10000ull * (i + 1);
+	r.size = MANY_SIZE + i; /* region MANY - 1 is the largest */
+	r.host = backing + (size_t)slot[i] * 1024;
+	return r;
+}
+
+static void many_check(const struct guest_mem *mem, uint8_t *backing, const unsigned *slot,
+		       const uint8_t *present)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < MANY; i++) {
+		struct guest_mem_region r = many_region(backing, slot, i);
+		const struct guest_mem_region *h;
+		uint64_t off = 0;
+		struct iovec iov;
+
+		if (!present[i]) {
+			assert_null(guest_mem_translate(mem, GUEST_ADDR_GPA, r.gpa, 1));
+			assert_null(guest_mem_translate(mem, GUEST_ADDR_UVA, r.uva + r.size - 1, 1));
+			continue;
+		}
+		n++;
+		assert_ptr_equal(guest_mem_translate(mem, GUEST_ADDR_GPA, r.gpa, r.size), r.host);
+		assert_ptr_equal(guest_mem_translate(mem, GUEST_ADDR_GPA, r.gpa + r.size - 1, 1),
+				 r.host + r.size - 1);
+		assert_null(guest_mem_translate(mem, GUEST_ADDR_GPA, r.gpa + r.size, 1)); /* gap */
+		assert_null(guest_mem_translate(mem, GUEST_ADDR_GPA, r.gpa, r.size + 1));
+		assert_ptr_equal(guest_mem_translate(mem, GUEST_ADDR_UVA, r.uva + 5, 1), r.host + 5);
+		assert_int_equal(guest_mem_translate_iov(mem, GUEST_ADDR_GPA, r.gpa + 1, r.size - 1,
+							 &iov, 1),
+				 1);
+		assert_ptr_equal(iov.iov_base, r.host + 1);
+		h = guest_mem_find_host(mem, r.host + 7, &off);
+		assert_non_null(h);
+		assert_true(h->gpa == r.gpa && off == 7);
+		assert_non_null(guest_mem_find_exact(mem, r.gpa, r.size, r.uva));
+		assert_null(guest_mem_find_exact(mem, r.gpa, r.size - 1, r.uva));
+		assert_null(guest_mem_find_exact(mem, r.gpa, r.size, r.uva + 1));
+	}
+	assert_int_equal(mem->nregions, n);
+	for (unsigned i = 1; i < mem->nregions; i++)
+		assert_true(mem->regions[i - 1].gpa < mem->regions[i].gpa);
+}
+
+static void test_many_regions_add_lookup_remove(void **state)
+{
+	static struct guest_mem mem;
+	static uint8_t backing[MANY * 1024];
+	static unsigned slot[MANY], order[MANY];
+	static uint8_t present[MANY];
+	struct guest_mem_region r, gone;
+	unsigned seed = 12345;
+
+	(void)state;
+	memset(&mem, 0, sizeof(mem));
+	memset(present, 0, sizeof(present));
+	for (unsigned i = 0; i < MANY; i++)
+		slot[i] = order[i] = i;
+	for (unsigned i = MANY - 1; i > 0; i--) { /* shuffle host slots and the insertion order */
+		unsigned j, t;
+
+		seed = seed * 1103515245u + 12345u;
+		j = (seed >> 8) % (i + 1);
+		t = slot[i], slot[i] = slot[j], slot[j] = t;
+		seed = seed * 1103515245u + 12345u;
+		j = (seed >> 8) % (i + 1);
+		t = order[i], order[i] = order[j], order[j] = t;
+	}
+	for (unsigned k = 0; k < MANY; k++) {
+		r = many_region(backing, slot, order[k]);
+		assert_int_equal(guest_mem_add(&mem, &r), 0);
+		present[order[k]] = 1;
+	}
+	many_check(&mem, backing, slot, present);
+	assert_true(mem.hot.gpa == many_region(backing, slot, MANY - 1).gpa); /* the largest */
+
+	/* Full: the 510th is refused, whatever it is. */
+	r = (struct guest_mem_region){.gpa = 1ull << 40, .uva = 1ull << 41, .size = 1, .host = backing};
+	assert_int_equal(guest_mem_check(&mem, &r), -1);
+	assert_int_equal(guest_mem_add(&mem, &r), -1);
+
+	/* Remove every third; the rest still translate, the removed do not. */
+	for (unsigned i = 0; i < MANY; i += 3) {
+		r = many_region(backing, slot, i);
+		assert_int_equal(guest_mem_remove(&mem, r.gpa, r.size + 1, r.uva, &gone), -1);
+		assert_int_equal(guest_mem_remove(&mem, r.gpa, r.size, r.uva, &gone), 0);
+		assert_true(gone.gpa == r.gpa && gone.host == r.host);
+		assert_int_equal(guest_mem_remove(&mem, r.gpa, r.size, r.uva, &gone), -1);
+		present[i] = 0;
+	}
+	many_check(&mem, backing, slot, present);
+	/* The largest (508 = 3 * 169 + 1) stays hot; removing it picks the next left (506). */
+	r = many_region(backing, slot, MANY - 1);
+	assert_int_equal(guest_mem_remove(&mem, r.gpa, r.size, r.uva, &gone), 0);
+	present[MANY - 1] = 0;
+	assert_true(mem.hot.gpa == many_region(backing, slot, MANY - 3).gpa);
+
+	/* Overlaps are refused in either space, next to regions added in any order. */
+	r = many_region(backing, slot, 10);
+	r.gpa += r.size - 1; /* last byte of region 10 */
+	r.uva = 1ull << 45;
+	assert_int_equal(guest_mem_add(&mem, &r), -1);
+	r = many_region(backing, slot, 10);
+	r.gpa = 1ull << 45;
+	r.uva -= 1; /* one byte before region 10 in uva: overlaps its first byte */
+	r.size = 2;
+	assert_int_equal(guest_mem_add(&mem, &r), -1);
+	/* A removed region's place is free again; so is a gap between two regions. */
+	r = many_region(backing, slot, 9);
+	assert_int_equal(guest_mem_add(&mem, &r), 0);
+	present[9] = 1;
+	r = many_region(backing, slot, 20);
+	r.gpa += r.size;
+	r.uva = 1ull << 46;
+	r.size = 0x1000 - (MANY_SIZE + 20); /* exactly fills the gap up to region 21 */
+	assert_int_equal(guest_mem_add(&mem, &r), 0);
+	assert_ptr_equal(guest_mem_translate(&mem, GUEST_ADDR_GPA, r.gpa + r.size - 1, 1),
+			 r.host + r.size - 1);
+	assert_int_equal(guest_mem_remove(&mem, r.gpa, r.size, r.uva, &gone), 0);
+	many_check(&mem, backing, slot, present);
+
+	guest_mem_unmap_all(&mem);
+	assert_int_equal(mem.nregions, 0);
+	assert_true(mem.hot.size == 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_many_regions_add_lookup_remove),
 	    cmocka_unit_test_setup_teardown(test_translate_inside_region_returns_host_pointer,
 					    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_translate_whole_region_and_exact_end, setup,
