@@ -124,6 +124,26 @@ lookup_cached(struct vnet_switch *sw, struct switch_port *p,
 	return e ? p->dst_port : NULL;
 }
 
+/* ---- Port security ------------------------------------------------------------------------ */
+
+/*
+ * The source MAC of p's frame is not the port's own (the one compare of the hot path failed):
+ * allowed if one of allowed-macs=, else dropped, counted and logged (rate-limited). A multicast
+ * source is never allowed (allowed-macs= holds unicast MACs only).
+ */
+static __attribute__((noinline, cold)) bool psec_other_mac(struct switch_port *p,
+							   const uint8_t *mac)
+{
+	for (unsigned i = 0; i < p->n_allowed; i++)
+		if (!memcmp(p->allowed[i], mac, SW_ETH_ALEN))
+			return true;
+	stat_inc(&p->spoofed);
+	log_guest("switch %s: dropped a frame from source MAC %02x:%02x:%02x:%02x:%02x:%02x: not "
+		  "the port's (port security)",
+		  p->name, mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]);
+	return false;
+}
+
 /* ---- Delivery on the receiver's worker ---------------------------------------------------- */
 
 /* The capacity of the buffer a frame of len bytes is queued in. */
@@ -339,6 +359,10 @@ transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size
 	 */
 	iov_copy_from(iov, iovcnt, off, src->macs, sizeof(src->macs));
 
+	/* Port security: in the common case one compare against the port's MAC. */
+	if (src->psec && __builtin_expect(memcmp(src_mac, src->psec_mac, SW_ETH_ALEN) != 0, 0) &&
+	    !psec_other_mac(src, src_mac))
+		return 0;
 	now = own->now_ns;
 	learn_cached(sw, src, src_mac, now, xw);
 	if (!(dst_mac[0] & 1)) {
