@@ -42,6 +42,7 @@ from common import SKIP, TOP  # noqa: E402
 import dp_callgrind  # noqa: E402
 import dp_procs as P  # noqa: E402
 from dp_procs import BenchError, JANITOR, log  # noqa: E402
+import dp_stacks  # noqa: E402
 from dp_stacks import NET_TAP_MAX_FRAME, Stack, measure  # noqa: E402
 import gnuplot  # noqa: E402 (bench/gnuplot.py)
 
@@ -255,6 +256,8 @@ def parse_args():
     ap.add_argument('--keep-workdir', action='store_true',
                     help='keep the work directory (callgrind dumps for callgrind_annotate, logs)')
     ap.add_argument('--no-callgrind', dest='callgrind', action='store_false', default=True)
+    ap.add_argument('--port-security', choices=('on', 'off'), default='on',
+                    help='the switch ports\' port security (default on, as vnetd\'s default)')
     ap.add_argument('--cg-packets', type=int, help='packets per callgrind run (default 200000)')
     ap.add_argument('--cg-runs', type=int, help='callgrind runs per path (default 3)')
     ap.add_argument('--cg-size', type=int, default=64, help='frame size for callgrind (default 64)')
@@ -264,6 +267,8 @@ def parse_args():
     # --quick changes only the defaults: explicit options win
     defaults = dict(reps=3, duration=5, warmup=1, slices=5, cg_packets=200000, cg_runs=3,
                     quiet_wait=30)
+    if args.port_security == 'off':
+        dp_stacks.SWITCH_KEYS = ',port-security=off'
     if args.quick:
         defaults.update(reps=1, duration=2, warmup=0.5, slices=2, cg_packets=50000, cg_runs=1,
                         quiet_wait=0)

@@ -10,6 +10,13 @@ from common import Vnetd
 from dp_procs import BenchError, Testpmd, JANITOR
 
 MAC0, MAC1 = '02:00:00:00:00:01', '02:00:00:00:00:02'
+# vnetd's switch ports: each with its frontend's MAC. testpmd's flowgen sends from its own
+# constant source MAC (00:01:02:03:04:00 in DPDK 22.11), not the port's, so with port security
+# (on by default) that MAC is allowed on both ports: every frame takes the allowed-macs= path, the
+# dearer one (the common case is one compare against mac=). datapath.py --port-security off
+# sets ',port-security=off'.
+FLOWGEN_SRC = '00:01:02:03:04:00'
+SWITCH_KEYS = ',allowed-macs=' + FLOWGEN_SRC
 TAP_PEER = '02:00:00:00:00:99'   # not the tap's MAC: the kernel counts the frame, then drops it
 # DPDK's net_tap reports max_rx_pktlen 1522 (no jumbo MTU through ethdev) and its TX drops
 # longer frames: no DPDK tap peer above this.
@@ -61,7 +68,8 @@ class Stack:
         a, b = self._sock('a'), self._sock('b')
         if self.impl == 'vnetd':
             self.vd = Vnetd(self.tools['vnetd'], self.tools['vnetctl'],
-                            ['socket=%s,switch' % a, 'socket=%s,switch' % b], self.wd,
+                            ['socket=%s,switch,mac=%s%s' % (a, MAC0, SWITCH_KEYS),
+                             'socket=%s,switch,mac=%s%s' % (b, MAC1, SWITCH_KEYS)], self.wd,
                             wrapper=self.wrapper, janitor=JANITOR)
             self.be = self.vd
         else:

@@ -239,6 +239,8 @@ static const struct queue_family switch_families[] = {
     SWFAMILY("learn_rate_limited_total", "counter", learn_rate_hits,
 	     "New source MACs not learnt: the port was over its learn-rate (a MAC sending on "
 	     "counts again when its next token is due)."),
+    SWFAMILY("spoofed_total", "counter", spoofed,
+	     "Frames dropped by port security: a source MAC the port may not send from."),
 };
 
 static void switch_port_families(struct textbuf *tb, const struct metrics_port_view *v,

@@ -22,6 +22,8 @@
 #include "switch.h"
 #include "tap.h"
 
+_Static_assert(PORT_ALLOWED_MACS <= SWITCH_ALLOWED_MACS, "allowed-macs= fits a switch port");
+
 /*
  * The port itself: what it is (the accessors), its device's environment and its backend, its
  * set-up and teardown, and the dispatch of its events. Its vhost-user socket (listener, client
@@ -333,6 +335,13 @@ struct port *port_create(unsigned index, const struct port_config *cfg, unsigned
 			goto fail;
 		if (cfg->max_macs) /* 0: a config not from the options, the switch's defaults */
 			switch_port_set_limits(p->be, cfg->max_macs, cfg->learn_rate);
+		if (switch_port_set_security(p->be, &(struct switch_port_security){
+						 .on = !cfg->psec_off,
+						 .mac_change = cfg->mac_change,
+						 .n_allowed = cfg->n_allowed_macs,
+						 .allowed = (const uint8_t(*)[6])cfg->allowed_macs,
+					     }) < 0)
+			goto fail;
 		vnet_dev_attach_backend(p->dev, switch_port_ops(p->be), p->be);
 	}
 	log_info("%s: %s backend %s, vhost-user %s %s", p->name,

@@ -10,6 +10,7 @@
 #include "vnet_dev_types.h"
 
 #define VNETD_MAX_PORTS 1024 /* fits ev_ref.port (16 bits) */
+#define PORT_ALLOWED_MACS 8 /* allowed-macs= entries */
 
 enum port_backend_kind { PORT_BACKEND_TAP, PORT_BACKEND_SWITCH };
 
@@ -25,6 +26,11 @@ struct port_config {
 	struct vnet_dev_params dev;
 	unsigned max_macs;   /* switch: max-macs=, MACs the port may hold in the FDB (0: default) */
 	unsigned learn_rate; /* switch: learn-rate=, new MACs a second (0: no limit) */
+	/* switch: port security (zero: on, the port's MAC only; see docs/security.md) */
+	bool psec_off;		 /* port-security=off */
+	bool mac_change;	 /* mac-change=on: the MAC the driver sets instead of mac= */
+	unsigned n_allowed_macs; /* allowed-macs=MAC+MAC... */
+	uint8_t allowed_macs[PORT_ALLOWED_MACS][6];
 };
 
 #endif

@@ -47,6 +47,9 @@ enum port_key {
 	K_MAX_MEM,
 	K_MAX_MACS,
 	K_LEARN_RATE,
+	K_PORT_SECURITY,
+	K_MAC_CHANGE,
+	K_ALLOWED_MACS,
 	K_COUNT,
 };
 
@@ -66,6 +69,8 @@ static const char *const port_key_names[K_COUNT] = {
 	[K_CLIENT] = "client",	       [K_WORKER] = "worker",
 	[K_MAX_MEM] = "max-mem",
 	[K_MAX_MACS] = "max-macs",     [K_LEARN_RATE] = "learn-rate",
+	[K_PORT_SECURITY] = "port-security", [K_MAC_CHANGE] = "mac-change",
+	[K_ALLOWED_MACS] = "allowed-macs",
 };
 
 #define OFFLOAD_BITS                                                                               \
@@ -167,6 +172,33 @@ static int parse_mac(struct port_parse *pp, const char *value, uint8_t mac[6])
 		return bad_value(pp, "mac", value, "a unicast address");
 	if (!(mac[0] | mac[1] | mac[2] | mac[3] | mac[4] | mac[5]))
 		return bad_value(pp, "mac", value, "a non-zero address");
+	return 0;
+}
+
+/*
+ * parse_allowed_macs() - allowed-macs=MAC+MAC+... ('+' between MACs: ',' ends the key), at most
+ * PORT_ALLOWED_MACS unicast MACs.
+ */
+static int parse_allowed_macs(struct port_config *pc, struct port_parse *pp, const char *value)
+{
+	char buf[PORT_ALLOWED_MACS * 18 + 1];
+	char *mac, *next;
+
+	pc->n_allowed_macs = 0;
+	if (strlen(value) >= sizeof(buf))
+		return bad_value(pp, "allowed-macs", value, "at most 8 MACs, MAC+MAC+...");
+	strcpy(buf, value);
+	for (mac = buf; mac; mac = next) {
+		next = strchr(mac, '+');
+		if (next)
+			*next++ = '\0';
+		if (pc->n_allowed_macs == PORT_ALLOWED_MACS)
+			return bad_value(pp, "allowed-macs", value, "at most 8 MACs, MAC+MAC+...");
+		if (parse_mac(pp, mac, pc->allowed_macs[pc->n_allowed_macs]) < 0)
+			return bad_value(pp, "allowed-macs", value,
+					 "unicast MACs XX:XX:XX:XX:XX:XX, '+' between them");
+		pc->n_allowed_macs++;
+	}
 	return 0;
 }
 
@@ -289,6 +321,15 @@ static int apply_port_key(struct port_config *pc, struct port_parse *pp, enum po
 					 "0..1000000 new MACs a second (0: no limit)");
 		pc->learn_rate = (unsigned)v;
 		return 0;
+	case K_PORT_SECURITY:
+		if (parse_on_off(pp, name, value, &pc->psec_off) < 0)
+			return -1;
+		pc->psec_off = !pc->psec_off;
+		return 0;
+	case K_MAC_CHANGE:
+		return parse_on_off(pp, name, value, &pc->mac_change);
+	case K_ALLOWED_MACS:
+		return parse_allowed_macs(pc, pp, value);
 	case K_COUNT:
 		break;
 	}
@@ -338,6 +379,11 @@ static int finish_port(struct port_config *pc, struct port_parse *pp, unsigned i
 		return err_msg(pp->err, pp->err_len,
 			       "vnetd: --port p%u: max-macs= and learn-rate= are for switch ports",
 			       index);
+	if ((pp->seen[K_PORT_SECURITY] || pp->seen[K_MAC_CHANGE] || pp->seen[K_ALLOWED_MACS]) &&
+	    !pp->seen[K_SWITCH])
+		return err_msg(pp->err, pp->err_len,
+			       "vnetd: --port p%u: port-security=, mac-change= and allowed-macs= "
+			       "are for switch ports", index);
 	if (pp->seen[K_VQ_NOTF_COAL] && pp->vq_notf_coal && !pp->notf_coal)
 		return err_msg(pp->err, pp->err_len,
 			       "vnetd: --port p%u: vq-notf-coal=on conflicts with notf-coal=off",

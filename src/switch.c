@@ -124,6 +124,43 @@ lookup_cached(struct vnet_switch *sw, struct switch_port *p,
 	return e ? p->dst_port : NULL;
 }
 
+/* ---- Port security ------------------------------------------------------------------------ */
+
+/* Whether two MACs are equal: two loads and compares each, never a call. */
+static inline __attribute__((always_inline)) bool mac_eq(const uint8_t *a, const uint8_t *b)
+{
+	uint32_t a4, b4;
+	uint16_t a2, b2;
+
+	memcpy(&a4, a, 4);
+	memcpy(&b4, b, 4);
+	memcpy(&a2, a + 4, 2);
+	memcpy(&b2, b + 4, 2);
+	return ((a4 ^ b4) | (uint32_t)(a2 ^ b2)) == 0;
+}
+
+/* The frame's source is one of p's allowed-macs= (inlined: bridged guests take it a frame). */
+static inline __attribute__((always_inline)) bool psec_allowed(const struct switch_port *p,
+							       const uint8_t *mac)
+{
+	for (unsigned i = 0; i < p->n_allowed; i++)
+		if (mac_eq(p->allowed[i], mac))
+			return true;
+	return false;
+}
+
+/*
+ * The source MAC of p's frame is neither the port's own nor allowed: dropped, counted and logged
+ * (rate-limited). A multicast source always ends here (allowed-macs= holds unicast MACs only).
+ */
+static __attribute__((noinline, cold)) void psec_drop(struct switch_port *p, const uint8_t *mac)
+{
+	stat_inc(&p->spoofed);
+	log_guest("switch %s: dropped a frame from source MAC %02x:%02x:%02x:%02x:%02x:%02x: not "
+		  "the port's (port security)",
+		  p->name, mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]);
+}
+
 /* ---- Delivery on the receiver's worker ---------------------------------------------------- */
 
 /* The capacity of the buffer a frame of len bytes is queued in. */
@@ -339,6 +376,12 @@ transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size
 	 */
 	iov_copy_from(iov, iovcnt, off, src->macs, sizeof(src->macs));
 
+	/* Port security: in the common case one compare against the port's MAC. */
+	if (src->psec && __builtin_expect(!mac_eq(src_mac, src->psec_mac), 0) &&
+	    !psec_allowed(src, src_mac)) {
+		psec_drop(src, src_mac);
+		return 0;
+	}
 	now = own->now_ns;
 	learn_cached(sw, src, src_mac, now, xw);
 	if (!(dst_mac[0] & 1)) {

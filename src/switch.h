@@ -95,6 +95,26 @@ void switch_port_stats(const struct vnet_backend *be, uint64_t *forwarded, uint6
 void switch_port_set_limits(struct vnet_backend *be, unsigned max_macs, unsigned learn_rate);
 
 /*
+ * Port security of a switch port (switch_port_set_security()): with `on`, the port's guest may
+ * send only from the MAC its device had when attached, or, with mac_change, the one its driver
+ * set since (CTRL_MAC_ADDR_SET), or one of allowed[n_allowed] (unicast). Other frames, and any
+ * from a multicast source, are dropped and counted (spoofed) and never teach the FDB.
+ */
+struct switch_port_security {
+	bool on;
+	bool mac_change;
+	unsigned n_allowed; /* 0..SWITCH_ALLOWED_MACS */
+	const uint8_t (*allowed)[6];
+};
+
+/*
+ * switch_port_set_security() - the port's port security (a port is attached without). 0, or -1
+ * (nothing changed) for more than SWITCH_ALLOWED_MACS allowed MACs or a multicast one. Same
+ * thread rules as switch_port_set_limits().
+ */
+int switch_port_set_security(struct vnet_backend *be, const struct switch_port_security *s);
+
+/*
  * What the FDB holds for a switch port and refused it (switch_port_counters()). Not the
  * per-frame counters of switch_port_stats(): those stay plain increments of the port's thread
  * (an atomic store per frame costs the forwarding path instructions).
@@ -105,6 +125,8 @@ struct switch_port_counters {
 	uint64_t max_macs, learn_rate; /* its limits */
 	uint64_t mac_limit_hits;  /* new source MACs that found the port at max_macs */
 	uint64_t learn_rate_hits; /* new source MACs not learned: over learn_rate */
+	uint64_t spoofed;	  /* frames dropped by port security: a source MAC not the port's */
+	uint64_t port_security;	  /* 1: on (a gauge) */
 };
 
 /*

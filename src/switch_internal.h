@@ -42,6 +42,17 @@ struct switch_port {
 	uint64_t cache_misses; /* stat_atomic.h: the statistics read it from another thread */
 	bool refusal_logged[2]; /* FDB_AT_LIMIT, FDB_OVER_RATE: said once per port */
 	/*
+	 * Port security (switch_port_set_security()): with psec, a frame leaves the port only from
+	 * *psec_mac (own_mac, or the device's current MAC with mac-change) or one of allowed[]; the
+	 * others are dropped before learning (so the FDB never learns a MAC the port may not use).
+	 */
+	bool psec;
+	const uint8_t *psec_mac;
+	uint8_t own_mac[SW_ETH_ALEN];
+	uint8_t n_allowed;
+	uint8_t allowed[SWITCH_ALLOWED_MACS][SW_ETH_ALEN];
+	uint64_t spoofed; /* stat_atomic.h: frames dropped by port security */
+	/*
 	 * Flow cache (consecutive frames of a port mostly share their addresses), valid while the
 	 * FDB set its answer came from is unchanged (struct fdb_ver: a change elsewhere in the
 	 * table leaves it valid), so a hit takes no lock and reads no entry but for its age: the

@@ -12,5 +12,6 @@
 #define SWITCH_QUEUE_PACKETS 256      /* packets waiting for one port's guest RX buffers */
 #define SWITCH_QUEUE_BYTES (4u << 20) /* ... and their bytes */
 #define SWITCH_MAX_WORKERS 16	      /* threads the switch's ports may be spread over */
+#define SWITCH_ALLOWED_MACS 8	      /* allowed-macs= beside the port's own MAC */
 
 #endif

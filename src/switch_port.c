@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/random.h>
 #include <sys/types.h>
 #include <time.h>
@@ -15,6 +16,7 @@
 #include "switch_fdb.h"
 #include "switch_internal.h"
 #include "switch_xq.h"
+#include "vnet_dev.h"
 
 /*
  * Everything of the switch but its data path (switch.c): the switch's and its ports' lifetime,
@@ -173,6 +175,7 @@ struct vnet_backend *switch_attach(struct vnet_switch *sw, struct vnet_dev *dev,
 	p->sw = sw;
 	p->dev = dev;
 	snprintf(p->name, sizeof(p->name), "%s", name);
+	p->psec_mac = p->own_mac;
 	p->src_ver = p->dst_ver = fdb_ver_none(&sw->fdb);
 	fdb_set_limits(&sw->fdb, p->slot, SWITCH_FDB_PORT_MAX, SWITCH_LEARN_RATE);
 	sw->ports[slot] = p;
@@ -256,6 +259,42 @@ void switch_port_set_limits(struct vnet_backend *be, unsigned max_macs, unsigned
 }
 
 /**
+ * switch_port_set_security() - who the port's guest may send as.
+ * @be: the port's handle
+ * @s: on/off, mac_change (the device's current MAC instead of the one it had when attached)
+ * and the other MACs allowed
+ *
+ * With port security on, a frame whose source is neither the port's MAC nor allowed (and any
+ * from a multicast source) is dropped before learning, counted (spoofed) and logged
+ * (rate-limited). Call it right after switch_attach() (with several workers, while they are
+ * parked).
+ *
+ * Return: 0, or -1 (nothing changed, logged) for too many allowed MACs or a multicast one.
+ */
+int switch_port_set_security(struct vnet_backend *be, const struct switch_port_security *s)
+{
+	struct switch_port *p = port_of(be);
+
+	if (s->n_allowed > SWITCH_ALLOWED_MACS) {
+		log_err("switch %s: %u allowed MACs, at most %d", p->name, s->n_allowed,
+			SWITCH_ALLOWED_MACS);
+		return -1;
+	}
+	for (unsigned i = 0; i < s->n_allowed; i++)
+		if (s->allowed[i][0] & 1) {
+			log_err("switch %s: a multicast MAC cannot be a source", p->name);
+			return -1;
+		}
+	p->psec = s->on;
+	memcpy(p->own_mac, vnet_dev_mac(p->dev), SW_ETH_ALEN);
+	p->psec_mac = s->mac_change ? vnet_dev_mac(p->dev) : p->own_mac;
+	p->n_allowed = (uint8_t)s->n_allowed;
+	if (s->n_allowed)
+		memcpy(p->allowed, s->allowed, s->n_allowed * sizeof(p->allowed[0]));
+	return 0;
+}
+
+/**
  * switch_port_counters() - what the FDB holds for the port and refused it, and its flow cache
  * misses.
  * @be: the port's handle
@@ -277,6 +316,8 @@ void switch_port_counters(const struct vnet_backend *be, struct switch_port_coun
 	    .learn_rate = fp.learn_rate,
 	    .mac_limit_hits = fp.limit_hits,
 	    .learn_rate_hits = fp.rate_hits,
+	    .spoofed = stat_read(&p->spoofed),
+	    .port_security = p->psec,
 	};
 }
 

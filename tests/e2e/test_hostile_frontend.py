@@ -1411,6 +1411,78 @@ def listener_out_of_fds(env, res):
         check_sigterm(res, vd, 'out of fds')
 
 
+# ---- tenants: port security (each switch port sends only from its own mac=) ----
+def switch_counters(env, port):
+    return env._ctl({'cmd': 'stats', 'port': port})['ports'][0]['switch']
+
+
+def rx_one(f, size=2048):
+    """One RX buffer for f; returns a function: the frame it received (None: none in timeout)."""
+    gpa = f.mem.alloc(size)
+    ring = f.rings[RX_Q]
+    ring.put_avail(ring.add_chain([(gpa, size, True)]))
+    ring.kick()
+
+    def got(timeout=1.0):
+        u = ring.get_used(timeout)
+        return None if u is None else f.mem.read(gpa, u[1])[vu.NET_HDR_LEN:]
+    return got
+
+
+def victim_and_attacker(env):
+    """p0 (the victim) up with its MAC learnt; p1 (the attacker) up."""
+    f0 = env.frontend(0).setup()
+    f0.transmit(ether_frame(BCAST, MACS[0]))
+    f1 = env.frontend(1).setup()
+    return f0, f1
+
+
+@case('port security: spoofed source MAC', log=r'switch p1: dropped a frame from source MAC '
+      r'52:54:00:77:00:01: not the port')
+def spoofed_source(env, res):
+    f0, f1 = victim_and_attacker(env)
+    before = switch_counters(env, 'p1')
+    got = rx_one(f0)
+    res.check(f1.transmit(ether_frame(BCAST, MACS[0], b'spoofed')), 'p1 sends as p0 (completed)')
+    res.check(got(0.3) is None, 'p0 does not get the spoofed frame')
+    after = switch_counters(env, 'p1')
+    res.check(after['spoofed'] == before['spoofed'] + 1 and after['port_security'],
+              'p1: spoofed %d -> %d (port security on)' % (before['spoofed'], after['spoofed']))
+    want = ether_frame(MACS[0], MACS[1], b'for the victim')
+    f1.transmit(want)  # had the FDB moved p0's MAC to p1, this would be filtered
+    res.check(got(1.0) == want, 'p0 still gets its unicast, byte-exact')
+
+
+@case('port security: multicast source MAC', log=r'switch p1: dropped a frame from source MAC '
+      r'01:00:5e:00:00:01')
+def multicast_source(env, res):
+    f0, f1 = victim_and_attacker(env)
+    before = switch_counters(env, 'p1')['spoofed']
+    got = rx_one(f0)
+    f1.transmit(ether_frame(BCAST, '01:00:5e:00:00:01'))
+    res.check(got(0.3) is None, 'p0 does not get a frame from a multicast source')
+    after = switch_counters(env, 'p1')['spoofed']
+    res.check(after == before + 1, 'p1: spoofed %d -> %d' % (before, after))
+
+
+@case('port security: MAC flapping between two ports', log=r'switch p1: dropped a frame from '
+      r'source MAC 52:54:00:77:00:01')
+def mac_flapping(env, res):
+    f0, f1 = victim_and_attacker(env)
+    before = switch_counters(env, 'p1')['spoofed']
+    for i in range(50):
+        f1.transmit(ether_frame(BCAST, MACS[0], b'flap %d' % i))
+        f0.transmit(ether_frame(BCAST, MACS[0], b'back %d' % i))
+    after = switch_counters(env, 'p1')
+    res.check(after['spoofed'] == before + 50, 'p1: all 50 flaps dropped (spoofed %d -> %d)'
+              % (before, after['spoofed']))
+    res.check(after['macs'] <= 1, 'p1 holds at most its own MAC in the FDB (%d)' % after['macs'])
+    got = rx_one(f0)
+    want = ether_frame(MACS[0], MACS[1], b'after the flapping')
+    f1.transmit(want)
+    res.check(got(1.0) == want, 'p0 gets its unicast: its MAC never moved')
+
+
 # =============================================================================================
 def main():
     for exe in (VNETD, VNETCTL):

@@ -22,7 +22,8 @@ def main():
     if lowered:
         resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))
     try:
-        vd = Vnetd(NoNs(), ['socket=%s,switch' % s for s in socks], wd)
+        # port-security=off: the frame below is from 52:54:00:aa:00:01, not a derived MAC.
+        vd = Vnetd(NoNs(), ['socket=%s,switch,port-security=off' % s for s in socks], wd)
         vd.__enter__()
     finally:
         if lowered:

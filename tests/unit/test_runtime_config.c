@@ -157,6 +157,43 @@ static void test_switch_limit_keys(void **state)
 			       "\"max-macs\": 16, \"learn-rate\": 5}]}", err), 0);
 }
 
+/* port-security=, mac-change= and allowed-macs=MAC+MAC: on, off and none by default, switch only. */
+static void test_port_security_keys(void **state)
+{
+	static const uint8_t m2[6] = {0x02, 0, 0, 0, 0, 2};
+	struct port_config c;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(port_spec_runtime("socket=/c,switch", 7, &c, NULL, NULL, 0, err,
+					   sizeof(err)), 0);
+	assert_false(c.psec_off);
+	assert_false(c.mac_change);
+	assert_int_equal(c.n_allowed_macs, 0);
+	assert_int_equal(port_spec_runtime("socket=/c,switch,port-security=off,mac-change=on,"
+					   "allowed-macs=02:00:00:00:00:01+02:00:00:00:00:02", 7, &c,
+					   NULL, NULL, 0, err, sizeof(err)), 0);
+	assert_true(c.psec_off);
+	assert_true(c.mac_change);
+	assert_int_equal(c.n_allowed_macs, 2);
+	assert_memory_equal(c.allowed_macs[1], m2, 6);
+	assert_int_equal(port_spec_runtime("socket=/c,switch,allowed-macs=01:00:5e:00:00:01", 7,
+					   &c, NULL, NULL, 0, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "allowed-macs"));
+	assert_int_equal(port_spec_runtime("socket=/c,switch,allowed-macs=02:00:00:00:00:01+", 7,
+					   &c, NULL, NULL, 0, err, sizeof(err)), -1);
+	assert_int_equal(port_spec_runtime("socket=/c,switch,allowed-macs=02:00:00:00:00:01+"
+					   "02:00:00:00:00:02+02:00:00:00:00:03+02:00:00:00:00:04+"
+					   "02:00:00:00:00:05+02:00:00:00:00:06+02:00:00:00:00:07+"
+					   "02:00:00:00:00:08+02:00:00:00:00:09", 7, &c, NULL, NULL, 0,
+					   err, sizeof(err)), -1);
+	assert_int_equal(port_spec_runtime("socket=/c,switch,port-security=maybe", 7, &c, NULL,
+					   NULL, 0, err, sizeof(err)), -1);
+	assert_int_equal(port_spec_runtime("socket=/c,tap=t0,port-security=off", 7, &c, NULL,
+					   NULL, 0, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "switch ports"));
+}
+
 static void test_runtime_port_default_mac_is_unique(void **state)
 {
 	struct port_config a, other, c;
@@ -309,6 +346,7 @@ int main(void)
 	    cmocka_unit_test(test_runtime_port_default_mac_is_unique),
 	    cmocka_unit_test(test_worker_key),
 	    cmocka_unit_test(test_switch_limit_keys),
+	    cmocka_unit_test(test_port_security_keys),
 	    cmocka_unit_test(test_state_round_trip_and_refusals),
 	    cmocka_unit_test(test_state_rx_round_trip),
 	    cmocka_unit_test(test_state_rx_refusals),
