@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "net_rate.h"
 #include "notify.h"
 #include "vnet_dev_core.h"
 
@@ -126,7 +127,8 @@ static int tx_send_one(struct vnet_dev *dev, struct vnet_queue *q)
  *
  * Kicks stay disabled while it works. At most VNET_BUDGET_PACKETS / _BYTES / _DESCS; used
  * entries are published, and the notification decided, once per batch of TX_BATCH. A backend
- * that is full (-EAGAIN) gets the chain back on resume (q->tx_blocked).
+ * that is full (-EAGAIN) gets the chain back on resume (q->tx_blocked). Over the port's TX
+ * rate the chain goes back too and the queue waits for its refill timer (net_rate.c).
  * Return: true if it stopped at the budget with chains left (the caller schedules a run).
  */
 bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
@@ -136,6 +138,8 @@ bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 
 	/* No kicks while we work: vq_kick_enable() re-checks before the queue goes idle. */
 	vq_kick_disable(&q->vq);
+	if (__builtin_expect(dev->tx_rate.on, 0))
+		net_rate_tx_refill(dev);
 	for (;;) {
 		bool spent = false;
 		uint32_t done = 0, sent = 0;
@@ -151,6 +155,13 @@ bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 			r = vq_pop(&q->vq, q->chain);
 			if (r <= 0)
 				break;
+			if (__builtin_expect(dev->tx_rate.on, 0) &&
+			    !net_rate_tx_admit(dev, q, q->chain->read_len)) {
+				/* Over the rate: it waits in the ring for the refill timer. */
+				vq_unpop(&q->vq, 1);
+				r = -EAGAIN;
+				break;
+			}
 			cost = tx_send_one(dev, q);
 			if (cost == -EAGAIN) {
 				/* Given back, walked again on resume: the device's chain scratch is
@@ -182,7 +193,7 @@ bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 		}
 		total += done;
 		if (r < 0)
-			return false; /* backend full (resume later) or queue broken */
+			return false; /* backend full, over the rate (resume later) or queue broken */
 		if (spent)
 			return true; /* bounded work: yield to everything else that is ready */
 		if (done == TX_BATCH)
