@@ -60,8 +60,11 @@ class Stack:
     def _switch(self):
         a, b = self._sock('a'), self._sock('b')
         if self.impl == 'vnetd':
+            # VNETD_DP_PORT_EXTRA: keys appended to both port specs (bench/rate.py: limits on).
+            extra = os.environ.get('VNETD_DP_PORT_EXTRA', '')
             self.vd = Vnetd(self.tools['vnetd'], self.tools['vnetctl'],
-                            ['socket=%s,switch' % a, 'socket=%s,switch' % b], self.wd,
+                            ['socket=%s,switch%s' % (a, extra), 'socket=%s,switch%s' % (b, extra)],
+                            self.wd,
                             wrapper=self.wrapper, janitor=JANITOR)
             self.be = self.vd
         else:

@@ -130,13 +130,28 @@ bool net_rate_tx_admit(struct vnet_dev *dev, struct vnet_queue *q, uint64_t read
  * @q: the RX queue it would go to (counts the drop)
  * @len: the frame's bytes
  *
- * Refills the bucket at the time now (one clock read per packet, only with a limit).
+ * Reads the clock only when the bucket is empty (then it refills); vnet_dev_rx_flush() refills
+ * once per round of the owner's events too, so a bucket that stayed full while idle gets no
+ * more than its burst (off by at most the rate times one round).
  * Return: true (its bytes are taken), or false: the caller drops it (counted: rate_dropped).
  */
 bool net_rate_rx_admit(struct vnet_dev *dev, struct vnet_queue *q, uint64_t len)
 {
-	if (rate_bucket_admit(&dev->rx_rate, len, dev_now(dev)))
+	struct rate_bucket *b = &dev->rx_rate;
+
+	if (__builtin_expect(rate_bucket_has(b), 1) || rate_bucket_admit(b, 0, dev_now(dev))) {
+		rate_bucket_take(b, len);
 		return true;
+	}
 	stat_inc(&q->stats.rate_dropped);
 	return false;
+}
+
+/**
+ * net_rate_rx_refill() - refill the RX bucket once per round (vnet_dev_rx_flush())
+ * @dev: the device, its RX limit on
+ */
+void net_rate_rx_refill(struct vnet_dev *dev)
+{
+	rate_bucket_refill(&dev->rx_rate, dev_now(dev));
 }

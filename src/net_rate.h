@@ -42,6 +42,9 @@ bool net_rate_tx_admit(struct vnet_dev *dev, struct vnet_queue *q, uint64_t read
 /* net_rate_rx_admit() - RX limit on: may a frame of len bytes go to q? False: dropped, counted. */
 bool net_rate_rx_admit(struct vnet_dev *dev, struct vnet_queue *q, uint64_t len);
 
+/* net_rate_rx_refill() - RX limit on: refill the bucket once per round (vnet_dev_rx_flush()). */
+void net_rate_rx_refill(struct vnet_dev *dev);
+
 /* net_rate_tx_refill() - TX limit on: refill the bucket at the start of a run. */
 void net_rate_tx_refill(struct vnet_dev *dev);
 

@@ -86,6 +86,8 @@ void net_rx_flush_queue(struct vnet_dev *dev, struct vnet_queue *q)
 void vnet_dev_rx_flush(struct vnet_dev *dev)
 {
 	dev->rx_dirty = false;
+	if (__builtin_expect(dev->rx_rate.on, 0))
+		net_rate_rx_refill(dev); /* once per round: the packets refill only when empty */
 	for (unsigned i = 0; i < dev->nqueues; i++)
 		if (dev->queues[i].rx_unflushed)
 			net_rx_flush_queue(dev, &dev->queues[i]);
