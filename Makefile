@@ -12,7 +12,7 @@ export VNETD_BUILD := $(abspath $(BUILD))
 
 .PHONY: all deps build check docs-check unit asan fuzz-smoke fuzz e2e demo doctor soak bench \
 	bench-fairness bench-datapath bench-scale bench-workers bench-coal-causes install \
-	bench-migration bench-fdb-flood clean
+	bench-migration bench-fdb-flood bench-rate clean
 
 all: build
 
@@ -104,6 +104,12 @@ bench-workers: build
 # e.g. --before DIR to run an older build alongside); results/fdb-flood-latest.{json,png}.
 bench-fdb-flood: build
 	$(PYTHON) bench/fdb_flood.py $(FDB_FLOOD_ARGS)
+
+# Per-port rate limits on a switch pair: rate achieved vs set at 100 Mbit/s and 1 Gbit/s for
+# guest TX and RX, and the limiter's callgrind instructions per packet (about 2 minutes;
+# results/rate-latest.{json,png}). Options: RATE_ARGS="--seconds N".
+bench-rate: build
+	$(PYTHON) bench/rate.py $(RATE_ARGS)
 
 # One flooding guest vs the others: control-socket RTT and throughput (about 1.5 minutes).
 bench-fairness: build

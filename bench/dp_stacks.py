@@ -67,9 +67,12 @@ class Stack:
     def _switch(self):
         a, b = self._sock('a'), self._sock('b')
         if self.impl == 'vnetd':
+            # VNETD_DP_PORT_EXTRA: keys appended to both port specs (bench/rate.py: limits on).
+            extra = os.environ.get('VNETD_DP_PORT_EXTRA', '')
             self.vd = Vnetd(self.tools['vnetd'], self.tools['vnetctl'],
-                            ['socket=%s,switch,mac=%s%s' % (a, MAC0, SWITCH_KEYS),
-                             'socket=%s,switch,mac=%s%s' % (b, MAC1, SWITCH_KEYS)], self.wd,
+                            ['socket=%s,switch,mac=%s%s%s' % (a, MAC0, SWITCH_KEYS, extra),
+                             'socket=%s,switch,mac=%s%s%s' % (b, MAC1, SWITCH_KEYS, extra)],
+                            self.wd,
                             wrapper=self.wrapper, janitor=JANITOR)
             self.be = self.vd
         else:

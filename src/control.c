@@ -11,6 +11,7 @@
 #include "control_coal.h"
 #include "control_json.h"
 #include "control_ports.h"
+#include "control_rate.h"
 #include "control_stats.h"
 
 static const struct control_port_ops *port_ops;
@@ -63,6 +64,7 @@ static const struct control_command {
 	{"coalesce", control_coal_coalesce, false},
 	{"reset-stats", control_stats_reset, false},
 	{"stall-guard", control_coal_stall_guard, false},
+	{"rate", control_rate_set, false},
 };
 
 /* run() - one known command, inside sync_ops' enter/leave unless it is lock-free. */
@@ -102,7 +104,7 @@ static json_t *dispatch(const struct control_call *call, const char *line)
 			reply = run(&commands[i], call, req);
 		else
 			reply = control_json_error("unknown cmd '%.64s' (ports, stats, coalesce, "
-						   "reset-stats, stall-guard, port-add, port-del)",
+						   "reset-stats, stall-guard, rate, port-add, port-del)",
 						   json_string_value(cmd));
 	}
 	json_decref(req);

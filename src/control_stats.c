@@ -54,6 +54,8 @@ static json_t *queue_stats(struct port *p, unsigned index)
 	if (o) {
 		json_object_set_new(o, "yields", ju64(sq.yields));
 		json_object_set_new(o, "rx_direct", ju64(sq.rx_direct));
+		json_object_set_new(o, "rate_waits", ju64(sq.rate_waits));
+		json_object_set_new(o, "rate_dropped", ju64(sq.rate_dropped));
 		json_object_set_new(o, "stop_notifications", ju64(sq.stop));
 		json_object_set_new(o, "early_idle", ju64(sq.early_idle));
 		json_object_set_new(o, "early_ring", ju64(sq.early_ring));
@@ -81,6 +83,13 @@ static json_t *port_stats(struct port *p)
 	q = json_pack("{s:s,s:I,s:I,s:o}", "name", sp.name, "index", (json_int_t)sp.index,
 		      "worker", (json_int_t)sp.worker, "queues", queues);
 	control_json_coal_modes(q, port_dev(p));
+	if (q)
+		json_object_set_new(
+		    q, "rate",
+		    json_pack("{s:{s:I,s:I},s:{s:I,s:I}}", "tx", "mbit", (json_int_t)sp.tx_rate.mbit,
+			      "burst_kb", (json_int_t)sp.tx_rate.burst_kb, "rx", "mbit",
+			      (json_int_t)sp.rx_rate.mbit, "burst_kb",
+			      (json_int_t)sp.rx_rate.burst_kb));
 	if (q && sp.is_switch)
 		json_object_set_new(
 		    q, "switch",

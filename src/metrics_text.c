@@ -48,6 +48,10 @@ static const struct queue_family queue_counters[] = {
     QCOUNTER("yields", yields, "Runs that stopped at their budget with work left."),
     QCOUNTER("rx_direct_packets", rx_direct,
 	     "Packets the backend read straight into guest buffers."),
+    QCOUNTER("rate_waits", rate_waits,
+	     "TX: times the queue stopped taking packets until the port's TX rate refilled."),
+    QCOUNTER("rate_drops", rate_dropped,
+	     "RX: packets dropped because they were over the port's RX rate."),
 };
 
 static void family(struct textbuf *tb, const char *name, const char *type, const char *help)
@@ -130,6 +134,16 @@ static void port_families(struct textbuf *tb, const struct metrics_port_view *v,
 		tb_printf(tb, "vnetd_port_stall_guard");
 		port_labels(tb, &v[i].port);
 		tb_printf(tb, "} %d\n", v[i].port.stall_guard ? 1 : 0);
+	}
+	family(tb, "vnetd_port_rate_limit_mbit", "gauge",
+	       "The port's rate limit in Mbit/s by direction (tx: the guest sends; 0: none).");
+	for (i = 0; i < n; i++) {
+		for (int d = 0; d < 2; d++) {
+			tb_printf(tb, "vnetd_port_rate_limit_mbit");
+			port_labels(tb, &v[i].port);
+			tb_printf(tb, ",dir=\"%s\"} %u\n", d ? "rx" : "tx",
+				  d ? v[i].port.rx_rate.mbit : v[i].port.tx_rate.mbit);
+		}
 	}
 	family(tb, "vnetd_port_worker", "gauge",
 	       "Worker thread serving the port (0: the one event loop).");

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "net_rate.h"
 #include "notify.h"
 #include "vnet_dev_core.h"
 
@@ -85,6 +86,8 @@ void net_rx_flush_queue(struct vnet_dev *dev, struct vnet_queue *q)
 void vnet_dev_rx_flush(struct vnet_dev *dev)
 {
 	dev->rx_dirty = false;
+	if (__builtin_expect(dev->rx_rate.on, 0))
+		net_rate_rx_refill(dev); /* once per round: the packets refill only when empty */
 	for (unsigned i = 0; i < dev->nqueues; i++)
 		if (dev->queues[i].rx_unflushed)
 			net_rx_flush_queue(dev, &dev->queues[i]);
@@ -241,7 +244,8 @@ static inline void rx_delivered(struct vnet_dev *dev, struct vnet_queue *q, size
  * @off: byte offset of the frame in @iov
  * @frame_len: frame bytes
  *
- * Picks the queue pair by flow hash, applies the receive filter, copies into as many guest
+ * Picks the queue pair by flow hash, applies the receive filter and the port's RX rate limit
+ * (over it: dropped, counted), copies into as many guest
  * buffers as the packet needs. Visible to the guest at the next publication (every
  * VNET_RX_PUBLISH_BATCH packets, and vnet_dev_rx_flush()).
  * Context: the thread that owns the device.
@@ -287,14 +291,19 @@ int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 
 	}
 	if (!rx_filter_accepts(dev, eth))
 		return 1;
+	if (__builtin_expect(dev->rx_rate.on, 0) && !net_rate_rx_admit(dev, q, frame_len))
+		return 1; /* over the port's RX rate: dropped, counted */
 
 	do {
 		r = rx_place_one(dev, q, hdr, iov, iovcnt, off, frame_len);
 		if (r == 0 && !rx_wait_for_buffers(q, vq_avail_seen(&q->vq)))
 			break;
 	} while (r == 0);
-	if (r == 0)
+	if (r == 0) {
+		if (dev->rx_rate.on)
+			rate_bucket_give(&dev->rx_rate, frame_len); /* it comes again */
 		return 0;
+	}
 	if (r < 0) {
 		stat_inc(&q->stats.dropped);
 		return 1;
@@ -505,6 +514,8 @@ void vnet_dev_rx_commit(struct vnet_dev *dev, size_t len)
 	iov_copy_from(iov, rc->niov, VNET_HDR_LEN, dst, sizeof(dst));
 	if (!rx_filter_accepts(dev, dst))
 		return;
+	if (__builtin_expect(dev->rx_rate.on, 0) && !net_rate_rx_admit(dev, q, len - VNET_HDR_LEN))
+		return; /* over the port's RX rate: dropped (counted), the buffers stay reserved */
 	while (left) {
 		unsigned slot = rc->first + used;
 		uint32_t take = rc->cap[slot] < left ? rc->cap[slot] : (uint32_t)left;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "net_rate.h"
 #include "notify.h"
 #include "vnet_dev_core.h"
 
@@ -80,6 +81,22 @@ static bool tx_hdr_allowed(const struct vnet_dev *dev, const struct vnet_queue *
 	return false;
 }
 
+/*
+ * The port's TX limit is on: whether the chain just popped may go. Tokens left: taken here;
+ * else net_rate_tx_admit() refills, or arms the refill wait. Out of line: inlined, it costs the
+ * loop registers, and a port without a limit pays for them on every packet.
+ */
+static __attribute__((noinline)) bool tx_rate_ok(struct vnet_dev *dev, struct vnet_queue *q)
+{
+	uint64_t len = q->chain->read_len - dev->hdr_len; /* short or long: wraps or exceeds */
+
+	if (__builtin_expect(rate_bucket_has(&dev->tx_rate) && len <= VNET_MAX_FRAME, 1)) {
+		rate_bucket_take(&dev->tx_rate, len);
+		return true;
+	}
+	return net_rate_tx_admit(dev, q, q->chain->read_len);
+}
+
 #define TX_DROPPED (-1) /* tx_send_one(): the packet was dropped (and counted) */
 
 /*
@@ -126,16 +143,21 @@ static int tx_send_one(struct vnet_dev *dev, struct vnet_queue *q)
  *
  * Kicks stay disabled while it works. At most VNET_BUDGET_PACKETS / _BYTES / _DESCS; used
  * entries are published, and the notification decided, once per batch of TX_BATCH. A backend
- * that is full (-EAGAIN) gets the chain back on resume (q->tx_blocked).
+ * that is full (-EAGAIN) gets the chain back on resume (q->tx_blocked). Over the port's TX
+ * rate the chain goes back too and the queue waits for its refill timer (net_rate.c).
  * Return: true if it stopped at the budget with chains left (the caller schedules a run).
  */
 bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 {
 	uint32_t total = 0, descs = 0, extra = 0;
 	uint64_t bytes = 0;
+	/* Read once: the limit only changes between runs (its setter parks the worker). */
+	const bool limited = dev->tx_rate.on;
 
 	/* No kicks while we work: vq_kick_enable() re-checks before the queue goes idle. */
 	vq_kick_disable(&q->vq);
+	if (__builtin_expect(limited, 0))
+		net_rate_tx_refill(dev);
 	for (;;) {
 		bool spent = false;
 		uint32_t done = 0, sent = 0;
@@ -151,6 +173,12 @@ bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 			r = vq_pop(&q->vq, q->chain);
 			if (r <= 0)
 				break;
+			if (__builtin_expect(limited, 0) && !tx_rate_ok(dev, q)) {
+				/* Over the rate: it waits in the ring for the refill timer. */
+				vq_unpop(&q->vq, 1);
+				r = -EAGAIN;
+				break;
+			}
 			cost = tx_send_one(dev, q);
 			if (cost == -EAGAIN) {
 				/* Given back, walked again on resume: the device's chain scratch is
@@ -182,7 +210,7 @@ bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 		}
 		total += done;
 		if (r < 0)
-			return false; /* backend full (resume later) or queue broken */
+			return false; /* backend full, over the rate (resume later) or queue broken */
 		if (spent)
 			return true; /* bounded work: yield to everything else that is ready */
 		if (done == TX_BATCH)

@@ -27,10 +27,12 @@ static void record_lateness(struct vnet_queue *q, uint64_t now, uint64_t deadlin
 }
 
 /**
- * notify_rearm_timer() - arm the queue's timer for its earlier deadline (coalescing or TX batch)
+ * notify_rearm_timer() - arm the queue's one timer for its earliest deadline
  * @dev: the device (its env arms the timer)
  * @q: the queue
  *
+ * The deadlines are coalescing's, the TX batch's (tx-timer mode) and the TX rate refill's: one
+ * timer, one wake-up, whose expiry (vnet_dev_timer_expired()) handles every one that is due.
  * Calls env->arm_timer only when the wanted deadline differs from the armed one (0 disarms).
  * Context: the thread that owns the device.
  */
@@ -40,6 +42,8 @@ void notify_rearm_timer(struct vnet_dev *dev, struct vnet_queue *q)
 
 	if (q->tx_deadline_ns && (!want || q->tx_deadline_ns < want))
 		want = q->tx_deadline_ns;
+	if (q->rate_deadline_ns && (!want || q->rate_deadline_ns < want))
+		want = q->rate_deadline_ns;
 	if (want != q->timer_deadline_ns) {
 		q->timer_deadline_ns = want;
 		dev->env->arm_timer(dev->env_ctx, q->vq.index, want);

@@ -25,7 +25,10 @@ enum notify_event {
 void notify_decide(struct vnet_dev *dev, struct vnet_queue *q, enum notify_event ev,
 		   uint32_t packets);
 
-/* notify_rearm_timer() - arm the queue's timer for the earlier of its coalescing and TX deadlines. */
+/*
+ * notify_rearm_timer() - arm the queue's one timer for the earliest of its deadlines: coalescing,
+ * TX batch, TX rate refill.
+ */
 void notify_rearm_timer(struct vnet_dev *dev, struct vnet_queue *q);
 
 #endif

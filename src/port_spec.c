@@ -50,6 +50,11 @@ enum port_key {
 	K_PORT_SECURITY,
 	K_MAC_CHANGE,
 	K_ALLOWED_MACS,
+	/* Rate limits (net_rate.h). */
+	K_TX_RATE,
+	K_TX_BURST,
+	K_RX_RATE,
+	K_RX_BURST,
 	K_COUNT,
 };
 
@@ -71,6 +76,8 @@ static const char *const port_key_names[K_COUNT] = {
 	[K_MAX_MACS] = "max-macs",     [K_LEARN_RATE] = "learn-rate",
 	[K_PORT_SECURITY] = "port-security", [K_MAC_CHANGE] = "mac-change",
 	[K_ALLOWED_MACS] = "allowed-macs",
+	[K_TX_RATE] = "tx-rate",       [K_TX_BURST] = "tx-burst",
+	[K_RX_RATE] = "rx-rate",       [K_RX_BURST] = "rx-burst",
 };
 
 #define OFFLOAD_BITS                                                                               \
@@ -212,6 +219,20 @@ static bool valid_ifname(const char *name)
 	return strpbrk(name, "/: \t\n\r\v\f") == NULL;
 }
 
+/* parse_rate_key() - tx-/rx-rate= (Mbit/s, 0: none) and tx-/rx-burst= (KiB, 0: default). */
+static int parse_rate_key(struct port_parse *pp, const char *key, const char *value,
+			  bool burst, uint32_t *out)
+{
+	unsigned long v;
+
+	if (!port_spec_parse_ulong(value, 0, burst ? RATE_BURST_KB_MAX : RATE_MBIT_MAX, &v))
+		return bad_value(pp, key, value,
+				 burst ? "0..1048576 KiB (0: 10 ms of the rate)"
+				       : "0..1000000 Mbit/s (0: no limit)");
+	*out = (uint32_t)v;
+	return 0;
+}
+
 /* apply_port_key() - the value of one key into *pc (or *pp); 0, or -1 (pp->err). */
 static int apply_port_key(struct port_config *pc, struct port_parse *pp, enum port_key key,
 			  const char *value)
@@ -330,6 +351,14 @@ static int apply_port_key(struct port_config *pc, struct port_parse *pp, enum po
 		return parse_on_off(pp, name, value, &pc->mac_change);
 	case K_ALLOWED_MACS:
 		return parse_allowed_macs(pc, pp, value);
+	case K_TX_RATE:
+		return parse_rate_key(pp, name, value, false, &d->tx_rate.mbit);
+	case K_TX_BURST:
+		return parse_rate_key(pp, name, value, true, &d->tx_rate.burst_kb);
+	case K_RX_RATE:
+		return parse_rate_key(pp, name, value, false, &d->rx_rate.mbit);
+	case K_RX_BURST:
+		return parse_rate_key(pp, name, value, true, &d->rx_rate.burst_kb);
 	case K_COUNT:
 		break;
 	}
@@ -384,6 +413,10 @@ static int finish_port(struct port_config *pc, struct port_parse *pp, unsigned i
 		return err_msg(pp->err, pp->err_len,
 			       "vnetd: --port p%u: port-security=, mac-change= and allowed-macs= "
 			       "are for switch ports", index);
+	if ((pp->seen[K_TX_BURST] && !d->tx_rate.mbit) || (pp->seen[K_RX_BURST] && !d->rx_rate.mbit))
+		return err_msg(pp->err, pp->err_len,
+			       "vnetd: --port p%u: tx-burst= / rx-burst= need a tx-rate= / rx-rate= "
+			       "above 0", index);
 	if (pp->seen[K_VQ_NOTF_COAL] && pp->vq_notf_coal && !pp->notf_coal)
 		return err_msg(pp->err, pp->err_len,
 			       "vnetd: --port p%u: vq-notf-coal=on conflicts with notf-coal=off",

@@ -11,8 +11,8 @@
  * @p: the port
  * @out: filled; its strings belong to the port
  *
- * Main thread, without parking the port's worker: lock-free reads (the stall guard setting only
- * changes on the main thread).
+ * Main thread, without parking the port's worker: lock-free reads (the stall guard setting and
+ * the rate limits only change on the main thread).
  */
 void stats_port_read(struct port *p, struct stats_port *out)
 {
@@ -30,6 +30,8 @@ void stats_port_read(struct port *p, struct stats_port *out)
 	out->worker = port_worker(p);
 	out->nqueues = vnet_dev_num_queues(port_dev(p));
 	out->stall_guard = vnet_dev_stall_guard(port_dev(p))->on;
+	out->tx_rate = *vnet_dev_rate(port_dev(p), VNET_RATE_TX);
+	out->rx_rate = *vnet_dev_rate(port_dev(p), VNET_RATE_RX);
 	out->is_switch = port_switch_counters(p, &out->sw);
 }
 
@@ -80,6 +82,8 @@ bool stats_queue_read(struct port *p, unsigned qidx, struct stats_queue *out)
 	out->rx_no_buffers = stat_read(&st->rx_no_buffers);
 	out->yields = stat_read(&st->yields);
 	out->rx_direct = stat_read(&st->rx_direct);
+	out->rate_waits = stat_read(&st->rate_waits);
+	out->rate_dropped = stat_read(&st->rate_dropped);
 	out->max_packets = v.coal.max_packets;
 	out->max_usecs = v.coal.max_usecs;
 	out->set_by = coal_setter_name(v.set_by);

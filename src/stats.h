@@ -21,6 +21,7 @@ struct stats_port {
 	unsigned worker; /* thread serving the port (--workers) */
 	unsigned nqueues;
 	bool stall_guard; /* the port's stall guard is on */
+	struct rate_params tx_rate, rx_rate; /* the port's rate limits (mbit 0: none) */
 	bool is_switch;	  /* a switch port: sw below is set */
 	struct switch_port_counters sw;
 };
@@ -39,6 +40,7 @@ struct stats_queue {
 	uint64_t early_idle, early_ring, early_bytes; /* ... by reason (vnet_queue_stats) */
 	uint64_t stop;		/* held completions signalled because the queue stopped */
 	uint64_t dropped, rx_no_buffers, yields, rx_direct;
+	uint64_t rate_waits, rate_dropped; /* TX waits for tokens, RX drops over the rate */
 	uint32_t max_packets, max_usecs;
 	const char *set_by; /* "none", "guest", "host" or "adaptive" */
 	bool adaptive;	    /* the adaptive controller drives the queue */

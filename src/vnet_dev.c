@@ -11,6 +11,7 @@
 #include "dev_state.h"
 #include "log.h"
 #include "net_ctrl.h"
+#include "net_rate.h"
 #include "net_rx.h"
 #include "queue_view.h"
 #include "vnet_dev_queue.h"
@@ -124,6 +125,7 @@ struct vnet_dev *vnet_dev_create(const struct vnet_dev_params *params, const str
 	dev->nqueues = nqueues;
 	dev->queues = map;
 	coal_policy_init(dev);
+	net_rate_init(dev);
 	vnet_dev_queue_init_all(dev);
 	dev->offered = compute_offered(dev);
 	vnet_dev_reset(dev);

@@ -8,6 +8,7 @@
 #include <sys/uio.h>
 
 #include "guest_mem.h"
+#include "net_rate.h"
 #include "net_rx.h"
 #include "queue_view.h"
 #include "vnet_dev_queue.h"
@@ -16,8 +17,8 @@
 /*
  * The device's public API, defined in vnet_dev.c, and what the files below it define for
  * callers outside the model: the queues' lifecycle, kicks and timers (vnet_dev_queue.h), the
- * receive path's per-packet entry points (net_rx.h) and the lock-free settings view
- * (queue_view.h).
+ * receive path's per-packet entry points (net_rx.h), the port's rate limits (net_rate.h) and
+ * the lock-free settings view (queue_view.h).
  */
 
 struct vnet_dev;

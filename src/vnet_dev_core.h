@@ -80,6 +80,9 @@ struct vnet_dev {
 	struct vnet_kind_coal host[2];
 	bool adaptive[2];          /* adaptive mode for every queue of a kind, [0] RX [1] TX */
 	struct vnet_stall_guard guard;
+	/* Rate limits (net_rate.c): guest TX (shared by the TX queues) and RX; set on the device's
+	 * thread or with it parked. */
+	struct rate_bucket tx_rate, rx_rate;
 	struct vnet_rx_slot rx_slots[VNET_RX_MAX_BUFFERS];
 	/* RX scratch (not on the stack: no stack-protector canary in the receive path): the
 	 * header of the packet being placed, and its Ethernet header (+ IPv4 addresses and

@@ -73,7 +73,7 @@ void vnet_dev_queue_reset(struct vnet_dev *dev, struct vnet_queue *q)
 	vq_reset(&q->vq);
 	q->vq.log = dev->dirty_log;
 	q->enabled = false;
-	q->timer_deadline_ns = q->coal_deadline_ns = q->tx_deadline_ns = 0;
+	q->timer_deadline_ns = q->coal_deadline_ns = q->tx_deadline_ns = q->rate_deadline_ns = 0;
 	q->tx_blocked = q->rx_waiting = q->reinit = false;
 	q->state_loaded = q->resume_notify = false;
 	/* q->scheduled stays: the owner's run queue still holds the entry, which clears it. */
@@ -94,7 +94,7 @@ static void dev_queue_broken(void *ctx, unsigned qidx)
 	if (!q)
 		return;
 	/* Nothing is decided for a broken queue any more: a pending deadline would re-fire. */
-	q->coal_deadline_ns = q->tx_deadline_ns = 0;
+	q->coal_deadline_ns = q->tx_deadline_ns = q->rate_deadline_ns = 0;
 	notify_rearm_timer(dev, q);
 	queue_view_publish(q);
 	if (dev->env->queue_error)
@@ -200,7 +200,7 @@ uint16_t vnet_dev_queue_stop(struct vnet_dev *dev, unsigned qidx)
 	q->tx_blocked = false; /* the chain the backend refused was given back already */
 	if (q->timer_deadline_ns)
 		dev->env->arm_timer(dev->env_ctx, qidx, 0);
-	q->timer_deadline_ns = q->coal_deadline_ns = q->tx_deadline_ns = 0;
+	q->timer_deadline_ns = q->coal_deadline_ns = q->tx_deadline_ns = q->rate_deadline_ns = 0;
 	coal_restart(&q->coal);
 	vq_stop(&q->vq);
 	queue_view_publish(q);
@@ -278,6 +278,8 @@ static void queue_work(struct vnet_dev *dev, struct vnet_queue *q)
 			vq_kick_disable(&q->vq);
 		break;
 	case VNET_QUEUE_TX:
+		if (q->rate_deadline_ns)
+			break; /* over the rate: its timer runs it when the bucket has refilled */
 		if (dev->params.tx_mode == VNET_TX_TIMER && !q->tx_blocked) {
 			if (!q->tx_deadline_ns) {
 				q->tx_deadline_ns =
@@ -348,13 +350,15 @@ void vnet_dev_queue_run(struct vnet_dev *dev, unsigned qidx)
  * @dev: the device
  * @qidx: the queue
  *
- * Runs a waiting TX batch (tx-timer mode) and decides a coalescing deadline, whichever is due,
- * then re-arms for what is left.
+ * The queue's one timer serves every deadline it has: runs TX that waited (tx-timer mode's
+ * batch, or the refill of the port's TX rate) and decides a coalescing deadline, whichever are
+ * due, then re-arms for what is left.
  * Context: the thread that owns the device.
  */
 void vnet_dev_timer_expired(struct vnet_dev *dev, unsigned qidx)
 {
 	struct vnet_queue *q = vnet_dev_queue(dev, qidx);
+	bool run = false;
 	uint64_t now;
 
 	if (!q)
@@ -363,9 +367,14 @@ void vnet_dev_timer_expired(struct vnet_dev *dev, unsigned qidx)
 	q->timer_deadline_ns = 0;
 	if (q->tx_deadline_ns && now >= q->tx_deadline_ns) {
 		q->tx_deadline_ns = 0;
-		if (dev_queue_usable(q) && !q->scheduled)
-			tx_run(dev, q);
+		run = true;
 	}
+	if (q->rate_deadline_ns && now >= q->rate_deadline_ns) {
+		q->rate_deadline_ns = 0;
+		run = true;
+	}
+	if (run && dev_queue_usable(q) && !q->scheduled)
+		tx_run(dev, q);
 	if (q->coal_deadline_ns && now >= q->coal_deadline_ns)
 		notify_decide(dev, q, NOTIFY_TIMER, 0);
 	notify_rearm_timer(dev, q);

@@ -45,7 +45,7 @@ void vnet_dev_kick(struct vnet_dev *dev, unsigned qidx);
 /* vnet_dev_queue_run() - continue queue qidx's work after env->schedule() (one budget). */
 void vnet_dev_queue_run(struct vnet_dev *dev, unsigned qidx);
 
-/* vnet_dev_timer_expired() - queue qidx's timer (coalescing deadline or TX batch) fired. */
+/* vnet_dev_timer_expired() - queue qidx's timer (coalescing, TX batch or TX rate refill) fired. */
 void vnet_dev_timer_expired(struct vnet_dev *dev, unsigned qidx);
 
 /* vnet_dev_tx_resume() - the backend can take packets again after -EAGAIN. */

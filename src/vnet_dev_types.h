@@ -16,6 +16,7 @@
 #include "coal_adaptive.h"
 #include "coalesce.h"
 #include "lat_hist.h"
+#include "rate_limit.h"
 #include "virtqueue.h"
 
 #define VNET_MAX_QUEUE_PAIRS 16
@@ -58,6 +59,9 @@ struct vnet_queue_stats {
 	uint64_t early_idle;          /* TX: the driver posted nothing for stall-idle-usecs */
 	uint64_t early_ring;          /* the ring nearly exhausted (RX buffers, TX descriptors) */
 	uint64_t early_bytes;         /* bytes held reached stall-bytes */
+	/* Rate limits (net_rate.c): TX runs that stopped for tokens, RX packets dropped over it. */
+	uint64_t rate_waits;
+	uint64_t rate_dropped;
 	/* Lateness of deadline-driven notifications (ns), since the last reset: log-spaced
 	 * buckets for percentiles (read with lat_hist_bucket()), and the exporter's fixed
 	 * buckets (vnet_queue_lateness(); last: above all) with the sum. */
@@ -135,6 +139,7 @@ struct vnet_dev_params {
 	bool coal_persist;
 	struct vnet_stall_guard stall_guard; /* zero: off (the command line defaults it on) */
 	bool rx_adaptive, tx_adaptive;       /* adaptive coalescing for every RX / TX queue */
+	struct rate_params tx_rate, rx_rate; /* guest TX / RX rate limits (mbit 0: none) */
 };
 
 /* Per-queue state of the stall guard. */
@@ -181,6 +186,7 @@ struct vnet_queue {
 	uint64_t timer_deadline_ns; /* what the queue's timer is armed for; 0: disarmed */
 	uint64_t coal_deadline_ns;  /* coalescing deadline; 0: none */
 	uint64_t tx_deadline_ns;    /* VNET_TX_TIMER: when the waiting TX batch runs; 0: none */
+	uint64_t rate_deadline_ns;  /* TX over its rate: when the bucket has refilled; 0: none */
 	uint32_t rx_unflushed;      /* RX packets pushed but not yet published */
 	bool tx_blocked;            /* backend said -EAGAIN (the chain went back): wait for resume */
 	bool rx_waiting;            /* a packet waited for buffers: tell the backend on kick */

@@ -43,6 +43,11 @@ static const char usage_text[] =
 	"  stall-guard PORT [on|off] [bytes N] [idle-usecs N]\n"
 	"                             notify early when holding completions would stall the\n"
 	"                             driver (ring nearly used up, N bytes held, TX idle N us)\n"
+	"  rate PORT [tx|rx MBIT [BURST_KB]]\n"
+	"                             limit what the guest sends (tx: it waits in the ring) or\n"
+	"                             receives (rx: dropped over the rate) to MBIT Mbit/s, 0 for\n"
+	"                             no limit; BURST_KB KiB (default 10 ms of the rate); without\n"
+	"                             tx|rx: show the limits\n"
 	"  reset-stats [PORT]         zero the counters of PORT (default: every port)\n"
 	"  port-add SPEC              add a port at run time; SPEC exactly as vnetd --port takes\n"
 	"                             it; prints the new port's name\n"
@@ -58,6 +63,7 @@ static const char usage_text[] =
 	"  vnetctl coalesce p0 rx-usecs 64 rx-frames 32\n"
 	"  vnetctl coalesce p0 adaptive on\n"
 	"  vnetctl stall-guard p0 off\n"
+	"  vnetctl rate p0 tx 100\n"
 	"  vnetctl raw '{\"cmd\":\"stats\",\"port\":0}'\n"
 	"\n"
 	"Exit status: 0 success, 1 the daemon answered with an error, 2 usage or connection\n"
@@ -628,6 +634,58 @@ static int cmd_stall_guard(const char *path, int argc, char **argv)
 	return EXIT_OK;
 }
 
+/* One direction of a "rate" reply: "tx 100 Mbit/s burst 1220 KiB", "rx none". */
+static void print_rate(const char *dir, json_t *r)
+{
+	json_int_t mbit = json_integer_value(json_object_get(r, "mbit"));
+	json_int_t burst = json_integer_value(json_object_get(r, "burst_kb"));
+
+	if (!mbit)
+		printf("%s none\n", dir);
+	else if (!burst)
+		printf("%s %" JSON_INTEGER_FORMAT " Mbit/s burst default (10 ms)\n", dir, mbit);
+	else
+		printf("%s %" JSON_INTEGER_FORMAT " Mbit/s burst %" JSON_INTEGER_FORMAT " KiB\n",
+		       dir, mbit, burst);
+}
+
+static int cmd_rate(const char *path, int argc, char **argv)
+{
+	json_t *req, *reply, *r;
+	json_int_t mbit, burst = 0;
+	int ret;
+
+	if (argc < 1 || argv[0][0] == '-')
+		return usage_error("rate needs a PORT");
+	if (argc == 2 || argc > 4)
+		return usage_error("rate: PORT, then tx or rx and MBIT [BURST_KB]");
+	req = json_pack("{s:s,s:o}", "cmd", "rate", "port", port_value(argv[0]));
+	if (argc >= 3) {
+		if (strcmp(argv[1], "tx") != 0 && strcmp(argv[1], "rx") != 0) {
+			json_decref(req);
+			return usage_error("rate: bad direction '%s' (tx or rx)", argv[1]);
+		}
+		for (int a = 2; a < argc; a++) {
+			if (!parse_u32(argv[a], a == 2 ? &mbit : &burst)) {
+				json_decref(req);
+				return usage_error("rate: bad number '%s' (MBIT 0..1000000, "
+						   "BURST_KB 0..1048576)", argv[a]);
+			}
+		}
+		json_object_set_new(req, "dir", json_string(argv[1]));
+		json_object_set_new(req, "mbit", json_integer(mbit));
+		if (argc == 4)
+			json_object_set_new(req, "burst_kb", json_integer(burst));
+	}
+	if ((ret = request(path, req, &reply)))
+		return ret;
+	r = json_object_get(reply, "rate");
+	print_rate("tx", json_object_get(r, "tx"));
+	print_rate("rx", json_object_get(r, "rx"));
+	json_decref(reply);
+	return EXIT_OK;
+}
+
 static int cmd_reset_stats(const char *path, int argc, char **argv)
 {
 	json_t *req, *reply;
@@ -709,7 +767,7 @@ int main(int argc, char **argv)
 		int (*run)(const char *path, int argc, char **argv);
 	} commands[] = {
 		{"ports", cmd_ports},	      {"stats", cmd_stats}, {"coalesce", cmd_coalesce},
-		{"stall-guard", cmd_stall_guard},
+		{"stall-guard", cmd_stall_guard}, {"rate", cmd_rate},
 		{"reset-stats", cmd_reset_stats}, {"raw", cmd_raw},
 		{"port-add", cmd_port_add},	  {"port-del", cmd_port_del},
 	};

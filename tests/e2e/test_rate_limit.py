@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Per-port rate limits on two switch ports a -> b with fake frontends (ringspin.c), no root:
+tx-rate= on a holds its guest's TX to the rate without a drop (it waits in the ring), vnetctl
+rate changes it at run time and lifts it; rx-rate= on b drops what is over it and counts it;
+stats --json, vnetctl rate and the Prometheus text show the limits and counters."""
+
+import json
+import os
+import re
+import tempfile
+import time
+import urllib.request
+
+import fairness_kit as fk
+import harness
+from harness import NoNs, Vnetd, check
+from vhost_user_client import RX_Q, TX_Q
+
+MACS = {'a': '52:54:00:5a:02:0a', 'b': '52:54:00:5a:02:0b'}
+FRAME = 1514
+WINDOW = 1.5
+
+
+def rate(vd, port, q, key, seconds=WINDOW):
+    """Mbit/s of a queue's byte counter (or the growth of another counter) over seconds."""
+    s0, t0 = vd.stats(), time.monotonic()
+    time.sleep(seconds)
+    s1, t1 = vd.stats(), time.monotonic()
+    d = harness.counter_delta(s0, s1, port, q, key)
+    return d * 8 / (t1 - t0) / 1e6 if key == 'bytes' else d
+
+
+def main():
+    wd = tempfile.mkdtemp(prefix='vnetd-e2e-rate-')
+    exe = fk.build_ringspin(wd)
+    socks = {n: os.path.join(wd, '%s.sock' % n) for n in 'ab'}
+    ports = ['socket=%s,switch,mac=%s,tx-rate=200' % (socks['a'], MACS['a']),
+             'socket=%s,switch,mac=%s' % (socks['b'], MACS['b'])]
+    live = []
+    with Vnetd(NoNs(), ports, wd, extra=['--metrics', '127.0.0.1:0']) as vd:
+        try:
+            f = fk.spin_guest(socks['b'], num=1024)
+            live.append(f)
+            live.append(fk.Spinner(exe, f, RX_Q, batch=32, idle_us=50).start())
+            check(fk.teach_switch(f, MACS['b']), 'b announced its MAC')
+            g = fk.spin_guest(socks['a'], num=1024)
+            live.append(g)
+            tx = fk.Spinner(exe, g, TX_Q, fk.bulk_frame(MACS['b'], MACS['a'], FRAME), batch=32,
+                            idle_us=50)
+            tx.start(0)
+            live.append(tx)
+            time.sleep(0.5)
+            got = rate(vd, 'p0', TX_Q, 'bytes')
+            check(abs(got / 200 - 1) < 0.1, 'tx-rate=200: guest TX at %.1f Mbit/s' % got)
+            st = vd.stats()
+            check(st['p0'][TX_Q]['dropped'] == 0 and st['p0'][TX_Q]['rate_waits'] > 0,
+                  'over the rate TX waits in the ring: no drop, %d waits'
+                  % st['p0'][TX_Q]['rate_waits'])
+            out = vd.ctl('rate', 'p0', 'tx', '50').stdout
+            check('tx 50 Mbit/s' in out and 'rx none' in out, 'vnetctl rate p0 tx 50: ' +
+                  out.strip().replace('\n', '; '))
+            time.sleep(0.3)
+            got = rate(vd, 'p0', TX_Q, 'bytes')
+            check(abs(got / 50 - 1) < 0.1, 'at run time 50: guest TX at %.1f Mbit/s' % got)
+            vd.ctl('rate', 'p0', 'tx', '0')
+            time.sleep(0.3)
+            got = rate(vd, 'p0', TX_Q, 'bytes')
+            check(got > 500, 'limit lifted: guest TX at %.0f Mbit/s' % got)
+            vd.ctl('rate', 'p1', 'rx', '100', '256')
+            time.sleep(0.3)
+            got = rate(vd, 'p1', RX_Q, 'bytes')
+            drops = rate(vd, 'p1', RX_Q, 'rate_dropped', 0.5)
+            check(abs(got / 100 - 1) < 0.1 and drops > 0,
+                  'rx 100: guest RX at %.1f Mbit/s, %d dropped over the rate in 0.5 s'
+                  % (got, drops))
+            doc = json.loads(vd.ctl('stats', '--json', 'p1').stdout)
+            check(doc['ports'][0]['rate']['rx'] == {'mbit': 100, 'burst_kb': 256},
+                  'stats --json shows the limit')
+            r = vd.ctl('rate', 'p1', 'rx', 'fast', check=False)
+            check(r.returncode == 2, 'vnetctl rate with a bad number: usage error')
+            r = vd.ctl('raw', '{"cmd":"rate","port":"p1","dir":"up","mbit":1}', check=False)
+            check(r.returncode == 1 and 'dir' in r.stdout, 'a bad direction is refused')
+            m = re.search(r'metrics: http://127\.0\.0\.1:(\d+)/metrics', vd.log_tail(100000))
+            check(m is not None, 'vnetd logged its metrics address')
+            text = urllib.request.urlopen('http://127.0.0.1:%s/metrics' % m.group(1),
+                                          timeout=10).read().decode()
+            check('vnetd_port_rate_limit_mbit{port="p1",dir="rx"} 100' in text and
+                  re.search(r'vnetd_queue_rate_drops_total\{port="p1",queue="0",kind="rx"\} '
+                            r'[1-9]', text) is not None,
+                  'Prometheus: the limit and the drops')
+        finally:
+            fk.close_all(reversed(live))
+
+
+if __name__ == '__main__':
+    main()
