@@ -256,7 +256,9 @@ def main():
                 poll and the one in flight; returns the output lines of `first`, if given."""
                 nonlocal in_seen
                 head = [first] if first else []     # first must print exactly one line
-                cmd = '; '.join(head + ['cat /proc/uptime', 'cat /tmp/in.cur 2>/dev/null || echo -',
+                # An in.cur being rewritten (empty for a moment) reads as "-" too.
+                cmd = '; '.join(head + ['cat /proc/uptime',
+                                        '(cat /tmp/in.cur 2>/dev/null | grep .) || echo -',
                                         'tail -n +%d /tmp/in.log 2>/dev/null' % (in_seen + 1)])
                 try:
                     _, out = g.run(cmd, timeout=30)
