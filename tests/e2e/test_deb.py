@@ -17,7 +17,6 @@ import time
 
 from harness import TOP, Netns, check, fail, skip, workdir
 
-UNIT = '/usr/lib/systemd/system/vnetd.service'
 RUNDIR = '/run/vnetd'
 
 
@@ -141,8 +140,12 @@ def main():
         check(r.returncode == 0 and r.stdout.strip() == 'vnetd ' + version,
               'vnetd --version: "%s" (package %s)' % (r.stdout.strip(), version))
         check(os.path.exists('/usr/share/man/man8/vnetd.8.gz') and
-              os.path.exists('/usr/share/doc/vnetd/multihost.md.gz'), 'man pages and docs installed')
-        argv = exec_start(UNIT)
+              os.path.exists('/usr/share/doc/vnetd/multihost.md.gz'),
+              'man pages and docs installed')
+        units = [p for p in run(['dpkg', '-L', 'vnetd']).stdout.split()
+                 if p.endswith('/systemd/system/vnetd.service')]
+        check(len(units) == 1, 'the systemd unit is installed (%s)' % units)
+        argv = exec_start(units[0])
         check(argv[0] == '/usr/bin/vnetd', 'the installed unit runs /usr/bin/vnetd')
         # What systemd's RuntimeDirectory=vnetd / RuntimeDirectoryMode=0750 / Group=vnetd do.
         os.mkdir(RUNDIR, 0o750)
@@ -165,7 +168,12 @@ def main():
     check(r.returncode == 0 and not installed(), 'dpkg --purge vnetd')
     new = [p for p in listed if not before.get(p, False)]
     left = [p for p in new if os.path.lexists(p)]
-    check(not left, '%d paths the package brought (of %d dpkg -L lines) are all gone%s'
+    # Nor anything the maintainer scripts made: deb-systemd-helper's state, unit links, /run.
+    left += glob.glob('/var/lib/systemd/deb-systemd-helper-*/**/vnetd*', recursive=True)
+    left += glob.glob('/etc/systemd/system/**/vnetd*', recursive=True)
+    left += [RUNDIR] if os.path.lexists(RUNDIR) else []
+    check(not left, '%d paths the package brought (of %d dpkg -L lines) are all gone, no '
+          'systemd state left%s'
           % (len(new), len(listed), (': left ' + ' '.join(left)) if left else ''))
     r = run(['dpkg-query', '-W', 'vnetd'])
     check(r.returncode != 0 or not r.stdout.strip().endswith('installed'),
