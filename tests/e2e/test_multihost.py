@@ -115,8 +115,8 @@ def main():
                         check(r.returncode == 0, '%s: %d-byte IP packet with DF set gets '
                               'through (%d on the underlay)' % (what, MTU, MTU + 50))
                     r = na.run('ping -M do -s %d -c 1 -W 2 %s' % (size + 1, QEMU_IP), check=False)
-                    check(r.returncode != 0, 'one byte more is refused with DF set (%s)'
-                          % (r.stdout + r.stderr).strip().splitlines()[-1:])
+                    why = ' '.join((r.stdout + r.stderr).strip().splitlines()[-1:])
+                    check(r.returncode != 0, 'one byte more is refused with DF set (%s)' % why)
                     for g, ip, what in ((ug, QEMU_IP, 'A -> B'), (qg, UML_IP, 'B -> A')):
                         rc, _ = g.run('ping -s %d -c 2 -W 10 %s' % (size, ip), timeout=60)
                         check(rc == 0, 'guest %s: %d-byte ping' % (what, MTU))
