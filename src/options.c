@@ -11,12 +11,16 @@
 #include "metrics.h"
 #include "port_spec.h"
 
+#ifndef VNETD_VERSION
+#define VNETD_VERSION "unknown" /* meson passes the project version */
+#endif
+
 static const char usage_text[] =
 	"Usage: vnetd --port socket=PATH,tap=IFNAME|switch[,KEY=VALUE...] [--port ...]\n"
 	"             --control PATH [--config FILE] [--state-dir DIR] [--workers N]\n"
 	"             [--metrics ADDR:PORT] [--user NAME] [--no-sandbox] [-v|--verbose]\n"
 	"             [--max-guest-mem SIZE]\n"
-	"             [-h|--help]\n"
+	"             [-h|--help] [--version]\n"
 	"\n"
 	"Serves virtio-net devices to VMs over vhost-user, with notification (interrupt)\n"
 	"coalescing. Each --port is one device; ports are named p0, p1, ... in order.\n"
@@ -38,6 +42,7 @@ static const char usage_text[] =
 	"  --max-guest-mem SIZE guest memory all frontends together may map (address space of\n"
 	"                       memory tables and dirty logs; K/M/G/T suffixes; default 64T)\n"
 	"  -h, --help           print this help and exit\n"
+	"  --version            print the version and exit\n"
 	"\n"
 	"Port keys (socket= and exactly one of tap= or switch are required):\n"
 	"  socket=PATH          vhost-user socket to listen on; the VMM connects to it\n"
@@ -286,11 +291,11 @@ static int apply_option(struct vnetd_options *out, enum valued_option opt, const
  * @out: fully overwritten
  *
  * Each --port SPEC goes to port_spec_parse(); then the rules between ports (port_spec_check())
- * and their default MACs (port_spec_derive_mac()). Errors and --help are printed here. Start-up
- * only: static scratch space.
+ * and their default MACs (port_spec_derive_mac()). Errors, --help and --version are printed
+ * here. Start-up only: static scratch space.
  *
- * Return: 0 on success, 1 when --help was printed to stdout (exit 0), -1 on an error (one line
- * printed to stderr).
+ * Return: 0 on success, 1 when --help or --version was printed to stdout (exit 0), -1 on an
+ * error (one line printed to stderr).
  */
 int options_parse(int argc, char **argv, struct vnetd_options *out)
 {
@@ -306,6 +311,10 @@ int options_parse(int argc, char **argv, struct vnetd_options *out)
 
 		if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
 			fputs(usage_text, stdout);
+			return 1;
+		}
+		if (strcmp(arg, "--version") == 0) {
+			fputs("vnetd " VNETD_VERSION "\n", stdout);
 			return 1;
 		}
 		if (strcmp(arg, "--verbose") == 0) {
