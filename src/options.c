@@ -90,6 +90,8 @@ static const char usage_text[] =
 	"                       set with mac-change=on) and allowed-macs=; others dropped (on)\n"
 	"  mac-change=on|off    switch: the MAC the driver sets is the port's, not mac= (off)\n"
 	"  allowed-macs=M+M...  switch: up to 8 more source MACs, '+' between them (none)\n"
+	"  flood-rate=N         switch: broadcast, multicast and unknown-unicast frames the port\n"
+	"                       may flood a second, over it dropped; 0 = no limit (default 0)\n"
 	"\n"
 	"Coalescing values are 0..4294967295; an unset one is 0. A notification is delayed only\n"
 	"while both usecs and frames are non-zero, and is sent when either limit is reached.\n"

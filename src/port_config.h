@@ -31,6 +31,7 @@ struct port_config {
 	bool mac_change;	 /* mac-change=on: the MAC the driver sets instead of mac= */
 	unsigned n_allowed_macs; /* allowed-macs=MAC+MAC... */
 	uint8_t allowed_macs[PORT_ALLOWED_MACS][6];
+	unsigned flood_rate; /* switch: flood-rate=, floods a second (0: no limit, the default) */
 };
 
 #endif

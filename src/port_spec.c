@@ -50,6 +50,7 @@ enum port_key {
 	K_PORT_SECURITY,
 	K_MAC_CHANGE,
 	K_ALLOWED_MACS,
+	K_FLOOD_RATE,
 	K_COUNT,
 };
 
@@ -71,6 +72,7 @@ static const char *const port_key_names[K_COUNT] = {
 	[K_MAX_MACS] = "max-macs",     [K_LEARN_RATE] = "learn-rate",
 	[K_PORT_SECURITY] = "port-security", [K_MAC_CHANGE] = "mac-change",
 	[K_ALLOWED_MACS] = "allowed-macs",
+	[K_FLOOD_RATE] = "flood-rate",
 };
 
 #define OFFLOAD_BITS                                                                               \
@@ -330,6 +332,12 @@ static int apply_port_key(struct port_config *pc, struct port_parse *pp, enum po
 		return parse_on_off(pp, name, value, &pc->mac_change);
 	case K_ALLOWED_MACS:
 		return parse_allowed_macs(pc, pp, value);
+	case K_FLOOD_RATE:
+		if (!port_spec_parse_ulong(value, 0, SWITCH_FLOOD_RATE_MAX, &v))
+			return bad_value(pp, name, value,
+					 "0..10000000 flooded frames a second (0: no limit)");
+		pc->flood_rate = (unsigned)v;
+		return 0;
 	case K_COUNT:
 		break;
 	}
@@ -384,6 +392,9 @@ static int finish_port(struct port_config *pc, struct port_parse *pp, unsigned i
 		return err_msg(pp->err, pp->err_len,
 			       "vnetd: --port p%u: port-security=, mac-change= and allowed-macs= "
 			       "are for switch ports", index);
+	if (pp->seen[K_FLOOD_RATE] && !pp->seen[K_SWITCH])
+		return err_msg(pp->err, pp->err_len,
+			       "vnetd: --port p%u: flood-rate= is for switch ports", index);
 	if (pp->seen[K_VQ_NOTF_COAL] && pp->vq_notf_coal && !pp->notf_coal)
 		return err_msg(pp->err, pp->err_len,
 			       "vnetd: --port p%u: vq-notf-coal=on conflicts with notf-coal=off",

@@ -161,6 +161,38 @@ static __attribute__((noinline, cold)) void psec_drop(struct switch_port *p, con
 		  p->name, mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]);
 }
 
+/* ---- Storm control ------------------------------------------------------------------------ */
+
+#define SW_NS 1000000000ull
+
+/*
+ * p has a flood-rate: take one frame's token from its bucket, refilled for the time since the
+ * last flood (at most one second's worth: the bucket's depth). False: over the rate, the frame
+ * is dropped, counted and logged (rate-limited). Out of line: floods only, and only with a limit.
+ */
+static __attribute__((noinline)) bool storm_pass(struct switch_port *p, uint64_t now)
+{
+	uint64_t cap = (uint64_t)p->flood_rate * SW_NS;
+
+	if (now > p->flood_ns) {
+		uint64_t dt = now - p->flood_ns;
+
+		p->flood_credit = dt >= SW_NS ? cap : p->flood_credit + dt * p->flood_rate;
+		if (p->flood_credit > cap)
+			p->flood_credit = cap;
+		p->flood_ns = now;
+	}
+	if (p->flood_credit >= SW_NS) {
+		p->flood_credit -= SW_NS;
+		return true;
+	}
+	stat_inc(&p->storm_dropped);
+	log_guest("switch %s: floods (broadcast, multicast, unknown unicast) over flood-rate=%u a "
+		  "second: dropped (storm control)",
+		  p->name, p->flood_rate);
+	return false;
+}
+
 /* ---- Delivery on the receiver's worker ---------------------------------------------------- */
 
 /* The capacity of the buffer a frame of len bytes is queued in. */
@@ -398,6 +430,8 @@ transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size
 			return 0;
 		}
 	}
+	if (__builtin_expect(src->flood_rate != 0, 0) && !storm_pass(src, now))
+		return 0;
 	src->flooded++;
 	for (unsigned i = 0, k = 0; i < own->nports; i++) {
 		dst = own->ports[i];

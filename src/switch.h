@@ -115,6 +115,15 @@ struct switch_port_security {
 int switch_port_set_security(struct vnet_backend *be, const struct switch_port_security *s);
 
 /*
+ * switch_port_set_flood_rate() - storm control: the port may flood (broadcast, multicast, unknown
+ * unicast) at most `rate` frames a second (0: no limit, as attached; else up to
+ * SWITCH_FLOOD_RATE_MAX), one second's worth at once; floods over it are dropped and counted
+ * (storm_dropped). Frames to a known port are never limited. Same thread rules as
+ * switch_port_set_limits().
+ */
+void switch_port_set_flood_rate(struct vnet_backend *be, unsigned rate);
+
+/*
  * What the FDB holds for a switch port and refused it (switch_port_counters()). Not the
  * per-frame counters of switch_port_stats(): those stay plain increments of the port's thread
  * (an atomic store per frame costs the forwarding path instructions).
@@ -127,6 +136,8 @@ struct switch_port_counters {
 	uint64_t learn_rate_hits; /* new source MACs not learned: over learn_rate */
 	uint64_t spoofed;	  /* frames dropped by port security: a source MAC not the port's */
 	uint64_t port_security;	  /* 1: on (a gauge) */
+	uint64_t flood_rate;	  /* storm control's limit, floods a second (0: none) */
+	uint64_t storm_dropped;	  /* floods dropped over flood_rate */
 };
 
 /*

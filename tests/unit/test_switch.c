@@ -1120,6 +1120,70 @@ static void test_port_security_off_learns_any_source(void **state)
 	assert_int_equal(counters(b).spoofed, 0);
 }
 
+/*
+ * (23) Storm control: a port with flood-rate=10 floods 10 frames a second (broadcast, multicast
+ * and unknown unicast alike), one second's worth at once; the rest are dropped and counted. Its
+ * unicast to a known port is never limited, and the other ports flood on.
+ */
+static void test_storm_control_flood_rate(void **state)
+{
+	struct port *a = &ports[0], *b = &ports[1], *c = &ports[2];
+	const unsigned rate = 10;
+	unsigned seq = 100;
+
+	(void)state;
+	sw_up(3, 128);
+	switch_port_set_flood_rate(a->be, rate);
+	assert_int_equal(counters(a).flood_rate, rate);
+	tx_send(b, mac_bcast, 60, 1); /* B and C learnt */
+	expect_from(a, b, mac_bcast, 60, 1);
+	expect_from(c, b, mac_bcast, 60, 1);
+	tx_send(c, mac_bcast, 60, 2);
+	expect_from(a, c, mac_bcast, 60, 2);
+	expect_from(b, c, mac_bcast, 60, 2);
+	for (unsigned i = 0; i < 3 * rate; i++)
+		tx_send(a, i % 3 == 0 ? mac_bcast : i % 3 == 1 ? mac_mcast : mac_unknown, 60, seq + i);
+	for (unsigned i = 0; i < rate; i++) {
+		const uint8_t *dst = i % 3 == 0 ? mac_bcast : i % 3 == 1 ? mac_mcast : mac_unknown;
+
+		expect_from(b, a, dst, 60, seq + i);
+		expect_from(c, a, dst, 60, seq + i);
+	}
+	expect_nothing(b);
+	expect_nothing(c);
+	assert_int_equal(flooded(a), rate);
+	assert_int_equal(counters(a).storm_dropped, 2 * rate);
+	/* Over the rate, unicast to a known port still goes, every frame. */
+	for (unsigned i = 0; i < 3 * rate; i++)
+		tx_send(a, b->mac, 60, 200 + i);
+	for (unsigned i = 0; i < 3 * rate; i++)
+		expect_from(b, a, b->mac, 60, 200 + i);
+	expect_nothing(c);
+	assert_int_equal(forwarded(a), 3 * rate);
+	/* B, without a limit, floods on. */
+	for (unsigned i = 0; i < 3 * rate; i++)
+		tx_send(b, mac_bcast, 60, 300 + i);
+	for (unsigned i = 0; i < 3 * rate; i++)
+		expect_from(c, b, mac_bcast, 60, 300 + i);
+	assert_int_equal(counters(b).storm_dropped, 0);
+	/* Half a second: half a bucket. A minute idle: one second's worth, not sixty. */
+	clock_ns += NS / 2;
+	switch_set_clock(sw, clock_ns);
+	for (unsigned i = 0; i < rate; i++)
+		tx_send(a, mac_bcast, 60, 400 + i);
+	assert_int_equal(flooded(a), rate + rate / 2);
+	clock_advance(60);
+	for (unsigned i = 0; i < 3 * rate; i++)
+		tx_send(a, mac_bcast, 60, 500 + i);
+	assert_int_equal(flooded(a), 2 * rate + rate / 2);
+	assert_int_equal(counters(a).storm_dropped, 2 * rate + rate / 2 + 2 * rate);
+	/* 0: no limit again. */
+	switch_port_set_flood_rate(a->be, 0);
+	for (unsigned i = 0; i < 3 * rate; i++)
+		tx_send(a, mac_bcast, 60, 600 + i);
+	assert_int_equal(flooded(a), 5 * rate + rate / 2);
+}
+
 #define T(fn) cmocka_unit_test_teardown(fn, sw_teardown)
 
 int main(void)
@@ -1147,6 +1211,7 @@ int main(void)
 	    T(test_port_security_allowed_macs),
 	    T(test_port_security_mac_change),
 	    T(test_port_security_off_learns_any_source),
+	    T(test_storm_control_flood_rate),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
