@@ -204,6 +204,23 @@ static int parse_allowed_macs(struct port_config *pc, struct port_parse *pp, con
 	return 0;
 }
 
+/*
+ * parse_segment() - switch=NAME: the port's L2 segment, 1..15 of [A-Za-z0-9_.-]; "default" is
+ * plain switch's segment.
+ */
+static int parse_segment(struct port_config *pc, struct port_parse *pp, const char *value)
+{
+	size_t n = strlen(value);
+
+	if (n == 0 || n >= sizeof(pc->segment) || strspn(value, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+							   "abcdefghijklmnopqrstuvwxyz"
+							   "0123456789_.-") != n)
+		return bad_value(pp, "switch", value, "a segment name of 1..15 of A-Z a-z 0-9 _ . -");
+	if (strcmp(value, "default") != 0)
+		strcpy(pc->segment, value);
+	return 0;
+}
+
 /* Linux dev_valid_name(): 1..15 bytes, not "." or "..", no '/', ':' or whitespace. */
 static bool valid_ifname(const char *name)
 {
@@ -236,7 +253,7 @@ static int apply_port_key(struct port_config *pc, struct port_parse *pp, enum po
 		return 0;
 	case K_SWITCH:
 		pc->backend = PORT_BACKEND_SWITCH;
-		return 0;
+		return value ? parse_segment(pc, pp, value) : 0;
 	case K_CLIENT:
 		pc->client = true;
 		return 0;
@@ -363,7 +380,7 @@ static int parse_port_item(struct port_config *pc, struct port_parse *pp, char *
 	if (pp->seen[k])
 		return err_msg(pp->err, pp->err_len, "vnetd: --port key '%s' given twice", item);
 	pp->seen[k] = true;
-	if ((k == K_SWITCH || k == K_CLIENT) && value)
+	if (k == K_CLIENT && value)
 		return err_msg(pp->err, pp->err_len,
 			       "vnetd: --port key '%s' takes no value (got '%s')", item, value);
 	if (k != K_SWITCH && k != K_CLIENT && !value)
