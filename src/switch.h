@@ -71,7 +71,7 @@ struct vnet_backend *switch_attach(struct vnet_switch *sw, struct vnet_dev *dev,
  */
 void switch_detach(struct vnet_backend *be);
 
-/* switch_port_ops() - the ops table to attach the port with (one worker or several). */
+/* switch_port_ops() - the ops table to attach the port with (workers, flood-rate or none). */
 const struct vnet_backend_ops *switch_port_ops(const struct vnet_backend *be);
 
 /*
@@ -119,7 +119,8 @@ int switch_port_set_security(struct vnet_backend *be, const struct switch_port_s
  * unicast) at most `rate` frames a second (0: no limit, as attached; else up to
  * SWITCH_FLOOD_RATE_MAX), one second's worth at once; floods over it are dropped and counted
  * (storm_dropped). Frames to a known port are never limited. Same thread rules as
- * switch_port_set_limits().
+ * switch_port_set_limits(); the port's device takes switch_port_ops() after it (a port without a
+ * limit runs an ops table without the check).
  */
 void switch_port_set_flood_rate(struct vnet_backend *be, unsigned rate);
 

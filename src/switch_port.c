@@ -302,7 +302,8 @@ int switch_port_set_security(struct vnet_backend *be, const struct switch_port_s
  *
  * Floods over the rate are dropped, counted (storm_dropped) and logged (rate-limited); unicast to
  * a known port is never limited. The bucket starts full. Call it right after switch_attach()
- * (with several workers, while they are parked).
+ * (with several workers, while they are parked), then attach the device with switch_port_ops():
+ * only its tables for ports with a limit check it.
  */
 void switch_port_set_flood_rate(struct vnet_backend *be, unsigned rate)
 {

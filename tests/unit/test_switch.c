@@ -1134,6 +1134,7 @@ static void test_storm_control_flood_rate(void **state)
 	(void)state;
 	sw_up(3, 128);
 	switch_port_set_flood_rate(a->be, rate);
+	vnet_dev_attach_backend(a->td->dev, switch_port_ops(a->be), a->be);
 	assert_int_equal(counters(a).flood_rate, rate);
 	tx_send(b, mac_bcast, 60, 1); /* B and C learnt */
 	expect_from(a, b, mac_bcast, 60, 1);
@@ -1179,6 +1180,7 @@ static void test_storm_control_flood_rate(void **state)
 	assert_int_equal(counters(a).storm_dropped, 2 * rate + rate / 2 + 2 * rate);
 	/* 0: no limit again. */
 	switch_port_set_flood_rate(a->be, 0);
+	vnet_dev_attach_backend(a->td->dev, switch_port_ops(a->be), a->be);
 	for (unsigned i = 0; i < 3 * rate; i++)
 		tx_send(a, mac_bcast, 60, 600 + i);
 	assert_int_equal(flooded(a), 5 * rate + rate / 2);
