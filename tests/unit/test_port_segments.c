@@ -141,6 +141,68 @@ static void test_segment_freed_with_its_last_port(void **state)
 	assert_int_equal(add(6, "tap=t0,switch=a"), -1); /* one of tap and switch */
 }
 
+/* Write the --config file DIR/ports.json: ports DIR/<i>.sock in the segments given ("": plain). */
+static void write_config(const char *const *segs, unsigned n)
+{
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/ports.json", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "{\"ports\": [");
+	for (unsigned i = 0; i < n; i++) {
+		fprintf(f, "%s{\"socket\": \"%s/c%u.sock\", ", i ? ", " : "", dir, i);
+		if (segs[i][0])
+			fprintf(f, "\"switch\": \"%s\"}", segs[i]);
+		else
+			fprintf(f, "\"switch\": true}");
+	}
+	fprintf(f, "]}\n");
+	assert_int_equal(fclose(f), 0);
+}
+
+/* The segment name of the port whose socket is DIR/c<i>.sock; NULL: no such port. */
+static const char *segment_of_config_port(unsigned i)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "%s/c%u.sock", dir, i);
+	for (unsigned k = 0; k < VNETD_MAX_PORTS; k++)
+		if (pt.ports[k] && strcmp(port_config(pt.ports[k])->socket_path, path) == 0)
+			return pt.segments[pt.segment_of[k]].name;
+	return NULL;
+}
+
+/* A --config reload moves a port to another segment; segments come and go with their ports. */
+static void test_config_reload_changes_segments(void **state)
+{
+	static char cfg[128];
+	const char *first[] = {"a", "a", ""}, *second[] = {"a", "b", ""}, *third[] = {"", "", ""};
+	struct vnet_switch *swa;
+
+	(void)state;
+	snprintf(cfg, sizeof(cfg), "%s/ports.json", dir);
+	assert_true(port_table_open_config(&pt, cfg) >= 0);
+	write_config(first, 3);
+	assert_int_equal(port_table_reload(&pt), 0);
+	assert_int_equal(port_table_nsegments(&pt), 2);
+	assert_string_equal(segment_of_config_port(1), "a");
+	swa = pt.segments[0].sw;
+	write_config(second, 3); /* c1 moves to b; c0 and c2 stay untouched */
+	assert_int_equal(port_table_reload(&pt), 0);
+	assert_int_equal(port_table_nsegments(&pt), 3);
+	assert_string_equal(segment_of_config_port(0), "a");
+	assert_string_equal(segment_of_config_port(1), "b");
+	assert_string_equal(segment_of_config_port(2), "");
+	assert_ptr_equal(pt.segments[0].sw, swa);
+	write_config(third, 3); /* everything in the default segment: a and b go */
+	assert_int_equal(port_table_reload(&pt), 0);
+	assert_int_equal(port_table_nsegments(&pt), 1);
+	assert_string_equal(pt.segments[0].name, "");
+	assert_int_equal(pt.segments[0].nports, 3);
+}
+
 /* Names: 1..15 of [A-Za-z0-9_.-]; "default" is plain switch's. */
 static void test_segment_names(void **state)
 {
@@ -169,6 +231,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_segments_get_a_switch_each, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_segment_freed_with_its_last_port, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_segment_names, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_config_reload_changes_segments, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
