@@ -91,21 +91,31 @@ static void switch_wake(void *ctx, unsigned worker)
 
 static const struct switch_owner_ops daemon_switch_ops = {.wake = switch_wake};
 
+/* One budget of each segment's frames for worker w's ports: true if some are left. */
+static bool segments_rx(struct daemon *d, struct worker *w)
+{
+	bool more = false;
+
+	for (unsigned i = 0; i < port_table_nsegments(&d->pt); i++)
+		if (switch_worker_rx(port_table_segment_switch(&d->pt, i), w->id))
+			more = true;
+	return more;
+}
+
 /*
- * switch_rx() - on worker w: one budget of the frames other workers queued for its switch
- * ports; what is left waits in the run queue behind the other work (fairness), not for another
- * wake-up. `from_rq`: this is that run-queue entry.
+ * switch_rx() - on worker w: one budget (per segment) of the frames other workers queued for
+ * its switch ports; what is left waits in the run queue behind the other work (fairness), not
+ * for another wake-up. `from_rq`: this is that run-queue entry.
  */
 static void switch_rx(struct daemon *d, struct worker *w, bool from_rq)
 {
 	bool *queued = &d->switch_rx_queued[w->id];
-	struct vnet_switch *sw = port_table_switch(&d->pt);
 
 	if (from_rq)
 		*queued = false;
 	else if (*queued)
 		return; /* the queued entry runs this round or the next */
-	if (!sw || !switch_worker_rx(sw, w->id))
+	if (!segments_rx(d, w))
 		return;
 	if (run_queue_push(&w->rq, (struct ev_ref){.kind = EV_SWITCH_RX, .port = EV_PORT_NONE,
 						  .fd = -1})) {
@@ -114,7 +124,7 @@ static void switch_rx(struct daemon *d, struct worker *w, bool from_rq)
 	}
 	/* No wake-up would come for what is left: place it all now (a bug: logged). */
 	log_err("worker %u: run queue full; placing the switch's frames at once", w->id);
-	while (switch_worker_rx(sw, w->id))
+	while (segments_rx(d, w))
 		;
 }
 
@@ -208,10 +218,10 @@ static void worker_fault(void *ctx, struct worker *w)
 static void worker_round_begin(void *ctx, struct worker *w)
 {
 	struct daemon *d = ctx;
-	struct vnet_switch *sw = port_table_switch(&d->pt);
 
-	if (sw)
-		switch_tick(sw, w->id); /* this worker's switch clock for the round */
+	/* This worker's switch clock for the round, in every segment. */
+	for (unsigned i = 0; i < port_table_nsegments(&d->pt); i++)
+		switch_tick(port_table_segment_switch(&d->pt, i), w->id);
 }
 
 /* The wake eventfd fired: frames from other workers' switch ports, perhaps (or a park). */
@@ -224,10 +234,9 @@ static void worker_woken(void *ctx, struct worker *w)
 static void worker_round_end(void *ctx, struct worker *w)
 {
 	struct daemon *d = ctx;
-	struct vnet_switch *sw = port_table_switch(&d->pt);
 
-	if (sw)
-		switch_worker_round_end(sw, w->id);
+	for (unsigned i = 0; i < port_table_nsegments(&d->pt); i++)
+		switch_worker_round_end(port_table_segment_switch(&d->pt, i), w->id);
 }
 
 static const struct worker_ops daemon_worker_ops = {

@@ -11,6 +11,7 @@
 
 #define VNETD_MAX_PORTS 1024 /* fits ev_ref.port (16 bits) */
 #define PORT_ALLOWED_MACS 8 /* allowed-macs= entries */
+#define PORT_SEGMENT_LEN 16 /* switch=NAME: 1..15 bytes */
 
 enum port_backend_kind { PORT_BACKEND_TAP, PORT_BACKEND_SWITCH };
 
@@ -31,6 +32,8 @@ struct port_config {
 	bool mac_change;	 /* mac-change=on: the MAC the driver sets instead of mac= */
 	unsigned n_allowed_macs; /* allowed-macs=MAC+MAC... */
 	uint8_t allowed_macs[PORT_ALLOWED_MACS][6];
+	unsigned flood_rate; /* switch: flood-rate=, floods a second (0: no limit, the default) */
+	char segment[PORT_SEGMENT_LEN]; /* switch=NAME: its L2 segment ("": plain switch, default) */
 };
 
 #endif

@@ -55,6 +55,7 @@ enum port_key {
 	K_TX_BURST,
 	K_RX_RATE,
 	K_RX_BURST,
+	K_FLOOD_RATE,
 	K_COUNT,
 };
 
@@ -78,6 +79,7 @@ static const char *const port_key_names[K_COUNT] = {
 	[K_ALLOWED_MACS] = "allowed-macs",
 	[K_TX_RATE] = "tx-rate",       [K_TX_BURST] = "tx-burst",
 	[K_RX_RATE] = "rx-rate",       [K_RX_BURST] = "rx-burst",
+	[K_FLOOD_RATE] = "flood-rate",
 };
 
 #define OFFLOAD_BITS                                                                               \
@@ -209,6 +211,23 @@ static int parse_allowed_macs(struct port_config *pc, struct port_parse *pp, con
 	return 0;
 }
 
+/*
+ * parse_segment() - switch=NAME: the port's L2 segment, 1..15 of [A-Za-z0-9_.-]; "default" is
+ * plain switch's segment.
+ */
+static int parse_segment(struct port_config *pc, struct port_parse *pp, const char *value)
+{
+	size_t n = strlen(value);
+
+	if (n == 0 || n >= sizeof(pc->segment) || strspn(value, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+							   "abcdefghijklmnopqrstuvwxyz"
+							   "0123456789_.-") != n)
+		return bad_value(pp, "switch", value, "a segment name of 1..15 of A-Z a-z 0-9 _ . -");
+	if (strcmp(value, "default") != 0)
+		strcpy(pc->segment, value);
+	return 0;
+}
+
 /* Linux dev_valid_name(): 1..15 bytes, not "." or "..", no '/', ':' or whitespace. */
 static bool valid_ifname(const char *name)
 {
@@ -255,7 +274,7 @@ static int apply_port_key(struct port_config *pc, struct port_parse *pp, enum po
 		return 0;
 	case K_SWITCH:
 		pc->backend = PORT_BACKEND_SWITCH;
-		return 0;
+		return value ? parse_segment(pc, pp, value) : 0;
 	case K_CLIENT:
 		pc->client = true;
 		return 0;
@@ -359,6 +378,12 @@ static int apply_port_key(struct port_config *pc, struct port_parse *pp, enum po
 		return parse_rate_key(pp, name, value, false, &d->rx_rate.mbit);
 	case K_RX_BURST:
 		return parse_rate_key(pp, name, value, true, &d->rx_rate.burst_kb);
+	case K_FLOOD_RATE:
+		if (!port_spec_parse_ulong(value, 0, SWITCH_FLOOD_RATE_MAX, &v))
+			return bad_value(pp, name, value,
+					 "0..10000000 flooded frames a second (0: no limit)");
+		pc->flood_rate = (unsigned)v;
+		return 0;
 	case K_COUNT:
 		break;
 	}
@@ -384,7 +409,7 @@ static int parse_port_item(struct port_config *pc, struct port_parse *pp, char *
 	if (pp->seen[k])
 		return err_msg(pp->err, pp->err_len, "vnetd: --port key '%s' given twice", item);
 	pp->seen[k] = true;
-	if ((k == K_SWITCH || k == K_CLIENT) && value)
+	if (k == K_CLIENT && value)
 		return err_msg(pp->err, pp->err_len,
 			       "vnetd: --port key '%s' takes no value (got '%s')", item, value);
 	if (k != K_SWITCH && k != K_CLIENT && !value)
@@ -417,6 +442,9 @@ static int finish_port(struct port_config *pc, struct port_parse *pp, unsigned i
 		return err_msg(pp->err, pp->err_len,
 			       "vnetd: --port p%u: tx-burst= / rx-burst= need a tx-rate= / rx-rate= "
 			       "above 0", index);
+	if (pp->seen[K_FLOOD_RATE] && !pp->seen[K_SWITCH])
+		return err_msg(pp->err, pp->err_len,
+			       "vnetd: --port p%u: flood-rate= is for switch ports", index);
 	if (pp->seen[K_VQ_NOTF_COAL] && pp->vq_notf_coal && !pp->notf_coal)
 		return err_msg(pp->err, pp->err_len,
 			       "vnetd: --port p%u: vq-notf-coal=on conflicts with notf-coal=off",

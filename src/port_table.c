@@ -31,8 +31,59 @@ void port_table_init(struct port_table *t, struct worker_pool *pool,
 	t->pool = pool;
 	t->sw_ops = sw_ops;
 	t->sw_ctx = sw_ctx;
-	t->switch_home = -1;
 	t->config_dir = -1;
+}
+
+/*
+ * The segment named `name` ("": the default one), created (its switch too) if it has no ports
+ * yet: its index, or -1 (logged) at PORT_MAX_SEGMENTS or out of memory.
+ */
+static int segment_get(struct port_table *t, const char *name)
+{
+	struct port_segment *s;
+
+	for (unsigned i = 0; i < t->nsegments; i++)
+		if (strcmp(t->segments[i].name, name) == 0)
+			return (int)i;
+	if (t->nsegments == PORT_MAX_SEGMENTS) {
+		log_err("switch=%s: already %d segments", name[0] ? name : "default",
+			PORT_MAX_SEGMENTS);
+		return -1;
+	}
+	s = &t->segments[t->nsegments];
+	s->sw = switch_create(t->pool->n, t->sw_ops, t->sw_ctx);
+	if (!s->sw)
+		return -1;
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	s->home = -1;
+	s->nports = 0;
+	if (name[0])
+		log_info("switch segment %s: created", name);
+	return (int)t->nsegments++;
+}
+
+/*
+ * A port of segment i went: with its last, the segment and its switch go too (the last
+ * segment takes its place in the packed array). Workers parked.
+ */
+static void segment_put(struct port_table *t, unsigned i)
+{
+	unsigned last = t->nsegments - 1;
+
+	if (--t->segments[i].nports)
+		return;
+	if (t->segments[i].name[0])
+		log_info("switch segment %s: removed (no ports left)", t->segments[i].name);
+	switch_destroy(t->segments[i].sw);
+	if (i != last) {
+		t->segments[i] = t->segments[last];
+		for (unsigned k = 0; k < VNETD_MAX_PORTS; k++)
+			if (t->ports[k] && port_config(t->ports[k])->backend == PORT_BACKEND_SWITCH &&
+			    t->segment_of[k] == last)
+				t->segment_of[k] = (uint8_t)i;
+	}
+	memset(&t->segments[last], 0, sizeof(t->segments[last]));
+	t->nsegments--;
 }
 
 /**
@@ -42,9 +93,11 @@ void port_table_init(struct port_table *t, struct worker_pool *pool,
  * @cfg: its configuration (checked: worker= below the pool's size)
  * @origin: where it came from
  *
- * A port goes to its worker=. Else a tap port goes to the worker with the fewest ports (the
- * lowest on a tie), and a switch port to the switch's home worker: the one the first such port
- * got that way. Main thread, the other workers parked (or not started).
+ * A switch port joins its segment (switch=NAME, or the default one), whose switch is created
+ * with its first port. A port goes to its worker=. Else a tap port goes to the worker with the
+ * fewest ports (the lowest on a tie), and a switch port to its segment's home worker: the one
+ * the segment's first such port got that way. Main thread, the other workers parked (or not
+ * started).
  *
  * Return: the slot, or -1 (logged).
  */
@@ -53,12 +106,16 @@ int port_table_add(struct port_table *t, unsigned slot, const struct port_config
 {
 	struct worker_pool *pool = t->pool;
 	struct worker *w = &pool->w[0];
+	struct port_segment *seg = NULL;
 	struct port *p;
+	int si = -1;
 
-	if (cfg->backend == PORT_BACKEND_SWITCH && !t->sw) {
-		t->sw = switch_create(pool->n, t->sw_ops, t->sw_ctx);
-		if (!t->sw)
+	if (cfg->backend == PORT_BACKEND_SWITCH) {
+		si = segment_get(t, cfg->segment);
+		if (si < 0)
 			return -1;
+		seg = &t->segments[si];
+		seg->nports++; /* before anything may fail: segment_put() undoes it */
 	}
 	/*
 	 * The switch hands frames between workers (switch_xq.c), but a frame that crosses costs
@@ -67,18 +124,23 @@ int port_table_add(struct port_table *t, unsigned slot, const struct port_config
 	 */
 	if (cfg->worker >= 0) { /* < pool->n: options_parse() and port_table_add_spec() checked */
 		w = &pool->w[cfg->worker];
-	} else if (cfg->backend == PORT_BACKEND_SWITCH && t->switch_home >= 0) {
-		w = &pool->w[t->switch_home];
+	} else if (seg && seg->home >= 0) {
+		w = &pool->w[seg->home];
 	} else {
 		for (unsigned i = 1; i < pool->n; i++)
 			if (pool->w[i].nports < w->nports)
 				w = &pool->w[i];
-		if (cfg->backend == PORT_BACKEND_SWITCH)
-			t->switch_home = (int)w->id;
+		if (seg)
+			seg->home = (int)w->id;
 	}
-	p = port_create(slot, cfg, w->id, w->epfd, &w->rq, &w->flushq, t->sw);
-	if (!p)
+	p = port_create(slot, cfg, w->id, w->epfd, &w->rq, &w->flushq, seg ? seg->sw : NULL);
+	if (!p) {
+		if (seg)
+			segment_put(t, (unsigned)si);
 		return -1;
+	}
+	if (seg)
+		t->segment_of[slot] = (uint8_t)si;
 	w->nports++;
 	t->worker_of[slot] = (uint8_t)w->id;
 	if (pool->n > 1)
@@ -179,6 +241,8 @@ void port_table_reap(struct port_table *t)
 			continue;
 		struct worker *w = &t->pool->w[t->worker_of[i]];
 
+		bool sw = port_config(t->ports[i])->backend == PORT_BACKEND_SWITCH;
+
 		log_info("%s: removed", port_name(t->ports[i]));
 		port_destroy(t->ports[i]);
 		/* Entries the port (or its teardown) queued must not reach the slot's next port. */
@@ -186,6 +250,8 @@ void port_table_reap(struct port_table *t)
 		run_queue_drop_port(&w->flushq, i);
 		w->nports--;
 		t->ports[i] = NULL;
+		if (sw)
+			segment_put(t, t->segment_of[i]);
 		t->doomed[i] = false;
 		free(t->config_spec[i]);
 		t->config_spec[i] = NULL;
@@ -301,7 +367,7 @@ void port_table_check_faults(struct port_table *t, unsigned worker)
 }
 
 /**
- * port_table_free() - destroy every port, then the switch; close the --config directory.
+ * port_table_free() - destroy every port, then the switches; close the --config directory.
  * @t: the table; empty afterwards
  *
  * Main thread, the workers stopped.
@@ -315,9 +381,10 @@ void port_table_free(struct port_table *t)
 		t->config_spec[i] = NULL;
 	}
 	t->nlive = 0;
-	if (t->sw)
-		switch_destroy(t->sw);
-	t->sw = NULL;
+	for (unsigned i = 0; i < t->nsegments; i++)
+		switch_destroy(t->segments[i].sw);
+	memset(t->segments, 0, sizeof(t->segments));
+	t->nsegments = 0;
 	if (t->config_dir >= 0)
 		close(t->config_dir);
 	t->config_dir = -1;

@@ -13,6 +13,19 @@
 struct switch_owner_ops;
 struct vnet_switch;
 
+#define PORT_MAX_SEGMENTS 64 /* switch=NAME segments at once, the default one included */
+
+/*
+ * One L2 segment: a switch of its own (FDB, flooding, flow caches), created with its first
+ * port and destroyed with its last. Its unpinned ports go to its home worker.
+ */
+struct port_segment {
+	char name[PORT_SEGMENT_LEN]; /* "": plain switch's, the default segment */
+	struct vnet_switch *sw;	     /* spans every worker */
+	int home;		     /* where its ports without worker= go; -1 until the first */
+	unsigned nports;
+};
+
 /* Where a port came from: a --config reload only adds, changes and removes its own. */
 enum port_origin { PORT_ORIGIN_CMDLINE, PORT_ORIGIN_CONFIG, PORT_ORIGIN_RUNTIME };
 
@@ -31,11 +44,12 @@ struct port_table {
 	unsigned nlive;
 	uint8_t origin[VNETD_MAX_PORTS];    /* enum port_origin */
 	uint8_t worker_of[VNETD_MAX_PORTS]; /* the worker that owns the port */
-	int switch_home; /* where switch ports without worker= go; -1 until the first one */
+	uint8_t segment_of[VNETD_MAX_PORTS]; /* a switch port's index in segments[] */
 	char *config_spec[VNETD_MAX_PORTS]; /* PORT_ORIGIN_CONFIG: the spec it was made from */
 	bool doomed[VNETD_MAX_PORTS];       /* port-del'd: destroyed at port_table_reap() */
 	unsigned ndoomed;
-	struct vnet_switch *sw; /* created with the first switch port; spans every worker */
+	struct port_segment segments[PORT_MAX_SEGMENTS]; /* packed: nsegments of them */
+	unsigned nsegments;
 	const struct switch_owner_ops *sw_ops;
 	void *sw_ctx;
 	int config_dir;          /* --config's directory (O_PATH); -1 without */
@@ -79,7 +93,7 @@ int port_table_reload(struct port_table *t);
 /* port_table_check_faults() - drop the frontends of worker's ports whose guest memory faulted. */
 void port_table_check_faults(struct port_table *t, unsigned worker);
 
-/* port_table_free() - destroy every port and the switch; close the --config directory. */
+/* port_table_free() - destroy every port and the switches; close the --config directory. */
 void port_table_free(struct port_table *t);
 
 /* port_table_port() - the port in `slot` (any value, e.g. from an ev_ref), or NULL. */
@@ -88,10 +102,18 @@ static inline struct port *port_table_port(const struct port_table *t, unsigned 
 	return slot < VNETD_MAX_PORTS ? t->ports[slot] : NULL;
 }
 
-/* port_table_switch() - the switch, or NULL before the first switch port. */
-static inline struct vnet_switch *port_table_switch(const struct port_table *t)
+/*
+ * port_table_nsegments(), port_table_segment_switch() - the switches of the segments that have
+ * ports, i < port_table_nsegments(). Any worker, between changes (they park the workers).
+ */
+static inline unsigned port_table_nsegments(const struct port_table *t)
 {
-	return t->sw;
+	return t->nsegments;
+}
+
+static inline struct vnet_switch *port_table_segment_switch(const struct port_table *t, unsigned i)
+{
+	return t->segments[i].sw;
 }
 
 /* port_table_live() - the ports, packed (port_table_nlive() of them), for control and metrics. */

@@ -161,6 +161,38 @@ static __attribute__((noinline, cold)) void psec_drop(struct switch_port *p, con
 		  p->name, mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]);
 }
 
+/* ---- Storm control ------------------------------------------------------------------------ */
+
+#define SW_NS 1000000000ull
+
+/*
+ * p has a flood-rate: take one frame's token from its bucket, refilled for the time since the
+ * last flood (at most one second's worth: the bucket's depth). False: over the rate, the frame
+ * is dropped, counted and logged (rate-limited). Out of line: floods only, and only with a limit.
+ */
+static __attribute__((noinline)) bool storm_pass(struct switch_port *p, uint64_t now)
+{
+	uint64_t cap = (uint64_t)p->flood_rate * SW_NS;
+
+	if (now > p->flood_ns) {
+		uint64_t dt = now - p->flood_ns;
+
+		p->flood_credit = dt >= SW_NS ? cap : p->flood_credit + dt * p->flood_rate;
+		if (p->flood_credit > cap)
+			p->flood_credit = cap;
+		p->flood_ns = now;
+	}
+	if (p->flood_credit >= SW_NS) {
+		p->flood_credit -= SW_NS;
+		return true;
+	}
+	stat_inc(&p->storm_dropped);
+	log_guest("switch %s: floods (broadcast, multicast, unknown unicast) over flood-rate=%u a "
+		  "second: dropped (storm control)",
+		  p->name, p->flood_rate);
+	return false;
+}
+
 /* ---- Delivery on the receiver's worker ---------------------------------------------------- */
 
 /* The capacity of the buffer a frame of len bytes is queued in. */
@@ -350,11 +382,12 @@ static void cross_send(struct switch_port *src, unsigned to, const struct switch
 
 /*
  * A guest sent a packet: learn its source, forward or flood it. Never back-pressures. `xw`:
- * ports may be on other workers (a constant: each ops table gets its own copy).
+ * ports may be on other workers; `storm`: the port has a flood-rate (constants: each ops table
+ * gets its own copy, so a port without a limit pays nothing for storm control).
  */
 static inline __attribute__((always_inline)) int
 transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size_t off, size_t len,
-	 const bool xw)
+	 const bool xw, const bool storm)
 {
 	struct switch_port *src = port_of(be), *dst;
 	struct vnet_switch *sw = src->sw;
@@ -398,6 +431,8 @@ transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size
 			return 0;
 		}
 	}
+	if (storm && !storm_pass(src, now))
+		return 0;
 	src->flooded++;
 	for (unsigned i = 0, k = 0; i < own->nports; i++) {
 		dst = own->ports[i];
@@ -425,14 +460,29 @@ static int switch_transmit(struct vnet_backend *be, const struct virtio_net_hdr_
 			   const struct iovec *iov, unsigned iovcnt, size_t off, size_t len)
 {
 	(void)hdr;
-	return transmit(be, iov, iovcnt, off, len, false);
+	return transmit(be, iov, iovcnt, off, len, false, false);
 }
 
 static int switch_transmit_xw(struct vnet_backend *be, const struct virtio_net_hdr_v1 *hdr,
 			      const struct iovec *iov, unsigned iovcnt, size_t off, size_t len)
 {
 	(void)hdr;
-	return transmit(be, iov, iovcnt, off, len, true);
+	return transmit(be, iov, iovcnt, off, len, true, false);
+}
+
+static int switch_transmit_storm(struct vnet_backend *be, const struct virtio_net_hdr_v1 *hdr,
+				 const struct iovec *iov, unsigned iovcnt, size_t off, size_t len)
+{
+	(void)hdr;
+	return transmit(be, iov, iovcnt, off, len, false, true);
+}
+
+static int switch_transmit_xw_storm(struct vnet_backend *be, const struct virtio_net_hdr_v1 *hdr,
+				    const struct iovec *iov, unsigned iovcnt, size_t off,
+				    size_t len)
+{
+	(void)hdr;
+	return transmit(be, iov, iovcnt, off, len, true, true);
 }
 
 /* Nothing to do: the switch carries fully formed frames only. */
@@ -466,15 +516,37 @@ static const struct vnet_backend_ops switch_backend_ops_xw = {
 	.rx_resume = switch_rx_resume,
 };
 
+/* The same two for ports with a flood-rate (storm control). */
+static const struct vnet_backend_ops switch_backend_ops_storm = {
+	.kind = "switch",
+	.offload_features = 0,
+	.transmit = switch_transmit_storm,
+	.set_offloads = switch_set_offloads,
+	.rx_resume = switch_rx_resume,
+};
+
+static const struct vnet_backend_ops switch_backend_ops_xw_storm = {
+	.kind = "switch",
+	.offload_features = 0,
+	.transmit = switch_transmit_xw_storm,
+	.set_offloads = switch_set_offloads,
+	.rx_resume = switch_rx_resume,
+};
+
 /**
  * switch_port_ops() - the ops table to attach a switch port's device with.
- * @be: the port's handle (switch_attach())
+ * @be: the port's handle (switch_attach(), then switch_port_set_flood_rate() if any)
  *
- * Return: switch_backend_ops with one worker, the cross-worker table with several.
+ * Return: switch_backend_ops with one worker, the cross-worker table with several; each in a
+ * copy that checks the port's flood-rate when it has one.
  */
 const struct vnet_backend_ops *switch_port_ops(const struct vnet_backend *be)
 {
-	return port_of_const(be)->sw->xq ? &switch_backend_ops_xw : &switch_backend_ops;
+	const struct switch_port *p = port_of_const(be);
+
+	if (p->flood_rate)
+		return p->sw->xq ? &switch_backend_ops_xw_storm : &switch_backend_ops_storm;
+	return p->sw->xq ? &switch_backend_ops_xw : &switch_backend_ops;
 }
 
 /**

@@ -71,7 +71,7 @@ struct vnet_backend *switch_attach(struct vnet_switch *sw, struct vnet_dev *dev,
  */
 void switch_detach(struct vnet_backend *be);
 
-/* switch_port_ops() - the ops table to attach the port with (one worker or several). */
+/* switch_port_ops() - the ops table to attach the port with (workers, flood-rate or none). */
 const struct vnet_backend_ops *switch_port_ops(const struct vnet_backend *be);
 
 /*
@@ -115,6 +115,16 @@ struct switch_port_security {
 int switch_port_set_security(struct vnet_backend *be, const struct switch_port_security *s);
 
 /*
+ * switch_port_set_flood_rate() - storm control: the port may flood (broadcast, multicast, unknown
+ * unicast) at most `rate` frames a second (0: no limit, as attached; else up to
+ * SWITCH_FLOOD_RATE_MAX), one second's worth at once; floods over it are dropped and counted
+ * (storm_dropped). Frames to a known port are never limited. Same thread rules as
+ * switch_port_set_limits(); the port's device takes switch_port_ops() after it (a port without a
+ * limit runs an ops table without the check).
+ */
+void switch_port_set_flood_rate(struct vnet_backend *be, unsigned rate);
+
+/*
  * What the FDB holds for a switch port and refused it (switch_port_counters()). Not the
  * per-frame counters of switch_port_stats(): those stay plain increments of the port's thread
  * (an atomic store per frame costs the forwarding path instructions).
@@ -127,6 +137,8 @@ struct switch_port_counters {
 	uint64_t learn_rate_hits; /* new source MACs not learned: over learn_rate */
 	uint64_t spoofed;	  /* frames dropped by port security: a source MAC not the port's */
 	uint64_t port_security;	  /* 1: on (a gauge) */
+	uint64_t flood_rate;	  /* storm control's limit, floods a second (0: none) */
+	uint64_t storm_dropped;	  /* floods dropped over flood_rate */
 };
 
 /*

@@ -53,6 +53,14 @@ struct switch_port {
 	uint8_t allowed[SWITCH_ALLOWED_MACS][SW_ETH_ALEN];
 	uint64_t spoofed; /* stat_atomic.h: frames dropped by port security */
 	/*
+	 * Storm control (switch_port_set_flood_rate()): a token bucket of flood_rate frames a second,
+	 * one second's worth deep, that only the flood path reads. Credit is in frames x 1e9 (one
+	 * frame costs SW_NS), refilled by the ns elapsed x flood_rate: exact, no division.
+	 */
+	unsigned flood_rate; /* 0: no limit */
+	uint64_t flood_credit, flood_ns;
+	uint64_t storm_dropped; /* stat_atomic.h: floods dropped over flood_rate */
+	/*
 	 * Flow cache (consecutive frames of a port mostly share their addresses), valid while the
 	 * FDB set its answer came from is unchanged (struct fdb_ver: a change elsewhere in the
 	 * table leaves it valid), so a hit takes no lock and reads no entry but for its age: the

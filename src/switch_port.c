@@ -295,6 +295,26 @@ int switch_port_set_security(struct vnet_backend *be, const struct switch_port_s
 }
 
 /**
+ * switch_port_set_flood_rate() - storm control: how many frames a second the port may flood.
+ * @be: the port's handle
+ * @rate: broadcast, multicast and unknown-unicast frames a second (0: no limit, as attached),
+ * at most SWITCH_FLOOD_RATE_MAX (larger is clamped), with one second's worth at once
+ *
+ * Floods over the rate are dropped, counted (storm_dropped) and logged (rate-limited); unicast to
+ * a known port is never limited. The bucket starts full. Call it right after switch_attach()
+ * (with several workers, while they are parked), then attach the device with switch_port_ops():
+ * only its tables for ports with a limit check it.
+ */
+void switch_port_set_flood_rate(struct vnet_backend *be, unsigned rate)
+{
+	struct switch_port *p = port_of(be);
+
+	p->flood_rate = rate > SWITCH_FLOOD_RATE_MAX ? SWITCH_FLOOD_RATE_MAX : rate;
+	p->flood_credit = (uint64_t)p->flood_rate * 1000000000ull;
+	p->flood_ns = p->sw->w[p->worker].now_ns;
+}
+
+/**
  * switch_port_counters() - what the FDB holds for the port and refused it, and its flow cache
  * misses.
  * @be: the port's handle
@@ -318,6 +338,8 @@ void switch_port_counters(const struct vnet_backend *be, struct switch_port_coun
 	    .learn_rate_hits = fp.rate_hits,
 	    .spoofed = stat_read(&p->spoofed),
 	    .port_security = p->psec,
+	    .flood_rate = p->flood_rate,
+	    .storm_dropped = stat_read(&p->storm_dropped),
 	};
 }
 

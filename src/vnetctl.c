@@ -359,7 +359,7 @@ static json_t *port_value(const char *arg)
 
 static int cmd_ports(const char *path, int argc, char **argv)
 {
-	struct table t = {.ncols = 13, .align = "lrrllllrlllll"};
+	struct table t = {.ncols = 14, .align = "lrrlllllrlllll"};
 	char idx[24], worker[24], conn[48], pairs[48], adapt[16];
 	json_t *reply, *p;
 	size_t i;
@@ -369,7 +369,7 @@ static int cmd_ports(const char *path, int argc, char **argv)
 		return usage_error("ports: unexpected argument '%s'", argv[0]);
 	if ((ret = request(path, json_pack("{s:s}", "cmd", "ports"), &reply)))
 		return ret;
-	table_row(&t, "PORT", "IDX", "WORKER", "BACKEND", "MAC", "CONNECTED", "LINK", "PAIRS",
+	table_row(&t, "PORT", "IDX", "WORKER", "BACKEND", "SEGMENT", "MAC", "CONNECTED", "LINK", "PAIRS",
 		  "COAL", "GUARD", "ADAPTIVE", "FEATURES", "SOCKET");
 	json_array_foreach(json_object_get(reply, "ports"), i, p) {
 		char backend[48];
@@ -391,14 +391,16 @@ static int cmd_ports(const char *path, int argc, char **argv)
 				 ? (json_is_true(json_object_get(p, "tx_adaptive")) ? "rx+tx" : "rx")
 				 : (json_is_true(json_object_get(p, "tx_adaptive")) ? "tx" : "off"));
 		table_row(&t, str_field(p, "name"), fmt_int(idx, sizeof(idx), p, "index"),
-			  fmt_int(worker, sizeof(worker), p, "worker"), backend, str_field(p, "mac"), conn,
+			  fmt_int(worker, sizeof(worker), p, "worker"), backend,
+			  str_field(p, "segment") ? str_field(p, "segment") : "-", str_field(p, "mac"), conn,
 			  json_is_true(json_object_get(p, "link_up")) ? "up" : "down", pairs,
 			  notf ? (vq ? "notf+vq" : "notf") : "off",
 			  json_is_true(json_object_get(p, "stall_guard")) ? "on" : "off", adapt,
 			  str_field(p, "features"), str_field(p, "socket"));
 	}
 	table_print_free(&t);
-	printf("(WORKER: the event-loop thread serving the port (--workers); PAIRS: active/"
+	printf("(WORKER: the event-loop thread serving the port (--workers); SEGMENT: a switch port's"
+	       "\n L2 segment (switch=NAME); PAIRS: active/"
 	       "configured\n queue pairs; COAL and FEATURES: what the guest negotiated; GUARD: stall "
 	       "guard;\n ADAPTIVE: queue kinds in adaptive mode)\n");
 	json_decref(reply);

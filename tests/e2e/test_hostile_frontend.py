@@ -1483,6 +1483,61 @@ def mac_flapping(env, res):
     res.check(got(1.0) == want, 'p0 gets its unicast: its MAC never moved')
 
 
+# ---- tenants: storm control (p0 has flood-rate=P0_FLOOD_RATE) ----
+def tx_burst(f, frame, n):
+    """n copies of frame on f's TX ring, one buffer, kicked in batches; True if all completed."""
+    ring = f.rings[TX_Q]
+    gpa = f.mem.alloc(vu.NET_HDR_LEN + len(frame))
+    f.mem.write(gpa, bytes(vu.NET_HDR_LEN) + frame)
+    done = 0
+    while done < n:
+        batch = min(len(ring.free), n - done)
+        for _ in range(batch):
+            ring.put_avail(ring.add_chain([(gpa, vu.NET_HDR_LEN + len(frame), False)]))
+        ring.kick()
+        for _ in range(batch):
+            if ring.get_used(2.0) is None:
+                return False
+        done += batch
+    return True
+
+
+@case('storm control: p0 floods broadcasts over its flood-rate', log=r'switch p0: floods '
+      r'\(broadcast, multicast, unknown unicast\) over flood-rate=%d' % P0_FLOOD_RATE)
+def storm_control(env, res):
+    from hostile_env import P0_FLOOD_RATE as rate
+    f1 = env.frontend(1).setup()
+    f1.transmit(ether_frame(BCAST, MACS[1]))  # p1's MAC learnt
+    f0 = env.frontend(0).setup()
+    before = switch_counters(env, 'p0')
+    n = 6 * rate
+    t0 = time.monotonic()
+    res.check(tx_burst(f0, ether_frame(BCAST, MACS[0], b'storm'), n),
+              'p0: %d broadcasts sent (completed)' % n)
+    dt = time.monotonic() - t0
+    after = switch_counters(env, 'p0')
+    dropped = after['storm_dropped'] - before['storm_dropped']
+    allowed = rate * (1 + dt) + 1  # a full bucket, then the rate for the time it took
+    res.check(after['flood_rate'] == rate, 'p0: flood_rate %d in stats' % after['flood_rate'])
+    res.check(dropped >= n - allowed and dropped > 0,
+              'p0: %d of %d floods dropped in %.2f s (at least %d)' % (dropped, n, dt, n - allowed))
+    # p1 still gets p0's unicast: first take what the storm left queued for p1 (its guest had
+    # no RX buffers), then the unicast is the next frame.
+    ring, gpa, queued = f1.rings[RX_Q], f1.mem.alloc(2048), 0
+    while queued <= 2 * 256:
+        ring.put_avail(ring.add_chain([(gpa, 2048, True)]))
+        ring.kick()
+        if ring.get_used(0.3) is None:
+            break
+        queued += 1
+    res.check(queued <= n - dropped, 'p1 got %d of the %d floods let through' % (queued, n - dropped))
+    want = ether_frame(MACS[1], MACS[0], b'unicast after the storm')
+    res.check(f0.transmit(want), 'p0: a unicast to p1 sent')
+    u = ring.get_used(1.0)
+    got = u is not None and f1.mem.read(gpa, u[1])[vu.NET_HDR_LEN:] == want
+    res.check(got, 'p1 gets the unicast, byte-exact')
+
+
 # =============================================================================================
 def main():
     for exe in (VNETD, VNETCTL):

@@ -279,6 +279,36 @@ static void test_flood_over_three_workers(void **state)
 	assert_int_equal(rx_next(b, bcast, a->mac, NULL), -1);
 }
 
+/* Storm control across workers: floods over the sender's flood-rate reach no worker. */
+static void test_flood_rate_over_two_workers(void **state)
+{
+	struct switch_port_counters cnt;
+	struct xport *a, *b, *d;
+
+	(void)state;
+	sw_new(2);
+	a = xport_add(0, 16);
+	b = xport_add(1, 16);
+	d = xport_add(0, 16);
+	switch_port_set_flood_rate(a->be, 3);
+	vnet_dev_attach_backend(a->td->dev, switch_port_ops(a->be), a->be);
+	for (uint32_t i = 0; i < 8; i++)
+		assert_true(tx_queue(a, bcast, 100 + i, i));
+	tx_kick(a);
+	round_end(0);
+	switch_port_counters(a->be, &cnt);
+	assert_int_equal(flooded(a), 3);
+	assert_int_equal(cnt.storm_dropped, 5);
+	assert_int_equal(switch_port_crossed(a->be), 3);
+	worker_rx(1);
+	for (uint32_t i = 0; i < 3; i++) {
+		assert_int_equal(rx_next(d, bcast, a->mac, NULL), i);
+		assert_int_equal(rx_next(b, bcast, a->mac, NULL), i);
+	}
+	assert_int_equal(rx_next(d, bcast, a->mac, NULL), -1);
+	assert_int_equal(rx_next(b, bcast, a->mac, NULL), -1);
+}
+
 /* (3) A full cross-worker queue drops (counted on the sender); what got in keeps its order. */
 static void test_full_queue_drops_counted_order_kept(void **state)
 {
@@ -576,6 +606,7 @@ int main(void)
 		T(test_receiver_budget),
 		T(test_threads_forward_to_each_other),
 		T(test_new_macs_leave_other_workers_caches_valid),
+		T(test_flood_rate_over_two_workers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
