@@ -31,6 +31,9 @@ struct port_config {
 	bool mac_change;	 /* mac-change=on: the MAC the driver sets instead of mac= */
 	unsigned n_allowed_macs; /* allowed-macs=MAC+MAC... */
 	uint8_t allowed_macs[PORT_ALLOWED_MACS][6];
+	/* the listener's ownership (port_sock.c); unset: --socket-group / --socket-mode */
+	long sock_gid;	    /* group=: the socket's group, -1: the daemon's default */
+	unsigned sock_mode; /* mode=: its permission bits (0..0777), 0: the daemon's default */
 };
 
 #endif
