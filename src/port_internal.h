@@ -6,6 +6,7 @@
 #include "event_loop.h"
 #include "port.h"
 #include "port_persist.h" /* port_set_state_dir(), port_state_sync() */
+#include "port_sock.h"    /* port_set_socket_owner() */
 
 struct vnet_switch;
 
@@ -16,12 +17,6 @@ struct vnet_switch;
  */
 struct port *port_create(unsigned index, const struct port_config *cfg, unsigned worker, int epfd,
 			 struct run_queue *rq, struct run_queue *flushq, struct vnet_switch *sw);
-
-/*
- * port_set_socket_owner() - group (-1: vnetd's own) and mode of the socket= listeners made after
- * (--socket-group, --socket-mode), unless a port has group= / mode=. Start-up, main thread.
- */
-void port_set_socket_owner(long gid, unsigned mode);
 
 /* port_destroy() - disconnect, close every fd, free. NULL is fine. */
 void port_destroy(struct port *p);

@@ -17,7 +17,6 @@
 #include "event_loop.h"
 #include "log.h"
 #include "port_core.h"
-#include "port_internal.h"
 #include "port_persist.h"
 #include "stat_atomic.h"
 
