@@ -399,16 +399,36 @@ def main():
         dest = os.path.join(wd, 'vm1-dest.xml')
         with open(dest, 'w') as f:
             f.write(domain_xml(wd, gk, 'vm1', sock['vm1b'], con['vm1b']))
-        g['vm1'].run('(wget -q -O - http://%s:8080/m | sha256sum > /tmp/sum) '
-                     '</dev/null >/dev/null 2>&1 &' % IP['vm2'], check=True)
-        time.sleep(1)
+        # Paced by the server (64 KiB, then 30 ms: about 2 MB/s) so that it outlasts the
+        # migration; busybox nc on both ends.
+        g['vm2'].run("echo 'i=0; while [ $i -lt %d ]; do dd if=/tmp/m bs=65536 skip=$i count=1 "
+                     "2>/dev/null; usleep 30000; i=$((i+1)); done' > /tmp/slow.sh; "
+                     "(nc -l -p 8081 -e sh /tmp/slow.sh &) </dev/null >/dev/null 2>&1"
+                     % (MIG_MB * 16), check=True)
+        time.sleep(0.5)
+        g['vm1'].run('(nc %s 8081 | sha256sum > /tmp/sum) </dev/null >/dev/null 2>&1 &'
+                     % IP['vm2'], check=True)
+        time.sleep(2)
+        rc, _ = g['vm1'].run('[ -s /tmp/sum ]')
+        check(rc != 0, 'the %d MB download is under way when the migration starts' % MIG_MB)
+        before = vd.stats()['p2']
+        tm = time.monotonic()
         r = lva.virsh('migrate', '--live', '--xml', dest, 'vm1', lvb.uri,
                       '--migrateuri', 'tcp://127.0.0.1:49152', check=False, timeout=300)
+        print('virsh migrate --live took %.1f s' % (time.monotonic() - tm), flush=True)
         if r.returncode != 0:
             fail('virsh migrate --live: %s%s' % (r.stdout, r.stderr))
         g['vm1'].kill()
         guests.remove(g['vm1'])
-        info = vd.port_info()
+        for _ in range(100):
+            info = vd.port_info()
+            if info['p2']['connected'] and not info['p0']['connected']:
+                break
+            time.sleep(0.1)
+        print('after the migration: p0 connected %s, p2 connected %s; vm1 on the second '
+              'libvirtd: %s' % (info['p0']['connected'], info['p2']['connected'],
+                                lvb.virsh('domstate', 'vm1', check=False).stdout.strip()),
+              flush=True)
         check(info['p2']['connected'] and not info['p0']['connected'],
               'virsh migrate --live: vm1 now on p2 (the second libvirtd), p0 released')
         g['vm1'] = ConsoleGuest(con['vm1b'], os.path.join(wd, 'vm1b.console.log')).start()
@@ -421,6 +441,9 @@ def main():
                 break
             time.sleep(0.5)
         check(got == want, 'the %d MB download across the migration is byte-exact' % MIG_MB)
+        after = vd.stats()['p2']
+        moved = sum(after[q]['packets'] - before[q]['packets'] for q in after)
+        check(moved > 50, 'part of it went through p2, after the migration (%d packets)' % moved)
         ping(g['vm1'], 'vm2', 'migrated vm1 pings vm2')
         print('PASS (%.1f s)' % (time.monotonic() - t0))
     finally:
