@@ -14,7 +14,9 @@ host UUID) moves vm1 to another vnetd port while it downloads, byte-exact. Every
 ended by its PID.
 """
 
+import grp
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -32,7 +34,7 @@ from harness import NoNs, Vnetd, check, fail, guest_kit, skip, workdir
 SIZE_MB = 4
 MIG_MB = 24
 IP = {'vm1': '10.89.0.1', 'vm2': '10.89.0.2'}
-MAC = {'vm1': '52:54:00:89:00:01', 'vm2': '52:54:00:89:00:02'}
+MAC = {'vm1': '52:54:00:89:00:01', 'vm2': '52:54:00:89:00:02', 'vm0': '52:54:00:89:00:03'}
 LIBVIRT_DIRS = ('/run/libvirt', '/etc/libvirt', '/var/lib/libvirt', '/var/log/libvirt',
                 '/var/cache/libvirt')
 
@@ -72,8 +74,7 @@ DOMAIN = '''<domain type='qemu' xmlns:qemu='http://libvirt.org/schemas/domain/qe
     <emulator>/usr/bin/qemu-system-x86_64</emulator>
     <interface type='vhostuser'>
       <mac address='{mac}'/>
-      <source type='unix' path='{sock}' mode='client'>
-        <reconnect enabled='yes' timeout='2'/>
+      <source type='unix' path='{sock}' mode='client'>{reconnect}
       </source>
       <model type='virtio'/>
     </interface>
@@ -259,8 +260,9 @@ def harness_done():
     return DONE_RE
 
 
-def domain_xml(wd, kit, name, sock, console):
-    return DOMAIN.format(name=name, kernel=os.path.join(kit, 'vmlinuz'),
+def domain_xml(wd, kit, name, sock, console, reconnect=True):
+    return DOMAIN.format(reconnect="\n        <reconnect enabled='yes' timeout='2'/>"
+                         if reconnect else '',name=name, kernel=os.path.join(kit, 'vmlinuz'),
                          initrd=os.path.join(kit, 'qemu-initrd.cpio.gz'), mac=MAC[name],
                          sock=sock, console=console,
                          uuid=str(uuid.uuid5(uuid.NAMESPACE_URL, 'vnetd-e2e-' + name)))
@@ -317,7 +319,11 @@ def main():
              'socket=%s,switch,mac=%s' % (sock['vm2'], MAC['vm2']),
              # vm1 after the migration: its MAC allowed on this port too
              'socket=%s,switch,allowed-macs=%s' % (sock['vm1b'], MAC['vm1'])]
-    vd = Vnetd(NoNs(), ports, vsock, extra=['--socket-group', 'kvm'])
+    try:  # libvirt's QEMU user and its primary group (kvm on Debian 12)
+        qgroup = grp.getgrgid(pwd.getpwnam('libvirt-qemu').pw_gid).gr_name
+    except KeyError:
+        skip('no user libvirt-qemu (libvirt-daemon-system not installed?)')
+    vd = Vnetd(NoNs(), ports, vsock, extra=['--socket-group', qgroup])
     lva, lvb = Libvirtd(os.path.join(wd, 'lv-a')), Libvirtd(os.path.join(wd, 'lv-b'))
     guests = []
     t0 = time.monotonic()
@@ -328,6 +334,21 @@ def main():
         lva.wait()
         lvb.wait()
         print('libvirtd: two instances answer after %.1f s' % (time.monotonic() - t0), flush=True)
+        # Without the socket group (a port with group=0, root's): QEMU, run as libvirt-qemu,
+        # cannot connect and the domain does not start (docs/libvirt.md's first caveat).
+        s0 = os.path.join(vsock, 'vm0.sock')
+        vd.ctl('port-add', 'socket=%s,switch,mac=%s,group=0' % (s0, MAC['vm0']))
+        path = os.path.join(wd, 'vm0.xml')
+        with open(path, 'w') as f:
+            f.write(domain_xml(wd, gk, 'vm0', s0, os.path.join(cons, 'vm0.console'),
+                               reconnect=False))
+        lva.virsh('define', path)
+        r = lva.virsh('start', 'vm0', check=False)
+        check(r.returncode != 0 and 'Permission denied' in r.stderr,
+              'a socket without the group: virsh start fails: %s'
+              % ' '.join(r.stderr.split())[-140:])
+        lva.virsh('undefine', 'vm0')
+        vd.ctl('port-del', 'p3')
         con = {n: os.path.join(cons, n + '.console') for n in ('vm1', 'vm2', 'vm1b')}
         for n in ('vm1', 'vm2'):
             path = os.path.join(wd, n + '.xml')
@@ -378,7 +399,7 @@ def main():
         # vnetd restart: <reconnect enabled='yes' timeout='2'/> brings both NICs back.
         rc = vd.stop()
         check(rc == 0, 'vnetd stopped (SIGTERM)')
-        vd = Vnetd(NoNs(), ports, vsock, extra=['--socket-group', 'kvm'])
+        vd = Vnetd(NoNs(), ports, vsock, extra=['--socket-group', qgroup])
         vd.start()
         t1 = time.monotonic()
         while time.monotonic() - t1 < 30:
@@ -412,6 +433,9 @@ def main():
         rc, _ = g['vm1'].run('[ -s /tmp/sum ]')
         check(rc != 0, 'the %d MB download is under way when the migration starts' % MIG_MB)
         before = vd.stats()['p2']
+        r = lva.virsh('migrate', '--live', 'vm1', lva.uri, check=False, timeout=60)
+        check(r.returncode != 0, 'libvirt refuses a migration to the same libvirtd: %s'
+              % ' '.join(r.stderr.split())[-120:])
         tm = time.monotonic()
         r = lva.virsh('migrate', '--live', '--xml', dest, 'vm1', lvb.uri,
                       '--migrateuri', 'tcp://127.0.0.1:49152', check=False, timeout=300)
