@@ -22,13 +22,11 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 import uuid
 
-import harness
-from guest import _Guest, GuestError
+from guest import DONE_RE, _Guest, GuestError
 from harness import NoNs, Vnetd, check, fail, guest_kit, skip, workdir
 
 SIZE_MB = 4
@@ -226,7 +224,7 @@ class ConsoleGuest(_Guest):
         while True:
             self._send(b'echo CONSOLE-UP\n')
             try:
-                self._wait_for(harness_done(), 0, 3, 'console')
+                self._wait_for(DONE_RE, 0, 3, 'console')
                 break
             except GuestError:
                 if time.monotonic() > deadline:
@@ -253,11 +251,6 @@ class ConsoleGuest(_Guest):
 
     def alive(self):
         return self.proc is not None and not self._eof
-
-
-def harness_done():
-    from guest import DONE_RE
-    return DONE_RE
 
 
 def domain_xml(wd, kit, name, sock, console, reconnect=True):
