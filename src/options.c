@@ -19,7 +19,7 @@ static const char usage_text[] =
 	"Usage: vnetd --port socket=PATH,tap=IFNAME|switch[,KEY=VALUE...] [--port ...]\n"
 	"             --control PATH [--config FILE] [--state-dir DIR] [--workers N]\n"
 	"             [--metrics ADDR:PORT] [--user NAME] [--no-sandbox] [-v|--verbose]\n"
-	"             [--max-guest-mem SIZE]\n"
+	"             [--max-guest-mem SIZE] [--socket-group NAME] [--socket-mode OCTAL]\n"
 	"             [-h|--help] [--version]\n"
 	"\n"
 	"Serves virtio-net devices to VMs over vhost-user, with notification (interrupt)\n"
@@ -41,6 +41,10 @@ static const char usage_text[] =
 	"  -v, --verbose        more log output (repeat for debug messages)\n"
 	"  --max-guest-mem SIZE guest memory all frontends together may map (address space of\n"
 	"                       memory tables and dirty logs; K/M/G/T suffixes; default 64T)\n"
+	"  --socket-group NAME  group of every socket= vnetd listens on (a name or gid; default:\n"
+	"                       vnetd's own), e.g. libvirt-qemu, so that QEMU run by libvirt\n"
+	"                       may connect; --user keeps it as its one supplementary group\n"
+	"  --socket-mode OCTAL  permission bits of those sockets, at most 0777 (default 0660)\n"
 	"  -h, --help           print this help and exit\n"
 	"  --version            print the version and exit\n"
 	"\n"
@@ -103,6 +107,8 @@ static const char usage_text[] =
 	"  rx-burst=KB          the RX bucket in KiB (default as tx-burst)\n"
 	"  flood-rate=N         switch: broadcast, multicast and unknown-unicast frames the port\n"
 	"                       may flood a second, over it dropped; 0 = no limit (default 0)\n"
+	"  group=NAME|GID       the listening socket's group (default --socket-group)\n"
+	"  mode=OCTAL           the listening socket's mode, e.g. 0660 (default --socket-mode)\n"
 	"\n"
 	"Coalescing values are 0..4294967295; an unset one is 0. A notification is delayed only\n"
 	"while both usecs and frames are non-zero, and is sent when either limit is reached.\n"
@@ -133,6 +139,8 @@ enum valued_option {
 	OPT_WORKERS,
 	OPT_METRICS,
 	OPT_MAX_GUEST_MEM,
+	OPT_SOCKET_GROUP,
+	OPT_SOCKET_MODE,
 	OPT_COUNT,
 };
 
@@ -141,6 +149,7 @@ static const char *const valued_names[OPT_COUNT] = {
 	[OPT_USER] = "--user",		 [OPT_CONFIG] = "--config",
 	[OPT_STATE_DIR] = "--state-dir", [OPT_WORKERS] = "--workers",
 	[OPT_METRICS] = "--metrics",	 [OPT_MAX_GUEST_MEM] = "--max-guest-mem",
+	[OPT_SOCKET_GROUP] = "--socket-group", [OPT_SOCKET_MODE] = "--socket-mode",
 };
 
 /* parse_port() - one --port SPEC into out->ports[out->nports]; errors to stderr. */
@@ -281,6 +290,20 @@ static int apply_option(struct vnetd_options *out, enum valued_option opt, const
 			return -1;
 		}
 		return 0;
+	case OPT_SOCKET_GROUP:
+		if (!port_spec_parse_group(value, &out->socket_gid)) {
+			fprintf(stderr, "vnetd: bad value '%s' for --socket-group (expected a group "
+				"name known to this host or a numeric gid)\n", value);
+			return -1;
+		}
+		return 0;
+	case OPT_SOCKET_MODE:
+		if (!port_spec_parse_mode(value, &out->socket_mode) || out->socket_mode == 0) {
+			fprintf(stderr, "vnetd: bad value '%s' for --socket-mode (expected octal "
+				"permission bits 1..0777, e.g. 0660)\n", value);
+			return -1;
+		}
+		return 0;
 	case OPT_COUNT:
 		break;
 	}
@@ -309,6 +332,8 @@ int options_parse(int argc, char **argv, struct vnetd_options *out)
 
 	memset(out, 0, sizeof(*out));
 	out->workers = 1;
+	out->socket_gid = -1;
+	out->socket_mode = 0660;
 	for (i = 1; i < argc; i++) {
 		const char *arg = argv[i];
 

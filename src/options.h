@@ -21,6 +21,8 @@ struct vnetd_options {
 	int verbose;            /* number of -v given */
 	unsigned workers;       /* --workers N: event-loop threads, 1 (default) .. 16 */
 	uint64_t max_guest_mem; /* --max-guest-mem: all ports' guest mappings (mem_cap.h); 0 default */
+	long socket_gid;        /* --socket-group: socket= listeners' group; -1: vnetd's own */
+	unsigned socket_mode;   /* --socket-mode: their permission bits (default 0660) */
 };
 
 /*

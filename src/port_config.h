@@ -34,6 +34,9 @@ struct port_config {
 	uint8_t allowed_macs[PORT_ALLOWED_MACS][6];
 	unsigned flood_rate; /* switch: flood-rate=, floods a second (0: no limit, the default) */
 	char segment[PORT_SEGMENT_LEN]; /* switch=NAME: its L2 segment ("": plain switch, default) */
+	/* the listener's ownership (port_sock.c); unset: --socket-group / --socket-mode */
+	long sock_gid;	    /* group=: the socket's group, -1: the daemon's default */
+	unsigned sock_mode; /* mode=: its permission bits (0..0777), 0: the daemon's default */
 };
 
 #endif

@@ -6,6 +6,7 @@
 #include "event_loop.h"
 #include "port.h"
 #include "port_persist.h" /* port_set_state_dir(), port_state_sync() */
+#include "port_sock.h"    /* port_set_socket_owner() */
 
 struct vnet_switch;
 

@@ -3,6 +3,7 @@
 #include "port_sock.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -227,16 +228,83 @@ static int remove_stale_socket(const struct port *p)
 	return 0;
 }
 
+/* unlink_own_socket() - remove socket= if it is still the socket port_listen() made. */
+static void unlink_own_socket(const struct port *p)
+{
+	struct stat st;
+
+	if (lstat(p->cfg.socket_path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == p->sock_dev &&
+	    st.st_ino == p->sock_ino)
+		unlink(p->cfg.socket_path);
+}
+
+/* The listeners' ownership when a port has no group= / mode= (--socket-group, --socket-mode). */
+static long sock_gid_default = -1;
+static unsigned sock_mode_default = 0660;
+
+/**
+ * port_set_socket_owner() - the group and mode of every socket= listener created after, unless
+ * its port has group= or mode=.
+ * @gid: the group id, or -1: vnetd's own (the node's group as bind() makes it)
+ * @mode: permission bits, 1..0777
+ *
+ * Main thread, at start-up, before the first port.
+ */
+void port_set_socket_owner(long gid, unsigned mode)
+{
+	sock_gid_default = gid;
+	sock_mode_default = mode;
+}
+
 /*
- * port_listen() - the vhost-user listener at socket=, mode 0660 from its creation: the mode is
- * set on the socket before bind() (and bind runs under a umask that keeps exactly it), never by
- * path afterwards, where a symlink swapped in would be followed. Called with every worker
+ * own_node() - check what bind() made at socket= and give it its group: opened with O_PATH and
+ * O_NOFOLLOW (no symlink followed, nothing read), it must be a socket that this process owns;
+ * then fchownat() on that fd (AT_EMPTY_PATH), never chown by path. Its device and inode are
+ * what port_destroy() may remove. A socket fd's own fchown() does not reach the node (bind()
+ * makes it with our fsgid), unlike fchmod(), which bind() applies. 0, or -1 (logged).
+ */
+static int own_node(struct port *p, long gid)
+{
+	struct stat st;
+	int node, r = -1;
+
+	node = openat(AT_FDCWD, p->cfg.socket_path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (node < 0) {
+		log_err("%s: %s after bind: %s", p->name, p->cfg.socket_path, strerror(errno));
+		return -1;
+	}
+	if (fstat(node, &st) < 0 || !S_ISSOCK(st.st_mode) || st.st_uid != geteuid()) {
+		log_err("%s: %s is not the socket vnetd just made; refusing the port", p->name,
+			p->cfg.socket_path);
+		goto out;
+	}
+	p->sock_dev = st.st_dev;
+	p->sock_ino = st.st_ino;
+	if (gid >= 0 && st.st_gid != (gid_t)gid &&
+	    fchownat(node, "", (uid_t)-1, (gid_t)gid, AT_EMPTY_PATH) < 0) {
+		log_err("%s: cannot give %s group %ld: %s (vnetd must be root, or be in that group: "
+			"--user keeps --socket-group's)", p->name, p->cfg.socket_path, gid,
+			strerror(errno));
+		goto out;
+	}
+	r = 0;
+out:
+	close(node);
+	return r;
+}
+
+/*
+ * port_listen() - the vhost-user listener at socket=, its mode (mode=, --socket-mode: 0660 by
+ * default) from its creation: the mode is set on the socket before bind() (and bind runs under
+ * a umask that keeps exactly it), never by path afterwards, where a symlink swapped in would be
+ * followed; then its group (group=, --socket-group) by own_node(). Called with every worker
  * parked (start-up, port-add, reload), so the process-wide umask is ours for the moment.
  */
 static int port_listen(struct port *p)
 {
 	struct sockaddr_un addr = {.sun_family = AF_UNIX};
-	struct stat st;
+	unsigned mode = p->cfg.sock_mode ? p->cfg.sock_mode : sock_mode_default;
+	long gid = p->cfg.sock_gid >= 0 ? p->cfg.sock_gid : sock_gid_default;
 	mode_t old_umask;
 	int fd, r;
 
@@ -246,9 +314,9 @@ static int port_listen(struct port *p)
 	if (fd < 0)
 		return -1;
 	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", p->cfg.socket_path);
-	if (fchmod(fd, 0660) < 0)
+	if (fchmod(fd, mode) < 0)
 		log_warn("%s: fchmod of the socket: %s", p->name, strerror(errno));
-	old_umask = umask(0117);
+	old_umask = umask(~mode & 0777);
 	r = bind(fd, (struct sockaddr *)&addr, sizeof(addr));
 	umask(old_umask);
 	if (r < 0 || listen(fd, 4) < 0) {
@@ -256,22 +324,12 @@ static int port_listen(struct port *p)
 		close(fd);
 		return -1;
 	}
-	/* What port_destroy() may remove: this node, not whatever is at the path by then. */
-	if (lstat(addr.sun_path, &st) == 0 && S_ISSOCK(st.st_mode)) {
-		p->sock_dev = st.st_dev;
-		p->sock_ino = st.st_ino;
+	if (own_node(p, gid) < 0) {
+		close(fd);
+		unlink_own_socket(p);
+		return -1;
 	}
 	return fd;
-}
-
-/* unlink_own_socket() - remove socket= if it is still the socket port_listen() made. */
-static void unlink_own_socket(const struct port *p)
-{
-	struct stat st;
-
-	if (lstat(p->cfg.socket_path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == p->sock_dev &&
-	    st.st_ino == p->sock_ino)
-		unlink(p->cfg.socket_path);
 }
 
 /**

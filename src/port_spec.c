@@ -3,6 +3,7 @@
 #include "port_spec.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,8 @@ enum port_key {
 	K_RX_RATE,
 	K_RX_BURST,
 	K_FLOOD_RATE,
+	K_GROUP,
+	K_MODE,
 	K_COUNT,
 };
 
@@ -80,6 +83,7 @@ static const char *const port_key_names[K_COUNT] = {
 	[K_TX_RATE] = "tx-rate",       [K_TX_BURST] = "tx-burst",
 	[K_RX_RATE] = "rx-rate",       [K_RX_BURST] = "rx-burst",
 	[K_FLOOD_RATE] = "flood-rate",
+	[K_GROUP] = "group",	       [K_MODE] = "mode",
 };
 
 #define OFFLOAD_BITS                                                                               \
@@ -226,6 +230,59 @@ static int parse_segment(struct port_config *pc, struct port_parse *pp, const ch
 	if (strcmp(value, "default") != 0)
 		strcpy(pc->segment, value);
 	return 0;
+}
+
+/**
+ * port_spec_parse_group() - a socket group: a numeric gid, or a group name (getgrnam()).
+ * @s: the text
+ * @gid: the group id (untouched on failure)
+ *
+ * A name needs /etc/group (or NSS): at start-up, before the sandbox, always; at run time
+ * (port-add, a reload) under the seccomp filter only a numeric gid is certain to resolve.
+ * Any thread; getgrnam() is not reentrant, so not two at once.
+ *
+ * Return: whether s names a group.
+ */
+bool port_spec_parse_group(const char *s, long *gid)
+{
+	const struct group *gr;
+	unsigned long v;
+
+	if (port_spec_parse_ulong(s, 0, 0x7fffffffUL, &v)) {
+		*gid = (long)v;
+		return true;
+	}
+	if (s[0] == '\0')
+		return false;
+	gr = getgrnam(s);
+	if (!gr)
+		return false;
+	*gid = (long)gr->gr_gid;
+	return true;
+}
+
+/**
+ * port_spec_parse_mode() - socket permission bits in octal: 1..4 digits 0-7, at most 0777.
+ * @s: the text, e.g. "0660" or "660"
+ * @mode: the bits (untouched on failure)
+ *
+ * Any thread; no state.
+ *
+ * Return: whether s is such a mode.
+ */
+bool port_spec_parse_mode(const char *s, unsigned *mode)
+{
+	size_t len = strlen(s);
+	unsigned v = 0;
+
+	if (len == 0 || len > 4 || strspn(s, "01234567") != len)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		v = v * 8 + (unsigned)(s[i] - '0');
+	if (v > 0777)
+		return false;
+	*mode = v;
+	return true;
 }
 
 /* Linux dev_valid_name(): 1..15 bytes, not "." or "..", no '/', ':' or whitespace. */
@@ -384,6 +441,15 @@ static int apply_port_key(struct port_config *pc, struct port_parse *pp, enum po
 					 "0..10000000 flooded frames a second (0: no limit)");
 		pc->flood_rate = (unsigned)v;
 		return 0;
+	case K_GROUP:
+		if (!port_spec_parse_group(value, &pc->sock_gid))
+			return bad_value(pp, name, value,
+					 "a group name known to this host or a numeric gid");
+		return 0;
+	case K_MODE:
+		if (!port_spec_parse_mode(value, &pc->sock_mode) || pc->sock_mode == 0)
+			return bad_value(pp, name, value, "octal permission bits 1..0777, e.g. 0660");
+		return 0;
 	case K_COUNT:
 		break;
 	}
@@ -445,6 +511,10 @@ static int finish_port(struct port_config *pc, struct port_parse *pp, unsigned i
 	if (pp->seen[K_FLOOD_RATE] && !pp->seen[K_SWITCH])
 		return err_msg(pp->err, pp->err_len,
 			       "vnetd: --port p%u: flood-rate= is for switch ports", index);
+	if ((pp->seen[K_GROUP] || pp->seen[K_MODE]) && pp->seen[K_CLIENT])
+		return err_msg(pp->err, pp->err_len,
+			       "vnetd: --port p%u: group= and mode= are for the socket vnetd "
+			       "listens on, not for client ports", index);
 	if (pp->seen[K_VQ_NOTF_COAL] && pp->vq_notf_coal && !pp->notf_coal)
 		return err_msg(pp->err, pp->err_len,
 			       "vnetd: --port p%u: vq-notf-coal=on conflicts with notf-coal=off",
@@ -503,6 +573,7 @@ int port_spec_parse(const char *spec, unsigned index, struct port_config *pc, ch
 	err[0] = '\0';
 	memset(pc, 0, sizeof(*pc));
 	pc->worker = -1;
+	pc->sock_gid = -1;
 	pc->max_macs = SWITCH_FDB_PORT_MAX;
 	pc->learn_rate = SWITCH_LEARN_RATE;
 	pc->dev.queue_pairs = 1;

@@ -41,4 +41,10 @@ int port_spec_runtime(const char *spec, unsigned index, struct port_config *pc,
 /* port_spec_parse_ulong() - decimal digits only, within [min, max]; false otherwise. */
 bool port_spec_parse_ulong(const char *s, unsigned long min, unsigned long max, unsigned long *out);
 
+/* port_spec_parse_group() - a numeric gid or a group name (getgrnam()); false if neither. */
+bool port_spec_parse_group(const char *s, long *gid);
+
+/* port_spec_parse_mode() - octal permission bits, at most 0777; false otherwise. */
+bool port_spec_parse_mode(const char *s, unsigned *mode);
+
 #endif

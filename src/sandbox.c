@@ -34,11 +34,13 @@
 #endif
 
 /*
- * drop_user() - become `name` for good: no supplementary groups, real/effective/saved gid and
- * uid all the user's, and a check that root cannot be regained. 0, or -1 (one line logged).
+ * drop_user() - become `name` for good: no supplementary group (but socket_gid, --socket-group,
+ * when set), real/effective/saved gid and uid all the user's, and a check that root cannot be
+ * regained. 0, or -1 (one line logged).
  */
-static int drop_user(const char *name)
+static int drop_user(const char *name, long socket_gid)
 {
+	const gid_t sgid_keep = (gid_t)socket_gid;
 	const struct passwd *pw;
 	uid_t ruid, euid, suid;
 	gid_t rgid, egid, sgid;
@@ -57,7 +59,8 @@ static int drop_user(const char *name)
 		log_info("sandbox: already running as %s", name);
 		return 0; /* and, not being root, unable to change groups anyway */
 	}
-	if (setgroups(0, NULL) < 0) {
+	/* No supplementary group but --socket-group's: run-time sockets get it too (port_sock.c). */
+	if (socket_gid >= 0 ? setgroups(1, &sgid_keep) < 0 : setgroups(0, NULL) < 0) {
 		log_err("sandbox: --user %s: setgroups: %s", name, strerror(errno));
 		return -1;
 	}
@@ -190,9 +193,14 @@ static const struct sandbox_rule sandbox_allow_runtime[] = {
 	ALLOW(bind),
 	ALLOW(listen),
 	ALLOW(connect),
-	/* port.c: the socket's mode 0660 before bind (fchmod, umask; never chmod by path),
-	 * socket= removed only if it is a socket (lstat), a connect in progress (SO_ERROR) */
+	/* port_sock.c: the socket's mode before bind (fchmod, umask; never chmod by path), its
+	 * group on the node opened O_PATH|O_NOFOLLOW (nothing read or written through it) and
+	 * owned by us (geteuid), socket= removed only if it is a socket (lstat), a connect in
+	 * progress (SO_ERROR) */
 	ALLOW(fchmod),
+	ALLOW_IF(openat, ARG_EQ(2, O_PATH | O_NOFOLLOW | O_CLOEXEC)),
+	ALLOW_IF(fchownat, ARG_EQ(4, AT_EMPTY_PATH)),
+	ALLOW(geteuid),
 	ALLOW(umask),
 	ALLOW(lstat),
 	ALLOW_IF(newfstatat, ARG_EQ(3, AT_SYMLINK_NOFOLLOW)),
@@ -340,7 +348,7 @@ int sandbox_enter(const struct vnetd_options *opts)
 			 user[0] ? ", and --user is ignored" : ", no privilege drop");
 		return 0;
 	}
-	if (user[0] && drop_user(user) < 0)
+	if (user[0] && drop_user(user, opts->socket_gid) < 0)
 		return -1;
 	uid = (unsigned)getuid(); /* for the log line: getuid() is refused once the filter is in */
 	gid = (unsigned)getgid();

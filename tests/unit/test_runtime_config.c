@@ -194,6 +194,58 @@ static void test_port_security_keys(void **state)
 	assert_non_null(strstr(err, "switch ports"));
 }
 
+/* group=NAME|GID and mode=OCTAL: the listener's ownership; unset by default, not for client ports. */
+static void test_socket_owner_keys(void **state)
+{
+	struct port_config c;
+	unsigned mode = 0;
+	long gid = -1;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(port_spec_runtime("socket=/c,switch", 7, &c, NULL, NULL, 0, err,
+					   sizeof(err)), 0);
+	assert_int_equal(c.sock_gid, -1);
+	assert_int_equal(c.sock_mode, 0);
+	assert_int_equal(port_spec_runtime("socket=/c,switch,group=root,mode=0640", 7, &c, NULL,
+					   NULL, 0, err, sizeof(err)), 0);
+	assert_int_equal(c.sock_gid, 0);
+	assert_int_equal(c.sock_mode, 0640);
+	assert_int_equal(port_spec_runtime("socket=/c,tap=t0,group=4242,mode=666", 7, &c, NULL,
+					   NULL, 0, err, sizeof(err)), 0);
+	assert_int_equal(c.sock_gid, 4242);
+	assert_int_equal(c.sock_mode, 0666);
+	assert_int_equal(port_spec_runtime("socket=/c,switch,group=no-such-group-here", 7, &c,
+					   NULL, NULL, 0, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "group"));
+	assert_int_equal(port_spec_runtime("socket=/c,switch,group=", 7, &c, NULL, NULL, 0, err,
+					   sizeof(err)), -1);
+	assert_int_equal(port_spec_runtime("socket=/c,switch,group=-1", 7, &c, NULL, NULL, 0, err,
+					   sizeof(err)), -1);
+	assert_int_equal(port_spec_runtime("socket=/c,switch,mode=0", 7, &c, NULL, NULL, 0, err,
+					   sizeof(err)), -1);
+	assert_non_null(strstr(err, "mode"));
+	assert_int_equal(port_spec_runtime("socket=/c,switch,mode=1777", 7, &c, NULL, NULL, 0, err,
+					   sizeof(err)), -1);
+	assert_int_equal(port_spec_runtime("socket=/c,switch,mode=0680", 7, &c, NULL, NULL, 0, err,
+					   sizeof(err)), -1);
+	assert_int_equal(port_spec_runtime("socket=/c,switch,mode=00660", 7, &c, NULL, NULL, 0,
+					   err, sizeof(err)), -1);
+	assert_int_equal(port_spec_runtime("socket=/c,switch,client,mode=0660", 7, &c, NULL, NULL,
+					   0, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "client"));
+	/* The helpers --socket-group and --socket-mode share. */
+	assert_true(port_spec_parse_group("0", &gid));
+	assert_int_equal(gid, 0);
+	assert_false(port_spec_parse_group("root ", &gid));
+	assert_true(port_spec_parse_mode("660", &mode));
+	assert_int_equal(mode, 0660);
+	assert_false(port_spec_parse_mode("+660", &mode));
+	/* The --config object form says the same. */
+	assert_int_equal(parse("{\"ports\": [{\"socket\": \"/b\", \"switch\": true, "
+			       "\"group\": \"0\", \"mode\": \"0600\"}]}", err), 0);
+}
+
 static void test_runtime_port_default_mac_is_unique(void **state)
 {
 	struct port_config a, other, c;
@@ -347,6 +399,7 @@ int main(void)
 	    cmocka_unit_test(test_worker_key),
 	    cmocka_unit_test(test_switch_limit_keys),
 	    cmocka_unit_test(test_port_security_keys),
+	    cmocka_unit_test(test_socket_owner_keys),
 	    cmocka_unit_test(test_state_round_trip_and_refusals),
 	    cmocka_unit_test(test_state_rx_round_trip),
 	    cmocka_unit_test(test_state_rx_refusals),
