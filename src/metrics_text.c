@@ -258,6 +258,9 @@ static const struct queue_family switch_families[] = {
     SWFAMILY("storm_dropped_total", "counter", storm_dropped,
 	     "Floods (broadcast, multicast, unknown unicast) dropped by storm control: over the "
 	     "port's flood-rate."),
+    SWFAMILY("ip_spoofed_total", "counter", ip_spoofed,
+	     "Frames dropped by IP anti-spoofing: an IP source, ARP sender or neighbour "
+	     "advertisement target outside the port's ips= list."),
 };
 
 static void switch_port_families(struct textbuf *tb, const struct metrics_port_view *v,

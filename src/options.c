@@ -109,6 +109,8 @@ static const char usage_text[] =
 	"                       may flood a second, over it dropped; 0 = no limit (default 0)\n"
 	"  group=NAME|GID       the listening socket's group (default --socket-group)\n"
 	"  mode=OCTAL           the listening socket's mode, e.g. 0660 (default --socket-mode)\n"
+	"  ips=A[/LEN]+...      switch: IP anti-spoofing, up to 16 IPv4/IPv6 networks the guest\n"
+	"                       may send from (and ARP/ND for); others dropped (no list, no check)\n"
 	"\n"
 	"Coalescing values are 0..4294967295; an unset one is 0. A notification is delayed only\n"
 	"while both usecs and frames are non-zero, and is sent when either limit is reached.\n"

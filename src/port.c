@@ -23,6 +23,7 @@
 #include "tap.h"
 
 _Static_assert(PORT_ALLOWED_MACS <= SWITCH_ALLOWED_MACS, "allowed-macs= fits a switch port");
+_Static_assert(PORT_IPS <= SWITCH_IPS, "ips= fits a switch port");
 
 /*
  * The port itself: what it is (the accessors), its device's environment and its backend, its
@@ -342,6 +343,8 @@ struct port *port_create(unsigned index, const struct port_config *cfg, unsigned
 						 .n_allowed = cfg->n_allowed_macs,
 						 .allowed = (const uint8_t(*)[6])cfg->allowed_macs,
 					     }) < 0)
+			goto fail;
+		if (switch_port_set_ips(p->be, cfg->ips, cfg->n_ips) < 0)
 			goto fail;
 		vnet_dev_attach_backend(p->dev, switch_port_ops(p->be), p->be);
 	}

@@ -7,10 +7,12 @@
 #include <stdint.h>
 #include <sys/un.h>
 
+#include "switch_ips.h"
 #include "vnet_dev_types.h"
 
 #define VNETD_MAX_PORTS 1024 /* fits ev_ref.port (16 bits) */
 #define PORT_ALLOWED_MACS 8 /* allowed-macs= entries */
+#define PORT_IPS 16 /* ips= entries */
 #define PORT_SEGMENT_LEN 16 /* switch=NAME: 1..15 bytes */
 
 enum port_backend_kind { PORT_BACKEND_TAP, PORT_BACKEND_SWITCH };
@@ -33,6 +35,8 @@ struct port_config {
 	unsigned n_allowed_macs; /* allowed-macs=MAC+MAC... */
 	uint8_t allowed_macs[PORT_ALLOWED_MACS][6];
 	unsigned flood_rate; /* switch: flood-rate=, floods a second (0: no limit, the default) */
+	unsigned n_ips; /* switch: ips=ADDR[/LEN]+...: IP anti-spoofing (0: none, the default) */
+	struct switch_ip_net ips[PORT_IPS];
 	char segment[PORT_SEGMENT_LEN]; /* switch=NAME: its L2 segment ("": plain switch, default) */
 	/* the listener's ownership (port_sock.c); unset: --socket-group / --socket-mode */
 	long sock_gid;	    /* group=: the socket's group, -1: the daemon's default */

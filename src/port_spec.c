@@ -2,6 +2,7 @@
 /* port_spec.c - the port specification grammar (key=value,...) of --port, --config and port-add. */
 #include "port_spec.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <grp.h>
 #include <stdint.h>
@@ -59,6 +60,7 @@ enum port_key {
 	K_FLOOD_RATE,
 	K_GROUP,
 	K_MODE,
+	K_IPS,
 	K_COUNT,
 };
 
@@ -84,6 +86,7 @@ static const char *const port_key_names[K_COUNT] = {
 	[K_RX_RATE] = "rx-rate",       [K_RX_BURST] = "rx-burst",
 	[K_FLOOD_RATE] = "flood-rate",
 	[K_GROUP] = "group",	       [K_MODE] = "mode",
+	[K_IPS] = "ips",
 };
 
 #define OFFLOAD_BITS                                                                               \
@@ -211,6 +214,46 @@ static int parse_allowed_macs(struct port_config *pc, struct port_parse *pp, con
 			return bad_value(pp, "allowed-macs", value,
 					 "unicast MACs XX:XX:XX:XX:XX:XX, '+' between them");
 		pc->n_allowed_macs++;
+	}
+	return 0;
+}
+
+/*
+ * parse_ips() - ips=ADDR[/LEN]+ADDR[/LEN]+... ('+' between entries: ',' ends the key), at most
+ * PORT_IPS IPv4 or IPv6 networks (no /LEN: one address, /32 or /128).
+ */
+static int parse_ips(struct port_config *pc, struct port_parse *pp, const char *value)
+{
+	static const char what[] = "at most 16 ADDR[/LEN], IPv4 or IPv6, '+' between them";
+	char buf[PORT_IPS * 44 + 1];
+	char *ent, *next;
+
+	pc->n_ips = 0;
+	if (strlen(value) >= sizeof(buf))
+		return bad_value(pp, "ips", value, what);
+	strcpy(buf, value);
+	for (ent = buf; ent; ent = next) {
+		struct switch_ip_net *e = &pc->ips[pc->n_ips];
+		char *slash;
+		unsigned long plen;
+
+		next = strchr(ent, '+');
+		if (next)
+			*next++ = '\0';
+		if (pc->n_ips == PORT_IPS)
+			return bad_value(pp, "ips", value, what);
+		slash = strchr(ent, '/');
+		if (slash)
+			*slash++ = '\0';
+		memset(e, 0, sizeof(*e));
+		e->v6 = strchr(ent, ':') != NULL;
+		if (inet_pton(e->v6 ? AF_INET6 : AF_INET, ent, e->addr) != 1)
+			return bad_value(pp, "ips", value, what);
+		plen = e->v6 ? 128 : 32;
+		if (slash && !port_spec_parse_ulong(slash, 0, plen, &plen))
+			return bad_value(pp, "ips", value, what);
+		e->prefix = (uint8_t)plen;
+		pc->n_ips++;
 	}
 	return 0;
 }
@@ -450,6 +493,8 @@ static int apply_port_key(struct port_config *pc, struct port_parse *pp, enum po
 		if (!port_spec_parse_mode(value, &pc->sock_mode) || pc->sock_mode == 0)
 			return bad_value(pp, name, value, "octal permission bits 1..0777, e.g. 0660");
 		return 0;
+	case K_IPS:
+		return parse_ips(pc, pp, value);
 	case K_COUNT:
 		break;
 	}
@@ -515,6 +560,9 @@ static int finish_port(struct port_config *pc, struct port_parse *pp, unsigned i
 		return err_msg(pp->err, pp->err_len,
 			       "vnetd: --port p%u: group= and mode= are for the socket vnetd "
 			       "listens on, not for client ports", index);
+	if (pp->seen[K_IPS] && !pp->seen[K_SWITCH])
+		return err_msg(pp->err, pp->err_len, "vnetd: --port p%u: ips= is for switch ports",
+			       index);
 	if (pp->seen[K_VQ_NOTF_COAL] && pp->vq_notf_coal && !pp->notf_coal)
 		return err_msg(pp->err, pp->err_len,
 			       "vnetd: --port p%u: vq-notf-coal=on conflicts with notf-coal=off",

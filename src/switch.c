@@ -14,6 +14,7 @@
 #include "stat_atomic.h"
 #include "switch_fdb.h"
 #include "switch_internal.h"
+#include "switch_ips.h"
 #include "switch_xq.h"
 #include "virtio_net_defs.h"
 #include "vnet_dev.h"
@@ -190,6 +191,26 @@ static __attribute__((noinline)) bool storm_pass(struct switch_port *p, uint64_t
 	log_guest("switch %s: floods (broadcast, multicast, unknown unicast) over flood-rate=%u a "
 		  "second: dropped (storm control)",
 		  p->name, p->flood_rate);
+	return false;
+}
+
+/* ---- IP anti-spoofing ---------------------------------------------------------------------- */
+
+/*
+ * p has an ips= list: whether its frame may leave (switch_ips.c has the rules); dropped, counted
+ * and logged (rate-limited) if not. Out of line: only the ips ops tables call it.
+ */
+static __attribute__((noinline)) bool ips_pass(struct switch_port *p, const struct iovec *iov,
+					       unsigned iovcnt, size_t off, size_t len)
+{
+	uint8_t hdr[SWITCH_IPS_HDR];
+	size_t n = iov_copy_from(iov, iovcnt, off, hdr, len < sizeof(hdr) ? len : sizeof(hdr));
+	const char *why = switch_ips_check(p->ips, p->n_ips, hdr, n);
+
+	if (!why)
+		return true;
+	stat_inc(&p->ip_spoofed);
+	log_guest("switch %s: dropped %s (IP anti-spoofing)", p->name, why);
 	return false;
 }
 
@@ -382,12 +403,13 @@ static void cross_send(struct switch_port *src, unsigned to, const struct switch
 
 /*
  * A guest sent a packet: learn its source, forward or flood it. Never back-pressures. `xw`:
- * ports may be on other workers; `storm`: the port has a flood-rate (constants: each ops table
- * gets its own copy, so a port without a limit pays nothing for storm control).
+ * ports may be on other workers; `storm`: the port has a flood-rate; `ips`: an ips= list
+ * (constants: each ops table gets its own copy, so a port without a limit or a list pays
+ * nothing for storm control or IP anti-spoofing).
  */
 static inline __attribute__((always_inline)) int
 transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size_t off, size_t len,
-	 const bool xw, const bool storm)
+	 const bool xw, const bool storm, const bool ips)
 {
 	struct switch_port *src = port_of(be), *dst;
 	struct vnet_switch *sw = src->sw;
@@ -415,6 +437,8 @@ transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size
 		psec_drop(src, src_mac);
 		return 0;
 	}
+	if (ips && !ips_pass(src, iov, iovcnt, off, len))
+		return 0;
 	now = own->now_ns;
 	learn_cached(sw, src, src_mac, now, xw);
 	if (!(dst_mac[0] & 1)) {
@@ -456,34 +480,23 @@ transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size
 	return deliveries; /* beyond the first: charged to the sender's budget */
 }
 
-static int switch_transmit(struct vnet_backend *be, const struct virtio_net_hdr_v1 *hdr,
-			   const struct iovec *iov, unsigned iovcnt, size_t off, size_t len)
-{
-	(void)hdr;
-	return transmit(be, iov, iovcnt, off, len, false, false);
-}
+/* One transmit entry point per ops table: each a copy of transmit() for its constants. */
+#define SW_TRANSMIT(fn, xw, storm, ips)                                                            \
+	static int fn(struct vnet_backend *be, const struct virtio_net_hdr_v1 *hdr,                \
+		      const struct iovec *iov, unsigned iovcnt, size_t off, size_t len)            \
+	{                                                                                          \
+		(void)hdr;                                                                         \
+		return transmit(be, iov, iovcnt, off, len, xw, storm, ips);                        \
+	}
 
-static int switch_transmit_xw(struct vnet_backend *be, const struct virtio_net_hdr_v1 *hdr,
-			      const struct iovec *iov, unsigned iovcnt, size_t off, size_t len)
-{
-	(void)hdr;
-	return transmit(be, iov, iovcnt, off, len, true, false);
-}
-
-static int switch_transmit_storm(struct vnet_backend *be, const struct virtio_net_hdr_v1 *hdr,
-				 const struct iovec *iov, unsigned iovcnt, size_t off, size_t len)
-{
-	(void)hdr;
-	return transmit(be, iov, iovcnt, off, len, false, true);
-}
-
-static int switch_transmit_xw_storm(struct vnet_backend *be, const struct virtio_net_hdr_v1 *hdr,
-				    const struct iovec *iov, unsigned iovcnt, size_t off,
-				    size_t len)
-{
-	(void)hdr;
-	return transmit(be, iov, iovcnt, off, len, true, true);
-}
+SW_TRANSMIT(switch_transmit, false, false, false)
+SW_TRANSMIT(switch_transmit_xw, true, false, false)
+SW_TRANSMIT(switch_transmit_storm, false, true, false)
+SW_TRANSMIT(switch_transmit_xw_storm, true, true, false)
+SW_TRANSMIT(switch_transmit_ips, false, false, true)
+SW_TRANSMIT(switch_transmit_xw_ips, true, false, true)
+SW_TRANSMIT(switch_transmit_storm_ips, false, true, true)
+SW_TRANSMIT(switch_transmit_xw_storm_ips, true, true, true)
 
 /* Nothing to do: the switch carries fully formed frames only. */
 static void switch_set_offloads(struct vnet_backend *be, uint64_t guest_features)
@@ -507,46 +520,39 @@ const struct vnet_backend_ops switch_backend_ops = {
 	.rx_resume = switch_rx_resume,
 };
 
-/* The same for a switch spread over several workers. */
-static const struct vnet_backend_ops switch_backend_ops_xw = {
-	.kind = "switch",
-	.offload_features = 0,
-	.transmit = switch_transmit_xw,
-	.set_offloads = switch_set_offloads,
-	.rx_resume = switch_rx_resume,
-};
+#define SW_OPS(fn)                                                                                 \
+	{                                                                                          \
+		.kind = "switch", .offload_features = 0, .transmit = fn,                           \
+		.set_offloads = switch_set_offloads, .rx_resume = switch_rx_resume,                \
+	}
 
-/* The same two for ports with a flood-rate (storm control). */
-static const struct vnet_backend_ops switch_backend_ops_storm = {
-	.kind = "switch",
-	.offload_features = 0,
-	.transmit = switch_transmit_storm,
-	.set_offloads = switch_set_offloads,
-	.rx_resume = switch_rx_resume,
-};
-
-static const struct vnet_backend_ops switch_backend_ops_xw_storm = {
-	.kind = "switch",
-	.offload_features = 0,
-	.transmit = switch_transmit_xw_storm,
-	.set_offloads = switch_set_offloads,
-	.rx_resume = switch_rx_resume,
+/*
+ * The same for the other ports, by [flood-rate][ips=][several workers]: a switch spread over
+ * several workers, ports with a flood-rate (storm control), ports with an ips= list.
+ */
+static const struct vnet_backend_ops switch_backend_ops_checked[2][2][2] = {
+	{{{0}, SW_OPS(switch_transmit_xw)},
+	 {SW_OPS(switch_transmit_ips), SW_OPS(switch_transmit_xw_ips)}},
+	{{SW_OPS(switch_transmit_storm), SW_OPS(switch_transmit_xw_storm)},
+	 {SW_OPS(switch_transmit_storm_ips), SW_OPS(switch_transmit_xw_storm_ips)}},
 };
 
 /**
  * switch_port_ops() - the ops table to attach a switch port's device with.
- * @be: the port's handle (switch_attach(), then switch_port_set_flood_rate() if any)
+ * @be: the port's handle (switch_attach(), then switch_port_set_flood_rate() and
+ * switch_port_set_ips() if any)
  *
  * Return: switch_backend_ops with one worker, the cross-worker table with several; each in a
- * copy that checks the port's flood-rate when it has one.
+ * copy that checks the port's flood-rate when it has one and its ips= list when it has one.
  */
 const struct vnet_backend_ops *switch_port_ops(const struct vnet_backend *be)
 {
 	const struct switch_port *p = port_of_const(be);
+	bool storm = p->flood_rate != 0, ips = p->n_ips != 0, xw = p->sw->xq != NULL;
 
-	if (p->flood_rate)
-		return p->sw->xq ? &switch_backend_ops_xw_storm : &switch_backend_ops_storm;
-	return p->sw->xq ? &switch_backend_ops_xw : &switch_backend_ops;
+	if (!storm && !ips && !xw)
+		return &switch_backend_ops;
+	return &switch_backend_ops_checked[storm][ips][xw];
 }
 
 /**

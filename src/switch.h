@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "switch_ips.h"
 #include "switch_limits.h"
 
 struct vnet_dev;
@@ -71,7 +72,7 @@ struct vnet_backend *switch_attach(struct vnet_switch *sw, struct vnet_dev *dev,
  */
 void switch_detach(struct vnet_backend *be);
 
-/* switch_port_ops() - the ops table to attach the port with (workers, flood-rate or none). */
+/* switch_port_ops() - the ops table to attach the port with (workers, flood-rate, ips= or none). */
 const struct vnet_backend_ops *switch_port_ops(const struct vnet_backend *be);
 
 /*
@@ -125,6 +126,16 @@ int switch_port_set_security(struct vnet_backend *be, const struct switch_port_s
 void switch_port_set_flood_rate(struct vnet_backend *be, unsigned rate);
 
 /*
+ * switch_port_set_ips() - IP anti-spoofing: the port's guest may send IPv4 and IPv6 only from
+ * the addresses of nets[n] (n 0: no list, no check, as attached), ARP only for them, neighbour
+ * advertisements only for them (switch_ips.h has the rest: DHCP, duplicate address detection).
+ * Frames outside are dropped and counted (ip_spoofed). 0, or -1 (nothing changed) for more than
+ * SWITCH_IPS entries or a prefix too long. Same thread rules as switch_port_set_flood_rate(),
+ * and the same switch_port_ops() after it (a port without a list runs no check).
+ */
+int switch_port_set_ips(struct vnet_backend *be, const struct switch_ip_net *nets, unsigned n);
+
+/*
  * What the FDB holds for a switch port and refused it (switch_port_counters()). Not the
  * per-frame counters of switch_port_stats(): those stay plain increments of the port's thread
  * (an atomic store per frame costs the forwarding path instructions).
@@ -139,6 +150,8 @@ struct switch_port_counters {
 	uint64_t port_security;	  /* 1: on (a gauge) */
 	uint64_t flood_rate;	  /* storm control's limit, floods a second (0: none) */
 	uint64_t storm_dropped;	  /* floods dropped over flood_rate */
+	uint64_t ips;		  /* entries in its ips= list (0: no IP anti-spoofing) */
+	uint64_t ip_spoofed;	  /* frames dropped by IP anti-spoofing */
 };
 
 /*

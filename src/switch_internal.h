@@ -76,6 +76,10 @@ struct switch_port {
 	struct fdb_ver dst_ver;
 	struct fdb_entry *dst_hit;
 	struct switch_port *dst_port;
+	/* IP anti-spoofing (switch_port_set_ips()): only the ips ops tables read these. */
+	unsigned n_ips; /* 0: no list */
+	struct switch_ip_net ips[SWITCH_IPS];
+	uint64_t ip_spoofed; /* stat_atomic.h: frames dropped by IP anti-spoofing */
 };
 
 /* What one worker's thread keeps: its ports (floods visit these), clock and buffer pool. */

@@ -13,6 +13,7 @@
 #define SWITCH_QUEUE_BYTES (4u << 20) /* ... and their bytes */
 #define SWITCH_MAX_WORKERS 16	      /* threads the switch's ports may be spread over */
 #define SWITCH_ALLOWED_MACS 8	      /* allowed-macs= beside the port's own MAC */
+#define SWITCH_IPS 16		      /* ips= entries of one port */
 #define SWITCH_FLOOD_RATE_MAX 10000000 /* flood-rate= at most, frames a second (0: no limit) */
 
 #endif

@@ -315,6 +315,39 @@ void switch_port_set_flood_rate(struct vnet_backend *be, unsigned rate)
 }
 
 /**
+ * switch_port_set_ips() - IP anti-spoofing: the addresses the port's guest may send from.
+ * @be: the port's handle
+ * @nets: the networks (IPv4 and IPv6, each with its prefix length)
+ * @n: how many, 0..SWITCH_IPS (0: no list, no check, as attached)
+ *
+ * With a list, IPv4 and IPv6 frames from other sources, ARP for other sender IPs and neighbour
+ * advertisements for other targets are dropped, counted (ip_spoofed) and logged (rate-limited);
+ * switch_ips.c has the exceptions (DHCP, duplicate address detection). Call it right after
+ * switch_attach() (with several workers, while they are parked), then attach the device with
+ * switch_port_ops(): only its tables for ports with a list check it.
+ *
+ * Return: 0, or -1 (nothing changed, logged) for too many entries or a prefix too long.
+ */
+int switch_port_set_ips(struct vnet_backend *be, const struct switch_ip_net *nets, unsigned n)
+{
+	struct switch_port *p = port_of(be);
+
+	if (n > SWITCH_IPS) {
+		log_err("switch %s: %u ips= entries, at most %d", p->name, n, SWITCH_IPS);
+		return -1;
+	}
+	for (unsigned i = 0; i < n; i++)
+		if (nets[i].prefix > (nets[i].v6 ? 128 : 32)) {
+			log_err("switch %s: ips= prefix /%u is too long", p->name, nets[i].prefix);
+			return -1;
+		}
+	p->n_ips = n;
+	if (n)
+		memcpy(p->ips, nets, n * sizeof(p->ips[0]));
+	return 0;
+}
+
+/**
  * switch_port_counters() - what the FDB holds for the port and refused it, and its flow cache
  * misses.
  * @be: the port's handle
@@ -340,6 +373,8 @@ void switch_port_counters(const struct vnet_backend *be, struct switch_port_coun
 	    .port_security = p->psec,
 	    .flood_rate = p->flood_rate,
 	    .storm_dropped = stat_read(&p->storm_dropped),
+	    .ips = p->n_ips,
+	    .ip_spoofed = stat_read(&p->ip_spoofed),
 	};
 }
 

@@ -22,6 +22,7 @@ from vhost_user_client import (CTRL_Q, RX_Q, TX_Q, VRING_DESC_F_INDIRECT, VRING_
 MACS = ['52:54:00:77:00:01', '52:54:00:77:00:02']
 BCAST = 'ff:ff:ff:ff:ff:ff'
 P0_FLOOD_RATE = 500      # p0's flood-rate= (frames a second)
+P0_IPS = ['10.77.0.1', 'fe80::77:1']  # p0's ips= (IP anti-spoofing; the other cases send no IP)
 P1_SERVED_WITHIN = 1.0   # s: how long p1 may wait while p0 stalls a message (normally ~20 ms)
 NEXT, WRITE, INDIRECT = VRING_DESC_F_NEXT, VRING_DESC_F_WRITE, VRING_DESC_F_INDIRECT
 WITH_INDIRECT = vu.DEFAULT_FEATURES | (1 << vu.VIRTIO_RING_F_INDIRECT_DESC)
@@ -57,6 +58,7 @@ class Env:
     def start(self):
         ports = ['socket=%s,switch,mac=%s' % (s, m) for s, m in zip(self.socks, MACS)]
         ports[0] += ',flood-rate=%d' % P0_FLOOD_RATE  # storm control (the other cases stay under)
+        ports[0] += ',ips=' + '+'.join(P0_IPS)
         ctl = os.path.join(self.wd, 'control.sock')
         if os.path.exists(ctl):
             os.unlink(ctl)  # a dead vnetd's socket would make __enter__ return too early

@@ -1538,6 +1538,59 @@ def storm_control(env, res):
     res.check(got, 'p1 gets the unicast, byte-exact')
 
 
+# ---- tenants: IP anti-spoofing (p0 has ips=P0_IPS) ----
+def _mac(s):
+    return bytes(int(x, 16) for x in s.split(':'))
+
+
+def arp_frame(op, src_mac, sender_ip, target_ip):
+    """An ARP request (1) or reply (2), IPv4 over Ethernet, to broadcast."""
+    import socket
+    body = struct.pack('>HHBBH', 1, 0x0800, 6, 4, op) + _mac(src_mac) + \
+        socket.inet_aton(sender_ip) + bytes(6) + socket.inet_aton(target_ip)
+    return ether_frame(BCAST, src_mac, body + bytes(18), ethertype=0x0806)
+
+
+def na_frame(src_mac, src_ip, target_ip):
+    """An IPv6 neighbour advertisement (override) for target_ip, to ff02::1 (no checksum)."""
+    import socket
+    icmp = struct.pack('>BBHI', 136, 0, 0, 0x20000000) + socket.inet_pton(socket.AF_INET6, target_ip)
+    icmp += struct.pack('>BB', 2, 1) + _mac(src_mac)  # target link-layer address option
+    ip6 = struct.pack('>IHBB', 0x60000000, len(icmp), 58, 255) + \
+        socket.inet_pton(socket.AF_INET6, src_ip) + socket.inet_pton(socket.AF_INET6, 'ff02::1')
+    return ether_frame('33:33:00:00:00:01', src_mac, ip6 + icmp, ethertype=0x86dd)
+
+
+def ips_case(env, res, bad, good, what):
+    """p0 sends `bad` (dropped, counted, p1 gets nothing), then `good` (p1 gets it byte-exact)."""
+    f1 = env.frontend(1).setup()
+    f0 = env.frontend(0).setup()
+    before = switch_counters(env, 'p0')
+    got = rx_one(f1)
+    res.check(f0.transmit(bad), 'p0 sends %s (completed)' % what)
+    res.check(got(0.3) is None, 'p1 does not get it')
+    after = switch_counters(env, 'p0')
+    res.check(after['ips'] == len(P0_IPS) and after['ip_spoofed'] == before['ip_spoofed'] + 1,
+              'p0: ip_spoofed %d -> %d (ips %d)' % (before['ip_spoofed'], after['ip_spoofed'],
+                                                    after['ips']))
+    res.check(f0.transmit(good), 'p0 sends the same for its own address')
+    res.check(got(1.0) == good, 'p1 gets that one, byte-exact')
+
+
+@case('IP anti-spoofing: spoofed ARP', log=r'switch p0: dropped an ARP sender IP outside ips= '
+      r'\(IP anti-spoofing\)')
+def spoofed_arp(env, res):
+    ips_case(env, res, arp_frame(2, MACS[0], '10.77.0.254', '10.77.0.2'),
+             arp_frame(2, MACS[0], P0_IPS[0], '10.77.0.2'), 'an ARP reply claiming 10.77.0.254')
+
+
+@case('IP anti-spoofing: spoofed ND', log=r'switch p0: dropped a neighbour advertisement target '
+      r'outside ips= \(IP anti-spoofing\)')
+def spoofed_nd(env, res):
+    ips_case(env, res, na_frame(MACS[0], P0_IPS[1], 'fe80::1'),
+             na_frame(MACS[0], P0_IPS[1], P0_IPS[1]), 'a neighbour advertisement for fe80::1')
+
+
 # =============================================================================================
 def main():
     for exe in (VNETD, VNETCTL):

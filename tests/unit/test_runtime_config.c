@@ -194,6 +194,47 @@ static void test_port_security_keys(void **state)
 	assert_non_null(strstr(err, "switch ports"));
 }
 
+/* ips=ADDR[/LEN]+...: IPv4 and IPv6, /32 or /128 without a length, none by default, switch only. */
+static void test_ips_key(void **state)
+{
+	static const uint8_t v6[16] = {0x20, 0x01, 0x0d, 0xb8, [15] = 1};
+	struct port_config c;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(port_spec_runtime("socket=/c,switch", 7, &c, NULL, NULL, 0, err,
+					   sizeof(err)), 0);
+	assert_int_equal(c.n_ips, 0);
+	assert_int_equal(port_spec_runtime("socket=/c,switch,ips=10.0.0.5+192.168.0.0/16+"
+					   "2001:db8::1+fe80::/64", 7, &c, NULL, NULL, 0, err,
+					   sizeof(err)), 0);
+	assert_int_equal(c.n_ips, 4);
+	assert_false(c.ips[0].v6);
+	assert_int_equal(c.ips[0].prefix, 32);
+	assert_memory_equal(c.ips[0].addr, ((const uint8_t[4]){10, 0, 0, 5}), 4);
+	assert_int_equal(c.ips[1].prefix, 16);
+	assert_true(c.ips[2].v6);
+	assert_int_equal(c.ips[2].prefix, 128);
+	assert_memory_equal(c.ips[2].addr, v6, 16);
+	assert_int_equal(c.ips[3].prefix, 64);
+	static const char *const bad[] = {
+	    "ips=10.0.0.1/33", "ips=2001:db8::/129", "ips=10.0.0.1+", "ips=10.0.0", "ips=nope",
+	    "ips=10.0.0.1/", "ips=10.0.0.1/x", "ips=1.1.1.1+1.1.1.2+1.1.1.3+1.1.1.4+1.1.1.5+1.1.1.6+"
+	    "1.1.1.7+1.1.1.8+1.1.1.9+1.1.1.10+1.1.1.11+1.1.1.12+1.1.1.13+1.1.1.14+1.1.1.15+"
+	    "1.1.1.16+1.1.1.17",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char spec[512];
+
+		snprintf(spec, sizeof(spec), "socket=/c,switch,%s", bad[i]);
+		assert_int_equal(port_spec_runtime(spec, 7, &c, NULL, NULL, 0, err, sizeof(err)), -1);
+		assert_non_null(strstr(err, "ips"));
+	}
+	assert_int_equal(port_spec_runtime("socket=/c,tap=t0,ips=10.0.0.1", 7, &c, NULL, NULL, 0,
+					   err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "switch ports"));
+}
+
 /* group=NAME|GID and mode=OCTAL: the listener's ownership; unset by default, not for client ports. */
 static void test_socket_owner_keys(void **state)
 {
@@ -400,6 +441,7 @@ int main(void)
 	    cmocka_unit_test(test_switch_limit_keys),
 	    cmocka_unit_test(test_port_security_keys),
 	    cmocka_unit_test(test_socket_owner_keys),
+	    cmocka_unit_test(test_ips_key),
 	    cmocka_unit_test(test_state_round_trip_and_refusals),
 	    cmocka_unit_test(test_state_rx_round_trip),
 	    cmocka_unit_test(test_state_rx_refusals),
