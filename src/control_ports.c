@@ -20,7 +20,7 @@ static json_t *port_info(struct port *p)
 	char feat[19];
 
 	snprintf(feat, sizeof(feat), "0x%" PRIx64, features);
-	return json_pack("{s:s,s:I,s:o,s:s,s:o,s:o,s:b,s:o,s:o,s:b,s:s,s:b,s:b,s:i,s:i,s:b,s:b,"
+	return json_pack("{s:s,s:I,s:o,s:s,s:o,s:o,s:o,s:b,s:o,s:o,s:b,s:s,s:b,s:b,s:i,s:i,s:b,s:b,"
 			 "s:o,s:o}",
 			 "name", port_name(p), "index", (json_int_t)port_index(p),
 			 "socket", control_json_string(cfg->socket_path),
@@ -28,6 +28,7 @@ static json_t *port_info(struct port *p)
 			 "tap", tap ? control_json_string(cfg->tap_name) : json_null(),
 			 "segment", tap ? json_null()
 					: control_json_string(cfg->segment[0] ? cfg->segment : "default"),
+			 "vlan", tap || !cfg->vlan ? json_null() : json_integer(cfg->vlan),
 			 "connected", port_connected(p),
 			 "connections", control_json_u64(port_connections(p)),
 			 "mac", control_json_mac(vnet_dev_mac(dev)),

@@ -258,6 +258,9 @@ static const struct queue_family switch_families[] = {
     SWFAMILY("storm_dropped_total", "counter", storm_dropped,
 	     "Floods (broadcast, multicast, unknown unicast) dropped by storm control: over the "
 	     "port's flood-rate."),
+    SWFAMILY("vlan_tagged_dropped_total", "counter", tagged_dropped,
+	     "VLAN-tagged frames (802.1Q, 802.1ad) the guest of an access port (vlan=) sent: "
+	     "dropped, no double tagging."),
 };
 
 static void switch_port_families(struct textbuf *tb, const struct metrics_port_view *v,

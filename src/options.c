@@ -51,6 +51,8 @@ static const char usage_text[] =
 	"  tap=IFNAME           backend: the tap interface IFNAME (at most 15 characters)\n"
 	"  switch[=NAME]        backend: the built-in switch joining the switch ports of one\n"
 	"                       segment (NAME: 1..15 of A-Za-z0-9_.-; default: \"default\")\n"
+	"  vlan=N               switch: an access port of VLAN N (1..4094) of its segment, an L2\n"
+	"                       domain of its own; the guest's tagged frames are dropped\n"
 	"  mac=MAC              guest MAC, unicast XX:XX:XX:XX:XX:XX (default 52:54:00:xx:xx:xx,\n"
 	"                       derived from the port index and socket path)\n"
 	"  queues=N             queue pairs, 1..16 (default 1; above 1 offers VIRTIO_NET_F_MQ)\n"

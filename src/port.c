@@ -336,6 +336,7 @@ struct port *port_create(unsigned index, const struct port_config *cfg, unsigned
 		if (cfg->max_macs) /* 0: a config not from the options, the switch's defaults */
 			switch_port_set_limits(p->be, cfg->max_macs, cfg->learn_rate);
 		switch_port_set_flood_rate(p->be, cfg->flood_rate);
+		switch_port_set_access(p->be, cfg->vlan != 0);
 		if (switch_port_set_security(p->be, &(struct switch_port_security){
 						 .on = !cfg->psec_off,
 						 .mac_change = cfg->mac_change,

@@ -34,6 +34,7 @@ struct port_config {
 	uint8_t allowed_macs[PORT_ALLOWED_MACS][6];
 	unsigned flood_rate; /* switch: flood-rate=, floods a second (0: no limit, the default) */
 	char segment[PORT_SEGMENT_LEN]; /* switch=NAME: its L2 segment ("": plain switch, default) */
+	uint16_t vlan; /* switch: vlan=N (1..4094), an access port of the segment's VLAN N; 0: none */
 };
 
 #endif

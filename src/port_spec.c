@@ -56,6 +56,7 @@ enum port_key {
 	K_RX_RATE,
 	K_RX_BURST,
 	K_FLOOD_RATE,
+	K_VLAN,
 	K_COUNT,
 };
 
@@ -80,6 +81,7 @@ static const char *const port_key_names[K_COUNT] = {
 	[K_TX_RATE] = "tx-rate",       [K_TX_BURST] = "tx-burst",
 	[K_RX_RATE] = "rx-rate",       [K_RX_BURST] = "rx-burst",
 	[K_FLOOD_RATE] = "flood-rate",
+	[K_VLAN] = "vlan",
 };
 
 #define OFFLOAD_BITS                                                                               \
@@ -384,6 +386,11 @@ static int apply_port_key(struct port_config *pc, struct port_parse *pp, enum po
 					 "0..10000000 flooded frames a second (0: no limit)");
 		pc->flood_rate = (unsigned)v;
 		return 0;
+	case K_VLAN:
+		if (!port_spec_parse_ulong(value, 1, 4094, &v))
+			return bad_value(pp, name, value, "a VLAN ID of 1..4094");
+		pc->vlan = (uint16_t)v;
+		return 0;
 	case K_COUNT:
 		break;
 	}
@@ -445,6 +452,9 @@ static int finish_port(struct port_config *pc, struct port_parse *pp, unsigned i
 	if (pp->seen[K_FLOOD_RATE] && !pp->seen[K_SWITCH])
 		return err_msg(pp->err, pp->err_len,
 			       "vnetd: --port p%u: flood-rate= is for switch ports", index);
+	if (pp->seen[K_VLAN] && !pp->seen[K_SWITCH])
+		return err_msg(pp->err, pp->err_len,
+			       "vnetd: --port p%u: vlan= is for switch ports", index);
 	if (pp->seen[K_VQ_NOTF_COAL] && pp->vq_notf_coal && !pp->notf_coal)
 		return err_msg(pp->err, pp->err_len,
 			       "vnetd: --port p%u: vq-notf-coal=on conflicts with notf-coal=off",

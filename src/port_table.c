@@ -35,19 +35,20 @@ void port_table_init(struct port_table *t, struct worker_pool *pool,
 }
 
 /*
- * The segment named `name` ("": the default one), created (its switch too) if it has no ports
- * yet: its index, or -1 (logged) at PORT_MAX_SEGMENTS or out of memory.
+ * The segment named `name` ("": the default one), VLAN `vlan` of it (0: its untagged domain),
+ * created (its switch too) if it has no ports yet: its index, or -1 (logged) at
+ * PORT_MAX_SEGMENTS or out of memory.
  */
-static int segment_get(struct port_table *t, const char *name)
+static int segment_get(struct port_table *t, const char *name, uint16_t vlan)
 {
 	struct port_segment *s;
 
 	for (unsigned i = 0; i < t->nsegments; i++)
-		if (strcmp(t->segments[i].name, name) == 0)
+		if (strcmp(t->segments[i].name, name) == 0 && t->segments[i].vlan == vlan)
 			return (int)i;
 	if (t->nsegments == PORT_MAX_SEGMENTS) {
-		log_err("switch=%s: already %d segments", name[0] ? name : "default",
-			PORT_MAX_SEGMENTS);
+		log_err("switch=%s: already %d segments (each VLAN of one counts)",
+			name[0] ? name : "default", PORT_MAX_SEGMENTS);
 		return -1;
 	}
 	s = &t->segments[t->nsegments];
@@ -55,9 +56,12 @@ static int segment_get(struct port_table *t, const char *name)
 	if (!s->sw)
 		return -1;
 	snprintf(s->name, sizeof(s->name), "%s", name);
+	s->vlan = vlan;
 	s->home = -1;
 	s->nports = 0;
-	if (name[0])
+	if (vlan)
+		log_info("switch segment %s VLAN %u: created", name[0] ? name : "default", vlan);
+	else if (name[0])
 		log_info("switch segment %s: created", name);
 	return (int)t->nsegments++;
 }
@@ -72,7 +76,11 @@ static void segment_put(struct port_table *t, unsigned i)
 
 	if (--t->segments[i].nports)
 		return;
-	if (t->segments[i].name[0])
+	if (t->segments[i].vlan)
+		log_info("switch segment %s VLAN %u: removed (no ports left)",
+			 t->segments[i].name[0] ? t->segments[i].name : "default",
+			 t->segments[i].vlan);
+	else if (t->segments[i].name[0])
 		log_info("switch segment %s: removed (no ports left)", t->segments[i].name);
 	switch_destroy(t->segments[i].sw);
 	if (i != last) {
@@ -93,10 +101,11 @@ static void segment_put(struct port_table *t, unsigned i)
  * @cfg: its configuration (checked: worker= below the pool's size)
  * @origin: where it came from
  *
- * A switch port joins its segment (switch=NAME, or the default one), whose switch is created
- * with its first port. A port goes to its worker=. Else a tap port goes to the worker with the
- * fewest ports (the lowest on a tie), and a switch port to its segment's home worker: the one
- * the segment's first such port got that way. Main thread, the other workers parked (or not
+ * A switch port joins its segment (switch=NAME, or the default one; with vlan=N, that
+ * segment's VLAN N, a domain of its own), whose switch is created with its first port. A port
+ * goes to its worker=. Else a tap port goes to the worker with the fewest ports (the lowest on
+ * a tie), and a switch port to its segment's home worker: the one the segment's first such
+ * port got that way. Main thread, the other workers parked (or not
  * started).
  *
  * Return: the slot, or -1 (logged).
@@ -111,7 +120,7 @@ int port_table_add(struct port_table *t, unsigned slot, const struct port_config
 	int si = -1;
 
 	if (cfg->backend == PORT_BACKEND_SWITCH) {
-		si = segment_get(t, cfg->segment);
+		si = segment_get(t, cfg->segment, cfg->vlan);
 		if (si < 0)
 			return -1;
 		seg = &t->segments[si];

@@ -17,10 +17,13 @@ struct vnet_switch;
 
 /*
  * One L2 segment: a switch of its own (FDB, flooding, flow caches), created with its first
- * port and destroyed with its last. Its unpinned ports go to its home worker.
+ * port and destroyed with its last. Its unpinned ports go to its home worker. A VLAN of a
+ * segment (switch=NAME,vlan=N: its access ports) is an L2 domain of its own too, so it is
+ * one of these, keyed by name and VLAN.
  */
 struct port_segment {
 	char name[PORT_SEGMENT_LEN]; /* "": plain switch's, the default segment */
+	uint16_t vlan;		     /* the VLAN of switch=NAME,vlan=N; 0: the untagged domain */
 	struct vnet_switch *sw;	     /* spans every worker */
 	int home;		     /* where its ports without worker= go; -1 until the first */
 	unsigned nports;

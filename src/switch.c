@@ -193,6 +193,30 @@ static __attribute__((noinline)) bool storm_pass(struct switch_port *p, uint64_t
 	return false;
 }
 
+/* ---- Access ports (vlan=N) -------------------------------------------------------------- */
+
+/*
+ * An access port's frame: true (dropped, counted, logged rate-limited) when its ethertype is a
+ * VLAN tag's (802.1Q 0x8100, 802.1ad 0x88a8, the old QinQ 0x9100): the guest of an access port
+ * sends untagged frames only. Out of line: access ports only.
+ */
+static __attribute__((noinline)) bool access_tagged(struct switch_port *p, const struct iovec *iov,
+						    unsigned iovcnt, size_t off)
+{
+	uint8_t et[2];
+	unsigned type;
+
+	iov_copy_from(iov, iovcnt, off + 2 * SW_ETH_ALEN, et, sizeof(et));
+	type = (unsigned)et[0] << 8 | et[1];
+	if (type != 0x8100 && type != 0x88a8 && type != 0x9100)
+		return false;
+	stat_inc(&p->tagged_dropped);
+	log_guest("switch %s: dropped a VLAN-tagged frame (ethertype 0x%04x) from an access port "
+		  "(vlan=): its guest sends untagged frames only",
+		  p->name, type);
+	return true;
+}
+
 /* ---- Delivery on the receiver's worker ---------------------------------------------------- */
 
 /* The capacity of the buffer a frame of len bytes is queued in. */
@@ -382,8 +406,9 @@ static void cross_send(struct switch_port *src, unsigned to, const struct switch
 
 /*
  * A guest sent a packet: learn its source, forward or flood it. Never back-pressures. `xw`:
- * ports may be on other workers; `storm`: the port has a flood-rate (constants: each ops table
- * gets its own copy, so a port without a limit pays nothing for storm control).
+ * ports may be on other workers; `storm`: the guarded copy, for ports with a flood-rate or an
+ * access port's tag check (constants: each ops table gets its own copy, so a plain port pays
+ * nothing for storm control or VLANs).
  */
 static inline __attribute__((always_inline)) int
 transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size_t off, size_t len,
@@ -415,6 +440,8 @@ transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size
 		psec_drop(src, src_mac);
 		return 0;
 	}
+	if (storm && src->access && access_tagged(src, iov, iovcnt, off))
+		return 0;
 	now = own->now_ns;
 	learn_cached(sw, src, src_mac, now, xw);
 	if (!(dst_mac[0] & 1)) {
@@ -431,7 +458,7 @@ transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size
 			return 0;
 		}
 	}
-	if (storm && !storm_pass(src, now))
+	if (storm && src->flood_rate && !storm_pass(src, now))
 		return 0;
 	src->flooded++;
 	for (unsigned i = 0, k = 0; i < own->nports; i++) {
@@ -516,7 +543,7 @@ static const struct vnet_backend_ops switch_backend_ops_xw = {
 	.rx_resume = switch_rx_resume,
 };
 
-/* The same two for ports with a flood-rate (storm control). */
+/* The same two, guarded: ports with a flood-rate (storm control) or access ports (vlan=). */
 static const struct vnet_backend_ops switch_backend_ops_storm = {
 	.kind = "switch",
 	.offload_features = 0,
@@ -538,13 +565,13 @@ static const struct vnet_backend_ops switch_backend_ops_xw_storm = {
  * @be: the port's handle (switch_attach(), then switch_port_set_flood_rate() if any)
  *
  * Return: switch_backend_ops with one worker, the cross-worker table with several; each in a
- * copy that checks the port's flood-rate when it has one.
+ * guarded copy that checks the port's flood-rate and access-port tags when it has either.
  */
 const struct vnet_backend_ops *switch_port_ops(const struct vnet_backend *be)
 {
 	const struct switch_port *p = port_of_const(be);
 
-	if (p->flood_rate)
+	if (p->flood_rate || p->access)
 		return p->sw->xq ? &switch_backend_ops_xw_storm : &switch_backend_ops_storm;
 	return p->sw->xq ? &switch_backend_ops_xw : &switch_backend_ops;
 }

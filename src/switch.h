@@ -125,6 +125,15 @@ int switch_port_set_security(struct vnet_backend *be, const struct switch_port_s
 void switch_port_set_flood_rate(struct vnet_backend *be, unsigned rate);
 
 /*
+ * switch_port_set_access() - make the port an access port of a VLAN (vlan=N: the VLAN is the
+ * segment itself, port_table.c): with `on`, frames its guest sends with an 802.1Q (0x8100),
+ * 802.1ad (0x88a8) or old QinQ (0x9100) ethertype are dropped and counted (tagged_dropped):
+ * no double tagging. Same thread rules as switch_port_set_flood_rate(), and the same need to
+ * take switch_port_ops() after it.
+ */
+void switch_port_set_access(struct vnet_backend *be, bool on);
+
+/*
  * What the FDB holds for a switch port and refused it (switch_port_counters()). Not the
  * per-frame counters of switch_port_stats(): those stay plain increments of the port's thread
  * (an atomic store per frame costs the forwarding path instructions).
@@ -139,6 +148,8 @@ struct switch_port_counters {
 	uint64_t port_security;	  /* 1: on (a gauge) */
 	uint64_t flood_rate;	  /* storm control's limit, floods a second (0: none) */
 	uint64_t storm_dropped;	  /* floods dropped over flood_rate */
+	uint64_t access;	  /* 1: an access port (vlan=N; a gauge) */
+	uint64_t tagged_dropped;  /* VLAN-tagged frames an access port's guest sent: dropped */
 };
 
 /*

@@ -315,6 +315,22 @@ void switch_port_set_flood_rate(struct vnet_backend *be, unsigned rate)
 }
 
 /**
+ * switch_port_set_access() - make the port an access port (vlan=N), or a plain one again.
+ * @be: the port's handle
+ * @on: drop the VLAN-tagged frames its guest sends (802.1Q, 802.1ad, 0x9100), counted
+ * (tagged_dropped) and logged (rate-limited)
+ *
+ * The VLAN itself is the port's segment (port_table.c keys segments by name and VLAN), so the
+ * switch only keeps the guest from tagging: no double tagging. Same thread rules as
+ * switch_port_set_flood_rate(); attach the device with switch_port_ops() after it (only its
+ * guarded tables check).
+ */
+void switch_port_set_access(struct vnet_backend *be, bool on)
+{
+	port_of(be)->access = on;
+}
+
+/**
  * switch_port_counters() - what the FDB holds for the port and refused it, and its flow cache
  * misses.
  * @be: the port's handle
@@ -340,6 +356,8 @@ void switch_port_counters(const struct vnet_backend *be, struct switch_port_coun
 	    .port_security = p->psec,
 	    .flood_rate = p->flood_rate,
 	    .storm_dropped = stat_read(&p->storm_dropped),
+	    .access = p->access,
+	    .tagged_dropped = stat_read(&p->tagged_dropped),
 	};
 }
 

@@ -225,6 +225,52 @@ static void test_segment_names(void **state)
 	assert_non_null(strstr(err, "segment name"));
 }
 
+/*
+ * vlan=N: the access ports of VLAN N of a segment share a switch of their own, apart from the
+ * segment's untagged ports and its other VLANs (and from VLAN N of another segment); the VLAN
+ * goes with its last port. vlan= takes 1..4094 and is for switch ports only.
+ */
+static void test_vlans_of_a_segment_are_domains_of_their_own(void **state)
+{
+	struct port_config c;
+	char err[256];
+	int a, a10, a10b, a20, b10, d10;
+
+	(void)state;
+	a = add(0, "switch=a");
+	a10 = add(1, "switch=a,vlan=10");
+	a10b = add(2, "switch=a,vlan=10,worker=1");
+	a20 = add(3, "switch=a,vlan=20");
+	b10 = add(4, "switch=b,vlan=10");
+	d10 = add(5, "switch,vlan=10");
+	assert_true(a >= 0 && a10 >= 0 && a10b >= 0 && a20 >= 0 && b10 >= 0 && d10 >= 0);
+	assert_int_equal(port_table_nsegments(&pt), 5);
+	assert_ptr_equal(switch_of(a10), switch_of(a10b));
+	assert_ptr_not_equal(switch_of(a10), switch_of(a));
+	assert_ptr_not_equal(switch_of(a10), switch_of(a20));
+	assert_ptr_not_equal(switch_of(a10), switch_of(b10));
+	assert_ptr_not_equal(switch_of(a10), switch_of(d10));
+	assert_ptr_not_equal(switch_of(a20), switch_of(a));
+	assert_int_equal(pt.segments[pt.segment_of[a20]].vlan, 20);
+	assert_string_equal(pt.segments[pt.segment_of[a20]].name, "a");
+	assert_int_equal(pt.segments[pt.segment_of[a]].vlan, 0);
+	assert_int_equal(port_config(pt.ports[d10])->vlan, 10);
+	del(a20); /* VLAN 20 of a goes; a and its VLAN 10 stay */
+	assert_int_equal(port_table_nsegments(&pt), 4);
+	assert_ptr_not_equal(switch_of(a10), switch_of(a));
+	assert_int_equal(port_spec_runtime("socket=/c,switch=a,vlan=4094", 7, &c, NULL, NULL, 0, err,
+					   sizeof(err)), 0);
+	assert_int_equal(c.vlan, 4094);
+	assert_int_equal(port_spec_runtime("socket=/c,switch=a,vlan=0", 7, &c, NULL, NULL, 0, err,
+					   sizeof(err)), -1);
+	assert_int_equal(port_spec_runtime("socket=/c,switch=a,vlan=4095", 7, &c, NULL, NULL, 0, err,
+					   sizeof(err)), -1);
+	assert_non_null(strstr(err, "1..4094"));
+	assert_int_equal(port_spec_runtime("socket=/c,tap=t0,vlan=10", 7, &c, NULL, NULL, 0, err,
+					   sizeof(err)), -1);
+	assert_non_null(strstr(err, "for switch ports"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -232,6 +278,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_segment_freed_with_its_last_port, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_segment_names, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_config_reload_changes_segments, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_vlans_of_a_segment_are_domains_of_their_own, setup,
+					    teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

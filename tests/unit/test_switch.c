@@ -1264,6 +1264,68 @@ static void test_segments_same_mac_learnt_independently(void **state)
 	switch_destroy(second);
 }
 
+/*
+ * (26) An access port (vlan=N): frames its guest sends with an 802.1Q, 802.1ad or 0x9100 tag
+ * are dropped and counted, never forwarded, flooded or learnt (no double tagging); its
+ * untagged frames go as before, and a plain port's tagged frames are not its business.
+ */
+static void test_access_port_drops_tagged_frames(void **state)
+{
+	static const uint16_t tpids[] = {0x8100, 0x88a8, 0x9100};
+	struct port *a = &ports[0], *b = &ports[1], *c = &ports[2];
+	uint8_t tagged[64];
+
+	(void)state;
+	sw_up(3, 64);
+	switch_port_set_access(a->be, true);
+	vnet_dev_attach_backend(a->td->dev, switch_port_ops(a->be), a->be);
+	assert_int_equal(counters(a).access, 1);
+	assert_int_equal(counters(b).access, 0);
+	tx_send(b, mac_bcast, 60, 1); /* b learnt */
+	expect_from(a, b, mac_bcast, 60, 1);
+	expect_from(c, b, mac_bcast, 60, 1);
+	for (unsigned i = 0; i < 3; i++) {
+		memcpy(tagged, make_frame(i ? b->mac : mac_bcast, a->mac, sizeof(tagged), 10 + i),
+		       sizeof(tagged));
+		tagged[12] = (uint8_t)(tpids[i] >> 8);
+		tagged[13] = (uint8_t)tpids[i];
+		tagged[14] = 0x00; /* VID 10 */
+		tagged[15] = 0x0a;
+		tx_queue_cut(a, tagged, sizeof(tagged), NULL, 0, false);
+		tx_kick(a);
+	}
+	expect_nothing(b);
+	expect_nothing(c);
+	assert_int_equal(counters(a).tagged_dropped, 3);
+	assert_int_equal(counters(a).macs, 0); /* never learnt */
+	assert_int_equal(forwarded(a) + flooded(a), 0);
+	/* Untagged: as from any port, byte-exact. */
+	tx_send(a, b->mac, 64, 20);
+	expect_from(b, a, b->mac, 64, 20);
+	tx_send(a, mac_bcast, 60, 21);
+	expect_from(b, a, mac_bcast, 60, 21);
+	expect_from(c, a, mac_bcast, 60, 21);
+	assert_int_equal(counters(a).tagged_dropped, 3);
+	/*
+	 * A plain port's tagged frame goes through (it is not an access port; in vnetd a VLAN's
+	 * domain holds its access ports only, so none reaches them).
+	 */
+	memcpy(tagged, make_frame(mac_bcast, b->mac, sizeof(tagged), 30), sizeof(tagged));
+	tagged[12] = 0x81;
+	tagged[13] = 0x00;
+	tx_queue_cut(b, tagged, sizeof(tagged), NULL, 0, false);
+	tx_kick(b);
+	for (unsigned i = 0; i < 2; i++) {
+		assert_int_equal(rx_take(i ? c : a, NULL), HDR + sizeof(tagged));
+		assert_memory_equal(rx_out + HDR, tagged, sizeof(tagged));
+	}
+	assert_int_equal(counters(b).tagged_dropped, 0);
+	/* Plain again. */
+	switch_port_set_access(a->be, false);
+	vnet_dev_attach_backend(a->td->dev, switch_port_ops(a->be), a->be);
+	assert_int_equal(counters(a).access, 0);
+}
+
 #define T(fn) cmocka_unit_test_teardown(fn, sw_teardown)
 
 int main(void)
@@ -1294,6 +1356,7 @@ int main(void)
 	    T(test_storm_control_flood_rate),
 	    T(test_segments_floods_stay_in_segment),
 	    T(test_segments_same_mac_learnt_independently),
+	    T(test_access_port_drops_tagged_frames),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
