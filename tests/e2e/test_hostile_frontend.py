@@ -1501,6 +1501,7 @@ def vlan_tagged_from_access_port(env, res):
         info = env.vd.port_info()
         res.check(all(info[n]['vlan'] == 10 and info[n]['segment'] == 'h' for n in names),
                   'vnetctl ports: segment h, vlan 10')
+        res.check('h/vlan10' in env.vd.ctl('ports').stdout, 'vnetctl ports table: h/vlan10')
         fa, fb = (VirtioNetFrontend(s) for s in socks)
         env.hostile += [fa, fb]
         fa.setup()
