@@ -12,6 +12,7 @@
 #define VNETD_MAX_PORTS 1024 /* fits ev_ref.port (16 bits) */
 #define PORT_ALLOWED_MACS 8 /* allowed-macs= entries */
 #define PORT_SEGMENT_LEN 16 /* switch=NAME: 1..15 bytes */
+#define PORT_MAX_TRUNK 8    /* trunk= VLANs of one tap port */
 
 enum port_backend_kind { PORT_BACKEND_TAP, PORT_BACKEND_SWITCH };
 
@@ -35,6 +36,10 @@ struct port_config {
 	unsigned flood_rate; /* switch: flood-rate=, floods a second (0: no limit, the default) */
 	char segment[PORT_SEGMENT_LEN]; /* switch=NAME: its L2 segment ("": plain switch, default) */
 	uint16_t vlan; /* switch: vlan=N (1..4094), an access port of the segment's VLAN N; 0: none */
+	/* tap: uplink=NAME,trunk=N+M: the tap carries segment NAME's VLANs N, M tagged */
+	char uplink[PORT_SEGMENT_LEN]; /* "": the default segment */
+	unsigned n_trunk;	       /* 0: not a trunk */
+	uint16_t trunk[PORT_MAX_TRUNK];
 };
 
 #endif

@@ -57,6 +57,8 @@ enum port_key {
 	K_RX_BURST,
 	K_FLOOD_RATE,
 	K_VLAN,
+	K_UPLINK,
+	K_TRUNK,
 	K_COUNT,
 };
 
@@ -82,6 +84,7 @@ static const char *const port_key_names[K_COUNT] = {
 	[K_RX_RATE] = "rx-rate",       [K_RX_BURST] = "rx-burst",
 	[K_FLOOD_RATE] = "flood-rate",
 	[K_VLAN] = "vlan",
+	[K_UPLINK] = "uplink",	       [K_TRUNK] = "trunk",
 };
 
 #define OFFLOAD_BITS                                                                               \
@@ -227,6 +230,32 @@ static int parse_segment(struct port_config *pc, struct port_parse *pp, const ch
 		return bad_value(pp, "switch", value, "a segment name of 1..15 of A-Z a-z 0-9 _ . -");
 	if (strcmp(value, "default") != 0)
 		strcpy(pc->segment, value);
+	return 0;
+}
+
+/* parse_trunk() - trunk=N+M+...: 1..PORT_MAX_TRUNK distinct VLAN IDs of 1..4094. */
+static int parse_trunk(struct port_config *pc, struct port_parse *pp, const char *value)
+{
+	char buf[PORT_MAX_TRUNK * 5 + 1];
+	char *vid, *next;
+	unsigned long v;
+
+	pc->n_trunk = 0;
+	if (strlen(value) >= sizeof(buf))
+		return bad_value(pp, "trunk", value, "at most 8 VLAN IDs, N+M+...");
+	strcpy(buf, value);
+	for (vid = buf; vid; vid = next) {
+		next = strchr(vid, '+');
+		if (next)
+			*next++ = '\0';
+		if (pc->n_trunk == PORT_MAX_TRUNK || !port_spec_parse_ulong(vid, 1, 4094, &v))
+			return bad_value(pp, "trunk", value,
+					 "1..8 VLAN IDs of 1..4094, '+' between them");
+		for (unsigned i = 0; i < pc->n_trunk; i++)
+			if (pc->trunk[i] == v)
+				return bad_value(pp, "trunk", value, "distinct VLAN IDs");
+		pc->trunk[pc->n_trunk++] = (uint16_t)v;
+	}
 	return 0;
 }
 
@@ -391,6 +420,14 @@ static int apply_port_key(struct port_config *pc, struct port_parse *pp, enum po
 			return bad_value(pp, name, value, "a VLAN ID of 1..4094");
 		pc->vlan = (uint16_t)v;
 		return 0;
+	case K_UPLINK:
+		if (parse_segment(pc, pp, value) < 0)
+			return -1;
+		memcpy(pc->uplink, pc->segment, sizeof(pc->uplink));
+		memset(pc->segment, 0, sizeof(pc->segment));
+		return 0;
+	case K_TRUNK:
+		return parse_trunk(pc, pp, value);
 	case K_COUNT:
 		break;
 	}
@@ -455,6 +492,12 @@ static int finish_port(struct port_config *pc, struct port_parse *pp, unsigned i
 	if (pp->seen[K_VLAN] && !pp->seen[K_SWITCH])
 		return err_msg(pp->err, pp->err_len,
 			       "vnetd: --port p%u: vlan= is for switch ports", index);
+	if (pp->seen[K_UPLINK] != pp->seen[K_TRUNK] || (pp->seen[K_TRUNK] && !pp->seen[K_TAP]))
+		return err_msg(pp->err, pp->err_len,
+			       "vnetd: --port p%u: uplink=NAME and trunk=N+... go together, on a tap "
+			       "port", index);
+	if (pp->seen[K_TRUNK]) /* the switch carries fully formed frames: no offloads */
+		pp->offloads = false;
 	if (pp->seen[K_VQ_NOTF_COAL] && pp->vq_notf_coal && !pp->notf_coal)
 		return err_msg(pp->err, pp->err_len,
 			       "vnetd: --port p%u: vq-notf-coal=on conflicts with notf-coal=off",

@@ -48,6 +48,8 @@ struct port_table {
 	uint8_t origin[VNETD_MAX_PORTS];    /* enum port_origin */
 	uint8_t worker_of[VNETD_MAX_PORTS]; /* the worker that owns the port */
 	uint8_t segment_of[VNETD_MAX_PORTS]; /* a switch port's index in segments[] */
+	/* A trunk tap port's VLANs (uplink=,trunk=): their indexes in segments[], cfg order. */
+	uint8_t trunk_of[VNETD_MAX_PORTS][PORT_MAX_TRUNK];
 	char *config_spec[VNETD_MAX_PORTS]; /* PORT_ORIGIN_CONFIG: the spec it was made from */
 	bool doomed[VNETD_MAX_PORTS];       /* port-del'd: destroyed at port_table_reap() */
 	unsigned ndoomed;

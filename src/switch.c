@@ -368,6 +368,22 @@ static inline void port_deliver(struct switch_port *dst, const struct iovec *iov
 	port_enqueue(dst, iov, iovcnt, off, len);
 }
 
+/*
+ * port_deliver(), or an uplink's deliver() when dst is one: `guarded` (a constant) is the
+ * guarded transmit's and the cross-worker queue's, the only ones that may meet an uplink.
+ */
+static inline __attribute__((always_inline)) void sw_deliver(struct switch_port *dst,
+							     const struct iovec *iov,
+							     unsigned iovcnt, size_t off, size_t len,
+							     const bool guarded)
+{
+	if (guarded && dst->up) {
+		dst->up->deliver(dst->up_ctx, iov, iovcnt, off, len);
+		return;
+	}
+	port_deliver(dst, iov, iovcnt, off, len);
+}
+
 /* One frame another worker queued for worker `worker` (xq_deliver_fn). */
 static unsigned xq_deliver(void *ctx, unsigned worker, uint64_t tag, const uint8_t *frame,
 			   size_t len)
@@ -380,13 +396,13 @@ static unsigned xq_deliver(void *ctx, unsigned worker, uint64_t tag, const uint8
 
 	if (slot == SW_FLOOD) {
 		for (unsigned i = 0; i < w->nports; i++)
-			port_deliver(w->ports[i], &iov, 1, 0, len);
+			sw_deliver(w->ports[i], &iov, 1, 0, len, true);
 		return w->nports;
 	}
 	dst = slot < SWITCH_MAX_PORTS ? sw->ports[slot] : NULL;
 	/* Detached since (and the slot perhaps reused): the frame was for nobody here now. */
 	if (dst && dst->serial == (uint32_t)(tag >> 16) && dst->worker == worker)
-		port_deliver(dst, &iov, 1, 0, len);
+		sw_deliver(dst, &iov, 1, 0, len, true);
 	return 1;
 }
 
@@ -451,7 +467,7 @@ transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size
 			if (dst != src) {
 				src->forwarded++;
 				if (!xw || dst->worker == src->worker)
-					port_deliver(dst, iov, iovcnt, off, len);
+					sw_deliver(dst, iov, iovcnt, off, len, storm);
 				else
 					cross_send(src, dst->worker, dst, iov, iovcnt, off, len);
 			}
@@ -464,7 +480,7 @@ transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size
 	for (unsigned i = 0, k = 0; i < own->nports; i++) {
 		dst = own->ports[i];
 		if (dst != src)
-			port_deliver(dst, iov, iovcnt, off, len);
+			sw_deliver(dst, iov, iovcnt, off, len, storm);
 		if (dst != src && k++)
 			deliveries++;
 	}
@@ -510,6 +526,25 @@ static int switch_transmit_xw_storm(struct vnet_backend *be, const struct virtio
 {
 	(void)hdr;
 	return transmit(be, iov, iovcnt, off, len, true, true);
+}
+
+/**
+ * switch_uplink_send() - a frame from an uplink into its switch.
+ * @be: the uplink (switch_attach_uplink())
+ * @frame: the frame, untagged
+ * @len: its length
+ *
+ * Learnt, forwarded or flooded as a port's frame, through the guarded transmit (no port
+ * security: an uplink has none). On the uplink's worker's thread.
+ */
+void switch_uplink_send(struct vnet_backend *be, const uint8_t *frame, size_t len)
+{
+	struct iovec iov = {.iov_base = (void *)frame, .iov_len = len};
+
+	if (port_of(be)->sw->xq)
+		transmit(be, &iov, 1, 0, len, true, true);
+	else
+		transmit(be, &iov, 1, 0, len, false, true);
 }
 
 /* Nothing to do: the switch carries fully formed frames only. */

@@ -67,6 +67,13 @@ struct switch_port {
 	bool access;
 	uint64_t tagged_dropped; /* stat_atomic.h: tagged frames an access port's guest sent */
 	/*
+	 * An uplink (switch_attach_uplink(): a tap trunk's side of one VLAN; dev is NULL): frames
+	 * for it go to up->deliver(), on the guarded path (a VLAN's other ports are access ports)
+	 * and from the cross-worker queues.
+	 */
+	const struct switch_uplink_ops *up;
+	void *up_ctx;
+	/*
 	 * Flow cache (consecutive frames of a port mostly share their addresses), valid while the
 	 * FDB set its answer came from is unchanged (struct fdb_ver: a change elsewhere in the
 	 * table leaves it valid), so a hit takes no lock and reads no entry but for its age: the

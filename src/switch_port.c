@@ -133,7 +133,8 @@ void switch_destroy(struct vnet_switch *sw)
 /**
  * switch_attach() - add a port delivering to a device.
  * @sw: the switch
- * @dev: the port's device; must outlive the port, only used on @worker's thread
+ * @dev: the port's device; must outlive the port, only used on @worker's thread (NULL: an
+ * uplink, switch_attach_uplink())
  * @name: for log lines (NULL: "?")
  * @worker: the worker owning the port
  *
@@ -150,7 +151,7 @@ struct vnet_backend *switch_attach(struct vnet_switch *sw, struct vnet_dev *dev,
 	struct switch_port *p;
 	unsigned slot;
 
-	assert(sw && dev);
+	assert(sw);
 	if (!name)
 		name = "?";
 	if (worker >= sw->nworkers) {
@@ -182,6 +183,36 @@ struct vnet_backend *switch_attach(struct vnet_switch *sw, struct vnet_dev *dev,
 	sw->w[worker].ports[sw->w[worker].nports++] = p;
 	log_info("switch: port %s attached", p->name);
 	return (struct vnet_backend *)p;
+}
+
+/**
+ * switch_attach_uplink() - add an uplink: a port whose frames go to ops->deliver().
+ * @sw: the switch, whose other ports are access ports (they take the guarded transmit, which
+ * alone delivers to an uplink)
+ * @name: for log lines
+ * @worker: the worker owning it (deliver() runs on its thread)
+ * @ops: where its frames go
+ * @ctx: their context
+ *
+ * No port security, the whole FDB as its MAC limit (a host bridge's MACs live behind it), the
+ * default learn rate. Same thread rules as switch_attach().
+ *
+ * Return: its handle for switch_uplink_send() and switch_detach(), or NULL (logged).
+ */
+struct vnet_backend *switch_attach_uplink(struct vnet_switch *sw, const char *name,
+					  unsigned worker, const struct switch_uplink_ops *ops,
+					  void *ctx)
+{
+	struct vnet_backend *be = switch_attach(sw, NULL, name, worker);
+	struct switch_port *p;
+
+	if (!be)
+		return NULL;
+	p = port_of(be);
+	p->up = ops;
+	p->up_ctx = ctx;
+	fdb_set_limits(&sw->fdb, p->slot, SWITCH_FDB_SIZE, SWITCH_LEARN_RATE);
+	return be;
 }
 
 /**
