@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "control_json.h"
+#include "port_trunk.h"
 #include "virtio_net_defs.h"
 
 /* port_info() - the port's configuration and state, as "ports" lists it. */
@@ -20,7 +21,7 @@ static json_t *port_info(struct port *p)
 	char feat[19];
 
 	snprintf(feat, sizeof(feat), "0x%" PRIx64, features);
-	return json_pack("{s:s,s:I,s:o,s:s,s:o,s:o,s:b,s:o,s:o,s:b,s:s,s:b,s:b,s:i,s:i,s:b,s:b,"
+	return json_pack("{s:s,s:I,s:o,s:s,s:o,s:o,s:o,s:b,s:o,s:o,s:b,s:s,s:b,s:b,s:i,s:i,s:b,s:b,"
 			 "s:o,s:o}",
 			 "name", port_name(p), "index", (json_int_t)port_index(p),
 			 "socket", control_json_string(cfg->socket_path),
@@ -28,6 +29,7 @@ static json_t *port_info(struct port *p)
 			 "tap", tap ? control_json_string(cfg->tap_name) : json_null(),
 			 "segment", tap ? json_null()
 					: control_json_string(cfg->segment[0] ? cfg->segment : "default"),
+			 "vlan", tap || !cfg->vlan ? json_null() : json_integer(cfg->vlan),
 			 "connected", port_connected(p),
 			 "connections", control_json_u64(port_connections(p)),
 			 "mac", control_json_mac(vnet_dev_mac(dev)),
@@ -40,6 +42,22 @@ static json_t *port_info(struct port *p)
 			 "dirty_log", port_dirty_logging(p),
 			 "rarps", control_json_u64(port_rarps(p)),
 			 "dirty_log_dropped", control_json_u64(port_dirty_log_dropped(p)));
+}
+
+/* A trunk tap port's segment, VLANs and drops (uplink=, trunk=). */
+static void add_trunk(json_t *o, struct port *p)
+{
+	const struct port_config *cfg = port_config(p);
+	json_t *vids;
+
+	if (!o || !cfg->n_trunk)
+		return;
+	vids = json_array();
+	for (unsigned i = 0; i < cfg->n_trunk; i++)
+		json_array_append_new(vids, json_integer(cfg->trunk[i]));
+	json_object_set_new(o, "uplink", json_string(cfg->uplink[0] ? cfg->uplink : "default"));
+	json_object_set_new(o, "trunk", vids);
+	json_object_set_new(o, "trunk_dropped", control_json_u64(port_trunk_dropped(p)));
 }
 
 /* The worker (event-loop thread) serving the port. */
@@ -101,6 +119,7 @@ json_t *control_ports_list(const struct control_call *call, json_t *req)
 
 		control_json_coal_modes(o, port_dev(p));
 		add_worker(o, p);
+		add_trunk(o, p);
 		if (o)
 			add_rx_filter(o, port_dev(p));
 		json_array_append_new(list, o);

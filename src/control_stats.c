@@ -93,7 +93,8 @@ static json_t *port_stats(struct port *p)
 	if (q && sp.is_switch)
 		json_object_set_new(
 		    q, "switch",
-		    json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:o,s:o,s:o}", "macs", ju64(sp.sw.macs),
+		    json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:o,s:o,s:o,s:b,s:o}",
+			      "macs", ju64(sp.sw.macs),
 			      "max_macs", ju64(sp.sw.max_macs),
 			      "learn_rate", ju64(sp.sw.learn_rate),
 			      "mac_limit_hits", ju64(sp.sw.mac_limit_hits),
@@ -103,7 +104,9 @@ static json_t *port_stats(struct port *p)
 			      "spoofed", ju64(sp.sw.spoofed),
 			      "flood_rate", ju64(sp.sw.flood_rate),
 			      "storm_dropped", ju64(sp.sw.storm_dropped),
-			      "ips", ju64(sp.sw.ips), "ip_spoofed", ju64(sp.sw.ip_spoofed)));
+			      "ips", ju64(sp.sw.ips), "ip_spoofed", ju64(sp.sw.ip_spoofed),
+			      "access", (int)sp.sw.access,
+			      "tagged_dropped", ju64(sp.sw.tagged_dropped)));
 	return q;
 }
 

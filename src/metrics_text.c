@@ -261,6 +261,9 @@ static const struct queue_family switch_families[] = {
     SWFAMILY("ip_spoofed_total", "counter", ip_spoofed,
 	     "Frames dropped by IP anti-spoofing: an IP source, ARP sender or neighbour "
 	     "advertisement target outside the port's ips= list."),
+    SWFAMILY("vlan_tagged_dropped_total", "counter", tagged_dropped,
+	     "VLAN-tagged frames (802.1Q, 802.1ad) the guest of an access port (vlan=) sent: "
+	     "dropped, no double tagging."),
 };
 
 static void switch_port_families(struct textbuf *tb, const struct metrics_port_view *v,

@@ -18,6 +18,7 @@
 #include "port_internal.h"
 #include "port_persist.h"
 #include "port_sock.h"
+#include "port_trunk.h"
 #include "stat_atomic.h"
 #include "switch.h"
 #include "tap.h"
@@ -281,14 +282,16 @@ static const struct tap_owner_ops port_tap_ops = {
  * @epfd: that worker's epoll set
  * @rq: that worker's run queue, for queues that yield at their budget
  * @flushq: that worker's flush list, for received packets to publish
- * @sw: the switch (for a switch port)
+ * @sw: a switch port's switch (sw[0]), or a trunk tap port's VLAN switches (cfg->n_trunk of
+ * them, in cfg->trunk's order; port_trunk.c)
  *
  * Main thread, the worker parked or not started.
  *
  * Return: the port, or NULL on error.
  */
 struct port *port_create(unsigned index, const struct port_config *cfg, unsigned worker, int epfd,
-			 struct run_queue *rq, struct run_queue *flushq, struct vnet_switch *sw)
+			 struct run_queue *rq, struct run_queue *flushq,
+			 struct vnet_switch *const *sw)
 {
 	struct port *p = calloc(1, sizeof(*p));
 
@@ -330,13 +333,16 @@ struct port *port_create(unsigned index, const struct port_config *cfg, unsigned
 		if (event_loop_add(epfd, tap_backend_fd(p->be), EPOLLIN,
 				   port_ref(p, EV_TAP, 0, tap_backend_fd(p->be))) < 0)
 			goto fail;
+		if (cfg->n_trunk && port_trunk_attach(p, sw) < 0)
+			goto fail;
 	} else {
-		p->be = switch_attach(sw, p->dev, p->name, worker);
+		p->be = switch_attach(sw[0], p->dev, p->name, worker);
 		if (!p->be)
 			goto fail;
 		if (cfg->max_macs) /* 0: a config not from the options, the switch's defaults */
 			switch_port_set_limits(p->be, cfg->max_macs, cfg->learn_rate);
 		switch_port_set_flood_rate(p->be, cfg->flood_rate);
+		switch_port_set_access(p->be, cfg->vlan != 0);
 		if (switch_port_set_security(p->be, &(struct switch_port_security){
 						 .on = !cfg->psec_off,
 						 .mac_change = cfg->mac_change,
@@ -375,6 +381,7 @@ void port_destroy(struct port *p)
 	if (p->be) {
 		vnet_dev_attach_backend(p->dev, NULL, NULL);
 		if (p->cfg.backend == PORT_BACKEND_TAP) {
+			port_trunk_detach(p);
 			event_loop_del(p->epfd, tap_backend_fd(p->be));
 			tap_backend_close(p->be);
 		} else {

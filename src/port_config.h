@@ -14,6 +14,7 @@
 #define PORT_ALLOWED_MACS 8 /* allowed-macs= entries */
 #define PORT_IPS 16 /* ips= entries */
 #define PORT_SEGMENT_LEN 16 /* switch=NAME: 1..15 bytes */
+#define PORT_MAX_TRUNK 8    /* trunk= VLANs of one tap port */
 
 enum port_backend_kind { PORT_BACKEND_TAP, PORT_BACKEND_SWITCH };
 
@@ -41,6 +42,11 @@ struct port_config {
 	/* the listener's ownership (port_sock.c); unset: --socket-group / --socket-mode */
 	long sock_gid;	    /* group=: the socket's group, -1: the daemon's default */
 	unsigned sock_mode; /* mode=: its permission bits (0..0777), 0: the daemon's default */
+	uint16_t vlan; /* switch: vlan=N (1..4094), an access port of the segment's VLAN N; 0: none */
+	/* tap: uplink=NAME,trunk=N+M: the tap carries segment NAME's VLANs N, M tagged */
+	char uplink[PORT_SEGMENT_LEN]; /* "": the default segment */
+	unsigned n_trunk;	       /* 0: not a trunk */
+	uint16_t trunk[PORT_MAX_TRUNK];
 };
 
 #endif

@@ -4,10 +4,10 @@
 #define VNETD_PORT_CORE_H
 
 /*
- * Only the port's own files (port.c, port_sock.c, port_persist.c) include this: to the rest of
- * vnetd a port is the opaque handle of port.h and port_internal.h. It declares no function of
- * any of them (each has its own header), so including it never makes a file depend on a file
- * above it.
+ * Only the port's own files (port.c, port_sock.c, port_persist.c, port_trunk.c) include this:
+ * to the rest of vnetd a port is the opaque handle of port.h and port_internal.h. It declares
+ * no function of any of them (each has its own header), so including it never makes a file
+ * depend on a file above it.
  */
 
 #include <stdbool.h>
@@ -54,6 +54,14 @@ struct port {
 	int state_timer_fd;      /* timerfd; -1 without --state-dir */
 	bool state_pending;      /* the timer is armed for a change that may be unwritten */
 	uint64_t state_last_ns;  /* the last write attempt (CLOCK_MONOTONIC); 0: none yet */
+	/* A tap trunk (uplink=NAME,trunk=N+...; port_trunk.c): the tap's side of each VLAN. */
+	struct port_uplink {
+		struct port *p;
+		uint16_t vid;
+		struct vnet_backend *be; /* switch_attach_uplink() in the VLAN's switch */
+	} uplinks[PORT_MAX_TRUNK];
+	unsigned n_uplinks;
+	uint64_t trunk_dropped; /* stat_atomic.h: tagged frames of no trunk VLAN, and failed sends */
 };
 
 _Static_assert(VNET_MAX_QUEUES <= UINT8_MAX, "a queue index must fit ev_ref.queue");

@@ -13,10 +13,12 @@ struct vnet_switch;
 /*
  * port_create() - set up a port (backend, listener, timers) of worker `worker` in its epoll
  * set epfd; queues that yield go on rq, and the port goes on flushq when it has received
- * packets to publish. NULL on error.
+ * packets to publish. sw: a switch port's switch (sw[0]), or a trunk tap port's VLAN switches
+ * (cfg->n_trunk, in cfg->trunk's order). NULL on error.
  */
 struct port *port_create(unsigned index, const struct port_config *cfg, unsigned worker, int epfd,
-			 struct run_queue *rq, struct run_queue *flushq, struct vnet_switch *sw);
+			 struct run_queue *rq, struct run_queue *flushq,
+			 struct vnet_switch *const *sw);
 
 /* port_destroy() - disconnect, close every fd, free. NULL is fine. */
 void port_destroy(struct port *p);

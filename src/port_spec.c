@@ -61,6 +61,9 @@ enum port_key {
 	K_GROUP,
 	K_MODE,
 	K_IPS,
+	K_VLAN,
+	K_UPLINK,
+	K_TRUNK,
 	K_COUNT,
 };
 
@@ -87,6 +90,8 @@ static const char *const port_key_names[K_COUNT] = {
 	[K_FLOOD_RATE] = "flood-rate",
 	[K_GROUP] = "group",	       [K_MODE] = "mode",
 	[K_IPS] = "ips",
+	[K_VLAN] = "vlan",
+	[K_UPLINK] = "uplink",	       [K_TRUNK] = "trunk",
 };
 
 #define OFFLOAD_BITS                                                                               \
@@ -328,6 +333,32 @@ bool port_spec_parse_mode(const char *s, unsigned *mode)
 	return true;
 }
 
+/* parse_trunk() - trunk=N+M+...: 1..PORT_MAX_TRUNK distinct VLAN IDs of 1..4094. */
+static int parse_trunk(struct port_config *pc, struct port_parse *pp, const char *value)
+{
+	char buf[PORT_MAX_TRUNK * 5 + 1];
+	char *vid, *next;
+	unsigned long v;
+
+	pc->n_trunk = 0;
+	if (strlen(value) >= sizeof(buf))
+		return bad_value(pp, "trunk", value, "at most 8 VLAN IDs, N+M+...");
+	strcpy(buf, value);
+	for (vid = buf; vid; vid = next) {
+		next = strchr(vid, '+');
+		if (next)
+			*next++ = '\0';
+		if (pc->n_trunk == PORT_MAX_TRUNK || !port_spec_parse_ulong(vid, 1, 4094, &v))
+			return bad_value(pp, "trunk", value,
+					 "1..8 VLAN IDs of 1..4094, '+' between them");
+		for (unsigned i = 0; i < pc->n_trunk; i++)
+			if (pc->trunk[i] == v)
+				return bad_value(pp, "trunk", value, "distinct VLAN IDs");
+		pc->trunk[pc->n_trunk++] = (uint16_t)v;
+	}
+	return 0;
+}
+
 /* Linux dev_valid_name(): 1..15 bytes, not "." or "..", no '/', ':' or whitespace. */
 static bool valid_ifname(const char *name)
 {
@@ -495,6 +526,19 @@ static int apply_port_key(struct port_config *pc, struct port_parse *pp, enum po
 		return 0;
 	case K_IPS:
 		return parse_ips(pc, pp, value);
+	case K_VLAN:
+		if (!port_spec_parse_ulong(value, 1, 4094, &v))
+			return bad_value(pp, name, value, "a VLAN ID of 1..4094");
+		pc->vlan = (uint16_t)v;
+		return 0;
+	case K_UPLINK:
+		if (parse_segment(pc, pp, value) < 0)
+			return -1;
+		memcpy(pc->uplink, pc->segment, sizeof(pc->uplink));
+		memset(pc->segment, 0, sizeof(pc->segment));
+		return 0;
+	case K_TRUNK:
+		return parse_trunk(pc, pp, value);
 	case K_COUNT:
 		break;
 	}
@@ -563,6 +607,15 @@ static int finish_port(struct port_config *pc, struct port_parse *pp, unsigned i
 	if (pp->seen[K_IPS] && !pp->seen[K_SWITCH])
 		return err_msg(pp->err, pp->err_len, "vnetd: --port p%u: ips= is for switch ports",
 			       index);
+	if (pp->seen[K_VLAN] && !pp->seen[K_SWITCH])
+		return err_msg(pp->err, pp->err_len,
+			       "vnetd: --port p%u: vlan= is for switch ports", index);
+	if (pp->seen[K_UPLINK] != pp->seen[K_TRUNK] || (pp->seen[K_TRUNK] && !pp->seen[K_TAP]))
+		return err_msg(pp->err, pp->err_len,
+			       "vnetd: --port p%u: uplink=NAME and trunk=N+... go together, on a tap "
+			       "port", index);
+	if (pp->seen[K_TRUNK]) /* the switch carries fully formed frames: no offloads */
+		pp->offloads = false;
 	if (pp->seen[K_VQ_NOTF_COAL] && pp->vq_notf_coal && !pp->notf_coal)
 		return err_msg(pp->err, pp->err_len,
 			       "vnetd: --port p%u: vq-notf-coal=on conflicts with notf-coal=off",

@@ -35,19 +35,20 @@ void port_table_init(struct port_table *t, struct worker_pool *pool,
 }
 
 /*
- * The segment named `name` ("": the default one), created (its switch too) if it has no ports
- * yet: its index, or -1 (logged) at PORT_MAX_SEGMENTS or out of memory.
+ * The segment named `name` ("": the default one), VLAN `vlan` of it (0: its untagged domain),
+ * created (its switch too) if it has no ports yet: its index, or -1 (logged) at
+ * PORT_MAX_SEGMENTS or out of memory.
  */
-static int segment_get(struct port_table *t, const char *name)
+static int segment_get(struct port_table *t, const char *name, uint16_t vlan)
 {
 	struct port_segment *s;
 
 	for (unsigned i = 0; i < t->nsegments; i++)
-		if (strcmp(t->segments[i].name, name) == 0)
+		if (strcmp(t->segments[i].name, name) == 0 && t->segments[i].vlan == vlan)
 			return (int)i;
 	if (t->nsegments == PORT_MAX_SEGMENTS) {
-		log_err("switch=%s: already %d segments", name[0] ? name : "default",
-			PORT_MAX_SEGMENTS);
+		log_err("switch=%s: already %d segments (each VLAN of one counts)",
+			name[0] ? name : "default", PORT_MAX_SEGMENTS);
 		return -1;
 	}
 	s = &t->segments[t->nsegments];
@@ -55,9 +56,12 @@ static int segment_get(struct port_table *t, const char *name)
 	if (!s->sw)
 		return -1;
 	snprintf(s->name, sizeof(s->name), "%s", name);
+	s->vlan = vlan;
 	s->home = -1;
 	s->nports = 0;
-	if (name[0])
+	if (vlan)
+		log_info("switch segment %s VLAN %u: created", name[0] ? name : "default", vlan);
+	else if (name[0])
 		log_info("switch segment %s: created", name);
 	return (int)t->nsegments++;
 }
@@ -72,18 +76,48 @@ static void segment_put(struct port_table *t, unsigned i)
 
 	if (--t->segments[i].nports)
 		return;
-	if (t->segments[i].name[0])
+	if (t->segments[i].vlan)
+		log_info("switch segment %s VLAN %u: removed (no ports left)",
+			 t->segments[i].name[0] ? t->segments[i].name : "default",
+			 t->segments[i].vlan);
+	else if (t->segments[i].name[0])
 		log_info("switch segment %s: removed (no ports left)", t->segments[i].name);
 	switch_destroy(t->segments[i].sw);
 	if (i != last) {
 		t->segments[i] = t->segments[last];
-		for (unsigned k = 0; k < VNETD_MAX_PORTS; k++)
-			if (t->ports[k] && port_config(t->ports[k])->backend == PORT_BACKEND_SWITCH &&
-			    t->segment_of[k] == last)
+		for (unsigned k = 0; k < VNETD_MAX_PORTS; k++) {
+			const struct port_config *c = t->ports[k] ? port_config(t->ports[k]) : NULL;
+
+			if (c && c->backend == PORT_BACKEND_SWITCH && t->segment_of[k] == last)
 				t->segment_of[k] = (uint8_t)i;
+			for (unsigned v = 0; c && v < c->n_trunk; v++)
+				if (t->trunk_of[k][v] == last)
+					t->trunk_of[k][v] = (uint8_t)i;
+		}
 	}
 	memset(&t->segments[last], 0, sizeof(t->segments[last]));
 	t->nsegments--;
+}
+
+/*
+ * A trunk's VLANs went (its port gone, or never made): segment_put() each, the highest index
+ * first, so a segment moved into a freed place is never one still to put (the port is out of
+ * the table: segment_put() cannot fix its indexes).
+ */
+static void trunk_put(struct port_table *t, const uint8_t *idx, unsigned n)
+{
+	uint8_t left[PORT_MAX_TRUNK];
+
+	memcpy(left, idx, n);
+	while (n) {
+		unsigned top = 0;
+
+		for (unsigned v = 1; v < n; v++)
+			if (left[v] > left[top])
+				top = v;
+		segment_put(t, left[top]);
+		left[top] = left[--n];
+	}
 }
 
 /**
@@ -93,10 +127,13 @@ static void segment_put(struct port_table *t, unsigned i)
  * @cfg: its configuration (checked: worker= below the pool's size)
  * @origin: where it came from
  *
- * A switch port joins its segment (switch=NAME, or the default one), whose switch is created
- * with its first port. A port goes to its worker=. Else a tap port goes to the worker with the
- * fewest ports (the lowest on a tie), and a switch port to its segment's home worker: the one
- * the segment's first such port got that way. Main thread, the other workers parked (or not
+ * A switch port joins its segment (switch=NAME, or the default one; with vlan=N, that
+ * segment's VLAN N, a domain of its own), whose switch is created with its first port. A port
+ * goes to its worker=. Else a tap port goes to the worker with the fewest ports (the lowest on
+ * a tie), and a switch port to its segment's home worker: the one the segment's first such
+ * port got that way. A trunk tap port (uplink=NAME,trunk=N+...) holds each of its VLANs as a
+ * port would, goes to its first VLAN's home worker if it has one, and is the home of those
+ * without. Main thread, the other workers parked (or not
  * started).
  *
  * Return: the slot, or -1 (logged).
@@ -107,11 +144,24 @@ int port_table_add(struct port_table *t, unsigned slot, const struct port_config
 	struct worker_pool *pool = t->pool;
 	struct worker *w = &pool->w[0];
 	struct port_segment *seg = NULL;
+	struct vnet_switch *sws[PORT_MAX_TRUNK];
+	unsigned ntrunk = 0;
 	struct port *p;
 	int si = -1;
 
+	/* A trunk holds each of its VLANs like a port of it (segment_put() undoes each). */
+	for (; ntrunk < cfg->n_trunk; ntrunk++) {
+		int ti = segment_get(t, cfg->uplink, cfg->trunk[ntrunk]);
+
+		if (ti < 0) {
+			trunk_put(t, t->trunk_of[slot], ntrunk);
+			return -1;
+		}
+		t->segments[ti].nports++;
+		t->trunk_of[slot][ntrunk] = (uint8_t)ti;
+	}
 	if (cfg->backend == PORT_BACKEND_SWITCH) {
-		si = segment_get(t, cfg->segment);
+		si = segment_get(t, cfg->segment, cfg->vlan);
 		if (si < 0)
 			return -1;
 		seg = &t->segments[si];
@@ -126,6 +176,8 @@ int port_table_add(struct port_table *t, unsigned slot, const struct port_config
 		w = &pool->w[cfg->worker];
 	} else if (seg && seg->home >= 0) {
 		w = &pool->w[seg->home];
+	} else if (ntrunk && t->segments[t->trunk_of[slot][0]].home >= 0) {
+		w = &pool->w[t->segments[t->trunk_of[slot][0]].home]; /* with its first VLAN */
 	} else {
 		for (unsigned i = 1; i < pool->n; i++)
 			if (pool->w[i].nports < w->nports)
@@ -133,10 +185,18 @@ int port_table_add(struct port_table *t, unsigned slot, const struct port_config
 		if (seg)
 			seg->home = (int)w->id;
 	}
-	p = port_create(slot, cfg, w->id, w->epfd, &w->rq, &w->flushq, seg ? seg->sw : NULL);
+	for (unsigned v = 0; v < ntrunk; v++) /* a VLAN's access ports join its trunk's worker */
+		if (t->segments[t->trunk_of[slot][v]].home < 0)
+			t->segments[t->trunk_of[slot][v]].home = (int)w->id;
+	if (seg)
+		sws[0] = seg->sw;
+	for (unsigned v = 0; v < ntrunk; v++)
+		sws[v] = t->segments[t->trunk_of[slot][v]].sw;
+	p = port_create(slot, cfg, w->id, w->epfd, &w->rq, &w->flushq, sws);
 	if (!p) {
 		if (seg)
 			segment_put(t, (unsigned)si);
+		trunk_put(t, t->trunk_of[slot], ntrunk);
 		return -1;
 	}
 	if (seg)
@@ -242,6 +302,7 @@ void port_table_reap(struct port_table *t)
 		struct worker *w = &t->pool->w[t->worker_of[i]];
 
 		bool sw = port_config(t->ports[i])->backend == PORT_BACKEND_SWITCH;
+		unsigned ntrunk = port_config(t->ports[i])->n_trunk;
 
 		log_info("%s: removed", port_name(t->ports[i]));
 		port_destroy(t->ports[i]);
@@ -252,6 +313,7 @@ void port_table_reap(struct port_table *t)
 		t->ports[i] = NULL;
 		if (sw)
 			segment_put(t, t->segment_of[i]);
+		trunk_put(t, t->trunk_of[i], ntrunk);
 		t->doomed[i] = false;
 		free(t->config_spec[i]);
 		t->config_spec[i] = NULL;

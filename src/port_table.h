@@ -17,10 +17,13 @@ struct vnet_switch;
 
 /*
  * One L2 segment: a switch of its own (FDB, flooding, flow caches), created with its first
- * port and destroyed with its last. Its unpinned ports go to its home worker.
+ * port and destroyed with its last. Its unpinned ports go to its home worker. A VLAN of a
+ * segment (switch=NAME,vlan=N: its access ports) is an L2 domain of its own too, so it is
+ * one of these, keyed by name and VLAN.
  */
 struct port_segment {
 	char name[PORT_SEGMENT_LEN]; /* "": plain switch's, the default segment */
+	uint16_t vlan;		     /* the VLAN of switch=NAME,vlan=N; 0: the untagged domain */
 	struct vnet_switch *sw;	     /* spans every worker */
 	int home;		     /* where its ports without worker= go; -1 until the first */
 	unsigned nports;
@@ -45,6 +48,8 @@ struct port_table {
 	uint8_t origin[VNETD_MAX_PORTS];    /* enum port_origin */
 	uint8_t worker_of[VNETD_MAX_PORTS]; /* the worker that owns the port */
 	uint8_t segment_of[VNETD_MAX_PORTS]; /* a switch port's index in segments[] */
+	/* A trunk tap port's VLANs (uplink=,trunk=): their indexes in segments[], cfg order. */
+	uint8_t trunk_of[VNETD_MAX_PORTS][PORT_MAX_TRUNK];
 	char *config_spec[VNETD_MAX_PORTS]; /* PORT_ORIGIN_CONFIG: the spec it was made from */
 	bool doomed[VNETD_MAX_PORTS];       /* port-del'd: destroyed at port_table_reap() */
 	unsigned ndoomed;

@@ -214,6 +214,30 @@ static __attribute__((noinline)) bool ips_pass(struct switch_port *p, const stru
 	return false;
 }
 
+/* ---- Access ports (vlan=N) -------------------------------------------------------------- */
+
+/*
+ * An access port's frame: true (dropped, counted, logged rate-limited) when its ethertype is a
+ * VLAN tag's (802.1Q 0x8100, 802.1ad 0x88a8, the old QinQ 0x9100): the guest of an access port
+ * sends untagged frames only. Out of line: access ports only.
+ */
+static __attribute__((noinline)) bool access_tagged(struct switch_port *p, const struct iovec *iov,
+						    unsigned iovcnt, size_t off)
+{
+	uint8_t et[2];
+	unsigned type;
+
+	iov_copy_from(iov, iovcnt, off + 2 * SW_ETH_ALEN, et, sizeof(et));
+	type = (unsigned)et[0] << 8 | et[1];
+	if (type != 0x8100 && type != 0x88a8 && type != 0x9100)
+		return false;
+	stat_inc(&p->tagged_dropped);
+	log_guest("switch %s: dropped a VLAN-tagged frame (ethertype 0x%04x) from an access port "
+		  "(vlan=): its guest sends untagged frames only",
+		  p->name, type);
+	return true;
+}
+
 /* ---- Delivery on the receiver's worker ---------------------------------------------------- */
 
 /* The capacity of the buffer a frame of len bytes is queued in. */
@@ -365,6 +389,22 @@ static inline void port_deliver(struct switch_port *dst, const struct iovec *iov
 	port_enqueue(dst, iov, iovcnt, off, len);
 }
 
+/*
+ * port_deliver(), or an uplink's deliver() when dst is one: `guarded` (a constant) is the
+ * guarded transmit's and the cross-worker queue's, the only ones that may meet an uplink.
+ */
+static inline __attribute__((always_inline)) void sw_deliver(struct switch_port *dst,
+							     const struct iovec *iov,
+							     unsigned iovcnt, size_t off, size_t len,
+							     const bool guarded)
+{
+	if (guarded && dst->up) {
+		dst->up->deliver(dst->up_ctx, iov, iovcnt, off, len);
+		return;
+	}
+	port_deliver(dst, iov, iovcnt, off, len);
+}
+
 /* One frame another worker queued for worker `worker` (xq_deliver_fn). */
 static unsigned xq_deliver(void *ctx, unsigned worker, uint64_t tag, const uint8_t *frame,
 			   size_t len)
@@ -377,13 +417,13 @@ static unsigned xq_deliver(void *ctx, unsigned worker, uint64_t tag, const uint8
 
 	if (slot == SW_FLOOD) {
 		for (unsigned i = 0; i < w->nports; i++)
-			port_deliver(w->ports[i], &iov, 1, 0, len);
+			sw_deliver(w->ports[i], &iov, 1, 0, len, true);
 		return w->nports;
 	}
 	dst = slot < SWITCH_MAX_PORTS ? sw->ports[slot] : NULL;
 	/* Detached since (and the slot perhaps reused): the frame was for nobody here now. */
 	if (dst && dst->serial == (uint32_t)(tag >> 16) && dst->worker == worker)
-		port_deliver(dst, &iov, 1, 0, len);
+		sw_deliver(dst, &iov, 1, 0, len, true);
 	return 1;
 }
 
@@ -403,9 +443,9 @@ static void cross_send(struct switch_port *src, unsigned to, const struct switch
 
 /*
  * A guest sent a packet: learn its source, forward or flood it. Never back-pressures. `xw`:
- * ports may be on other workers; `storm`: the port has a flood-rate; `ips`: an ips= list
- * (constants: each ops table gets its own copy, so a port without a limit or a list pays
- * nothing for storm control or IP anti-spoofing).
+ * ports may be on other workers; `storm`: the guarded copy, for ports with a flood-rate or an
+ * access port's tag check; `ips`: an ips= list (constants: each ops table gets its own copy, so
+ * a plain port pays nothing for storm control, VLANs or IP anti-spoofing).
  */
 static inline __attribute__((always_inline)) int
 transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size_t off, size_t len,
@@ -437,6 +477,8 @@ transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size
 		psec_drop(src, src_mac);
 		return 0;
 	}
+	if (storm && src->access && access_tagged(src, iov, iovcnt, off))
+		return 0;
 	if (ips && !ips_pass(src, iov, iovcnt, off, len))
 		return 0;
 	now = own->now_ns;
@@ -448,20 +490,20 @@ transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size
 			if (dst != src) {
 				src->forwarded++;
 				if (!xw || dst->worker == src->worker)
-					port_deliver(dst, iov, iovcnt, off, len);
+					sw_deliver(dst, iov, iovcnt, off, len, storm);
 				else
 					cross_send(src, dst->worker, dst, iov, iovcnt, off, len);
 			}
 			return 0;
 		}
 	}
-	if (storm && !storm_pass(src, now))
+	if (storm && src->flood_rate && !storm_pass(src, now))
 		return 0;
 	src->flooded++;
 	for (unsigned i = 0, k = 0; i < own->nports; i++) {
 		dst = own->ports[i];
 		if (dst != src)
-			port_deliver(dst, iov, iovcnt, off, len);
+			sw_deliver(dst, iov, iovcnt, off, len, storm);
 		if (dst != src && k++)
 			deliveries++;
 	}
@@ -497,6 +539,25 @@ SW_TRANSMIT(switch_transmit_ips, false, false, true)
 SW_TRANSMIT(switch_transmit_xw_ips, true, false, true)
 SW_TRANSMIT(switch_transmit_storm_ips, false, true, true)
 SW_TRANSMIT(switch_transmit_xw_storm_ips, true, true, true)
+
+/**
+ * switch_uplink_send() - a frame from an uplink into its switch.
+ * @be: the uplink (switch_attach_uplink())
+ * @frame: the frame, untagged
+ * @len: its length
+ *
+ * Learnt, forwarded or flooded as a port's frame, through the guarded transmit (no port
+ * security: an uplink has none). On the uplink's worker's thread.
+ */
+void switch_uplink_send(struct vnet_backend *be, const uint8_t *frame, size_t len)
+{
+	struct iovec iov = {.iov_base = (void *)frame, .iov_len = len};
+
+	if (port_of(be)->sw->xq)
+		transmit(be, &iov, 1, 0, len, true, true, false);
+	else
+		transmit(be, &iov, 1, 0, len, false, true, false);
+}
 
 /* Nothing to do: the switch carries fully formed frames only. */
 static void switch_set_offloads(struct vnet_backend *be, uint64_t guest_features)
@@ -543,12 +604,13 @@ static const struct vnet_backend_ops switch_backend_ops_checked[2][2][2] = {
  * switch_port_set_ips() if any)
  *
  * Return: switch_backend_ops with one worker, the cross-worker table with several; each in a
- * copy that checks the port's flood-rate when it has one and its ips= list when it has one.
+ * copy that checks the port's flood-rate and access-port tags when it has either, and its ips=
+ * list when it has one.
  */
 const struct vnet_backend_ops *switch_port_ops(const struct vnet_backend *be)
 {
 	const struct switch_port *p = port_of_const(be);
-	bool storm = p->flood_rate != 0, ips = p->n_ips != 0, xw = p->sw->xq != NULL;
+	bool storm = p->flood_rate != 0 || p->access, ips = p->n_ips != 0, xw = p->sw->xq != NULL;
 
 	if (!storm && !ips && !xw)
 		return &switch_backend_ops;

@@ -136,6 +136,41 @@ void switch_port_set_flood_rate(struct vnet_backend *be, unsigned rate);
 int switch_port_set_ips(struct vnet_backend *be, const struct switch_ip_net *nets, unsigned n);
 
 /*
+ * switch_port_set_access() - make the port an access port of a VLAN (vlan=N: the VLAN is the
+ * segment itself, port_table.c): with `on`, frames its guest sends with an 802.1Q (0x8100),
+ * 802.1ad (0x88a8) or old QinQ (0x9100) ethertype are dropped and counted (tagged_dropped):
+ * no double tagging. Same thread rules as switch_port_set_flood_rate(), and the same need to
+ * take switch_port_ops() after it.
+ */
+void switch_port_set_access(struct vnet_backend *be, bool on);
+
+/*
+ * An uplink of a switch (a tap trunk's side of one VLAN, port.c): a port without a device.
+ * deliver() gets each frame the switch sends it (len bytes at byte off of iov, valid during
+ * the call only) on the uplink's worker's thread; it sends it on or drops it, never queues.
+ */
+struct switch_uplink_ops {
+	void (*deliver)(void *ctx, const struct iovec *iov, unsigned iovcnt, size_t off,
+			size_t len);
+};
+
+/*
+ * switch_attach_uplink() - add an uplink owned by worker `worker`: it learns and floods like a
+ * port, without port security; only switches whose other ports are access ports
+ * (switch_port_set_access()) may have one. Detach it with switch_detach(). NULL as
+ * switch_attach().
+ */
+struct vnet_backend *switch_attach_uplink(struct vnet_switch *sw, const char *name,
+					  unsigned worker, const struct switch_uplink_ops *ops,
+					  void *ctx);
+
+/*
+ * switch_uplink_send() - a frame that came in on the uplink (len bytes, untagged): learnt,
+ * forwarded or flooded to the switch's ports, on the uplink's worker's thread.
+ */
+void switch_uplink_send(struct vnet_backend *be, const uint8_t *frame, size_t len);
+
+/*
  * What the FDB holds for a switch port and refused it (switch_port_counters()). Not the
  * per-frame counters of switch_port_stats(): those stay plain increments of the port's thread
  * (an atomic store per frame costs the forwarding path instructions).
@@ -152,6 +187,8 @@ struct switch_port_counters {
 	uint64_t storm_dropped;	  /* floods dropped over flood_rate */
 	uint64_t ips;		  /* entries in its ips= list (0: no IP anti-spoofing) */
 	uint64_t ip_spoofed;	  /* frames dropped by IP anti-spoofing */
+	uint64_t access;	  /* 1: an access port (vlan=N; a gauge) */
+	uint64_t tagged_dropped;  /* VLAN-tagged frames an access port's guest sent: dropped */
 };
 
 /*

@@ -61,6 +61,19 @@ struct switch_port {
 	uint64_t flood_credit, flood_ns;
 	uint64_t storm_dropped; /* stat_atomic.h: floods dropped over flood_rate */
 	/*
+	 * An access port (vlan=N, switch_port_set_access()): its guest's frames that carry an
+	 * 802.1Q / 802.1ad tag are dropped (no double tagging), on the guarded path only.
+	 */
+	bool access;
+	uint64_t tagged_dropped; /* stat_atomic.h: tagged frames an access port's guest sent */
+	/*
+	 * An uplink (switch_attach_uplink(): a tap trunk's side of one VLAN; dev is NULL): frames
+	 * for it go to up->deliver(), on the guarded path (a VLAN's other ports are access ports)
+	 * and from the cross-worker queues.
+	 */
+	const struct switch_uplink_ops *up;
+	void *up_ctx;
+	/*
 	 * Flow cache (consecutive frames of a port mostly share their addresses), valid while the
 	 * FDB set its answer came from is unchanged (struct fdb_ver: a change elsewhere in the
 	 * table leaves it valid), so a hit takes no lock and reads no entry but for its age: the

@@ -133,7 +133,8 @@ void switch_destroy(struct vnet_switch *sw)
 /**
  * switch_attach() - add a port delivering to a device.
  * @sw: the switch
- * @dev: the port's device; must outlive the port, only used on @worker's thread
+ * @dev: the port's device; must outlive the port, only used on @worker's thread (NULL: an
+ * uplink, switch_attach_uplink())
  * @name: for log lines (NULL: "?")
  * @worker: the worker owning the port
  *
@@ -150,7 +151,7 @@ struct vnet_backend *switch_attach(struct vnet_switch *sw, struct vnet_dev *dev,
 	struct switch_port *p;
 	unsigned slot;
 
-	assert(sw && dev);
+	assert(sw);
 	if (!name)
 		name = "?";
 	if (worker >= sw->nworkers) {
@@ -182,6 +183,36 @@ struct vnet_backend *switch_attach(struct vnet_switch *sw, struct vnet_dev *dev,
 	sw->w[worker].ports[sw->w[worker].nports++] = p;
 	log_info("switch: port %s attached", p->name);
 	return (struct vnet_backend *)p;
+}
+
+/**
+ * switch_attach_uplink() - add an uplink: a port whose frames go to ops->deliver().
+ * @sw: the switch, whose other ports are access ports (they take the guarded transmit, which
+ * alone delivers to an uplink)
+ * @name: for log lines
+ * @worker: the worker owning it (deliver() runs on its thread)
+ * @ops: where its frames go
+ * @ctx: their context
+ *
+ * No port security, the whole FDB as its MAC limit (a host bridge's MACs live behind it), the
+ * default learn rate. Same thread rules as switch_attach().
+ *
+ * Return: its handle for switch_uplink_send() and switch_detach(), or NULL (logged).
+ */
+struct vnet_backend *switch_attach_uplink(struct vnet_switch *sw, const char *name,
+					  unsigned worker, const struct switch_uplink_ops *ops,
+					  void *ctx)
+{
+	struct vnet_backend *be = switch_attach(sw, NULL, name, worker);
+	struct switch_port *p;
+
+	if (!be)
+		return NULL;
+	p = port_of(be);
+	p->up = ops;
+	p->up_ctx = ctx;
+	fdb_set_limits(&sw->fdb, p->slot, SWITCH_FDB_SIZE, SWITCH_LEARN_RATE);
+	return be;
 }
 
 /**
@@ -348,6 +379,22 @@ int switch_port_set_ips(struct vnet_backend *be, const struct switch_ip_net *net
 }
 
 /**
+ * switch_port_set_access() - make the port an access port (vlan=N), or a plain one again.
+ * @be: the port's handle
+ * @on: drop the VLAN-tagged frames its guest sends (802.1Q, 802.1ad, 0x9100), counted
+ * (tagged_dropped) and logged (rate-limited)
+ *
+ * The VLAN itself is the port's segment (port_table.c keys segments by name and VLAN), so the
+ * switch only keeps the guest from tagging: no double tagging. Same thread rules as
+ * switch_port_set_flood_rate(); attach the device with switch_port_ops() after it (only its
+ * guarded tables check).
+ */
+void switch_port_set_access(struct vnet_backend *be, bool on)
+{
+	port_of(be)->access = on;
+}
+
+/**
  * switch_port_counters() - what the FDB holds for the port and refused it, and its flow cache
  * misses.
  * @be: the port's handle
@@ -375,6 +422,8 @@ void switch_port_counters(const struct vnet_backend *be, struct switch_port_coun
 	    .storm_dropped = stat_read(&p->storm_dropped),
 	    .ips = p->n_ips,
 	    .ip_spoofed = stat_read(&p->ip_spoofed),
+	    .access = p->access,
+	    .tagged_dropped = stat_read(&p->tagged_dropped),
 	};
 }
 

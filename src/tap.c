@@ -17,6 +17,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "iov.h"
 #include "log.h"
 #include "virtio_net_defs.h"
 #include "vnet_dev.h"
@@ -46,6 +47,10 @@ struct tap_backend {
 	bool rx_nobufs;		 /* the guest has no RX buffers: leave packets in the kernel */
 	uint8_t rx_buf[TAP_BUF_SIZE];
 	struct iovec tx_iov[TAP_TX_IOV]; /* header, then the frame's pieces in guest memory */
+	/* A trunk (tap_backend_set_trunk()): tagged frames read go to trunk->rx(), not the guest. */
+	const struct tap_trunk_ops *trunk;
+	void *trunk_ctx;
+	uint8_t tag_head[16]; /* tap_backend_send_tagged(): the MACs and the 802.1Q tag */
 };
 
 static struct tap_backend *tap_of(struct vnet_backend *be)
@@ -145,6 +150,40 @@ static bool tap_rx_copy(struct tap_backend *t, size_t *bytes)
 }
 
 /*
+ * A trunk's batch: every packet through rx_buf, so its tag is seen before it goes anywhere. A
+ * VLAN-tagged frame (802.1Q, 802.1ad, 0x9100) goes to the trunk's owner, untagged ones to the
+ * guest (one more copy than tap_rx(), for trunk ports only), or are dropped when it has no
+ * buffers (or no frontend): the trunk's VLANs never wait for the port's own guest.
+ */
+static __attribute__((noinline)) void tap_rx_trunk(struct tap_backend *t)
+{
+	size_t bytes = 0;
+
+	for (unsigned i = 0; i < TAP_RX_BATCH && bytes < VNET_BUDGET_BYTES && !t->rx_pending &&
+			     !t->failed;
+	     i++) {
+		struct iovec iov = {.iov_base = t->rx_buf, .iov_len = sizeof(t->rx_buf)};
+		ssize_t n = tap_read(t, &iov, 1);
+		const uint8_t *et = t->rx_buf + TAP_HDR_LEN + 12;
+		unsigned type;
+
+		if (n < 0)
+			return;
+		bytes += (size_t)n;
+		if ((size_t)n < TAP_HDR_LEN + TAP_ETH_HLEN)
+			continue; /* nothing anyone could use */
+		type = (unsigned)et[0] << 8 | et[1];
+		if (type == 0x8100 || type == 0x88a8 || type == 0x9100) {
+			t->trunk->rx(t->trunk_ctx, t->rx_buf + TAP_HDR_LEN,
+				     (size_t)n - TAP_HDR_LEN);
+			continue;
+		}
+		/* No buffers: dropped, not waited for (the VLANs must not stall behind the guest). */
+		(void)tap_deliver(t, (size_t)n);
+	}
+}
+
+/*
  * Read a bounded batch of packets (TAP_RX_BATCH, VNET_BUDGET_BYTES) into the guest, each with
  * one readv straight into guest RX buffers the device reserved (one copy, done by the kernel).
  * With no guest buffers the packets stay in the kernel until rx_resume(). Level-triggered
@@ -153,6 +192,11 @@ static bool tap_rx_copy(struct tap_backend *t, size_t *bytes)
 static void tap_rx(struct tap_backend *t)
 {
 	size_t bytes = 0;
+
+	if (t->trunk) {
+		tap_rx_trunk(t);
+		return;
+	}
 
 	for (unsigned i = 0; i < TAP_RX_BATCH && bytes < VNET_BUDGET_BYTES && !t->rx_pending &&
 			     !t->failed;
@@ -179,9 +223,13 @@ static void tap_rx(struct tap_backend *t)
 	}
 }
 
-/* tx_iov = the header, then the frame's pieces (frame_len bytes at byte off of iov). */
-static unsigned tap_tx_iov(struct tap_backend *t, const struct virtio_net_hdr_v1 *hdr,
-			   const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len)
+/*
+ * tx_iov = the header, then the frame's pieces (frame_len bytes at byte off of iov). Always
+ * inlined: a guest's transmit pays no call for it (tap_backend_send_tagged() has its own copy).
+ */
+static inline __attribute__((always_inline)) unsigned
+tap_tx_iov(struct tap_backend *t, const struct virtio_net_hdr_v1 *hdr, const struct iovec *iov,
+	   unsigned iovcnt, size_t off, size_t frame_len)
 {
 	unsigned n = 0;
 
@@ -314,6 +362,64 @@ static bool tap_rx_resume(struct vnet_backend *be)
 	t->rx_pending = 0;
 	tap_update_events(t);
 	return false;
+}
+
+/**
+ * tap_backend_set_trunk() - make the tap a trunk: tagged frames read go to ops->rx().
+ * @be: the tap's handle
+ * @ops: where VLAN-tagged frames read from the tap go (NULL: none, a plain tap again)
+ * @ctx: its context
+ *
+ * Untagged frames still go to the port's guest. Before the first read (port_create()).
+ */
+void tap_backend_set_trunk(struct vnet_backend *be, const struct tap_trunk_ops *ops, void *ctx)
+{
+	struct tap_backend *t = tap_of(be);
+
+	t->trunk = ops;
+	t->trunk_ctx = ctx;
+}
+
+/**
+ * tap_backend_send_tagged() - write a frame to the tap with an 802.1Q tag inserted.
+ * @be: the tap's handle
+ * @vid: the VLAN ID (1..4094), priority 0
+ * @iov: the frame: len bytes from byte off of iov (len >= 14)
+ * @iovcnt: iov's entries
+ * @off: where the frame starts
+ * @len: its length, untagged
+ *
+ * One writev: a zeroed header, the MACs and tag (copied), the rest of the frame in place.
+ * Never blocks: a full tap drops the frame. On the port's worker's thread, not inside the
+ * tap's own transmit (it shares tx_iov).
+ *
+ * Return: 0 sent, or a negative errno (dropped).
+ */
+int tap_backend_send_tagged(struct vnet_backend *be, uint16_t vid, const struct iovec *iov,
+			    unsigned iovcnt, size_t off, size_t len)
+{
+	static const struct virtio_net_hdr_v1 hdr;
+	struct tap_backend *t = tap_of(be);
+	unsigned cnt;
+	ssize_t n;
+
+	if (t->failed || len < TAP_ETH_HLEN)
+		return -ENODEV;
+	(void)iov_copy_from(iov, iovcnt, off, t->tag_head, 12);
+	t->tag_head[12] = 0x81;
+	t->tag_head[13] = 0x00;
+	t->tag_head[14] = (uint8_t)(vid >> 8 & 0x0f);
+	t->tag_head[15] = (uint8_t)vid;
+	cnt = tap_tx_iov(t, &hdr, iov, iovcnt, off + 12, len - 12);
+	if (!cnt || cnt >= TAP_TX_IOV || cnt + 1 > IOV_MAX)
+		return -EMSGSIZE;
+	memmove(&t->tx_iov[2], &t->tx_iov[1], (cnt - 1) * sizeof(t->tx_iov[0]));
+	t->tx_iov[1].iov_base = t->tag_head;
+	t->tx_iov[1].iov_len = sizeof(t->tag_head);
+	do
+		n = writev(t->fd, t->tx_iov, (int)cnt + 1);
+	while (n < 0 && errno == EINTR);
+	return n < 0 ? -errno : 0;
 }
 
 /* tap_backend_ops - the ops table the device model calls. */

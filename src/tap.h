@@ -68,6 +68,25 @@ void tap_backend_handle_events(struct vnet_backend *be, uint32_t events);
 /* tap_backend_close() - close the tap fd and free the backend; unregister the fd first. */
 void tap_backend_close(struct vnet_backend *be);
 
+/*
+ * A tap trunk's owner (tap_backend_set_trunk()): rx() gets each VLAN-tagged frame read from
+ * the tap (len bytes, tag included; the buffer is the tap's, writable, valid during the call),
+ * on the port's worker's thread.
+ */
+struct tap_trunk_ops {
+	void (*rx)(void *ctx, uint8_t *frame, size_t len);
+};
+
+/* tap_backend_set_trunk() - tagged frames read go to ops->rx(); untagged ones to the guest. */
+void tap_backend_set_trunk(struct vnet_backend *be, const struct tap_trunk_ops *ops, void *ctx);
+
+/*
+ * tap_backend_send_tagged() - write a frame (len bytes at byte off of iov, untagged) to the tap
+ * with an 802.1Q tag of VLAN vid inserted; 0, or a negative errno (dropped, never blocks).
+ */
+int tap_backend_send_tagged(struct vnet_backend *be, uint16_t vid, const struct iovec *iov,
+			    unsigned iovcnt, size_t off, size_t len);
+
 /* Ops table of tap backends ("tap"); use with vnet_dev_attach_backend(). */
 extern const struct vnet_backend_ops tap_backend_ops;
 

@@ -372,7 +372,7 @@ static int cmd_ports(const char *path, int argc, char **argv)
 	table_row(&t, "PORT", "IDX", "WORKER", "BACKEND", "SEGMENT", "MAC", "CONNECTED", "LINK", "PAIRS",
 		  "COAL", "GUARD", "ADAPTIVE", "FEATURES", "SOCKET");
 	json_array_foreach(json_object_get(reply, "ports"), i, p) {
-		char backend[48];
+		char backend[48], segment[32];
 		bool notf = json_is_true(json_object_get(p, "notf_coal"));
 		bool vq = json_is_true(json_object_get(p, "vq_notf_coal"));
 
@@ -380,6 +380,13 @@ static int cmd_ports(const char *path, int argc, char **argv)
 			snprintf(backend, sizeof(backend), "tap:%s", str_field(p, "tap"));
 		else
 			snprintf(backend, sizeof(backend), "%s", str_field(p, "backend"));
+		if (json_is_integer(json_object_get(p, "vlan")))
+			snprintf(segment, sizeof(segment), "%s/vlan%" JSON_INTEGER_FORMAT,
+				 str_field(p, "segment"),
+				 json_integer_value(json_object_get(p, "vlan")));
+		else
+			snprintf(segment, sizeof(segment), "%s",
+				 str_field(p, "segment") ? str_field(p, "segment") : "-");
 		snprintf(conn, sizeof(conn), "%s (%" JSON_INTEGER_FORMAT " total)",
 			 json_is_true(json_object_get(p, "connected")) ? "yes" : "no",
 			 json_integer_value(json_object_get(p, "connections")));
@@ -392,7 +399,7 @@ static int cmd_ports(const char *path, int argc, char **argv)
 				 : (json_is_true(json_object_get(p, "tx_adaptive")) ? "tx" : "off"));
 		table_row(&t, str_field(p, "name"), fmt_int(idx, sizeof(idx), p, "index"),
 			  fmt_int(worker, sizeof(worker), p, "worker"), backend,
-			  str_field(p, "segment") ? str_field(p, "segment") : "-", str_field(p, "mac"), conn,
+			  segment, str_field(p, "mac"), conn,
 			  json_is_true(json_object_get(p, "link_up")) ? "up" : "down", pairs,
 			  notf ? (vq ? "notf+vq" : "notf") : "off",
 			  json_is_true(json_object_get(p, "stall_guard")) ? "on" : "off", adapt,
@@ -400,7 +407,7 @@ static int cmd_ports(const char *path, int argc, char **argv)
 	}
 	table_print_free(&t);
 	printf("(WORKER: the event-loop thread serving the port (--workers); SEGMENT: a switch port's"
-	       "\n L2 segment (switch=NAME); PAIRS: active/"
+	       "\n L2 segment (switch=NAME), NAME/vlanN for an access port (vlan=N); PAIRS: active/"
 	       "configured\n queue pairs; COAL and FEATURES: what the guest negotiated; GUARD: stall "
 	       "guard;\n ADAPTIVE: queue kinds in adaptive mode)\n");
 	json_decref(reply);

@@ -1483,6 +1483,53 @@ def mac_flapping(env, res):
     res.check(got(1.0) == want, 'p0 gets its unicast: its MAC never moved')
 
 
+# ---- tenants: VLANs (two access ports vlan=10 of segment h, added for the case) ----
+@case('vlan: a VLAN-tagged frame from an access port', log=r'switch p\d+: dropped a VLAN-tagged '
+      r'frame \(ethertype 0x8100\) from an access port')
+def vlan_tagged_from_access_port(env, res):
+    macs = ['52:54:00:77:10:01', '52:54:00:77:10:02']
+    socks = [os.path.join(env.wd, 'vlan%d.sock' % i) for i in range(2)]
+    names = []
+    try:
+        for sock, mac in zip(socks, macs):
+            r = env.vd.ctl('port-add', 'socket=%s,switch=h,vlan=10,mac=%s' % (sock, mac),
+                           check=False)
+            if not res.check(r.returncode == 0, 'port-add switch=h,vlan=10 (%s)'
+                             % (r.stdout + r.stderr).strip()):
+                return
+            names.append(r.stdout.strip())
+        info = env.vd.port_info()
+        res.check(all(info[n]['vlan'] == 10 and info[n]['segment'] == 'h' for n in names),
+                  'vnetctl ports: segment h, vlan 10')
+        res.check('h/vlan10' in env.vd.ctl('ports').stdout, 'vnetctl ports table: h/vlan10')
+        fa, fb = (VirtioNetFrontend(s) for s in socks)
+        env.hostile += [fa, fb]
+        fa.setup()
+        fb.setup()
+        before = switch_counters(env, names[0])
+        res.check(before['access'], '%s is an access port in stats' % names[0])
+        got = rx_one(fb)
+        # 802.1Q tag, VID 10, then the inner ethertype: the guest tries to pick its own VLAN.
+        tagged = ether_frame(BCAST, macs[0], struct.pack('>HH', 10, 0x88b5) + b'tagged',
+                             ethertype=0x8100)
+        res.check(fa.transmit(tagged), '%s sends a tagged frame (completed)' % names[0])
+        res.check(got(0.3) is None, 'the other access port does not get it')
+        after = switch_counters(env, names[0])
+        res.check(after['tagged_dropped'] == before['tagged_dropped'] + 1,
+                  'tagged_dropped %d -> %d' % (before['tagged_dropped'], after['tagged_dropped']))
+        want = ether_frame(BCAST, macs[0], b'untagged, in VLAN 10')
+        fa.transmit(want)
+        res.check(got(1.0) == want, 'an untagged frame reaches the other access port, byte-exact')
+    finally:
+        env.close_hostile()
+        for name in names:
+            r = env.vd.ctl('port-del', name, check=False)
+            res.check(r.returncode == 0, 'port-del %s' % name)
+        deadline = time.monotonic() + 2.0
+        while any(n in env.vd.port_info() for n in names) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+
 # ---- tenants: storm control (p0 has flood-rate=P0_FLOOD_RATE) ----
 def tx_burst(f, frame, n):
     """n copies of frame on f's TX ring, one buffer, kicked in batches; True if all completed."""

@@ -14,6 +14,7 @@
 #include "port_spec.h"
 #include "port_table.h"
 #include "switch.h"
+#include "virtio_net_defs.h"
 #include "worker.h"
 
 static struct worker_pool pool;
@@ -225,6 +226,96 @@ static void test_segment_names(void **state)
 	assert_non_null(strstr(err, "segment name"));
 }
 
+/*
+ * vlan=N: the access ports of VLAN N of a segment share a switch of their own, apart from the
+ * segment's untagged ports and its other VLANs (and from VLAN N of another segment); the VLAN
+ * goes with its last port. vlan= takes 1..4094 and is for switch ports only.
+ */
+static void test_vlans_of_a_segment_are_domains_of_their_own(void **state)
+{
+	struct port_config c;
+	char err[256];
+	int a, a10, a10b, a20, b10, d10;
+
+	(void)state;
+	a = add(0, "switch=a");
+	a10 = add(1, "switch=a,vlan=10");
+	a10b = add(2, "switch=a,vlan=10,worker=1");
+	a20 = add(3, "switch=a,vlan=20");
+	b10 = add(4, "switch=b,vlan=10");
+	d10 = add(5, "switch,vlan=10");
+	assert_true(a >= 0 && a10 >= 0 && a10b >= 0 && a20 >= 0 && b10 >= 0 && d10 >= 0);
+	assert_int_equal(port_table_nsegments(&pt), 5);
+	assert_ptr_equal(switch_of(a10), switch_of(a10b));
+	assert_ptr_not_equal(switch_of(a10), switch_of(a));
+	assert_ptr_not_equal(switch_of(a10), switch_of(a20));
+	assert_ptr_not_equal(switch_of(a10), switch_of(b10));
+	assert_ptr_not_equal(switch_of(a10), switch_of(d10));
+	assert_ptr_not_equal(switch_of(a20), switch_of(a));
+	assert_int_equal(pt.segments[pt.segment_of[a20]].vlan, 20);
+	assert_string_equal(pt.segments[pt.segment_of[a20]].name, "a");
+	assert_int_equal(pt.segments[pt.segment_of[a]].vlan, 0);
+	assert_int_equal(port_config(pt.ports[d10])->vlan, 10);
+	del(a20); /* VLAN 20 of a goes; a and its VLAN 10 stay */
+	assert_int_equal(port_table_nsegments(&pt), 4);
+	assert_ptr_not_equal(switch_of(a10), switch_of(a));
+	assert_int_equal(port_spec_runtime("socket=/c,switch=a,vlan=4094", 7, &c, NULL, NULL, 0, err,
+					   sizeof(err)), 0);
+	assert_int_equal(c.vlan, 4094);
+	assert_int_equal(port_spec_runtime("socket=/c,switch=a,vlan=0", 7, &c, NULL, NULL, 0, err,
+					   sizeof(err)), -1);
+	assert_int_equal(port_spec_runtime("socket=/c,switch=a,vlan=4095", 7, &c, NULL, NULL, 0, err,
+					   sizeof(err)), -1);
+	assert_non_null(strstr(err, "1..4094"));
+	assert_int_equal(port_spec_runtime("socket=/c,tap=t0,vlan=10", 7, &c, NULL, NULL, 0, err,
+					   sizeof(err)), -1);
+	assert_non_null(strstr(err, "for switch ports"));
+}
+
+/*
+ * A trunk tap port (uplink=NAME,trunk=N+M) holds its VLANs' segments like their ports do: they
+ * come with it (shared with access ports of the same VLAN) and go with the last of them. The
+ * keys go together, on tap ports only, with distinct VLAN IDs; offloads are off.
+ */
+static void test_trunk_holds_its_vlans(void **state)
+{
+	struct port_config c;
+	char err[256];
+	int a10, tr;
+
+	(void)state;
+	a10 = add(0, "switch=a,vlan=10");
+	assert_true(a10 >= 0);
+	assert_int_equal(port_table_nsegments(&pt), 1);
+	tr = add(1, "tap=vnt-seg0,uplink=a,trunk=10+20");
+	if (tr < 0) {
+		print_message("no tap (not root?): only the parser is tested\n");
+	} else {
+		assert_int_equal(port_table_nsegments(&pt), 2);
+		assert_int_equal(pt.trunk_of[tr][0], pt.segment_of[a10]);
+		assert_int_equal(pt.segments[pt.trunk_of[tr][1]].vlan, 20);
+		del(a10); /* VLAN 10 stays: the trunk holds it */
+		assert_int_equal(port_table_nsegments(&pt), 2);
+		del(tr);
+		assert_int_equal(port_table_nsegments(&pt), 0);
+	}
+	assert_int_equal(port_spec_runtime("socket=/c,tap=t0,uplink=default,trunk=10+4094", 7, &c,
+					   NULL, NULL, 0, err, sizeof(err)), 0);
+	assert_int_equal(c.n_trunk, 2);
+	assert_int_equal(c.trunk[1], 4094);
+	assert_string_equal(c.uplink, "");
+	assert_int_equal(c.dev.features_mask & BIT_ULL(VIRTIO_NET_F_CSUM), 0);
+	assert_int_equal(port_spec_runtime("socket=/c,tap=t0,trunk=10", 7, &c, NULL, NULL, 0, err,
+					   sizeof(err)), -1);
+	assert_non_null(strstr(err, "go together"));
+	assert_int_equal(port_spec_runtime("socket=/c,switch,uplink=a,trunk=10", 7, &c, NULL, NULL, 0,
+					   err, sizeof(err)), -1);
+	assert_int_equal(port_spec_runtime("socket=/c,tap=t0,uplink=a,trunk=10+10", 7, &c, NULL,
+					   NULL, 0, err, sizeof(err)), -1);
+	assert_int_equal(port_spec_runtime("socket=/c,tap=t0,uplink=a,trunk=1+2+3+4+5+6+7+8+9", 7,
+					   &c, NULL, NULL, 0, err, sizeof(err)), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -232,6 +323,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_segment_freed_with_its_last_port, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_segment_names, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_config_reload_changes_segments, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_vlans_of_a_segment_are_domains_of_their_own, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_trunk_holds_its_vlans, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
