@@ -13,8 +13,10 @@ of the machine's load hit all alike:
   quiet   x sends nothing                                  (the pair alone)
   fixed   x sends --x-rate frames/s from one source MAC    (the same load, nothing to learn)
   random  x sends --x-rate frames/s, each from a new random source MAC
+  storm   x sends --x-rate broadcast frames/s, its port limited to --flood-rate floods a second
+          (storm control: the rest dropped at x, counted)
 
-Reported: the pair's median frames/s per mode and random / quiet (wanted: >= 0.90), with
+Reported: the pair's median frames/s per mode, random / quiet and storm / quiet (wanted: >= 0.90), with
 x's rate, vnetd's CPU, the machine's busy share and load average, and what the switch says
 about x (stats --json "switch": MACs held, learn-rate refusals) and about a (flow cache
 misses in the window: each is a locked FDB lookup with --workers > 1). --workers 2 (default)
@@ -53,7 +55,8 @@ import gnuplot  # noqa: E402 (bench/gnuplot.py)
 MACS = {'a': '52:54:00:f1:00:0a', 'b': '52:54:00:f1:00:0b', 'x': '52:54:00:f1:00:0c',
         'z': '52:54:00:f1:00:0d'}
 ORDER = 'abxz'
-MODES = ('quiet', 'fixed', 'random')
+MODES = ('quiet', 'fixed', 'random', 'storm')
+BCAST = 'ff:ff:ff:ff:ff:ff'
 WARMUP = 0.5
 FDB_SPIN_C = os.path.join(HERE, 'fdb_spin.c')
 
@@ -138,6 +141,7 @@ def one_run(tools, exe, spin_exe, wd, mode, args):
     ports = ['socket=%s,switch,mac=%s%s%s' % (socks[n], MACS[n],
                                               ',worker=%d' % pin[n] if n in pin else '',
                                               ',port-security=off' if n == 'x' else '')
+             + (',flood-rate=%d' % args.flood_rate if n == 'x' and mode == 'storm' else '')
              for n in ORDER]
     name = {n: 'p%d' % i for i, n in enumerate(ORDER)}
     harness.VNETD, harness.VNETCTL = tools
@@ -162,8 +166,8 @@ def one_run(tools, exe, spin_exe, wd, mode, args):
                         idle_us=args.idle_us)
         xs = None
         if mode != 'quiet':
-            xs = MacSpinner(spin_exe, fx, MACS['z'], MACS['x'], args.x_rate, args.x_idle_us,
-                            random=(mode == 'random'))
+            xs = MacSpinner(spin_exe, fx, BCAST if mode == 'storm' else MACS['z'], MACS['x'],
+                            args.x_rate, args.x_idle_us, random=(mode == 'random'))
         tx.start(0)
         live.append(tx)
         if xs:
@@ -193,6 +197,7 @@ def one_run(tools, exe, spin_exe, wd, mode, args):
                 'x_fps': (x1 - x0) / dt, 'spinners_alive': alive,
                 'x_macs': sw('x', 'macs', s1), 'x_learn_rate_hits': sw_delta('x', 'learn_rate_hits'),
                 'x_mac_limit_hits': sw_delta('x', 'mac_limit_hits'),
+                'x_storm_dropped': sw_delta('x', 'storm_dropped'),
                 'a_flow_cache_misses': sw_delta('a', 'flow_cache_misses'),
                 'port_workers': {n: s1[name[n]]['worker'] for n in ORDER},
                 'vnetd_cpu_pct': 100.0 * (c1 - c0) / dt,
@@ -219,8 +224,8 @@ def chart(summary, builds, png, dat):
         for i, b in enumerate(builds)]
     gp = ['set terminal pngcairo size 760,440 font "sans,10"', 'set output "%s"' % png,
           'set title "vnetd switch: pair a -> b frames/s received (thousands) while port x '
-          'sends\\nquiet: nothing; fixed: one source MAC; random: a new source MAC per frame '
-          '(median, bars = min-max)"',
+          'sends\\nquiet: nothing; fixed: one source MAC; random: a new source MAC per frame; '
+          'storm: broadcasts over its flood-rate (median, bars = min-max)"',
           'set style data histogram', 'set style histogram errorbars gap 1 lw 1',
           'set style fill solid 0.6 border -1', 'set boxwidth 0.8', 'set grid ytics',
           'set key top right', 'set yrange [0:*]', 'set xlabel "what port x sends"',
@@ -236,6 +241,8 @@ def main():
     ap.add_argument('--x-rate', type=int, default=100000,
                     help='frames/s port x sends (0: as fast as vnetd takes them)')
     ap.add_argument('--x-ring', type=int, default=1024)
+    ap.add_argument('--flood-rate', type=int, default=1000,
+                    help="storm mode: x's flood-rate= (floods a second)")
     ap.add_argument('--x-idle-us', type=int, default=100)
     ap.add_argument('--ring', type=int, default=1024, help="a's TX ring")
     ap.add_argument('--rx-ring', type=int, default=1024, help="b's RX ring (2 KiB buffers)")
@@ -299,6 +306,11 @@ def main():
                 b, m, s['runs'], s['median'], s['min'], s['max'], s['ratio_to_quiet'],
                 s['x_fps'], s['cpu_pct'], s['busy_pct'], s['loadavg']))
     ratio = summary['this']['random']['ratio_to_quiet']
+    storm = summary['this']['storm']['ratio_to_quiet']
+    log('pair with x flooding broadcasts under flood-rate=%d / pair alone (medians): %.2f '
+        '(wanted >= 0.90); x storm drops in the last window: %s' % (
+            args.flood_rate, storm, [r.get('x_storm_dropped') for r in runs
+                                     if r['mode'] == 'storm'][-1:]))
     log('pair with x sending random source MACs / pair alone (medians): %.2f (wanted >= 0.90)%s; '
         '%d CPUs, --workers %d, load average %.2f at start, %.2f at end' % (
             ratio, ''.join('; before: %.2f' % summary['before']['random']['ratio_to_quiet']
@@ -309,7 +321,8 @@ def main():
     stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
     out = args.out or os.path.join(res, 'fdb-flood-%s.json' % stamp)
     doc = {'date': stamp, 'args': vars(args), 'macs': MACS, 'order': ORDER, 'runs': runs,
-           'summary': summary, 'ratio_random_over_quiet': ratio, 'cpus': os.cpu_count(),
+           'summary': summary, 'ratio_random_over_quiet': ratio,
+           'ratio_storm_over_quiet': storm, 'cpus': os.cpu_count(),
            'loadavg_start': load0, 'loadavg_end': loadavg(),
            'vnetd': {'commit': subprocess.run(['git', '-C', TOP, 'describe', '--always',
                                                '--dirty'], capture_output=True,

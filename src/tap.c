@@ -400,6 +400,7 @@ int tap_backend_send_tagged(struct vnet_backend *be, uint16_t vid, const struct 
 {
 	static const struct virtio_net_hdr_v1 hdr;
 	struct tap_backend *t = tap_of(be);
+	struct iovec v[TAP_TX_IOV + 1]; /* the header, the tag, then the frame's pieces */
 	unsigned cnt;
 	ssize_t n;
 
@@ -411,13 +412,14 @@ int tap_backend_send_tagged(struct vnet_backend *be, uint16_t vid, const struct 
 	t->tag_head[14] = (uint8_t)(vid >> 8 & 0x0f);
 	t->tag_head[15] = (uint8_t)vid;
 	cnt = tap_tx_iov(t, &hdr, iov, iovcnt, off + 12, len - 12);
-	if (!cnt || cnt >= TAP_TX_IOV || cnt + 1 > IOV_MAX)
+	if (!cnt || cnt + 1 > IOV_MAX)
 		return -EMSGSIZE;
-	memmove(&t->tx_iov[2], &t->tx_iov[1], (cnt - 1) * sizeof(t->tx_iov[0]));
-	t->tx_iov[1].iov_base = t->tag_head;
-	t->tx_iov[1].iov_len = sizeof(t->tag_head);
+	v[0] = t->tx_iov[0];
+	v[1] = (struct iovec){.iov_base = t->tag_head, .iov_len = sizeof(t->tag_head)};
+	for (unsigned i = 1; i < cnt; i++)
+		v[i + 1] = t->tx_iov[i];
 	do
-		n = writev(t->fd, t->tx_iov, (int)cnt + 1);
+		n = writev(t->fd, v, (int)cnt + 1);
 	while (n < 0 && errno == EINTR);
 	return n < 0 ? -errno : 0;
 }
