@@ -35,7 +35,7 @@ class SoakEnv(hostile_env.Env):
         self.good_socks = [os.path.join(wd, 'g%d.sock' % i) for i in range(2)]
 
     def start(self):
-        ports = ['socket=%s,switch,mac=%s' % (s, m) for s, m in zip(self.socks, hostile_env.MACS)]
+        ports = self.port_specs()
         ports += ['socket=%s,tap=vsoak%d,mac=%s' % (s, i, GOOD[i][2])
                   for i, s in enumerate(self.good_socks)]
         ctl = os.path.join(self.wd, 'control.sock')

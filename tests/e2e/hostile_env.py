@@ -55,10 +55,15 @@ class Env:
         self.hostile = []
 
     # -- vnetd --
-    def start(self):
+    def port_specs(self):
+        """The hostile cases' two switch ports (p0 with storm control and IP anti-spoofing)."""
         ports = ['socket=%s,switch,mac=%s' % (s, m) for s, m in zip(self.socks, MACS)]
         ports[0] += ',flood-rate=%d' % P0_FLOOD_RATE  # storm control (the other cases stay under)
         ports[0] += ',ips=' + '+'.join(P0_IPS)
+        return ports
+
+    def start(self):
+        ports = self.port_specs()
         ctl = os.path.join(self.wd, 'control.sock')
         if os.path.exists(ctl):
             os.unlink(ctl)  # a dead vnetd's socket would make __enter__ return too early
