@@ -70,7 +70,9 @@ static uint8_t ctrl_mac(struct vnet_dev *dev, uint8_t cmd, const uint8_t *p, siz
 
 	switch (cmd) {
 	case VIRTIO_NET_CTRL_MAC_ADDR_SET:
-		if (!dev_has(dev, VIRTIO_NET_F_CTRL_MAC_ADDR) || len != 6)
+		/* A station address is unicast: a multicast one would let a port-secured switch
+		 * port (mac-change=on) send from, and teach the FDB, a group address. */
+		if (!dev_has(dev, VIRTIO_NET_F_CTRL_MAC_ADDR) || len != 6 || (p[0] & 1))
 			return VIRTIO_NET_ERR;
 		memcpy(dev->mac, p, 6);
 		return VIRTIO_NET_OK;

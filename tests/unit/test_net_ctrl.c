@@ -317,6 +317,14 @@ static void test_mac_addr_set_changes_config_space_mac(void **state)
 	    cmd1(td, VIRTIO_NET_CTRL_MAC, VIRTIO_NET_CTRL_MAC_ADDR_SET, default_mac, 5),
 	    VIRTIO_NET_ERR);
 	assert_memory_equal(vnet_dev_mac(td->dev), new_mac, 6);
+	/* A multicast (group) address is no station address: refused, nothing changed. */
+	assert_int_equal(cmd1(td, VIRTIO_NET_CTRL_MAC, VIRTIO_NET_CTRL_MAC_ADDR_SET,
+			      (const uint8_t[6]){0x01, 0x00, 0x5e, 0x00, 0x00, 0x01}, 6),
+			 VIRTIO_NET_ERR);
+	assert_int_equal(cmd1(td, VIRTIO_NET_CTRL_MAC, VIRTIO_NET_CTRL_MAC_ADDR_SET,
+			      (const uint8_t[6]){0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, 6),
+			 VIRTIO_NET_ERR);
+	assert_memory_equal(vnet_dev_mac(td->dev), new_mac, 6);
 	/* Unknown MAC command. */
 	assert_int_equal(cmd1(td, VIRTIO_NET_CTRL_MAC, 9, new_mac, 6), VIRTIO_NET_ERR);
 	td_free(td);
