@@ -290,6 +290,41 @@ def ns_fetch_sha(ns, url, timeout=120, run_timeout=300):
     return r.stdout.strip() if r.returncode == 0 else 'error: ' + r.stderr[-300:]
 
 
+# What a guest's `iperf3 -s` says while it still finishes the previous test: "busy", or it
+# resets a control connection that arrived meanwhile; also "refused" before a daemon listens.
+IPERF3_RETRY = ('busy', 'refused', 'reset by peer')
+
+
+def iperf3_client(ns, server, args, seconds, json_out=False, attempts=3):
+    """Run `iperf3 -c server -t seconds args` in namespace ns: (ok, result, why). result is
+    the parsed JSON (json_out) or the output text. Tries again, after 2 s, only when the
+    server was not ready (IPERF3_RETRY); prints each failed attempt."""
+    why = '?'
+    for attempt in range(1, attempts + 1):
+        cmd = ['iperf3', '-c', server, '-t', str(seconds), '--connect-timeout', '5000'] + \
+            (['-J'] if json_out else []) + list(args)
+        r = ns.run(cmd, check=False, timeout=seconds + 60)
+        text = r.stdout + r.stderr
+        if json_out:
+            try:
+                res = json.loads(r.stdout)
+            except ValueError:
+                res = {'error': 'no JSON: %s %s' % (r.stdout[-300:], r.stderr[-300:])}
+            ok = r.returncode == 0 and not res.get('error')
+            why = str(res.get('error', 'exit %d' % r.returncode))
+        else:
+            res, ok = text, r.returncode == 0
+            lines = text.strip().splitlines()
+            why = lines[-1] if lines else 'exit %d' % r.returncode
+        if ok:
+            return True, res, ''
+        print('note: iperf3 %s attempt %d failed: %s' % (' '.join(args), attempt, why))
+        if not any(k in why for k in IPERF3_RETRY):
+            break
+        time.sleep(2)
+    return False, None, why
+
+
 class HostServers:
     """In namespace ns, on address host: an HTTP server for directory (port 8000) and an
     iperf3 server; both killed on exit."""

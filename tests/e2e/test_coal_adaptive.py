@@ -10,7 +10,8 @@ import subprocess
 import threading
 import time
 
-from harness import Netns, UmlGuest, Vnetd, check, guest_addr, host_addr, make_blob, uml_start
+from harness import (Netns, UmlGuest, Vnetd, check, guest_addr, host_addr, iperf3_client, make_blob,
+                     uml_start)
 
 MAC = '52:54:00:77:00:09'
 HOST_IP, GUEST_IP = '10.77.9.1', '10.77.9.2'
@@ -65,21 +66,9 @@ class Watcher:
 
 
 def iperf(ns, args, seconds=4):
-    """One iperf3 run against the guest's server; another try when the server was not listening
-    yet (a daemon just started) or still busy finishing the previous test (iperf3 -s serves one
-    test at a time). Prints why it failed."""
-    for attempt in (1, 2, 3):
-        r = ns.run(['iperf3', '-c', GUEST_IP, '-t', str(seconds), '--connect-timeout', '5000'] +
-                   args, check=False, timeout=seconds + 60)
-        if r.returncode == 0:
-            return True
-        out = (r.stdout + r.stderr).strip().splitlines()
-        print('note: iperf3 %s attempt %d failed: %s' % (' '.join(args), attempt,
-                                                          out[-1] if out else '?'))
-        if 'busy' not in r.stdout + r.stderr and 'refused' not in r.stdout + r.stderr:
-            return False
-        time.sleep(2)
-    return False
+    """One iperf3 run against the guest's server (harness.iperf3_client retries while the
+    server is not ready): True when it completed."""
+    return iperf3_client(ns, GUEST_IP, args, seconds)[0]
 
 
 def main():

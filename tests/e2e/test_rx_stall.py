@@ -7,12 +7,12 @@ waits for more mergeable buffers) the RX queue stopped for good the first time t
 dry: vnetd delivered nothing more and the guest's ARP for the host went unanswered. No timing
 is asserted."""
 
-import json
 import os
 import shutil
 import time
 
-from harness import Netns, UmlGuest, Vnetd, check, guest_addr, host_addr, skip, uml_start
+from harness import (Netns, UmlGuest, Vnetd, check, guest_addr, host_addr, iperf3_client, skip,
+                     uml_start)
 
 HOST_IP, GUEST_IP = '10.89.0.1', '10.89.0.2'
 RUNS, SECONDS = 6, 3
@@ -20,25 +20,12 @@ NONE = 'ethtool -C eth0 rx-usecs 0 rx-frames 0 tx-usecs 0 tx-frames 1'
 
 
 def iperf_rx(ns):
-    """One host -> guest iperf3 run: (bytes the guest received, or None, what went wrong).
-    Another try only when the guest's server was still busy with the previous run (it answers
-    "busy", or resets a control connection that arrives while it finishes the last test)."""
-    for attempt in (1, 2, 3):
-        r = ns.run(['iperf3', '-c', GUEST_IP, '-t', str(SECONDS), '-J', '--connect-timeout',
-                    '5000'], check=False, timeout=SECONDS + 60)
-        try:
-            j = json.loads(r.stdout)
-        except ValueError:
-            j = {'error': 'no JSON: %s %s' % (r.stdout[-300:], r.stderr[-300:])}
-        rcv = j.get('end', {}).get('sum_received')
-        if not j.get('error') and rcv:
-            return rcv['bytes'], ''
-        err = str(j.get('error', 'no sum_received'))
-        print('note: iperf3 attempt %d: %s' % (attempt, err))
-        if 'busy' not in err and 'reset by peer' not in err:
-            return None, err
-        time.sleep(2)
-    return None, err
+    """One host -> guest iperf3 run: (bytes the guest received, or None, what went wrong)."""
+    ok, j, why = iperf3_client(ns, GUEST_IP, [], SECONDS, json_out=True)
+    rcv = j.get('end', {}).get('sum_received') if ok else None
+    if not rcv:
+        return None, why or 'no sum_received'
+    return rcv['bytes'], ''
 
 
 def main():
