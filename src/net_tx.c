@@ -136,6 +136,23 @@ static int tx_send_one(struct vnet_dev *dev, struct vnet_queue *q)
 	return r; /* > 0: further deliveries the backend made (a flood): they cost budget too */
 }
 
+/*
+ * Poll mode (dev->poll_ns): the ring is empty. A run that found work opens a window of
+ * poll_ns; while it lasts the queue keeps polling instead of asking for kicks. tx-mode=timer
+ * batches on its timer and does not poll.
+ */
+static bool tx_poll_on(struct vnet_dev *dev, struct vnet_queue *q, bool found)
+{
+	uint64_t now;
+
+	if (__builtin_expect(!dev->poll_ns, 1) || dev->params.tx_mode == VNET_TX_TIMER)
+		return false;
+	now = dev_now(dev);
+	if (found)
+		q->poll_until_ns = now + dev->poll_ns;
+	return now < q->poll_until_ns;
+}
+
 /**
  * net_tx_process() - move the driver's TX chains to the backend, one budget
  * @dev: the device
@@ -144,8 +161,11 @@ static int tx_send_one(struct vnet_dev *dev, struct vnet_queue *q)
  * Kicks stay disabled while it works. At most VNET_BUDGET_PACKETS / _BYTES / _DESCS; used
  * entries are published, and the notification decided, once per batch of TX_BATCH. A backend
  * that is full (-EAGAIN) gets the chain back on resume (q->tx_blocked). Over the port's TX
- * rate the chain goes back too and the queue waits for its refill timer (net_rate.c).
- * Return: true if it stopped at the budget with chains left (the caller schedules a run).
+ * rate the chain goes back too and the queue waits for its refill timer (net_rate.c). In poll
+ * mode (vnet_dev_set_poll_us()) a ring found empty within the poll window leaves kicks off and
+ * sets q->polling.
+ * Return: true if it stopped at the budget with chains left, or polls (the caller schedules a
+ * run).
  */
 bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 {
@@ -156,6 +176,7 @@ bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 
 	/* No kicks while we work: vq_kick_enable() re-checks before the queue goes idle. */
 	vq_kick_disable(&q->vq);
+	q->polling = false;
 	if (__builtin_expect(limited, 0))
 		net_rate_tx_refill(dev);
 	for (;;) {
@@ -215,6 +236,10 @@ bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 			return true; /* bounded work: yield to everything else that is ready */
 		if (done == TX_BATCH)
 			continue;
+		if (tx_poll_on(dev, q, total > 0)) {
+			q->polling = true; /* kicks stay off: the owner runs the queue again */
+			return true;
+		}
 		if (!vq_kick_enable(&q->vq))
 			return false;
 		vq_kick_disable(&q->vq); /* more arrived while enabling: keep going quietly */

@@ -20,7 +20,7 @@ static const char usage_text[] =
 	"             --control PATH [--config FILE] [--state-dir DIR] [--workers N]\n"
 	"             [--metrics ADDR:PORT] [--user NAME] [--no-sandbox] [-v|--verbose]\n"
 	"             [--max-guest-mem SIZE] [--socket-group NAME] [--socket-mode OCTAL]\n"
-	"             [-h|--help] [--version]\n"
+	"             [--poll-us [W:]N] [-h|--help] [--version]\n"
 	"\n"
 	"Serves virtio-net devices to VMs over vhost-user, with notification (interrupt)\n"
 	"coalescing. Each --port is one device; ports are named p0, p1, ... in order.\n"
@@ -45,6 +45,10 @@ static const char usage_text[] =
 	"                       vnetd's own), e.g. libvirt-qemu, so that QEMU run by libvirt\n"
 	"                       may connect; --user keeps it as its one supplementary group\n"
 	"  --socket-mode OCTAL  permission bits of those sockets, at most 0777 (default 0660)\n"
+	"  --poll-us [W:]N      poll mode: a TX ring that had work is polled for up to N us\n"
+	"                       (0..1000000) before kicks are asked for again; kicks stay off\n"
+	"                       meanwhile and idle ports cost nothing (default 0: kicks only);\n"
+	"                       W:N sets worker W's alone (repeatable)\n"
 	"  -h, --help           print this help and exit\n"
 	"  --version            print the version and exit\n"
 	"\n"
@@ -149,6 +153,7 @@ enum valued_option {
 	OPT_MAX_GUEST_MEM,
 	OPT_SOCKET_GROUP,
 	OPT_SOCKET_MODE,
+	OPT_POLL_US,
 	OPT_COUNT,
 };
 
@@ -158,6 +163,7 @@ static const char *const valued_names[OPT_COUNT] = {
 	[OPT_STATE_DIR] = "--state-dir", [OPT_WORKERS] = "--workers",
 	[OPT_METRICS] = "--metrics",	 [OPT_MAX_GUEST_MEM] = "--max-guest-mem",
 	[OPT_SOCKET_GROUP] = "--socket-group", [OPT_SOCKET_MODE] = "--socket-mode",
+	[OPT_POLL_US] = "--poll-us",
 };
 
 /* parse_port() - one --port SPEC into out->ports[out->nports]; errors to stderr. */
@@ -263,6 +269,31 @@ static int parse_metrics(const char *value, char *dst, size_t size)
 	return 0;
 }
 
+/* parse_poll_us() - --poll-us N (every worker) or W:N (worker W; checked against --workers). */
+static int parse_poll_us(struct vnetd_options *out, const char *value)
+{
+	const char *colon = strchr(value, ':');
+	size_t wlen = colon ? (size_t)(colon - value) : 0;
+	unsigned long w = 0, n;
+	char wbuf[8] = "";
+	bool ok = !colon || (wlen > 0 && wlen < sizeof(wbuf));
+
+	if (ok && colon) {
+		memcpy(wbuf, value, wlen);
+		ok = port_spec_parse_ulong(wbuf, 0, 15, &w);
+	}
+	if (!ok || !port_spec_parse_ulong(colon ? colon + 1 : value, 0, 1000000, &n)) {
+		fprintf(stderr, "vnetd: bad value '%s' for --poll-us (expected N or W:N, N "
+			"0..1000000 us, W a worker 0..15)\n", value);
+		return -1;
+	}
+	if (colon)
+		out->poll_us_worker[w] = (int)n;
+	else
+		out->poll_us = (unsigned)n;
+	return 0;
+}
+
 /* apply_option() - the value of one valued option into *out; 0, or -1 (one line to stderr). */
 static int apply_option(struct vnetd_options *out, enum valued_option opt, const char *value)
 {
@@ -312,6 +343,8 @@ static int apply_option(struct vnetd_options *out, enum valued_option opt, const
 			return -1;
 		}
 		return 0;
+	case OPT_POLL_US:
+		return parse_poll_us(out, value);
 	case OPT_COUNT:
 		break;
 	}
@@ -342,6 +375,8 @@ int options_parse(int argc, char **argv, struct vnetd_options *out)
 	out->workers = 1;
 	out->socket_gid = -1;
 	out->socket_mode = 0660;
+	for (k = 0; k < 16; k++)
+		out->poll_us_worker[k] = -1;
 	for (i = 1; i < argc; i++) {
 		const char *arg = argv[i];
 
@@ -387,6 +422,12 @@ int options_parse(int argc, char **argv, struct vnetd_options *out)
 		fprintf(stderr, "vnetd: at least one --port (or --config) is required (see --help)\n");
 		return -1;
 	}
+	for (k = out->workers; k < 16; k++)
+		if (out->poll_us_worker[k] >= 0) {
+			fprintf(stderr, "vnetd: --poll-us %u:%d, but --workers is %u\n", k,
+				out->poll_us_worker[k], out->workers);
+			return -1;
+		}
 	if (out->control_path[0] == '\0') {
 		fprintf(stderr, "vnetd: --control PATH is required (see --help)\n");
 		return -1;

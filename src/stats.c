@@ -81,6 +81,7 @@ bool stats_queue_read(struct port *p, unsigned qidx, struct stats_queue *out)
 	out->dropped = stat_read(&st->dropped);
 	out->rx_no_buffers = stat_read(&st->rx_no_buffers);
 	out->yields = stat_read(&st->yields);
+	out->polls = stat_read(&st->polls);
 	out->rx_direct = stat_read(&st->rx_direct);
 	out->rate_waits = stat_read(&st->rate_waits);
 	out->rate_dropped = stat_read(&st->rate_dropped);

@@ -482,6 +482,23 @@ void vnet_dev_set_stall_guard(struct vnet_dev *dev, const struct vnet_stall_guar
 }
 
 /**
+ * vnet_dev_set_poll_us() - the device's poll mode window
+ * @dev: the device
+ * @us: microseconds a TX queue keeps polling after its last run that found work; 0: off (kicks
+ *      only, the default)
+ *
+ * While a queue polls, its kicks stay suppressed and it waits in the owner's run queue (so the
+ * owner looks at its other fds without sleeping); once the window passed with an empty ring,
+ * kicks are enabled again, with the re-check for chains that raced in. Queues that found no work
+ * never poll. Takes effect at each queue's next run. Context: the thread that owns the device
+ * (or with it parked).
+ */
+void vnet_dev_set_poll_us(struct vnet_dev *dev, unsigned us)
+{
+	dev->poll_ns = (uint64_t)us * 1000u;
+}
+
+/**
  * vnet_dev_stall_guard() - the port's stall guard settings
  * @dev: the device
  *

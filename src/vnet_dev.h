@@ -86,6 +86,12 @@ bool vnet_dev_adaptive_mode(const struct vnet_dev *dev, enum vnet_queue_kind kin
 /* vnet_dev_set_stall_guard() - the port's stall guard settings (take effect at once). */
 void vnet_dev_set_stall_guard(struct vnet_dev *dev, const struct vnet_stall_guard *g);
 
+/*
+ * vnet_dev_set_poll_us() - poll mode: a TX queue that found work keeps polling its ring (kicks
+ * off, run again through env->schedule()) until `us` microseconds pass without any; 0: off.
+ */
+void vnet_dev_set_poll_us(struct vnet_dev *dev, unsigned us);
+
 /* vnet_dev_stall_guard() - the port's stall guard settings. */
 const struct vnet_stall_guard *vnet_dev_stall_guard(const struct vnet_dev *dev);
 

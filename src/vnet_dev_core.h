@@ -94,6 +94,7 @@ struct vnet_dev {
 	 * stack-protector canary in the TX loop). */
 	struct virtio_net_hdr_v1 tx_hdr;
 	struct vq_chain chain;     /* chain scratch of every queue (vnet_queue.chain points here) */
+	uint64_t poll_ns;          /* poll mode window (vnet_dev_set_poll_us()); 0: kicks only */
 };
 
 /* dev_now() - the injected clock. */

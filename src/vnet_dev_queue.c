@@ -74,7 +74,8 @@ void vnet_dev_queue_reset(struct vnet_dev *dev, struct vnet_queue *q)
 	q->vq.log = dev->dirty_log;
 	q->enabled = false;
 	q->timer_deadline_ns = q->coal_deadline_ns = q->tx_deadline_ns = q->rate_deadline_ns = 0;
-	q->tx_blocked = q->rx_waiting = q->reinit = false;
+	q->tx_blocked = q->rx_waiting = q->reinit = q->polling = false;
+	q->poll_until_ns = 0;
 	q->state_loaded = q->resume_notify = false;
 	/* q->scheduled stays: the owner's run queue still holds the entry, which clears it. */
 	q->rx_unflushed = 0;
@@ -104,7 +105,7 @@ static void dev_queue_broken(void *ctx, unsigned qidx)
 /* The queue stopped at its budget with work left: ask the owner to run it again later. */
 static void dev_schedule(struct vnet_dev *dev, struct vnet_queue *q)
 {
-	stat_inc(&q->stats.yields);
+	stat_inc(q->polling ? &q->stats.polls : &q->stats.yields);
 	if (q->scheduled || !dev->env->schedule)
 		return;
 	/* A full run queue (cannot happen: one entry per queue fits) must not strand the queue. */
@@ -198,6 +199,8 @@ uint16_t vnet_dev_queue_stop(struct vnet_dev *dev, unsigned qidx)
 	if (qidx == 0)
 		net_rx_cache_release(dev, q); /* reserved, unused RX buffers go back to the ring */
 	q->tx_blocked = false; /* the chain the backend refused was given back already */
+	q->polling = false;    /* a run-queue entry may stay: its run finds the queue stopped */
+	q->poll_until_ns = 0;
 	if (q->timer_deadline_ns)
 		dev->env->arm_timer(dev->env_ctx, qidx, 0);
 	q->timer_deadline_ns = q->coal_deadline_ns = q->tx_deadline_ns = q->rate_deadline_ns = 0;

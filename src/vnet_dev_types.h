@@ -53,6 +53,7 @@ struct vnet_queue_stats {
 	uint64_t dropped;             /* packets dropped (too big, broken chain, backend error) */
 	uint64_t rx_no_buffers;       /* times a packet waited for guest RX buffers */
 	uint64_t yields;              /* runs that stopped at the budget with work left */
+	uint64_t polls;               /* poll mode: runs that found the ring empty and kept polling */
 	uint64_t rx_direct;           /* packets the backend read straight into guest buffers */
 	uint64_t stop_notifications;  /* held completions signalled because the queue stopped */
 	/* Early notifications of the stall guard (where coalescing would have held), by reason. */
@@ -191,6 +192,8 @@ struct vnet_queue {
 	bool tx_blocked;            /* backend said -EAGAIN (the chain went back): wait for resume */
 	bool rx_waiting;            /* a packet waited for buffers: tell the backend on kick */
 	bool scheduled;             /* waiting in the owner's run queue (env->schedule) */
+	bool polling;               /* poll mode: scheduled to look again, kicks kept off */
+	uint64_t poll_until_ns;     /* poll mode: TX keeps polling until then (last work + window) */
 	bool reinit;                /* rings set up while disabled: virtio re-enable on enable */
 	bool state_loaded;          /* coalescing came with a migration: kept at the next enable */
 	bool resume_notify;         /* migrated with completions owed: notify once when enabled */

@@ -42,6 +42,7 @@ struct worker {
 	struct run_queue flushq; /* ports holding received packets the guest cannot see yet */
 	unsigned fault_gen;      /* guest_fault_generation() last looked at */
 	unsigned nports;         /* ports it owns (for placing new ones) */
+	unsigned poll_us;        /* --poll-us: its ports' TX poll window (vnet_dev_set_poll_us) */
 	struct worker_pool *pool;
 	pthread_t thread;
 	bool started;

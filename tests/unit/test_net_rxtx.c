@@ -541,6 +541,92 @@ static void test_rx_hostile_buffer_breaks_queue(void **state)
 	td_free(td);
 }
 
+/* ---- poll mode ---- */
+
+static bool tx_kicks_off(struct test_dev *td)
+{
+	return td->vq[TXQ].used->flags & VRING_USED_F_NO_NOTIFY;
+}
+
+/*
+ * --poll-us: a run that found work leaves kicks off and the queue in the run queue; chains the
+ * driver adds meanwhile (without a kick) go out at the next run; once the window passed with an
+ * empty ring kicks are asked for again and the queue leaves the run queue.
+ */
+static void test_tx_poll_mode_polls_then_rearms_kicks(void **state)
+{
+	struct test_dev *td;
+
+	(void)state;
+	td = td_new(1, TD_BASE_FEATURES);
+	vnet_dev_set_poll_us(td->dev, 50);
+	td_tx(td, TXQ, 3, 64);
+	assert_int_equal(td->npkts, 3);
+	assert_true(td->scheduled[TXQ]);
+	assert_true(tx_kicks_off(td));
+	assert_int_equal(stats(td, TXQ)->polls, 1);
+	assert_int_equal(stats(td, TXQ)->yields, 0);
+	/* Added while it polls, no kick: the next run sends it and opens a new window. */
+	td->now += 30 * US;
+	td_tx_queue(td, TXQ, 64, 0x5a);
+	fake_vq_publish(&td->vq[TXQ]);
+	assert_int_equal(td_run_scheduled(td), 1);
+	assert_int_equal(td->npkts, 4);
+	assert_true(td->scheduled[TXQ]);
+	/* Empty, but within 50 us of the last work: still polling, kicks still off. */
+	td->now += 49 * US;
+	assert_int_equal(td_run_scheduled(td), 1);
+	assert_true(td->scheduled[TXQ]);
+	assert_true(tx_kicks_off(td));
+	/* The window passed: kicks on, out of the run queue. */
+	td->now += 2 * US;
+	assert_int_equal(td_run_scheduled(td), 1);
+	assert_false(td->scheduled[TXQ]);
+	assert_false(tx_kicks_off(td));
+	assert_int_equal(stats(td, TXQ)->polls, 3);
+	assert_int_equal(fake_vq_used_idx(&td->vq[TXQ]), 4);
+	/* A kick that finds nothing never starts polling: idle queues cost nothing. */
+	vnet_dev_kick(td->dev, TXQ);
+	assert_false(td->scheduled[TXQ]);
+	assert_false(tx_kicks_off(td));
+	td_free(td);
+}
+
+/* Poll mode off (0, the default): a run that empties the ring asks for kicks at once. */
+static void test_tx_poll_mode_off_is_kick_driven(void **state)
+{
+	struct test_dev *td;
+
+	(void)state;
+	td = td_new(1, TD_BASE_FEATURES);
+	vnet_dev_set_poll_us(td->dev, 50);
+	vnet_dev_set_poll_us(td->dev, 0);
+	td_tx(td, TXQ, 3, 64);
+	assert_int_equal(td->npkts, 3);
+	assert_false(td->scheduled[TXQ]);
+	assert_false(tx_kicks_off(td));
+	assert_int_equal(stats(td, TXQ)->polls, 0);
+	td_free(td);
+}
+
+/* A device reset ends a poll window: the queue's next run does not poll on stale state. */
+static void test_tx_poll_mode_ends_at_reset(void **state)
+{
+	struct test_dev *td;
+
+	(void)state;
+	td = td_new(1, TD_BASE_FEATURES);
+	vnet_dev_set_poll_us(td->dev, 1000);
+	td_tx(td, TXQ, 1, 64);
+	assert_true(td->scheduled[TXQ]);
+	vnet_dev_reset(td->dev);
+	assert_int_equal(vnet_dev_queue(td->dev, TXQ)->poll_until_ns, 0);
+	assert_false(vnet_dev_queue(td->dev, TXQ)->polling);
+	td_run_scheduled(td); /* the entry that stayed finds the queue stopped */
+	assert_false(td->scheduled[TXQ]);
+	td_free(td);
+}
+
 #define T(fn) cmocka_unit_test_teardown(fn, td_cleanup)
 
 int main(void)
@@ -552,6 +638,9 @@ int main(void)
 	    T(test_tx_backend_error_drops_packet_and_returns_buffer),
 	    T(test_tx_hostile_chain_breaks_queue_after_valid_ones),
 	    T(test_tx_timer_mode_sends_batch_when_timer_fires),
+	    T(test_tx_poll_mode_polls_then_rearms_kicks),
+	    T(test_tx_poll_mode_off_is_kick_driven),
+	    T(test_tx_poll_mode_ends_at_reset),
 	    T(test_rx_non_mergeable_delivery_byte_exact),
 	    T(test_rx_buffer_of_several_descriptors),
 	    T(test_rx_mergeable_delivery_byte_exact_with_num_buffers),

@@ -138,6 +138,30 @@ static void test_max_guest_mem_option(void **state)
 	assert_true(o.max_guest_mem == 0); /* MEM_CAP_DAEMON_DEFAULT */
 }
 
+/* --poll-us N for every worker, W:N for one; bad values and workers beyond --workers fail. */
+static void test_poll_us_option(void **state)
+{
+	static struct vnetd_options o;
+	char *argv[] = {"vnetd", "--port", "socket=/a,switch", "--control", "/c", "--workers", "2",
+			"--poll-us", "200", "--poll-us", "1:0", NULL};
+
+	(void)state;
+	assert_int_equal(options_parse(11, argv, &o), 0);
+	assert_int_equal(o.poll_us, 200);
+	assert_int_equal(o.poll_us_worker[0], -1);
+	assert_int_equal(o.poll_us_worker[1], 0);
+	assert_int_equal(options_parse(5, argv, &o), 0);
+	assert_int_equal(o.poll_us, 0); /* the default: kicks only */
+	argv[10] = "2:50"; /* worker 2 of 2 */
+	assert_int_equal(options_parse(11, argv, &o), -1);
+	for (unsigned i = 0; i < 5; i++) {
+		static char *bad[] = {"x", "1000001", ":5", "1:", "16:5"};
+
+		argv[10] = bad[i];
+		assert_int_equal(options_parse(11, argv, &o), -1);
+	}
+}
+
 /* ---- the per-port cap ---- */
 
 static void test_port_cap_refuses_and_keeps_the_old_table(void **state)
@@ -281,6 +305,7 @@ int main(void)
 		cmocka_unit_test(test_size_strings),
 		cmocka_unit_test(test_max_mem_port_key),
 		cmocka_unit_test(test_max_guest_mem_option),
+		cmocka_unit_test(test_poll_us_option),
 		cmocka_unit_test(test_port_cap_refuses_and_keeps_the_old_table),
 		cmocka_unit_test(test_daemon_cap_across_ports),
 		cmocka_unit_test(test_dead_kick_fd_breaks_the_queue_once),
