@@ -24,6 +24,11 @@ NET_TAP_MAX_FRAME = 1522
 FE_MAIN, BE_MAIN = 0, 1          # frontend forwards on lcore 1, DPDK backend on lcore 0 (= vnetd's CPU)
 
 
+def vnetd_args(impl):
+    """The daemon options of a vnetd variant: 'vnetd-pollN' runs with --poll-us N."""
+    return ['--poll-us', impl[len('vnetd-poll'):]] if impl.startswith('vnetd-poll') else []
+
+
 class Stack:
     """One backend with its virtio-user traffic source, started and torn down as a unit."""
 
@@ -66,13 +71,13 @@ class Stack:
 
     def _switch(self):
         a, b = self._sock('a'), self._sock('b')
-        if self.impl == 'vnetd':
+        if self.impl.startswith('vnetd'):
             # VNETD_DP_PORT_EXTRA: keys appended to both port specs (bench/rate.py: limits on).
             extra = os.environ.get('VNETD_DP_PORT_EXTRA', '')
             self.vd = Vnetd(self.tools['vnetd'], self.tools['vnetctl'],
                             ['socket=%s,switch,mac=%s%s%s' % (a, MAC0, SWITCH_KEYS, extra),
                              'socket=%s,switch,mac=%s%s%s' % (b, MAC1, SWITCH_KEYS, extra)],
-                            self.wd,
+                            self.wd, extra=vnetd_args(self.impl),
                             wrapper=self.wrapper, janitor=JANITOR)
             self.be = self.vd
         else:

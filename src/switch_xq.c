@@ -13,6 +13,9 @@
 #define XQ_REC 16u	     /* a record's header; records start 16-byte aligned */
 #define XQ_WRAP 0xffffffffu /* record length: the rest of the ring is skipped */
 #define XQ_ALIGN(n) (((n) + (XQ_REC - 1)) & ~(size_t)(XQ_REC - 1))
+/* The receiver gives bytes back in steps of size / XQ_HEAD_STEPS (and whenever it stops): one
+ * store to the line the sender reads per step, not per frame. */
+#define XQ_HEAD_STEPS 16u
 
 /* A record in the ring: this header, then len frame bytes, padded to XQ_REC. */
 struct xq_rec {
@@ -38,6 +41,7 @@ struct xq_worker {
 	_Alignas(XQ_LINE) int pending; /* receiver awake or being woken: senders need not wake it */
 	unsigned next;			/* receiver: the sender its next drain starts with */
 	_Alignas(XQ_LINE) uint32_t dirty; /* sender: receivers it queued for in this round */
+	uint32_t early;			  /* sender: receivers it looked at half full this round */
 };
 
 struct xq {
@@ -181,12 +185,16 @@ int xq_push(struct xq *q, unsigned from, unsigned to, uint64_t tag, const struct
 	tail += XQ_REC + XQ_ALIGN(rec->len);
 	__atomic_store_n(&r->tail, tail, __ATOMIC_RELEASE);
 	q->w[from].dirty |= 1u << to;
-	if (tail - head > q->size / 2) {
+	if (tail - head > q->size / 2 && !(q->w[from].early & (1u << to))) {
 		/* Half full by our stale view: look again; if it really is, do not wait for the end
-		 * of the round to wake the receiver. */
+		 * of the round to wake the receiver. Once per receiver and round: a ring that stays
+		 * half full must not cost a look at the receiver's line (and a seq_cst RMW) per
+		 * frame. */
 		head = r->head_seen = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
-		if (tail - head > q->size / 2)
+		if (tail - head > q->size / 2) {
+			q->w[from].early |= 1u << to;
 			wake_idle(q, r, to);
+		}
 	}
 	return 0;
 }
@@ -203,7 +211,7 @@ void xq_flush(struct xq *q, unsigned from)
 
 	if (!dirty)
 		return;
-	q->w[from].dirty = 0;
+	q->w[from].dirty = q->w[from].early = 0;
 	for (unsigned to = 0; dirty; to++, dirty >>= 1)
 		if (dirty & 1)
 			wake_idle(q, q->ring[from][to], to);
@@ -232,7 +240,7 @@ static bool any_queued(const struct xq *q, unsigned to)
  * @ctx: passed to @deliver
  *
  * Frames come in order per sender, the senders taken in turn; the bytes go back to the sender
- * right after each frame. When every ring is empty, the worker is marked idle and the rings are
+ * in steps of an XQ_HEAD_STEPS-th of the ring, and whenever the drain stops. When every ring is empty, the worker is marked idle and the rings are
  * looked at once more, so a frame is never left without a wake-up.
  *
  * Return: 1 when the budget ended with frames left (call again: no wake-up will come for them),
@@ -249,11 +257,11 @@ int xq_drain(struct xq *q, unsigned to, unsigned max_frames, size_t max_bytes,
 		for (unsigned k = 0; k < q->n; k++) {
 			unsigned from = (w->next + k) % q->n;
 			struct xq_ring *r = q->ring[from][to];
-			uint64_t head, tail;
+			uint64_t head, tail, given;
 
 			if (!r)
 				continue;
-			head = __atomic_load_n(&r->head, __ATOMIC_RELAXED);
+			given = head = __atomic_load_n(&r->head, __ATOMIC_RELAXED);
 			tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
 			while (head != tail) {
 				const struct xq_rec *rec;
@@ -261,6 +269,7 @@ int xq_drain(struct xq *q, unsigned to, unsigned max_frames, size_t max_bytes,
 
 				if (frames >= max_frames || bytes >= max_bytes) {
 					/* Out of budget: the sender after this one goes first next. */
+					__atomic_store_n(&r->head, head, __ATOMIC_RELEASE);
 					w->next = (from + 1) % q->n;
 					return 1;
 				}
@@ -268,15 +277,26 @@ int xq_drain(struct xq *q, unsigned to, unsigned max_frames, size_t max_bytes,
 				if (rec->len == XQ_WRAP) {
 					head += q->size - (head & q->mask);
 				} else {
+					size_t next = XQ_REC + XQ_ALIGN(rec->len);
+
+					/* The next record's header: its line comes while we copy. */
+					__builtin_prefetch(r->buf + ((head + next) & q->mask));
 					n = deliver(ctx, to, rec->tag, (const uint8_t *)(rec + 1),
 						    rec->len);
 					frames += n ? n : 1;
 					bytes += rec->len;
-					head += XQ_REC + XQ_ALIGN(rec->len);
+					head += next;
 				}
-				/* Give the bytes back at once: the sender may be short of room. */
-				__atomic_store_n(&r->head, head, __ATOMIC_RELEASE);
+				/* Give the bytes back in steps (the sender may be short of room). */
+				if (head - given >= q->size / XQ_HEAD_STEPS) {
+					__atomic_store_n(&r->head, head, __ATOMIC_RELEASE);
+					given = head;
+				}
+				if (head == tail) /* what else came meanwhile, before we stop */
+					tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
 			}
+			if (head != given)
+				__atomic_store_n(&r->head, head, __ATOMIC_RELEASE);
 		}
 		/* Every ring looked empty: go idle, then look again (wake_idle()'s mirror image:
 		 * a frame published before our store is seen here, one after it wakes us). */

@@ -12,7 +12,7 @@
  * One single-producer single-consumer byte ring per (sending worker, receiving worker) pair,
  * so nothing is locked: the sender copies a frame into the ring (the only copy on its side)
  * and publishes it with a release store of the ring's tail; the receiver reads it in place and
- * gives the bytes back with a release store of the head. A full ring refuses the frame (the
+ * gives the bytes back with release stores of the head (in steps, not per frame). A full ring refuses the frame (the
  * caller counts the drop): memory is bounded by the ring size, however fast a guest sends.
  *
  * Wake-ups: the sender marks the receiver in its round's dirty set and xq_flush() (at the end
