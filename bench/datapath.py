@@ -48,7 +48,13 @@ import gnuplot  # noqa: E402 (bench/gnuplot.py)
 
 QUIET_CORES = 0.25
 BUILD = os.path.abspath(os.environ.get('VNETD_BUILD', os.path.join(TOP, 'build')))
-IMPLS = ('vnetd', 'dpdk')
+# vnetd event-driven, vnetd --poll-us N, DPDK's vhost PMD, OVS-DPDK (the switch path only).
+IMPLS = ('vnetd', 'vnetd-poll50', 'vnetd-poll200', 'dpdk', 'ovs')
+SWITCH_ONLY = ('vnetd-poll50', 'vnetd-poll200', 'ovs')
+LABEL = {'vnetd': 'vnetd', 'vnetd-poll50': 'vnetd --poll-us 50',
+         'vnetd-poll200': 'vnetd --poll-us 200', 'dpdk': 'DPDK vhost', 'ovs': 'OVS-DPDK'}
+COLOR = {'vnetd': '#1f77b4', 'vnetd-poll50': '#6baed6', 'vnetd-poll200': '#08306b',
+         'dpdk': '#ff7f0e', 'ovs': '#2ca02c'}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -62,6 +68,12 @@ def check_prereqs(args):
                    built=[os.path.join(BUILD, exe) for exe in ('vnetd', 'vnetctl')],
                    why_root='the tap set-up needs network namespaces; or --backends switch')
     common.have('gnuplot', 'datapath', 'no chart')
+    if 'switch' in args.backends and 'ovs' in args.impls:
+        import dp_ovs
+        why = dp_ovs.available()
+        if why:  # a peer, not the measured thing: the run goes on without it
+            log('datapath: no OVS-DPDK rows: %s' % why)
+            args.impls = [i for i in args.impls if i != 'ovs']
 
 
 def provenance():
@@ -136,6 +148,18 @@ def summarize(runs, backends, sizes, keep_contended=False):
                     if v[m] and d[m] and d[m]['median']:
                         rat[m] = v[m]['median'] / d[m]['median']
                 ratios[key] = rat
+            # every other vnetd variant against DPDK, and every vnetd against OVS-DPDK
+            for impl in IMPLS:
+                x = summary.get(key, {}).get(impl)
+                for peer, name in (('dpdk', '%s/dpdk'), ('ovs', '%s/ovs')):
+                    y = summary.get(key, {}).get(peer)
+                    if not impl.startswith('vnetd') or not x or not y or \
+                            (impl, peer) == ('vnetd', 'dpdk'):
+                        continue
+                    for m in ('mpps', 'mpps_per_core'):
+                        if x[m] and y[m] and y[m]['median']:
+                            ratios.setdefault(key, {})[name % impl + ' ' + m] = \
+                                x[m]['median'] / y[m]['median']
     return summary, ratios
 
 
@@ -150,7 +174,7 @@ def cell(x, spec, pct=False):
 
 def table_md(summary, ratios, backends, sizes):
     lines = ['| backend | frame B | impl | Mpps | Gbit/s | loss % | backend cores | Mpps/core | '
-             'vnetd/DPDK Mpps | vnetd/DPDK per core | ring full % | others\' cores | runs |',
+             '/DPDK Mpps | /DPDK per core | ring full % | others\' cores | runs |',
              '|---|---:|---|---|---|---|---|---|---:|---:|---:|---:|---:|']
     for b in backends:
         for s in sizes:
@@ -160,8 +184,11 @@ def table_md(summary, ratios, backends, sizes):
                 if not x:
                     continue
                 r = ratios.get(key, {}) if impl == 'vnetd' else {}
+                if impl.startswith('vnetd-'):  # the poll variants against DPDK
+                    r = {m: ratios[key][k] for m in ('mpps', 'mpps_per_core')
+                         for k in ['%s/dpdk %s' % (impl, m)] if k in ratios.get(key, {})}
                 lines.append('| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |' % (
-                    b, s, impl, cell(x['mpps'], '%.3f'), cell(x['gbps'], '%.2f'),
+                    b, s, LABEL[impl], cell(x['mpps'], '%.3f'), cell(x['gbps'], '%.2f'),
                     cell(x['loss'], '%.1f', pct=True), cell(x['backend_cores'], '%.2f'),
                     cell(x['mpps_per_core'], '%.3f'),
                     '%.2f' % r['mpps'] if 'mpps' in r else '', '%.2f' % r['mpps_per_core']
@@ -189,7 +216,8 @@ def chart(summary, backends, sizes, path_png, path_dat):
     have = set()
     with open(path_dat, 'w') as f:
         for b in backends:
-            f.write('# %s: size then per metric vnetd med min max dpdk med min max\n' % b)
+            f.write('# %s: size then per metric, per impl (%s): med min max\n'
+                    % (b, ' '.join(IMPLS)))
             for s in sizes:
                 cols = []
                 for m, _ in metrics:
@@ -203,7 +231,7 @@ def chart(summary, backends, sizes, path_png, path_dat):
             f.write('\n\n')
     gp = ['set terminal pngcairo size %d,800 font "sans,10"' % (560 * len(backends) + 80),
           'set output "%s"' % path_png,
-          'set multiplot layout 2,%d title "vnetd vs DPDK vhost PMD, virtio-user source (testpmd); '
+          'set multiplot layout 2,%d title "vnetd vs DPDK vhost PMD and OVS-DPDK, virtio-user source (testpmd); '
           'median, bars = min-max"' % len(backends),
           'set style data histogram', 'set style histogram errorbars gap 1 lw 1',
           'set style fill solid 0.6 border -1', 'set boxwidth 0.9',
@@ -211,12 +239,11 @@ def chart(summary, backends, sizes, path_png, path_dat):
     for mi, (m, title) in enumerate(metrics):
         for bi, b in enumerate(backends):
             plots = []
-            for ii, (impl, label, color) in enumerate((('vnetd', 'vnetd', '#1f77b4'),
-                                                       ('dpdk', 'DPDK vhost', '#ff7f0e'))):
-                c = 2 + 6 * mi + 3 * ii
+            for ii, impl in enumerate(IMPLS):
+                c = 2 + 3 * len(IMPLS) * mi + 3 * ii
                 if (b, m, impl) in have:
                     plots.append('"%s" index %d using %d:%d:%d:xtic(1) title "%s" lc rgb "%s"'
-                                 % (path_dat, bi, c, c + 1, c + 2, label, color))
+                                 % (path_dat, bi, c, c + 1, c + 2, LABEL[impl], COLOR[impl]))
             top = [summary.get('%s/%d' % (b, s), {}).get(impl, {}).get(m) for s in sizes
                    for impl in IMPLS]
             top = max([x['max'] for x in top if x] + [1e-3])
@@ -245,7 +272,11 @@ def parse_args():
                     help='development: 1 rep, 2 s runs, 0.5 s warm-up, 1 callgrind run of 50k '
                          'packets (options given explicitly still apply)')
     ap.add_argument('--no-peer', dest='peer', action='store_false', default=True,
-                    help='vnetd only, no DPDK vhost PMD runs')
+                    help='vnetd only, no DPDK vhost PMD or OVS-DPDK runs')
+    ap.add_argument('--impls', default=','.join(IMPLS),
+                    help='what to measure, of %s (default all; the poll variants and OVS-DPDK '
+                         'on the switch path only; OVS-DPDK needs Debian openvswitch-switch-dpdk '
+                         'and root for its hugepages, else it is left out)' % ','.join(IMPLS))
     ap.add_argument('--retries', type=int, default=2,
                     help='re-measure a run that other work disturbed (>= %.2f cores) up to this '
                          'many times (default 2)' % QUIET_CORES)
@@ -275,6 +306,12 @@ def parse_args():
     for k, v in defaults.items():
         if getattr(args, k) is None:
             setattr(args, k, v)
+    args.impls = [i.strip() for i in args.impls.split(',') if i.strip()]
+    for i in args.impls:
+        if i not in IMPLS:
+            ap.error('unknown impl %r (%s)' % (i, ', '.join(IMPLS)))
+    if not args.peer:
+        args.impls = [i for i in args.impls if i.startswith('vnetd')]
     args.backends = [b.strip() for b in args.backends.split(',') if b.strip()]
     for b in args.backends:
         if b not in ('switch', 'tap'):
@@ -324,13 +361,17 @@ def main():
         log('datapath: virtio-user reports a max RX packet length of %s B: "max" = %d B'
             % (vu.get('max_rx_pktlen'), max_len))
         if not args.callgrind_only:
-            impls = IMPLS if args.peer else ('vnetd',)
-            total = args.reps * len(args.backends) * len(sizes) * len(impls)
+            impls = [i for i in IMPLS if i in args.impls]
+            total = args.reps * len(sizes) * sum(
+                len([i for i in impls if b == 'switch' or i not in SWITCH_ONLY])
+                for b in args.backends)
             k = 0
             for rep in range(args.reps):
                 for b in args.backends:
                     for s in sizes:
                         for impl in impls:
+                            if b != 'switch' and impl in SWITCH_ONLY:
+                                continue
                             k += 1
                             for attempt in range(1 + args.retries):
                                 r = one_measurement(args, b, impl, s, rep, wd, tools, k, total)
@@ -383,7 +424,7 @@ def one_measurement(args, b, impl, s, rep, wd, tools, k, total):
     if (b, impl) == ('tap', 'dpdk') and s > NET_TAP_MAX_FRAME:
         run['skipped'] = ('DPDK net_tap takes frames of at most %d B (max_rx_pktlen; its TX drops '
                           'longer ones)' % NET_TAP_MAX_FRAME)
-        log('[%d/%d] %-6s %-5s %5d B  skipped: %s' % (k, total, b, impl, s, run['skipped']))
+        log('[%d/%d] %-6s %-13s %5d B  skipped: %s' % (k, total, b, impl, s, run['skipped']))
         return run
     run['waited_s'], run['busy_before'] = wait_quiet(args.quiet_wait)
     t0 = time.monotonic()
@@ -399,14 +440,49 @@ def one_measurement(args, b, impl, s, rep, wd, tools, k, total):
     run['wall_s'] = round(time.monotonic() - t0, 1)
     run['contended'] = run.get('others_cores', 0) >= QUIET_CORES
     if 'error' in run:
-        log('[%d/%d] %-6s %-5s %5d B  ERROR %s' % (k, total, b, impl, s, run['error'][:400]))
+        log('[%d/%d] %-6s %-13s %5d B  ERROR %s' % (k, total, b, impl, s, run['error'][:400]))
     else:
-        log('[%d/%d] %-6s %-5s %5d B  %7.3f Mpps %7.2f Gbit/s  loss %5.1f %%  backend %.2f cores '
+        log('[%d/%d] %-6s %-13s %5d B  %7.3f Mpps %7.2f Gbit/s  loss %5.1f %%  backend %.2f cores '
             '%7.3f Mpps/core  (others %.2f cores, load %.2f)%s'
             % (k, total, b, impl, s, run['mpps'], run['gbps'], 100 * (run['loss'] or 0),
                run['backend_cores'], run['mpps_per_core'] or 0, run['others_cores'],
                run['loadavg'][0], '  DISTURBED' if run['contended'] else ''))
     return run
+
+
+def targets_datapath(summary, resdir):
+    """The goals as numbers: vnetd (event-driven) / OVS-DPDK per core, vnetd --poll-us 200 /
+    DPDK vhost absolute at 64 B (and per core), and the cross-worker ratio, which
+    bench/workers.py --switch measures (taken from its latest results file, with its date)."""
+    def med(key, impl, m):
+        x = summary.get(key, {}).get(impl, {}).get(m)
+        return x['median'] if x else None
+
+    def ratio(a, b):
+        return round(a / b, 3) if a and b else None
+
+    t = {}
+    for s in (64, 1500):
+        t['switch_vs_ovs_per_core_%d' % s] = ratio(med('switch/%d' % s, 'vnetd', 'mpps_per_core'),
+                                                   med('switch/%d' % s, 'ovs', 'mpps_per_core'))
+        t['switch_vs_ovs_abs_%d' % s] = ratio(med('switch/%d' % s, 'vnetd', 'mpps'),
+                                              med('switch/%d' % s, 'ovs', 'mpps'))
+    for n in (50, 200):
+        t['switch_vs_dpdk_abs_64_poll%s' % ('' if n == 200 else '%d' % n)] = ratio(
+            med('switch/64', 'vnetd-poll%d' % n, 'mpps'), med('switch/64', 'dpdk', 'mpps'))
+        t['switch_vs_dpdk_per_core_64_poll%s' % ('' if n == 200 else '%d' % n)] = ratio(
+            med('switch/64', 'vnetd-poll%d' % n, 'mpps_per_core'),
+            med('switch/64', 'dpdk', 'mpps_per_core'))
+    try:
+        with open(os.path.join(resdir, 'workers-switch-latest.json')) as f:
+            w = json.load(f)
+        same, cross = w['summary']['same']['median'], w['summary']['cross']['median']
+        t['cross_worker_ratio'] = ratio(cross, same)
+        t['cross_worker_ratio_source'] = 'workers-switch-latest.json (bench/workers.py ' \
+            '--switch, %s, frame %s B)' % (w.get('date'), w.get('frame'))
+    except (OSError, KeyError, ValueError, TypeError):
+        t['cross_worker_ratio'] = None
+    return t
 
 
 def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, sizes):
@@ -420,8 +496,9 @@ def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, 
                 source_mode={'switch': 'flowgen on two virtio-user ports (both directions)',
                              'tap': 'txonly on one virtio-user port (guest -> tap)'},
                 clk_tck=P.CLK_TCK)
+    targets = targets_datapath(summary, resdir)
     result = {'meta': meta, 'info': info, 'summary': summary, 'ratios': ratios, 'callgrind': cg,
-              'runs': runs}
+              'targets_datapath': targets, 'runs': runs}
     md = ['### vnetd data path vs DPDK vhost PMD (virtio-user source)', '']
     if summary:
         md += [table_md(summary, ratios, args.backends, sizes), '',
@@ -442,6 +519,11 @@ def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, 
                   sum(1 for r in runs if r.get('busy_before', 0) >= QUIET_CORES),
                   sum(1 for r in runs if 'mpps' in r), QUIET_CORES, args.retries, args.reps,
                   args.duration)]
+    if targets:
+        md += ['', 'Targets (same-run ratios of medians, load average %.2f..%.2f; a shared machine '
+               'makes them noisy): ' % (load0[0], load1[0]) + ', '.join(
+                   '%s %s' % (k, '%.2f' % v if isinstance(v, float) else v)
+                   for k, v in targets.items() if not k.endswith('_source'))]
     errs = [r for r in runs if 'error' in r]
     skips = sorted({'%s/%s/%d: %s' % (r['backend'], r['impl'], r['size'], r['skipped'])
                     for r in runs if 'skipped' in r})

@@ -23,6 +23,7 @@ RUN_DPDK = '/var/run/dpdk'
 class Janitor:
     def __init__(self):
         self.procs, self.prefixes, self.nets, self.paths = [], [], [], []
+        self.undo = []  # callables, run last (newest first): e.g. dp_ovs's hugetlbfs mount
 
     def proc(self, p):
         self.procs.append(p)
@@ -42,6 +43,12 @@ class Janitor:
         for pre in self.prefixes:
             remove_dpdk_files(pre)
         self.prefixes = []
+        for fn in reversed(self.undo):
+            try:
+                fn()
+            except OSError as e:
+                log('janitor: %s' % e)
+        self.undo = []
         for path in reversed(self.paths):
             shutil.rmtree(path, ignore_errors=True)
         self.paths = []

@@ -40,7 +40,7 @@ class Stack:
         self.tag = tag
         self.wrapper = wrapper
         self.be = self.fe = self.ns = None
-        self.vd = None
+        self.vd = self.ovs = None
         try:
             (self._switch if kind == 'switch' else self._tap)()
         except BaseException:
@@ -71,6 +71,7 @@ class Stack:
 
     def _switch(self):
         a, b = self._sock('a'), self._sock('b')
+        srv = ''
         if self.impl.startswith('vnetd'):
             # VNETD_DP_PORT_EXTRA: keys appended to both port specs (bench/rate.py: limits on).
             extra = os.environ.get('VNETD_DP_PORT_EXTRA', '')
@@ -80,13 +81,18 @@ class Stack:
                             self.wd, extra=vnetd_args(self.impl),
                             wrapper=self.wrapper, janitor=JANITOR)
             self.be = self.vd
+        elif self.impl == 'ovs':
+            # OVS-DPDK connects to the source's sockets (dpdkvhostuserclient): they listen.
+            import dp_ovs
+            self.ovs = self.be = dp_ovs.OvsDpdk(self.wd, self.tag, [a, b], self.size, cpu=0)  # vnetd's CPU
+            srv = ',server=1'
         else:
             self._dpdk_backend(['net_vhost0,iface=%s,queues=1' % a, 'net_vhost1,iface=%s,queues=1' % b])
         # flowgen: each port receives (and frees) what arrives and generates frames towards the
         # other port's MAC, so the switch learns both MACs and forwards (it floods only the very
         # first frames, to the one other port).
-        self._frontend(['net_virtio_user0,path=%s,queues=1,mac=%s%s' % (a, MAC0, self.vu_opts),
-                        'net_virtio_user1,path=%s,queues=1,mac=%s%s' % (b, MAC1, self.vu_opts)],
+        self._frontend(['net_virtio_user0,path=%s,queues=1,mac=%s%s%s' % (a, MAC0, self.vu_opts, srv),
+                        'net_virtio_user1,path=%s,queues=1,mac=%s%s%s' % (b, MAC1, self.vu_opts, srv)],
                        ['--forward-mode=flowgen', '--eth-peer=0,%s' % MAC1, '--eth-peer=1,%s' % MAC0])
 
     def _tap(self):
@@ -149,6 +155,8 @@ class Stack:
         if self.be:
             if self.vd:
                 self.vd.stop()
+            elif self.ovs:
+                self.ovs.close()
             else:
                 self.be.quit()
         if self.ns:
