@@ -240,8 +240,9 @@ static bool any_queued(const struct xq *q, unsigned to)
  * @ctx: passed to @deliver
  *
  * Frames come in order per sender, the senders taken in turn; the bytes go back to the sender
- * in steps of an XQ_HEAD_STEPS-th of the ring, and whenever the drain stops. When every ring is empty, the worker is marked idle and the rings are
- * looked at once more, so a frame is never left without a wake-up.
+ * in steps of an XQ_HEAD_STEPS-th of the ring, and whenever the drain stops. When every ring
+ * is empty, the worker is marked idle and the rings are looked at once more, so a frame is
+ * never left without a wake-up.
  *
  * Return: 1 when the budget ended with frames left (call again: no wake-up will come for them),
  * 0 when every ring to @to was empty (the next frame wakes it).
