@@ -45,7 +45,8 @@ static inline bool rx_filter_accepts(const struct vnet_dev *dev, const uint8_t *
  * low bits depend only on the inputs' low bits, so without the final mix (murmur3's) every flow
  * whose ports share a parity - Linux gives connect() even ports - would land on one of 2 pairs.
  */
-static unsigned rx_pick_pair(const struct vnet_dev *dev, const uint8_t *frame, size_t len)
+static inline __attribute__((always_inline)) unsigned rx_pick_pair(const struct vnet_dev *dev,
+								    const uint8_t *frame, size_t len)
 {
 	uint32_t h = 2166136261u;
 

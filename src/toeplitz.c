@@ -46,33 +46,42 @@ uint32_t toeplitz_hash(const uint8_t *key, size_t key_len, const uint8_t *in, si
  * @key: the key
  * @key_len: its bytes (at most TOEPLITZ_KEY_MAX are used; bits past the end count as 0)
  *
- * For every nibble position and value: the XOR of the 32-bit key windows its set bits select.
+ * For every byte position and value: the XOR of the 32-bit key windows its set bits select,
+ * built from the value without its lowest set bit (one XOR per entry).
  */
 void toeplitz_key_init(struct toeplitz_key *k, const uint8_t *key, size_t key_len)
 {
 	if (key_len > TOEPLITZ_KEY_MAX)
 		key_len = TOEPLITZ_KEY_MAX;
-	for (unsigned pos = 0; pos < 2 * TOEPLITZ_INPUT_MAX; pos++) {
-		uint64_t win = 0; /* key bits [4 pos, 4 pos + 64) */
-		size_t byte = pos / 2;
+	for (unsigned pos = 0; pos < TOEPLITZ_INPUT_MAX; pos++) {
+		uint32_t bit[8]; /* the window of each bit of the byte, MSB first */
+		uint64_t win = 0; /* key bits [8 pos, 8 pos + 64) */
 
 		for (size_t j = 0; j < 8; j++)
-			win = win << 8 | key_byte(key, key_len, byte + j);
-		if (pos & 1)
-			win <<= 4;
-		for (unsigned v = 0; v < 16; v++) {
-			uint32_t r = 0;
+			win = win << 8 | key_byte(key, key_len, pos + j);
+		for (unsigned b = 0; b < 8; b++)
+			bit[b] = (uint32_t)(win >> (32 - b));
+		k->tab[pos][0] = 0;
+		for (unsigned v = 1; v < 256; v++) {
+			unsigned low = (unsigned)__builtin_ctz(v); /* bit 0 is the byte's last bit */
 
-			for (unsigned b = 0; b < 4; b++)
-				if (v & (8u >> b))
-					r ^= (uint32_t)(win >> (32 - b));
-			k->nib[pos][v] = r;
+			k->tab[pos][v] = k->tab[pos][v & (v - 1)] ^ bit[7 - low];
 		}
 	}
 }
 
+/* One lookup per byte; inlined with a constant len (8, 12, 32, 36) it unrolls. */
+static inline uint32_t hash_tab(const struct toeplitz_key *k, const uint8_t *in, size_t len)
+{
+	uint32_t r = 0;
+
+	for (size_t i = 0; i < len; i++)
+		r ^= k->tab[i][in[i]];
+	return r;
+}
+
 /**
- * toeplitz_hash_fast() - the Toeplitz hash by table: two lookups per input byte
+ * toeplitz_hash_fast() - the Toeplitz hash by table: one lookup per input byte
  * @k: the unrolled key (toeplitz_key_init())
  * @in: the input bytes
  * @len: their count, at most TOEPLITZ_INPUT_MAX (more are ignored)
@@ -81,13 +90,7 @@ void toeplitz_key_init(struct toeplitz_key *k, const uint8_t *key, size_t key_le
  */
 uint32_t toeplitz_hash_fast(const struct toeplitz_key *k, const uint8_t *in, size_t len)
 {
-	uint32_t r = 0;
-
-	if (len > TOEPLITZ_INPUT_MAX)
-		len = TOEPLITZ_INPUT_MAX;
-	for (size_t i = 0; i < len; i++)
-		r ^= k->nib[2 * i][in[i] >> 4] ^ k->nib[2 * i + 1][in[i] & 15];
-	return r;
+	return hash_tab(k, in, len > TOEPLITZ_INPUT_MAX ? TOEPLITZ_INPUT_MAX : len);
 }
 
 #define ETH_HLEN 14
@@ -127,12 +130,12 @@ static unsigned hash_ipv4(const struct toeplitz_key *k, uint32_t types, const ui
 			     ip[9], ihl, len);
 	if (l4 >= 0) {
 		memcpy(in + 8, ip + ihl, 4);
-		*hash = toeplitz_hash_fast(k, in, 12);
+		*hash = hash_tab(k, in, 12);
 		return l4 == 0 ? VIRTIO_NET_HASH_REPORT_TCPv4 : VIRTIO_NET_HASH_REPORT_UDPv4;
 	}
 	if (!(types & VIRTIO_NET_RSS_HASH_TYPE_IPv4))
 		return VIRTIO_NET_HASH_REPORT_NONE;
-	*hash = toeplitz_hash_fast(k, in, 8);
+	*hash = hash_tab(k, in, 8);
 	return VIRTIO_NET_HASH_REPORT_IPv4;
 }
 
@@ -170,12 +173,12 @@ static unsigned hash_ipv6(const struct toeplitz_key *k, uint32_t types, const ui
 			     proto, off, len);
 	if (l4 >= 0) {
 		memcpy(in + 32, ip + off, 4);
-		*hash = toeplitz_hash_fast(k, in, 36);
+		*hash = hash_tab(k, in, 36);
 		return l4 == 0 ? VIRTIO_NET_HASH_REPORT_TCPv6 : VIRTIO_NET_HASH_REPORT_UDPv6;
 	}
 	if (!(types & VIRTIO_NET_RSS_HASH_TYPE_IPv6))
 		return VIRTIO_NET_HASH_REPORT_NONE;
-	*hash = toeplitz_hash_fast(k, in, 32);
+	*hash = hash_tab(k, in, 32);
 	return VIRTIO_NET_HASH_REPORT_IPv6;
 }
 

@@ -11,11 +11,11 @@
 #define TOEPLITZ_PARSE_MAX 128 /* frame bytes toeplitz_frame() looks at, at most */
 
 /*
- * A key unrolled for toeplitz_hash_fast(): for every input nibble position, the XOR of the key
- * windows each of the 16 nibble values selects (4.5 KB).
+ * A key unrolled for toeplitz_hash_fast(): for every input byte position, the XOR of the key
+ * windows each of the 256 byte values selects (36 KB; one lookup per input byte).
  */
 struct toeplitz_key {
-	uint32_t nib[2 * TOEPLITZ_INPUT_MAX][16];
+	uint32_t tab[TOEPLITZ_INPUT_MAX][256];
 };
 
 /* toeplitz_hash() - the reference bit-by-bit Toeplitz hash of in[0..len) under key. */
