@@ -37,8 +37,9 @@ struct rss_config {
 /*
  * rss_cmd_parse() - validate the payload p[0..len) of VIRTIO_NET_CTRL_MQ_RSS_CONFIG
  * (hash_config false) or VIRTIO_NET_CTRL_MQ_HASH_CONFIG (true) against lim, into *out. Strict:
- * exact length, table length a power of two and at most max_table_len, queue numbers below
- * max_pairs, 1 <= max_tx_vq <= max_pairs, key at most max_key_len (none with hash types set),
+ * no truncation, table length a power of two and at most max_table_len, queue numbers below
+ * max_pairs, 1 <= max_tx_vq <= max_pairs, key at most max_key_len (none with hash types set;
+ * bytes after it ignored, as QEMU),
  * no unsupported hash types, HASH_CONFIG's reserved fields zero. 0, or -1 with *why set and
  * *out untouched. Pure; any thread.
  */
