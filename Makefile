@@ -122,8 +122,10 @@ bench-coal-causes: build
 
 # vnetd vs DPDK's vhost PMD, virtio-user (testpmd) as the source; another vnetd: BUILD=/path/to/build.
 # Options: DATAPATH_ARGS="--quick" (or --sizes, --backends, --no-peer, --callgrind-only, ...).
+# Then RSS off / on / with hash report, instructions per received packet (callgrind, seconds).
 bench-datapath: build
 	$(PYTHON) bench/datapath.py $(DATAPATH_ARGS)
+	$(PYTHON) bench/rss_cost.py
 
 # Live migration of a 512 MB TCG guest: downtime and total time, vnetd vs QEMU's tap (~5 min),
 # and the dirty log's cost per packet (callgrind, seconds). Options: MIGRATION_ARGS="--reps N".

@@ -8,6 +8,7 @@
 #include "log.h"
 #include "net_rate.h"
 #include "notify.h"
+#include "toeplitz.h"
 #include "vnet_dev_core.h"
 
 static bool mac_in(const uint8_t (*table)[6], unsigned n, const uint8_t *mac)
@@ -44,7 +45,8 @@ static inline bool rx_filter_accepts(const struct vnet_dev *dev, const uint8_t *
  * low bits depend only on the inputs' low bits, so without the final mix (murmur3's) every flow
  * whose ports share a parity - Linux gives connect() even ports - would land on one of 2 pairs.
  */
-static unsigned rx_pick_pair(const struct vnet_dev *dev, const uint8_t *frame, size_t len)
+static inline __attribute__((always_inline)) unsigned rx_pick_pair(const struct vnet_dev *dev,
+								    const uint8_t *frame, size_t len)
 {
 	uint32_t h = 2166136261u;
 
@@ -58,6 +60,35 @@ static unsigned rx_pick_pair(const struct vnet_dev *dev, const uint8_t *frame, s
 	h *= 0xc2b2ae35u;
 	h ^= h >> 16;
 	return h % dev->active_pairs;
+}
+
+/*
+ * RSS or hash reporting is on: hash the frame as the driver's hash types say, fill the hash
+ * fields of the header (HASH_REPORT), and pick the pair from the indirection table (RSS;
+ * unhashed packets: the unclassified queue), else as without RSS. Out of line: with RSS off
+ * the receive path pays one branch for it.
+ */
+static __attribute__((noinline)) unsigned rx_rss(struct vnet_dev *dev, const struct iovec *iov,
+						 unsigned iovcnt, size_t off, size_t frame_len)
+{
+	const struct vnet_rss *r = &dev->rss;
+	size_t n = frame_len < TOEPLITZ_PARSE_MAX ? frame_len : TOEPLITZ_PARSE_MAX;
+	const uint8_t *f = dev->rss_buf;
+	uint32_t hash = 0;
+	unsigned report;
+
+	if (iovcnt && n <= iov[0].iov_len - off)
+		f = (const uint8_t *)iov[0].iov_base + off;
+	else
+		n = iov_copy_from(iov, iovcnt, off, dev->rss_buf, n);
+	report = toeplitz_frame(&r->key, r->cfg.hash_types, f, n, &hash);
+	if (r->report) {
+		dev->rx_hdr.hash_value = htole32(hash);
+		dev->rx_hdr.hash_report = htole16((uint16_t)report);
+	}
+	if (!r->steer)
+		return rx_pick_pair(dev, f, n);
+	return report ? r->cfg.table[hash & (r->cfg.table_len - 1u)] : r->cfg.unclassified;
 }
 
 /**
@@ -115,12 +146,13 @@ static bool rx_wait_for_buffers(struct vnet_queue *q, uint16_t seen)
  * common case is rx_place_one().
  */
 static __attribute__((noinline)) int rx_place(struct vnet_dev *dev, struct vnet_queue *q,
-					      struct virtio_net_hdr_v1 *hdr, const struct iovec *iov,
-					      unsigned iovcnt, size_t off, size_t frame_len)
+					      struct virtio_net_hdr_v1_hash *hdr,
+					      const struct iovec *iov, unsigned iovcnt, size_t off,
+					      size_t frame_len)
 {
 	bool mergeable = dev_has(dev, VIRTIO_NET_F_MRG_RXBUF);
 	size_t total = dev->hdr_len + frame_len, placed = 0;
-	struct iovec hdr_iov[VNET_HDR_LEN] = {{0}}; /* [0, nhdr_iov) set below */
+	struct iovec hdr_iov[VNET_HDR_HASH_LEN] = {{0}}; /* [0, nhdr_iov) set below */
 	unsigned nslots = 0, nhdr_iov = 0;
 
 	while (placed < total) {
@@ -176,7 +208,7 @@ static __attribute__((noinline)) int rx_place(struct vnet_dev *dev, struct vnet_
 		dev->rx_slots[nslots].head = c->head;
 		dev->rx_slots[nslots++].len = (uint32_t)(hdr_part + n);
 	}
-	hdr->num_buffers = htole16(mergeable ? (uint16_t)nslots : 1); /* spec: 1 without MRG_RXBUF */
+	hdr->hdr.num_buffers = htole16(mergeable ? (uint16_t)nslots : 1); /* 1 without MRG_RXBUF */
 	iov_copy_to(hdr_iov, nhdr_iov, 0, hdr, dev->hdr_len);
 	for (unsigned i = 0; i < nslots; i++)
 		vq_push(&q->vq, dev->rx_slots[i].head, dev->rx_slots[i].len);
@@ -185,7 +217,7 @@ static __attribute__((noinline)) int rx_place(struct vnet_dev *dev, struct vnet_
 
 /* rx_place() for the common case, inline: the next chain is one buffer holding the packet. */
 static inline int rx_place_one(struct vnet_dev *dev, struct vnet_queue *q,
-			       struct virtio_net_hdr_v1 *hdr, const struct iovec *iov,
+			       struct virtio_net_hdr_v1_hash *hdr, const struct iovec *iov,
 			       unsigned iovcnt, size_t off, size_t frame_len)
 {
 	struct vq_chain *c = q->chain;
@@ -200,9 +232,9 @@ static inline int rx_place_one(struct vnet_dev *dev, struct vnet_queue *q,
 		return rx_place(dev, q, hdr, iov, iovcnt, off, frame_len);
 	}
 	buf = c->iov[c->nread].iov_base;
-	hdr->num_buffers = htole16(1); /* 1 without MRG_RXBUF too (and then not sent) */
-	if (dev->hdr_len == sizeof(*hdr))
-		memcpy(buf, hdr, sizeof(*hdr)); /* a constant size: two stores */
+	hdr->hdr.num_buffers = htole16(1); /* 1 without MRG_RXBUF too (and then not sent) */
+	if (dev->hdr_len == sizeof(hdr->hdr))
+		memcpy(buf, hdr, sizeof(hdr->hdr)); /* a constant size: two stores */
 	else
 		memcpy(buf, hdr, dev->hdr_len);
 	iov_copy_iov(&c->iov[c->nread], 1, dev->hdr_len, iov, iovcnt, off, frame_len);
@@ -244,7 +276,8 @@ static inline void rx_delivered(struct vnet_dev *dev, struct vnet_queue *q, size
  * @off: byte offset of the frame in @iov
  * @frame_len: frame bytes
  *
- * Picks the queue pair by flow hash, applies the receive filter and the port's RX rate limit
+ * Picks the queue pair by flow hash (with RSS: the driver's Toeplitz key and indirection
+ * table; with HASH_REPORT the header carries the hash), applies the receive filter and the port's RX rate limit
  * (over it: dropped, counted), copies into as many guest
  * buffers as the packet needs. Visible to the guest at the next publication (every
  * VNET_RX_PUBLISH_BATCH packets, and vnet_dev_rx_flush()).
@@ -256,8 +289,9 @@ int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 
 			   const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len)
 {
 	const uint8_t *eth = dev->rx_eth;
-	struct virtio_net_hdr_v1 *hdr = &dev->rx_hdr;
+	struct virtio_net_hdr_v1_hash *hdr = &dev->rx_hdr;
 	struct vnet_queue *q;
+	unsigned pair;
 	size_t need = dev->active_pairs > 1 ? sizeof(dev->rx_eth) : 14, got = need;
 	int r;
 
@@ -269,10 +303,10 @@ int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 
 		return 1;
 	}
 	if (hdr_in) {
-		*hdr = *hdr_in;
-		rx_hdr_flags(dev, hdr);
+		hdr->hdr = *hdr_in;
+		rx_hdr_flags(dev, &hdr->hdr);
 	} else {
-		memset(hdr, 0, sizeof(*hdr));
+		memset(&hdr->hdr, 0, sizeof(hdr->hdr));
 	}
 	/* Look at the Ethernet header in place when one segment holds it (it nearly always does). */
 	while (iovcnt && off >= iov[0].iov_len) {
@@ -284,7 +318,11 @@ int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 
 		eth = (const uint8_t *)iov[0].iov_base + off;
 	else
 		got = iov_copy_from(iov, iovcnt, off, dev->rx_eth, need);
-	q = &dev->queues[2 * rx_pick_pair(dev, eth, got)];
+	if (__builtin_expect(dev->rss_on, 0))
+		pair = rx_rss(dev, iov, iovcnt, off, frame_len);
+	else
+		pair = rx_pick_pair(dev, eth, got);
+	q = &dev->queues[2 * pair];
 	if (!dev_queue_usable(q) || !dev->be) {
 		stat_inc(&q->stats.dropped);
 		return 1;
@@ -448,7 +486,7 @@ int vnet_dev_rx_reserve(struct vnet_dev *dev, size_t max_len, const struct iovec
 	struct vnet_queue *q = &dev->queues[0];
 	struct vnet_rx_cache *rc = &dev->rx_cache;
 
-	if (dev->hdr_len != VNET_HDR_LEN || dev->active_pairs > 1 || !dev->be ||
+	if (dev->hdr_len != VNET_HDR_LEN || dev->active_pairs > 1 || dev->rss_on || !dev->be ||
 	    !dev_queue_usable(q)) {
 		if (rc->n && q->vq.started)
 			net_rx_cache_release(dev, q);

@@ -24,7 +24,9 @@ static void tx_read_hdr(const struct vnet_dev *dev, const struct vq_chain *c,
 		memcpy(hdr, c->iov[0].iov_base, sizeof(*hdr)); /* a constant size: two loads */
 	} else {
 		memset(hdr, 0, sizeof(*hdr));
-		iov_copy_from(c->iov, c->nread, 0, hdr, dev->hdr_len);
+		/* HASH_REPORT's 20 bytes: the hash fields mean nothing on TX, skipped. */
+		iov_copy_from(c->iov, c->nread, 0, hdr,
+			      dev->hdr_len < sizeof(*hdr) ? dev->hdr_len : sizeof(*hdr));
 	}
 	hdr->num_buffers = 0;
 	/* DATA_VALID / RSC_INFO mean nothing on TX (the driver MUST NOT set them; tun ignores

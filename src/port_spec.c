@@ -45,6 +45,7 @@ enum port_key {
 	K_STALL_IDLE_USECS,
 	K_RX_ADAPTIVE,
 	K_TX_ADAPTIVE,
+	K_RSS,
 	K_WORKER,
 	K_MAX_MEM,
 	K_MAX_MACS,
@@ -80,6 +81,7 @@ static const char *const port_key_names[K_COUNT] = {
 	[K_COAL_PERSIST] = "coal-persist", [K_STALL_GUARD] = "stall-guard",
 	[K_STALL_BYTES] = "stall-bytes", [K_STALL_IDLE_USECS] = "stall-idle-usecs",
 	[K_RX_ADAPTIVE] = "rx-adaptive", [K_TX_ADAPTIVE] = "tx-adaptive",
+	[K_RSS] = "rss",
 	[K_CLIENT] = "client",	       [K_WORKER] = "worker",
 	[K_MAX_MEM] = "max-mem",
 	[K_MAX_MACS] = "max-macs",     [K_LEARN_RATE] = "learn-rate",
@@ -479,6 +481,8 @@ static int apply_port_key(struct port_config *pc, struct port_parse *pp, enum po
 		return parse_u32_key(pp, name, value, &d->stall_guard.idle_usecs);
 	case K_RX_ADAPTIVE:
 		return parse_on_off(pp, name, value, &d->rx_adaptive);
+	case K_RSS:
+		return parse_on_off(pp, name, value, &d->rss);
 	case K_TX_ADAPTIVE:
 		return parse_on_off(pp, name, value, &d->tx_adaptive);
 	case K_MAX_MACS:

@@ -29,6 +29,8 @@
 #define VIRTIO_NET_F_CTRL_MAC_ADDR 23
 #define VIRTIO_NET_F_VQ_NOTF_COAL 52
 #define VIRTIO_NET_F_NOTF_COAL 53
+#define VIRTIO_NET_F_HASH_REPORT 57
+#define VIRTIO_NET_F_RSS 60
 
 /* Transport/ring feature bits. */
 #define VIRTIO_RING_F_INDIRECT_DESC 28
@@ -48,7 +50,15 @@ struct virtio_net_config {
 	uint16_t status;
 	uint16_t max_virtqueue_pairs;
 	uint16_t mtu;
+	/* The rest is valid with RSS or HASH_REPORT (config length 24, as QEMU's). */
+	uint32_t speed;
+	uint8_t duplex;
+	uint8_t rss_max_key_size;
+	uint16_t rss_max_indirection_table_length;
+	uint32_t supported_hash_types;
 } __attribute__((packed));
+
+#define VIRTIO_NET_CONFIG_BASE_LEN 12 /* mac, status, max_virtqueue_pairs, mtu */
 
 /* Per-packet header with VERSION_1 (12 bytes); num_buffers used with MRG_RXBUF. */
 struct virtio_net_hdr_v1 {
@@ -60,6 +70,34 @@ struct virtio_net_hdr_v1 {
 	uint16_t csum_offset;
 	uint16_t num_buffers;
 } __attribute__((packed));
+
+/* With HASH_REPORT (20 bytes, both directions): the hash and its type follow. */
+struct virtio_net_hdr_v1_hash {
+	struct virtio_net_hdr_v1 hdr;
+	uint32_t hash_value;
+	uint16_t hash_report;
+	uint16_t padding_reserved;
+} __attribute__((packed));
+
+/* Hash types (supported_hash_types, hash_types of RSS_CONFIG / HASH_CONFIG). */
+#define VIRTIO_NET_RSS_HASH_TYPE_IPv4 (1u << 0)
+#define VIRTIO_NET_RSS_HASH_TYPE_TCPv4 (1u << 1)
+#define VIRTIO_NET_RSS_HASH_TYPE_UDPv4 (1u << 2)
+#define VIRTIO_NET_RSS_HASH_TYPE_IPv6 (1u << 3)
+#define VIRTIO_NET_RSS_HASH_TYPE_TCPv6 (1u << 4)
+#define VIRTIO_NET_RSS_HASH_TYPE_UDPv6 (1u << 5)
+#define VIRTIO_NET_RSS_HASH_TYPE_IP_EX (1u << 6)
+#define VIRTIO_NET_RSS_HASH_TYPE_TCP_EX (1u << 7)
+#define VIRTIO_NET_RSS_HASH_TYPE_UDP_EX (1u << 8)
+
+/* hash_report values (type = 1 << (report - 1)). */
+#define VIRTIO_NET_HASH_REPORT_NONE 0
+#define VIRTIO_NET_HASH_REPORT_IPv4 1
+#define VIRTIO_NET_HASH_REPORT_TCPv4 2
+#define VIRTIO_NET_HASH_REPORT_UDPv4 3
+#define VIRTIO_NET_HASH_REPORT_IPv6 4
+#define VIRTIO_NET_HASH_REPORT_TCPv6 5
+#define VIRTIO_NET_HASH_REPORT_UDPv6 6
 
 #define VIRTIO_NET_HDR_F_NEEDS_CSUM 1
 #define VIRTIO_NET_HDR_F_DATA_VALID 2
@@ -92,6 +130,8 @@ struct virtio_net_hdr_v1 {
 
 #define VIRTIO_NET_CTRL_MQ 4
 #define VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET 0
+#define VIRTIO_NET_CTRL_MQ_RSS_CONFIG 1
+#define VIRTIO_NET_CTRL_MQ_HASH_CONFIG 2
 #define VIRTIO_NET_CTRL_MQ_VQ_PAIRS_MIN 1
 #define VIRTIO_NET_CTRL_MQ_VQ_PAIRS_MAX 0x8000
 

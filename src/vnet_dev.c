@@ -37,7 +37,11 @@
 #define VNET_CTRL_FEATURES                                                                         \
 	(BIT_ULL(VIRTIO_NET_F_CTRL_RX) | BIT_ULL(VIRTIO_NET_F_CTRL_MAC_ADDR) |                     \
 	 BIT_ULL(VIRTIO_NET_F_MQ) | BIT_ULL(VIRTIO_NET_F_NOTF_COAL) |                              \
-	 BIT_ULL(VIRTIO_NET_F_VQ_NOTF_COAL) | BIT_ULL(VIRTIO_NET_F_CTRL_GUEST_OFFLOADS))
+	 BIT_ULL(VIRTIO_NET_F_VQ_NOTF_COAL) | BIT_ULL(VIRTIO_NET_F_CTRL_GUEST_OFFLOADS) |         \
+	 VNET_RSS_FEATURES)
+
+/* RSS and hash reporting (params.rss): both need the control queue. */
+#define VNET_RSS_FEATURES (BIT_ULL(VIRTIO_NET_F_RSS) | BIT_ULL(VIRTIO_NET_F_HASH_REPORT))
 
 #define VNET_GUEST_TSO                                                                             \
 	(BIT_ULL(VIRTIO_NET_F_GUEST_TSO4) | BIT_ULL(VIRTIO_NET_F_GUEST_TSO6) |                     \
@@ -54,6 +58,8 @@ static uint64_t compute_offered(const struct vnet_dev *dev)
 		f |= BIT_ULL(VIRTIO_NET_F_MQ);
 	if (dev->params.mtu)
 		f |= BIT_ULL(VIRTIO_NET_F_MTU);
+	if (dev->params.rss)
+		f |= VNET_RSS_FEATURES;
 	if (dev->be_ops && dev->be_ops->offload_features) {
 		f |= dev->be_ops->offload_features;
 		f |= BIT_ULL(VIRTIO_NET_F_CTRL_GUEST_OFFLOADS);
@@ -189,9 +195,13 @@ int vnet_dev_set_features(struct vnet_dev *dev, uint64_t features)
 	}
 	net_rx_cache_release(dev, &dev->queues[0]); /* reserved under the old features */
 	dev->features = features;
-	dev->hdr_len = dev_has(dev, VIRTIO_F_VERSION_1) || dev_has(dev, VIRTIO_NET_F_MRG_RXBUF)
-			       ? VNET_HDR_LEN
-			       : VNET_HDR_LEN - 2;
+	/* As Linux's virtnet_probe(): HASH_REPORT's header whenever it is negotiated. */
+	if (dev_has(dev, VIRTIO_NET_F_HASH_REPORT))
+		dev->hdr_len = VNET_HDR_HASH_LEN;
+	else if (dev_has(dev, VIRTIO_F_VERSION_1) || dev_has(dev, VIRTIO_NET_F_MRG_RXBUF))
+		dev->hdr_len = VNET_HDR_LEN;
+	else
+		dev->hdr_len = VNET_HDR_LEN - 2;
 	dev->guest_offloads = features & VNET_GUEST_OFFLOAD_MASK;
 	vnet_dev_queue_assign_kinds(dev);
 	for (unsigned i = 0; i < dev->nqueues; i++) {
@@ -232,6 +242,19 @@ static void fill_config(const struct vnet_dev *dev, struct virtio_net_config *cf
 	cfg->status = htole16(dev->be ? VIRTIO_NET_S_LINK_UP : 0);
 	cfg->max_virtqueue_pairs = htole16(dev->params.queue_pairs);
 	cfg->mtu = htole16(dev->params.mtu ? dev->params.mtu : 1500);
+	if (dev->offered & VNET_RSS_FEATURES) {
+		cfg->rss_max_key_size = RSS_KEY_MAX;
+		cfg->supported_hash_types = htole32(RSS_HASH_TYPES_SUPPORTED);
+	}
+	if (dev->offered & BIT_ULL(VIRTIO_NET_F_RSS))
+		cfg->rss_max_indirection_table_length = htole16(RSS_TABLE_MAX);
+}
+
+/* The config space's length: the RSS fields exist only when RSS or HASH_REPORT is offered. */
+static uint32_t config_len(const struct vnet_dev *dev)
+{
+	return dev->offered & VNET_RSS_FEATURES ? (uint32_t)sizeof(struct virtio_net_config)
+						: VIRTIO_NET_CONFIG_BASE_LEN;
 }
 
 /**
@@ -250,8 +273,8 @@ uint32_t vnet_dev_config_read(const struct vnet_dev *dev, uint32_t offset, void 
 
 	fill_config(dev, &cfg);
 	memset(buf, 0, len);
-	if (offset < sizeof(cfg)) {
-		n = (uint32_t)sizeof(cfg) - offset;
+	if (offset < config_len(dev)) {
+		n = config_len(dev) - offset;
 		if (n > len)
 			n = len;
 		memcpy(buf, (const uint8_t *)&cfg + offset, n);
@@ -301,6 +324,7 @@ void vnet_dev_reset(struct vnet_dev *dev)
 	memcpy(dev->mac, dev->params.mac, 6);
 	memset(&dev->filter, 0, sizeof(dev->filter));
 	dev->filter.promisc = true;
+	net_ctrl_rss_set(dev, NULL, false); /* spec: every hash type off, report NONE */
 	coal_policy_reset(dev);
 	vnet_dev_queue_assign_kinds(dev);
 	for (unsigned i = 0; i < dev->nqueues; i++)
@@ -352,6 +376,22 @@ bool vnet_dev_link_up(const struct vnet_dev *dev)
 uint16_t vnet_dev_active_pairs(const struct vnet_dev *dev)
 {
 	return dev->active_pairs;
+}
+
+/**
+ * vnet_dev_rss() - the RSS and hash settings the driver made
+ * @dev: the device
+ * @steering: set to whether the indirection table picks the RX queue
+ * @reporting: set to whether received packets carry their hash (HASH_REPORT)
+ *
+ * Context: the device's thread, or a reader accepting a torn view (the control socket).
+ * Return: the last RSS_CONFIG / HASH_CONFIG in effect (all zero: none).
+ */
+const struct rss_config *vnet_dev_rss(const struct vnet_dev *dev, bool *steering, bool *reporting)
+{
+	*steering = dev->rss.steer;
+	*reporting = dev->rss.report;
+	return &dev->rss.cfg;
 }
 
 /**

@@ -11,10 +11,12 @@
 
 #include "vnet_dev_types.h"
 #include "iov.h"
+#include "rss_cmd.h"
 #include "stat_atomic.h"
 #include "virtio_net_defs.h"
 
 #define VNET_HDR_LEN 12            /* struct virtio_net_hdr_v1 */
+#define VNET_HDR_HASH_LEN 20       /* struct virtio_net_hdr_v1_hash (HASH_REPORT) */
 #define VNET_MAX_FRAME (65536 + 14 + 4) /* largest frame (GSO) we move */
 #define VNET_RX_MAX_BUFFERS 256    /* mergeable buffers one packet may use */
 #define VNET_RX_PUBLISH_BATCH 64   /* RX packets published at once, at most */
@@ -56,6 +58,14 @@ struct vnet_rx_cache {
 	struct iovec iov[VNET_RX_CACHE_IOV];
 };
 
+/* RSS and hash reporting: net_ctrl.c sets it (RSS_CONFIG, HASH_CONFIG), net_rx.c uses it. */
+struct vnet_rss {
+	struct rss_config cfg;
+	bool steer;  /* RSS_CONFIG with hash types: the indirection table picks the RX queue */
+	bool report; /* HASH_REPORT negotiated, hash types set: the header carries the hash */
+	struct toeplitz_key key; /* cfg.key unrolled */
+};
+
 struct vnet_dev {
 	struct vnet_dev_params params;
 	const struct vnet_env_ops *env;
@@ -65,9 +75,11 @@ struct vnet_dev {
 	uint64_t offered;
 	uint64_t features;
 	uint64_t guest_offloads;   /* current GUEST_* offloads (CTRL_GUEST_OFFLOADS) */
-	unsigned hdr_len;          /* guest header: 12 with VERSION_1 or MRG_RXBUF, else 10 */
+	unsigned hdr_len;          /* guest header: 20 with HASH_REPORT, 12 with VERSION_1 or
+				    * MRG_RXBUF, else 10 */
 	uint8_t mac[6];
 	uint16_t active_pairs;
+	bool rss_on;               /* rss.steer || rss.report: the receive path hashes */
 	unsigned nqueues;
 	struct vnet_queue *queues; /* nqueues of them (before the device in its mapping) */
 	bool rx_dirty;             /* env->rx_dirty() called, vnet_dev_rx_flush() not yet */
@@ -87,8 +99,10 @@ struct vnet_dev {
 	/* RX scratch (not on the stack: no stack-protector canary in the receive path): the
 	 * header of the packet being placed, and its Ethernet header (+ IPv4 addresses and
 	 * ports to pick a queue) when it is not contiguous in the backend's buffers. */
-	struct virtio_net_hdr_v1 rx_hdr;
+	struct virtio_net_hdr_v1_hash rx_hdr; /* the hash fields: written only with rss_on */
 	uint8_t rx_eth[14 + 24];
+	uint8_t rss_buf[TOEPLITZ_PARSE_MAX]; /* a frame's headers to hash, when not contiguous */
+	struct vnet_rss rss;
 	struct vnet_rx_cache rx_cache;
 	/* TX: the checked copy of the header of the packet being sent (not on the stack: no
 	 * stack-protector canary in the TX loop). */

@@ -140,6 +140,7 @@ struct vnet_dev_params {
 	bool coal_persist;
 	struct vnet_stall_guard stall_guard; /* zero: off (the command line defaults it on) */
 	bool rx_adaptive, tx_adaptive;       /* adaptive coalescing for every RX / TX queue */
+	bool rss;                            /* offer VIRTIO_NET_F_RSS and HASH_REPORT */
 	struct rate_params tx_rate, rx_rate; /* guest TX / RX rate limits (mbit 0: none) */
 };
 

@@ -357,6 +357,36 @@ static json_t *port_value(const char *arg)
 	return s ? s : json_null(); /* not UTF-8: let the daemon say it is no port */
 }
 
+/* A port's RSS state under the ports table: on/off, hash types, key, the table's weights. */
+static void print_rss(json_t *p)
+{
+	json_t *r = json_object_get(p, "rss"), *v, *table;
+	unsigned count[64] = {0};
+	size_t i, n;
+
+	if (!json_is_object(r))
+		return;
+	printf("%s rss: steering %s, hash report %s, hash types", str_field(p, "name"),
+	       json_is_true(json_object_get(r, "steering")) ? "on" : "off",
+	       json_is_true(json_object_get(r, "reporting")) ? "on" : "off");
+	n = 0;
+	json_array_foreach(json_object_get(r, "hash_types"), i, v)
+		printf("%s%s", n++ ? "," : " ", json_string_value(v));
+	printf("%s\n", n ? "" : " none");
+	table = json_object_get(r, "indirection_table");
+	n = json_array_size(table);
+	json_array_foreach(table, i, v)
+		if (json_integer_value(v) >= 0 && json_integer_value(v) < 64)
+			count[json_integer_value(v)]++;
+	printf("  table %zu entries:", n);
+	for (unsigned q = 0; q < 64; q++)
+		if (count[q])
+			printf(" rx%u x%u", q, count[q]);
+	printf(" (unclassified: rx%" JSON_INTEGER_FORMAT ")\n  key %s\n",
+	       json_integer_value(json_object_get(r, "unclassified_queue")),
+	       str_field(r, "key") && *str_field(r, "key") ? str_field(r, "key") : "none");
+}
+
 static int cmd_ports(const char *path, int argc, char **argv)
 {
 	struct table t = {.ncols = 14, .align = "lrrlllllrlllll"};
@@ -406,6 +436,8 @@ static int cmd_ports(const char *path, int argc, char **argv)
 			  str_field(p, "features"), str_field(p, "socket"));
 	}
 	table_print_free(&t);
+	json_array_foreach(json_object_get(reply, "ports"), i, p)
+		print_rss(p);
 	printf("(WORKER: the event-loop thread serving the port (--workers); SEGMENT: a switch port's"
 	       "\n L2 segment (switch=NAME), NAME/vlanN for an access port (vlan=N); PAIRS: active/"
 	       "configured\n queue pairs; COAL and FEATURES: what the guest negotiated; GUARD: stall "

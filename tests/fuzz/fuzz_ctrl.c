@@ -69,6 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	td = devs[data[8] % 4];
 	if (!td) {
 		td_default_params(&p, (uint16_t)(1 + data[8] % 4));
+		p.rss = true; /* RSS_CONFIG / HASH_CONFIG reachable when the input negotiates them */
 		td = devs[data[8] % 4] = td_create(&p, le64(data));
 	} else {
 		td_recycle(td, le64(data));

@@ -637,6 +637,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		td_default_params(&p, (uint16_t)pairs);
 		p.tx_mode = timer ? VNET_TX_TIMER : VNET_TX_KICK;
 		p.tx_timer_usecs = 20;
+		p.rss = true; /* 20-byte headers and RSS steering when the input negotiates them */
 		*slot = td_create(&p, g.want);
 		td_set_mem_layout(*slot, (enum fake_mem_layout)layout);
 		vnet_dev_attach_backend((*slot)->dev, &fz_backend_ops, &(*slot)->be);

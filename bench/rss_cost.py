@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""What RSS and hash reporting cost the receive path: user-space instructions per packet with
+RSS off (vnetd's own flow spreading over 2 active pairs), RSS on (Toeplitz hash, indirection
+table) and RSS with HASH_REPORT (the hash in a 20-byte header), measured with callgrind on the
+device model over fake guest memory (bench/rss_cost.c against build/libvnetcore.a; deterministic,
+so no machine-load caveat).
+
+    python3 bench/rss_cost.py [--packets N]    # VNETD_BUILD=DIR for another build
+
+Per mode the difference of two runs (N and N/4 packets) divided by 3N/4 removes start-up. Outputs
+a table and results/rss-cost-latest.{json,md,png} (--out FILE.json: FILE.{json,md,png}).
+"""
+
+import argparse
+import datetime
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+from common import HERE, TOP, log  # noqa: E402
+import gnuplot  # noqa: E402 (bench/gnuplot.py)
+
+BUILD = os.environ.get('VNETD_BUILD', os.path.join(TOP, 'build'))
+MODES = (('off', 'RSS off (2 pairs, vnetd\'s flow spreading)'),
+         ('rss', 'RSS on (Toeplitz, 128-entry table)'),
+         ('hash', 'RSS on + HASH_REPORT (20-byte header)'))
+
+
+def build(tmp):
+    exe = os.path.join(tmp, 'rss_cost')
+    lib = os.path.join(BUILD, 'libvnetcore.a')
+    if not os.path.exists(lib):
+        raise SystemExit('%s missing: run make first' % lib)
+    subprocess.run([os.environ.get('CC', 'cc'), '-O2', '-std=c11', '-D_GNU_SOURCE', '-I',
+                    os.path.join(TOP, 'src'), '-I', os.path.join(TOP, 'tests', 'unit'),
+                    os.path.join(HERE, 'rss_cost.c'),
+                    os.path.join(TOP, 'tests', 'unit', 'fake_driver.c'), lib, '-o', exe],
+                   check=True)
+    return exe
+
+
+def instructions(exe, tmp, mode, packets):
+    out = os.path.join(tmp, 'cg.%s.%d' % (mode, packets))
+    r = subprocess.run(['valgrind', '--tool=callgrind', '--callgrind-out-file=' + out, exe, mode,
+                        str(packets)], capture_output=True, text=True, check=True)
+    with open(out) as f:
+        for line in f:
+            m = re.match(r'(?:summary|totals):\s*(\d+)', line)
+            if m:
+                return int(m.group(1)), r.stdout.strip()
+    raise SystemExit('no totals in ' + out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--packets', type=int, default=25600, help='packets per run')
+    ap.add_argument('--out')
+    args = ap.parse_args()
+    common.require('rss_cost', exes=['valgrind'], built=(), status=common.SKIP)
+    tmp = tempfile.mkdtemp(prefix='vnetd-rss-')
+    exe = build(tmp)
+    n, n4 = args.packets, args.packets // 4
+    res = {}
+    for mode, _ in MODES:
+        big, note = instructions(exe, tmp, mode, n)
+        small, _ = instructions(exe, tmp, mode, n4)
+        res[mode] = {'per_packet': round((big - small) / (n - n4), 1), 'note': note}
+    off = res['off']['per_packet']
+    lines = ['| receive path, 64 B TCP/IPv4, 64 flows | instr/packet | vs RSS off |',
+             '|---|---:|---:|']
+    for mode, what in MODES:
+        v = res[mode]['per_packet']
+        res[mode]['ratio_vs_off'] = round(v / off, 3)
+        lines.append('| %s | %.1f | %.3fx (%+.1f) |' % (what, v, v / off, v - off))
+    md = '\n'.join(lines)
+    log(md)
+    now = datetime.datetime.now()
+    doc = {'meta': {'date': now.isoformat(timespec='seconds'),
+                    'vnetd': common.git(TOP, 'describe', '--always', '--dirty'),
+                    'build': BUILD, 'packets': n,
+                    'method': 'callgrind Ir of bench/rss_cost.c, (Ir(N) - Ir(N/4)) / (3N/4); '
+                              'device model only (no syscalls, no backend); the harness '
+                              'reposts and reaps buffers, which all modes share'},
+           'results': res}
+    out = args.out or os.path.join(TOP, 'results', 'rss-cost-latest.json')
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out, 'w') as f:
+        json.dump(doc, f, indent=1)
+    stem = out[:-5]
+    with open(stem + '.md', 'w') as f:
+        f.write(md + '\n')
+    if shutil.which('gnuplot'):
+        dat = stem + '.dat'
+        with open(dat, 'w') as f:
+            for mode, _ in MODES:
+                f.write('"%s" %g\n' % (mode, res[mode]['per_packet']))
+        gnuplot.run(['set terminal pngcairo size 700,400 font "sans,10"',
+                     'set output "%s.png"' % stem,
+                     'set title "vnetd receive path: instructions per packet, RSS off / on / '
+                     'with hash report"',
+                     'set style data histogram', 'set style fill solid 0.6 border -1',
+                     'set grid ytics', 'set yrange [0:*]',
+                     'plot "%s" using 2:xtic(1) notitle' % dat], log)
+        os.unlink(dat)
+    log('wrote ' + out)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

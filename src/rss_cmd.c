@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT */
+/* rss_cmd.c - RSS_CONFIG and HASH_CONFIG control commands: the pure, strict payload parser. */
+#include "rss_cmd.h"
+
+#include <string.h>
+
+#include "le_bytes.h"
+
+/*
+ * struct virtio_net_rss_config (VIRTIO 1.3 "Receive-side scaling"), N = mask + 1:
+ *   le32 hash_types @0, le16 indirection_table_mask @4, le16 unclassified_queue @6,
+ *   le16 indirection_table[N] @8, le16 max_tx_vq @8+2N, u8 hash_key_length @10+2N,
+ *   u8 hash_key_data[] @11+2N.
+ * struct virtio_net_hash_config: le32 hash_types @0, le16 reserved[4] @4, u8 hash_key_length
+ *   @12, u8 hash_key_data[] @13.
+ */
+
+static int fail(const char **why, const char *msg)
+{
+	*why = msg;
+	return -1;
+}
+
+/* The hash types and key at p (types) and p + key_at (length, then the key), checked. */
+static int parse_key(const uint8_t *p, size_t len, size_t key_at, const struct rss_limits *lim,
+		     struct rss_config *c, const char **why)
+{
+	c->hash_types = le_get32(p);
+	if (c->hash_types & ~lim->supported)
+		return fail(why, "unsupported hash types");
+	if (len < key_at + 1)
+		return fail(why, "truncated before the key length");
+	c->key_len = p[key_at];
+	if (c->key_len > lim->max_key_len || c->key_len > RSS_KEY_MAX)
+		return fail(why, "key longer than rss_max_key_size");
+	/* Bytes after the key are ignored, as QEMU does: Linux 7.2 sends one more. */
+	if (len < key_at + 1 + c->key_len)
+		return fail(why, "truncated in the key");
+	if (!c->key_len && c->hash_types)
+		return fail(why, "hash types without a key");
+	memcpy(c->key, p + key_at + 1, c->key_len);
+	return 0;
+}
+
+/**
+ * rss_cmd_parse() - validate an RSS_CONFIG or HASH_CONFIG payload
+ * @p: the payload (after class and command)
+ * @len: its bytes
+ * @hash_config: HASH_CONFIG (else RSS_CONFIG)
+ * @lim: what the device allows
+ * @out: the settings, written only on success
+ * @why: on failure, what was wrong (a constant string)
+ *
+ * Hostile input: every length and value is checked before anything is stored. HASH_CONFIG
+ * yields a one-entry table naming queue 0 and max_tx_vq 0. Pure; any thread.
+ * Return: 0, or -1 (nothing written to @out).
+ */
+int rss_cmd_parse(const uint8_t *p, size_t len, bool hash_config, const struct rss_limits *lim,
+		  struct rss_config *out, const char **why)
+{
+	struct rss_config c;
+	size_t n, tail;
+
+	memset(&c, 0, sizeof(c));
+	if (hash_config) {
+		if (len < 13)
+			return fail(why, "HASH_CONFIG shorter than 13 bytes");
+		for (size_t i = 4; i < 12; i++)
+			if (p[i])
+				return fail(why, "HASH_CONFIG reserved fields not zero");
+		if (parse_key(p, len, 12, lim, &c, why) < 0)
+			return -1;
+		c.table_len = 1;
+		*out = c;
+		return 0;
+	}
+	if (len < 8)
+		return fail(why, "RSS_CONFIG shorter than 8 bytes");
+	n = (size_t)le_get16(p + 4) + 1;
+	if (n & (n - 1))
+		return fail(why, "indirection table length not a power of two");
+	if (n > lim->max_table_len || n > RSS_TABLE_MAX)
+		return fail(why, "indirection table longer than the maximum");
+	c.table_len = (uint16_t)n;
+	c.unclassified = le_get16(p + 6);
+	if (c.unclassified >= lim->max_pairs)
+		return fail(why, "unclassified queue out of range");
+	tail = 8 + 2 * n;
+	if (len < tail + 3)
+		return fail(why, "truncated in the indirection table");
+	for (size_t i = 0; i < n; i++) {
+		c.table[i] = le_get16(p + 8 + 2 * i);
+		if (c.table[i] >= lim->max_pairs)
+			return fail(why, "indirection table names a queue out of range");
+	}
+	c.max_tx_vq = le_get16(p + tail);
+	if (c.max_tx_vq < 1 || c.max_tx_vq > lim->max_pairs)
+		return fail(why, "max_tx_vq out of range");
+	if (parse_key(p, len, tail + 2, lim, &c, why) < 0)
+		return -1;
+	*out = c;
+	return 0;
+}
