@@ -385,12 +385,12 @@ int vq_pop_slow(struct virtqueue *vq, struct vq_chain *chain)
 	uint16_t head;
 	enum vq_walk_error err;
 
+	if (vq->packed)
+		return vq_packed_pop(vq, chain);
 	if (vq->broken)
 		return -1;
 	if (!vq->started)
 		return 0;
-	if (vq->packed)
-		return vq_packed_pop(vq, chain);
 	/* The avail index is read once per batch: again only when what it announced is used up. */
 	if (vq->shadow_avail == vq->last_avail) {
 		/* Acquire: ring entries and descriptors are read after the index. */

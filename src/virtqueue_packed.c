@@ -38,8 +38,8 @@ static inline uint16_t pk_flags(const struct pvirtq_desc *d)
 /* Available for the device at a position whose wrap counter is wrap: AVAIL == wrap != USED. */
 static inline bool pk_is_avail(uint16_t flags, bool wrap)
 {
-	return !!(flags & VRING_PACKED_DESC_F_AVAIL) == wrap &&
-	       !!(flags & VRING_PACKED_DESC_F_USED) != wrap;
+	return (flags & (VRING_PACKED_DESC_F_AVAIL | VRING_PACKED_DESC_F_USED)) ==
+	       (wrap ? VRING_PACKED_DESC_F_AVAIL : VRING_PACKED_DESC_F_USED);
 }
 
 /* The descriptor's other fields, read once (the flags were read first). */
@@ -296,22 +296,51 @@ int vq_packed_pop(struct virtqueue *vq, struct vq_chain *chain)
 {
 	struct vq_packed_state *pk = &vq->pk;
 	struct pvirtq_desc *ring = pk_ring(vq);
-	uint16_t flags = pk_flags(&ring[pk->next_slot]);
 	struct vq_packed_rec *rec;
 	enum vq_walk_error err;
-	unsigned nslots;
+	unsigned nslots = 1;
+	uint16_t flags;
 	bool fresh = vq->last_avail == vq->shadow_avail;
 
+	if (vq->broken)
+		return -1;
+	if (!vq->started)
+		return 0;
+	flags = pk_flags(&ring[pk->next_slot]);
 	if (!pk_is_avail(flags, pk->next_wrap)) {
 		if (fresh)
 			return 0;
 		err = VQ_WALK_TAKEN_BACK;
 		goto broken;
 	}
+	if (!(flags & (VRING_DESC_F_NEXT | VRING_DESC_F_INDIRECT))) {
+		/* The common case: one descriptor in the hot region (vq_chain_one()'s twin). */
+		struct pvirtq_desc d = pk_desc_read(&ring[pk->next_slot], flags);
+		const struct guest_mem_region *r = &vq->mem->hot;
+		uint64_t off = d.addr - r->gpa;
+		bool w = flags & VRING_DESC_F_WRITE;
+
+		if (d.len && off < r->size && d.len <= r->size - off) {
+			chain->iov[0].iov_base = r->host + off;
+			chain->iov[0].iov_len = d.len;
+			chain->nread = !w;
+			chain->nwrite = w;
+			chain->read_len = w ? 0 : d.len;
+			chain->write_len = w ? d.len : 0;
+			chain->ndesc = 1;
+			chain->head = d.id;
+			if (d.id >= vq->num) {
+				err = VQ_WALK_BAD_ID;
+				goto broken;
+			}
+			goto take;
+		}
+	}
 	err = vq_walk_packed(vq->mem, ring, vq->num, pk->next_slot, pk->next_wrap, flags,
 			     vq->indirect, chain, &nslots);
 	if (err != VQ_WALK_OK)
 		goto broken;
+take:
 	if (pk->next_lin + nslots - pk->used_lin > vq->num) {
 		err = VQ_WALK_OVERRUN; /* a lie about the wrap made our own slots look new */
 		goto broken;
@@ -416,6 +445,12 @@ void vq_packed_publish(struct virtqueue *vq)
 	uint16_t from = vq->used_published, to = vq->used_idx;
 	unsigned n = (uint16_t)(to - from), popped = (uint16_t)(vq->last_avail - from);
 	const struct vq_packed_rec *first, *last;
+	const bool logging = vq->log != NULL;
+	const unsigned rmask = pk->cap - 1, smask = vq->mask;
+	const struct vq_packed_rec *recs = pk->rec;
+	const struct vring_used_elem *shadow = vq->used->ring;
+	uint8_t *in_flight = pk->in_flight;
+	uint32_t slots = 0;
 
 	if (!vq->started)
 		return;
@@ -424,7 +459,7 @@ void vq_packed_publish(struct virtqueue *vq)
 	if (!n)
 		return;
 	to = (uint16_t)(from + n);
-	if (__builtin_expect(vq->log != NULL, 0))
+	if (__builtin_expect(logging, 0))
 		pk_log_buffers(vq, from, n);
 	first = pk_rec(vq, from);
 	last = pk_rec(vq, (uint16_t)(to - 1));
@@ -435,34 +470,38 @@ void vq_packed_publish(struct virtqueue *vq)
 		pk_write_used(&ring[first->slot], last->id, len);
 		__atomic_store_n(&ring[first->slot].flags, htole16(pk_used_flags(first->wrap, len)),
 				 __ATOMIC_RELEASE);
-		if (__builtin_expect(vq->log != NULL, 0))
+		if (__builtin_expect(logging, 0))
 			pk_log_slot(vq, first->slot);
 	} else {
-		for (unsigned i = 0; i < n; i++) {
-			const struct vq_packed_rec *rec = pk_rec(vq, (uint16_t)(from + i));
-			const struct vring_used_elem *e =
-				&vq->used->ring[(uint16_t)(from + i) & vq->mask];
-
-			pk_write_used(&ring[rec->slot], rec->id, le32toh(e->len));
-		}
-		__atomic_thread_fence(__ATOMIC_RELEASE);
+		/*
+		 * Last to first: the driver reads a later slot only after it saw the first one's
+		 * flags (acquire), and those are stored last, with release, after everything else.
+		 */
 		for (unsigned i = n; i-- > 0;) {
-			const struct vq_packed_rec *rec = pk_rec(vq, (uint16_t)(from + i));
-			uint32_t len = le32toh(vq->used->ring[(uint16_t)(from + i) & vq->mask].len);
+			uint16_t k = (uint16_t)(from + i);
+			const struct vq_packed_rec *rec = &recs[k & rmask];
+			uint32_t len = le32toh(shadow[k & smask].len);
+			struct pvirtq_desc *d = &ring[rec->slot];
 
-			__atomic_store_n(&ring[rec->slot].flags,
-					 htole16(pk_used_flags(rec->wrap, len)),
-					 i ? __ATOMIC_RELAXED : __ATOMIC_RELEASE);
-			if (__builtin_expect(vq->log != NULL, 0))
-				pk_log_slot(vq, rec->slot);
+			pk_write_used(d, rec->id, len);
+			if (i)
+				__atomic_store_n(&d->flags, htole16(pk_used_flags(rec->wrap, len)),
+						 __ATOMIC_RELAXED);
+			else
+				__atomic_store_n(&d->flags, htole16(pk_used_flags(rec->wrap, len)),
+						 __ATOMIC_RELEASE);
 		}
+		if (__builtin_expect(logging, 0))
+			for (unsigned i = 0; i < n; i++)
+				pk_log_slot(vq, recs[(uint16_t)(from + i) & rmask].slot);
 	}
 	for (unsigned i = 0; i < n; i++) {
-		const struct vq_packed_rec *rec = pk_rec(vq, (uint16_t)(from + i));
+		const struct vq_packed_rec *rec = &recs[(uint16_t)(from + i) & rmask];
 
-		pk->in_flight[rec->id] = 0;
-		pk->used_lin += rec->nslots;
+		in_flight[rec->id] = 0;
+		slots += rec->nslots;
 	}
+	pk->used_lin += slots;
 	pk->used_slot = last->slot;
 	pk->used_wrap = last->wrap;
 	pk_advance(vq->num, &pk->used_slot, &pk->used_wrap, last->nslots);
