@@ -35,6 +35,8 @@ class Stack:
     def __init__(self, kind, impl, size, wd, tools, tag, wrapper=(), queue_size=None, seq=[0]):
         seq[0] += 1
         self.vu_opts = ',queue_size=%d' % queue_size if queue_size else ''
+        # VNETD_DP_VU_EXTRA: virtio-user devargs for every frontend port (',packed_vq=1').
+        self.vu_opts += os.environ.get('VNETD_DP_VU_EXTRA', '')
         self.kind, self.impl, self.size, self.wd, self.tools = kind, impl, size, wd, tools
         self.pfx = 'vnetd-dp-%d-%d' % (os.getpid(), seq[0])
         self.tag = tag

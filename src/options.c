@@ -98,6 +98,8 @@ static const char usage_text[] =
 	"  event-idx=on|off     offer VIRTIO_RING_F_EVENT_IDX (default on)\n"
 	"  indirect=on|off      offer VIRTIO_RING_F_INDIRECT_DESC (default on)\n"
 	"  mrg-rxbuf=on|off     offer VIRTIO_NET_F_MRG_RXBUF (default on)\n"
+	"  packed=on|off        offer VIRTIO_F_RING_PACKED, packed virtqueues (default off)\n"
+	"  in-order=on|off      offer VIRTIO_F_IN_ORDER (default off)\n"
 	"  worker=N             the --workers thread that owns the port (default: a tap port the\n"
 	"                       one with the fewest ports; switch ports stay on one worker)\n"
 	"  max-mem=SIZE         guest memory the frontend may map: its memory table (each region\n"

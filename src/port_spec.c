@@ -38,6 +38,8 @@ enum port_key {
 	K_EVENT_IDX,
 	K_INDIRECT,
 	K_MRG_RXBUF,
+	K_PACKED,
+	K_IN_ORDER,
 	K_COAL_PERSIST,
 	K_CLIENT,
 	K_STALL_GUARD,
@@ -78,6 +80,7 @@ static const char *const port_key_names[K_COUNT] = {
 	[K_TX_USECS] = "tx-usecs",     [K_TX_FRAMES] = "tx-frames",
 	[K_OFFLOADS] = "offloads",     [K_EVENT_IDX] = "event-idx",
 	[K_INDIRECT] = "indirect",     [K_MRG_RXBUF] = "mrg-rxbuf",
+	[K_PACKED] = "packed",         [K_IN_ORDER] = "in-order",
 	[K_COAL_PERSIST] = "coal-persist", [K_STALL_GUARD] = "stall-guard",
 	[K_STALL_BYTES] = "stall-bytes", [K_STALL_IDLE_USECS] = "stall-idle-usecs",
 	[K_RX_ADAPTIVE] = "rx-adaptive", [K_TX_ADAPTIVE] = "tx-adaptive",
@@ -109,6 +112,7 @@ struct port_parse {
 	bool seen[K_COUNT];
 	bool mac_given;
 	bool notf_coal, vq_notf_coal, offloads, event_idx, indirect, mrg_rxbuf, coal_persist;
+	bool packed, in_order;
 	char *err; /* the one error line */
 	size_t err_len;
 };
@@ -471,6 +475,10 @@ static int apply_port_key(struct port_config *pc, struct port_parse *pp, enum po
 		return parse_on_off(pp, name, value, &pp->indirect);
 	case K_MRG_RXBUF:
 		return parse_on_off(pp, name, value, &pp->mrg_rxbuf);
+	case K_PACKED:
+		return parse_on_off(pp, name, value, &pp->packed);
+	case K_IN_ORDER:
+		return parse_on_off(pp, name, value, &pp->in_order);
 	case K_COAL_PERSIST:
 		return parse_on_off(pp, name, value, &pp->coal_persist);
 	case K_STALL_GUARD:
@@ -643,6 +651,10 @@ static int finish_port(struct port_config *pc, struct port_parse *pp, unsigned i
 		d->features_mask &= ~BIT_ULL(VIRTIO_RING_F_INDIRECT_DESC);
 	if (!pp->mrg_rxbuf)
 		d->features_mask &= ~BIT_ULL(VIRTIO_NET_F_MRG_RXBUF);
+	if (!pp->packed)
+		d->features_mask &= ~BIT_ULL(VIRTIO_F_RING_PACKED);
+	if (!pp->in_order)
+		d->features_mask &= ~BIT_ULL(VIRTIO_F_IN_ORDER);
 	return 0;
 }
 

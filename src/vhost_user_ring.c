@@ -11,6 +11,7 @@
 #include "log.h"
 #include "peer_io.h"
 #include "vhost_user_migrate.h"
+#include "virtio_net_defs.h"
 
 /* ---- queues ---- */
 
@@ -212,7 +213,7 @@ enum vu_result vu_ring_set_addr(struct vu_conn *c, const struct vu_msg *m)
  * @c: the connection
  * @m: the message
  *
- * Return: VU_OK, or VU_FAIL (logged) for a bad queue index or a base over 16 bits.
+ * Return: VU_OK, or VU_FAIL (logged) for a bad queue index or a split-ring base over 16 bits.
  */
 enum vu_result vu_ring_set_base(struct vu_conn *c, const struct vu_msg *m)
 {
@@ -223,13 +224,14 @@ enum vu_result vu_ring_set_base(struct vu_conn *c, const struct vu_msg *m)
 
 	if (!(q = conn_queue(c, m, &qidx)))
 		return VU_FAIL;
-	if (base > UINT16_MAX) {
+	/* The layout is the negotiated one (QEMU sets features before the rings). */
+	q->vq.packed = (vnet_dev_features(c->dev) >> VIRTIO_F_RING_PACKED) & 1;
+	if (!q->vq.packed && base > UINT16_MAX) {
 		log_guest("vhost-user: queue %u: base %u is not a split-ring index", qidx, base);
 		return VU_FAIL;
 	}
 	was = stop_if_started(c, qidx, q);
-	q->vq.last_avail = (uint16_t)base;
-	q->vq.used_idx = (uint16_t)base;
+	vq_set_base(&q->vq, base);
 	if (was)
 		try_start(c, qidx, q);
 	return VU_OK;

@@ -37,6 +37,8 @@
 #define VIRTIO_RING_F_EVENT_IDX 29
 #define VHOST_USER_F_PROTOCOL_FEATURES 30
 #define VIRTIO_F_VERSION_1 32
+#define VIRTIO_F_RING_PACKED 34
+#define VIRTIO_F_IN_ORDER 35
 
 #define BIT_ULL(n) (1ull << (n))
 

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* virtqueue.c - device side of a split virtqueue: ring setup, the one chain walker, used ring. */
+/* virtqueue.c - device side of a split virtqueue (ring setup, chain walker, used ring); dispatch. */
 #include "virtqueue.h"
 
 #include <endian.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "virtqueue_internal.h"
 
 #include "log.h"
 
@@ -20,6 +23,12 @@ static const char *const walk_error_names[] = {
 	[VQ_WALK_READ_AFTER_WRITE] = "readable descriptor after writable one",
 	[VQ_WALK_TOO_BIG] = "chain larger than 4 GiB",
 	[VQ_WALK_TOO_MANY_IOV] = "chain split into more than 1024 pieces of guest memory",
+	[VQ_WALK_NOT_AVAIL] = "descriptor in a list not made available",
+	[VQ_WALK_BAD_ID] = "buffer id out of range",
+	[VQ_WALK_ID_IN_FLIGHT] = "buffer id reused while in flight",
+	[VQ_WALK_IN_ORDER] = "descriptors not used in ring order (IN_ORDER)",
+	[VQ_WALK_TAKEN_BACK] = "available descriptor taken back",
+	[VQ_WALK_OVERRUN] = "more descriptors in flight than the ring holds",
 };
 
 /**
@@ -32,6 +41,48 @@ const char *vq_walk_error_str(enum vq_walk_error err)
 	if ((unsigned)err >= sizeof(walk_error_names) / sizeof(walk_error_names[0]))
 		return "unknown";
 	return walk_error_names[err];
+}
+
+/**
+ * vq_chain_add_buf() - append one data descriptor's buffer to a walked chain (both walkers).
+ * @mem: guest memory the buffer is translated in
+ * @addr: its GPA
+ * @len: its bytes (0: nothing added)
+ * @write: device-writable
+ * @seen_write: a writable buffer came before (updated): a readable one after it is refused
+ * @out: the chain, nread/nwrite/read_len/write_len updated
+ *
+ * Return: VQ_WALK_OK, or READ_AFTER_WRITE, TOO_MANY_IOV, BAD_ADDR, TOO_BIG.
+ */
+enum vq_walk_error vq_chain_add_buf(const struct guest_mem *mem, uint64_t addr, uint32_t len,
+				    bool write, bool *seen_write, struct vq_chain *out)
+{
+	unsigned n = out->nread + out->nwrite;
+	int got;
+
+	if (write)
+		*seen_write = true;
+	else if (*seen_write)
+		return VQ_WALK_READ_AFTER_WRITE;
+	if (!len)
+		return VQ_WALK_OK;
+	/* Data buffers may straddle adjacent regions: one iovec per region. */
+	got = guest_mem_translate_iov(mem, GUEST_ADDR_GPA, addr, len, &out->iov[n],
+				      VQ_MAX_CHAIN - n);
+	if (got == GUEST_MEM_IOV_FULL)
+		return VQ_WALK_TOO_MANY_IOV;
+	if (got < 0)
+		return VQ_WALK_BAD_ADDR;
+	if (write) {
+		out->nwrite += (unsigned)got;
+		out->write_len += len;
+	} else {
+		out->nread += (unsigned)got;
+		out->read_len += len;
+	}
+	if (out->read_len > UINT32_MAX || out->write_len > UINT32_MAX)
+		return VQ_WALK_TOO_BIG;
+	return VQ_WALK_OK;
 }
 
 /* Every chain vq_walk_chain()'s fast path does not take; d is the head descriptor's copy. */
@@ -79,31 +130,11 @@ walk_chain_slow(const struct guest_mem *mem, const struct vring_desc *desc, unsi
 			continue;
 		}
 
-		if (d.flags & VRING_DESC_F_WRITE)
-			seen_write = true;
-		else if (seen_write)
-			return VQ_WALK_READ_AFTER_WRITE;
-
-		if (d.len) {
-			/* Data buffers may straddle adjacent regions: one iovec per region. */
-			unsigned n = out->nread + out->nwrite;
-			int got = guest_mem_translate_iov(mem, GUEST_ADDR_GPA, d.addr, d.len,
-							  &out->iov[n], VQ_MAX_CHAIN - n);
-
-			if (got == GUEST_MEM_IOV_FULL)
-				return VQ_WALK_TOO_MANY_IOV;
-			if (got < 0)
-				return VQ_WALK_BAD_ADDR;
-			if (d.flags & VRING_DESC_F_WRITE) {
-				out->nwrite += (unsigned)got;
-				out->write_len += d.len;
-			} else {
-				out->nread += (unsigned)got;
-				out->read_len += d.len;
-			}
-			if (out->read_len > UINT32_MAX || out->write_len > UINT32_MAX)
-				return VQ_WALK_TOO_BIG;
-		}
+		enum vq_walk_error err = vq_chain_add_buf(mem, d.addr, d.len,
+							  d.flags & VRING_DESC_F_WRITE,
+							  &seen_write, out);
+		if (err != VQ_WALK_OK)
+			return err;
 
 		if (!(d.flags & VRING_DESC_F_NEXT))
 			return VQ_WALK_OK;
@@ -118,14 +149,29 @@ static bool is_pow2(unsigned n)
 	return n && !(n & (n - 1));
 }
 
+/*
+ * IN_ORDER batches (split): vq_push() writes into a private shadow of the used ring and
+ * vq_publish() copies one element per batch. 0, or -1 (no memory).
+ */
+static int split_shadow_alloc(struct virtqueue *vq)
+{
+	free(vq->pk.mem_block);
+	vq->pk.mem_block = NULL;
+	if (!vq->batch_used)
+		return 0;
+	vq->pk.mem_block = calloc(1, sizeof(struct vring_used) +
+					 (size_t)vq->num * sizeof(struct vring_used_elem));
+	return vq->pk.mem_block ? 0 : -1;
+}
+
 /**
  * vq_start() - translate and check the ring addresses the transport set, and start the queue.
- * @vq: the queue: num, desc/avail/used_addr and ring_space set
+ * @vq: the queue: num, desc/avail/used_addr, ring_space and the layout flags set
  * @mem: the guest memory the rings and every later chain are translated in
  *
- * The size must be a power of two up to VQ_MAX_SIZE, the rings aligned and each inside one
- * region. Starts at last_avail (kept across a stop) and the used index the ring holds; clears a
- * broken state.
+ * Split: the size must be a power of two up to VQ_MAX_SIZE, the rings aligned and each inside
+ * one region; starts at last_avail (kept across a stop) and the used index the ring holds.
+ * Packed: see vq_packed_start(). Clears a broken state.
  *
  * Return: 0, or -1 (rate-limited log line) with the queue not started.
  */
@@ -134,6 +180,13 @@ int vq_start(struct virtqueue *vq, const struct guest_mem *mem)
 	uint64_t num = vq->num;
 
 	vq->started = false;
+	vq->ready = false;
+	if (vq->packed)
+		return vq_packed_start(vq, mem);
+	if (vq->base_set) {
+		vq->last_avail = (uint16_t)vq->base;
+		vq->base_set = false;
+	}
 	if (!is_pow2(vq->num) || vq->num > VQ_MAX_SIZE) {
 		log_guest("queue %u: bad size %u", vq->index, vq->num);
 		return -1;
@@ -162,21 +215,31 @@ int vq_start(struct virtqueue *vq, const struct guest_mem *mem)
 		log_guest("queue %u: rings misaligned in vnetd's mapping of their region", vq->index);
 		goto refuse;
 	}
+	if (split_shadow_alloc(vq) < 0) {
+		log_warn("queue %u: no memory for the IN_ORDER shadow", vq->index);
+		goto refuse;
+	}
+	vq->uring = vq->used;
+	if (vq->batch_used)
+		vq->used = vq->pk.mem_block;
+	vq->mask = (uint16_t)(vq->num - 1);
 	vq->mem = mem;
 	vq->shadow_avail = vq->last_avail; /* forces a read of the index at the first pop */
-	vq->used_idx = VQ_READ_ONCE_U16(&vq->used->idx);
+	vq->used_idx = VQ_READ_ONCE_U16(&vq->uring->idx);
 	vq->used_published = vq->used_idx;
 	vq->signalled_used = vq->used_idx;
 	vq->signalled_valid = false;
 	vq->unsignalled = 0;
+	vq->io_known = false; /* IN_ORDER: the first head after a start may be any */
 	vq->broken = false;
 	vq->started = true;
+	vq->ready = !vq->in_order;
 	return 0;
 
 refuse:
 	vq->desc = NULL;
 	vq->avail = NULL;
-	vq->used = NULL;
+	vq->used = vq->uring = NULL;
 	return -1;
 }
 
@@ -186,10 +249,18 @@ refuse:
  */
 void vq_stop(struct virtqueue *vq)
 {
+	if (vq->started && vq->packed) {
+		/* A packed ring has no index in memory: the next start resumes from here. */
+		vq->base = vq_packed_get_base(vq);
+		vq->base_set = true;
+	}
 	vq->started = false;
+	vq->ready = false;
 	vq->desc = NULL;
 	vq->avail = NULL;
-	vq->used = NULL;
+	vq->used = vq->uring = NULL;
+	vq->pk.dev_event = NULL;
+	vq->pk.drv_event = NULL;
 }
 
 /**
@@ -205,6 +276,7 @@ void vq_mark_broken(struct virtqueue *vq, const char *what)
 		return;
 	log_guest("queue %u: %s; queue stopped until the device is reset", vq->index, what);
 	vq->broken = true;
+	vq->ready = false;
 	if (vq->on_broken)
 		vq->on_broken(vq->owner_ctx, vq->index);
 }
@@ -249,6 +321,8 @@ enum vq_walk_error vq_walk_chain(const struct guest_mem *mem, const struct vring
  */
 uint16_t vq_avail_idx(struct virtqueue *vq)
 {
+	if (vq->packed)
+		return vq_packed_avail_idx(vq);
 	return le16toh(__atomic_load_n(&vq->avail->idx, __ATOMIC_ACQUIRE));
 }
 
@@ -262,7 +336,35 @@ bool vq_has_avail(struct virtqueue *vq)
 {
 	if (!vq->started || vq->broken)
 		return false;
+	if (vq->packed)
+		return vq_packed_has_avail(vq);
 	return __atomic_load_n(&vq->avail->idx, __ATOMIC_ACQUIRE) != htole16(vq->last_avail);
+}
+
+/*
+ * IN_ORDER (split): the driver uses the descriptor table in ring order, a chain's descriptors
+ * at head, head + 1, ... (0 after num - 1), the next chain right after. Follows the top-level
+ * links again (at most the chain's descriptor count) and moves io_next past the chain.
+ */
+static enum vq_walk_error split_in_order_check(struct virtqueue *vq, uint16_t head)
+{
+	unsigned idx = head, mask = vq->num - 1u;
+
+	if (vq->io_known && head != vq->io_next)
+		return VQ_WALK_IN_ORDER;
+	for (unsigned i = 0; i < vq->num; i++) {
+		struct vring_desc d = vq_desc_read(vq->desc, idx);
+
+		if (!(d.flags & VRING_DESC_F_NEXT)) {
+			vq->io_next = (uint16_t)((idx + 1) & mask);
+			vq->io_known = true;
+			return VQ_WALK_OK;
+		}
+		if (d.next != ((idx + 1) & mask))
+			return VQ_WALK_IN_ORDER;
+		idx = d.next;
+	}
+	return VQ_WALK_TOO_LONG;
 }
 
 /**
@@ -283,6 +385,8 @@ int vq_pop_slow(struct virtqueue *vq, struct vq_chain *chain)
 	uint16_t head;
 	enum vq_walk_error err;
 
+	if (vq->packed)
+		return vq_packed_pop(vq, chain);
 	if (vq->broken)
 		return -1;
 	if (!vq->started)
@@ -300,6 +404,8 @@ int vq_pop_slow(struct virtqueue *vq, struct vq_chain *chain)
 	}
 	head = VQ_READ_ONCE_U16(&vq->avail->ring[vq->last_avail & (vq->num - 1)]);
 	err = vq_walk_chain(vq->mem, vq->desc, vq->num, head, vq->indirect, chain);
+	if (err == VQ_WALK_OK && vq->in_order)
+		err = split_in_order_check(vq, head);
 	if (err != VQ_WALK_OK) {
 		vq_mark_broken(vq, vq_walk_error_str(err));
 		return -1;
@@ -317,6 +423,16 @@ int vq_pop_slow(struct virtqueue *vq, struct vq_chain *chain)
  */
 void vq_unpop(struct virtqueue *vq, unsigned n)
 {
+	if (vq->packed) {
+		vq_packed_unpop(vq, n);
+		return;
+	}
+	if (vq->in_order && n) {
+		/* The head to expect again is the first given back's. */
+		uint16_t first = (uint16_t)(vq->last_avail - n);
+
+		vq->io_next = VQ_READ_ONCE_U16(&vq->avail->ring[first & (vq->num - 1)]);
+	}
 	vq->last_avail = (uint16_t)(vq->last_avail - n);
 }
 
@@ -340,7 +456,7 @@ static void vq_log_buffers(struct virtqueue *vq, uint16_t from, unsigned n)
 	static struct vq_chain chain; /* one event-loop thread; only used within this call */
 
 	for (unsigned i = 0; i < n; i++) {
-		const struct vring_used_elem *e = &vq->used->ring[(uint16_t)(from + i) & (vq->num - 1)];
+		const struct vring_used_elem *e = &vq->used->ring[(uint16_t)(from + i) & vq->mask];
 		uint32_t id = VQ_READ_ONCE_U32(&e->id), len = VQ_READ_ONCE_U32(&e->len);
 
 		if (!len ||
@@ -378,8 +494,21 @@ void vq_publish(struct virtqueue *vq)
 {
 	uint16_t from = vq->used_published;
 
+	if (vq->packed) {
+		vq_packed_publish(vq);
+		return;
+	}
+	if (vq->batch_used && from != vq->used_idx) {
+		/* IN_ORDER: the batch's last element alone, where the driver looks next. */
+		const struct vring_used_elem *e =
+			&vq->used->ring[(uint16_t)(vq->used_idx - 1) & vq->mask];
+		struct vring_used_elem *u = &vq->uring->ring[from & vq->mask];
+
+		VQ_WRITE_ONCE_U32(&u->id, le32toh(e->id));
+		VQ_WRITE_ONCE_U32(&u->len, le32toh(e->len));
+	}
 	/* Release: the used elements are visible before the index that covers them. */
-	__atomic_store_n(&vq->used->idx, htole16(vq->used_idx), __ATOMIC_RELEASE);
+	__atomic_store_n(&vq->uring->idx, htole16(vq->used_idx), __ATOMIC_RELEASE);
 	vq->used_published = vq->used_idx;
 	if (__builtin_expect(vq->log != NULL, 0))
 		vq_log_published(vq, from);
@@ -401,6 +530,7 @@ bool vq_driver_wants_notify(struct virtqueue *vq)
 	bool wants = vq_driver_would_notify(vq);
 
 	vq->signalled_used = vq->used_published;
+	vq->pk.sig_lin = vq->pk.used_lin;
 	vq->signalled_valid = true;
 	vq->unsignalled = (uint16_t)(vq->used_idx - vq->used_published);
 	return wants;
@@ -417,6 +547,8 @@ bool vq_driver_would_notify(const struct virtqueue *vq)
 {
 	uint16_t old = vq->signalled_used, new = vq->used_published, event;
 
+	if (vq->packed)
+		return vq_packed_would_notify(vq);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (!vq->event_idx)
 		return !(VQ_READ_ONCE_U16(&vq->avail->flags) & VRING_AVAIL_F_NO_INTERRUPT);
@@ -439,15 +571,17 @@ bool vq_kick_enable(struct virtqueue *vq)
 {
 	if (!vq->started || vq->broken)
 		return false;
+	if (vq->packed)
+		return vq_packed_kick_enable(vq);
 	/*
 	 * avail_event = the driver's avail index now, not last_avail: when we stopped short of
 	 * the end (a packet that needs more buffers than are there), the driver's next additions
 	 * start at its avail index, and only an event inside them makes it kick.
 	 */
 	if (vq->event_idx)
-		VQ_WRITE_ONCE_U16((uint16_t *)&vq->used->ring[vq->num], vq_avail_idx(vq));
+		VQ_WRITE_ONCE_U16((uint16_t *)&vq->uring->ring[vq->num], vq_avail_idx(vq));
 	else
-		VQ_WRITE_ONCE_U16(&vq->used->flags, 0);
+		VQ_WRITE_ONCE_U16(&vq->uring->flags, 0);
 	if (__builtin_expect(vq->log != NULL, 0))
 		vq_log_used_range(vq, vq->event_idx ? 4 + 8ull * vq->num : 0, sizeof(uint16_t));
 	/* Order our store before re-reading avail->idx, or a kick could be lost. */
@@ -461,8 +595,12 @@ bool vq_kick_enable(struct virtqueue *vq)
  */
 void vq_kick_disable(struct virtqueue *vq)
 {
+	if (vq->packed) {
+		vq_packed_kick_disable(vq);
+		return;
+	}
 	if (vq->started && !vq->broken && !vq->event_idx) {
-		VQ_WRITE_ONCE_U16(&vq->used->flags, VRING_USED_F_NO_NOTIFY);
+		VQ_WRITE_ONCE_U16(&vq->uring->flags, VRING_USED_F_NO_NOTIFY);
 		if (__builtin_expect(vq->log != NULL, 0))
 			vq_log_used_range(vq, 0, sizeof(uint16_t));
 	}
@@ -478,8 +616,59 @@ void vq_reset(struct virtqueue *vq)
 	void (*on_broken)(void *, unsigned) = vq->on_broken;
 	void *owner_ctx = vq->owner_ctx;
 
+	free(vq->pk.mem_block);
 	memset(vq, 0, sizeof(*vq));
 	vq->index = index;
 	vq->on_broken = on_broken;
 	vq->owner_ctx = owner_ctx;
+}
+
+/**
+ * vq_free() - release what a packed or IN_ORDER queue allocated (device teardown).
+ * @vq: the queue; no longer usable until vq_reset()
+ */
+void vq_free(struct virtqueue *vq)
+{
+	vq_stop(vq);
+	free(vq->pk.mem_block);
+	vq->pk.mem_block = NULL;
+	vq->pk.rec = NULL;
+	vq->pk.in_flight = NULL;
+}
+
+/**
+ * vq_set_base() - SET_VRING_BASE: where the next vq_start() resumes.
+ * @vq: the queue, stopped; vq->packed must already say the layout
+ * @base: split: the next avail index (16 bits); packed: bits 0-14 next avail slot, bit 15 its
+ *        wrap counter, bits 16-30 next used slot, bit 31 its wrap counter (vhost-user spec;
+ *        a zero top half, as DPDK sends, means used == avail)
+ *
+ * Return: 0, or -1 for a split base over 16 bits (nothing changed).
+ */
+int vq_set_base(struct virtqueue *vq, uint32_t base)
+{
+	if (!vq->packed && base > UINT16_MAX)
+		return -1;
+	vq->base = base;
+	vq->base_set = true;
+	if (!vq->packed) {
+		vq->last_avail = (uint16_t)base;
+		vq->used_idx = (uint16_t)base;
+	}
+	return 0;
+}
+
+/**
+ * vq_get_base() - GET_VRING_BASE's value.
+ * @vq: the queue (started or stopped)
+ *
+ * Return: split: the next avail index; packed: as vq_set_base() takes it, both halves.
+ */
+uint32_t vq_get_base(const struct virtqueue *vq)
+{
+	if (!vq->packed)
+		return vq->last_avail;
+	if (vq->started)
+		return vq_packed_get_base(vq);
+	return vq->base_set ? vq->base : 0x80008000u;
 }

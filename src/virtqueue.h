@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* virtqueue.h - device side of a split virtqueue: ring setup, the one chain walker, used ring. */
+/* virtqueue.h - device side of a virtqueue (split or packed): ring setup, chain walkers, used ring. */
 #ifndef VNETD_VIRTQUEUE_H
 #define VNETD_VIRTQUEUE_H
 
@@ -12,7 +12,7 @@
 #include "dirty_log.h"
 #include "guest_mem.h"
 
-#define VQ_MAX_SIZE 32768u       /* largest queue size a split ring may have */
+#define VQ_MAX_SIZE 32768u       /* largest queue size (split: a power of 2; packed: any) */
 #define VQ_MAX_CHAIN 1024u       /* descriptors one chain may hold, indirect ones included */
 
 #define VRING_DESC_F_NEXT 1
@@ -74,6 +74,13 @@ enum vq_walk_error {
 	VQ_WALK_READ_AFTER_WRITE, /* readable descriptor after a writable one */
 	VQ_WALK_TOO_BIG,          /* total length over 4 GiB */
 	VQ_WALK_TOO_MANY_IOV,     /* buffers split over regions need more than VQ_MAX_CHAIN iovecs */
+	/* Packed rings and IN_ORDER only. */
+	VQ_WALK_NOT_AVAIL,        /* packed: a list's later descriptor not made available */
+	VQ_WALK_BAD_ID,           /* packed: buffer id >= queue size */
+	VQ_WALK_ID_IN_FLIGHT,     /* packed: buffer id reused while the device holds it */
+	VQ_WALK_IN_ORDER,         /* IN_ORDER: descriptors not used in ring order */
+	VQ_WALK_TAKEN_BACK,       /* packed: a descriptor seen available is not any more */
+	VQ_WALK_OVERRUN,          /* packed: more descriptors in flight than the ring holds */
 };
 
 /* vq_walk_error_str() - short text for a walk error. */
@@ -88,21 +95,53 @@ const char *vq_walk_error_str(enum vq_walk_error err);
 enum vq_walk_error vq_walk_chain(const struct guest_mem *mem, const struct vring_desc *desc,
 				 unsigned num, unsigned head, bool indirect_ok, struct vq_chain *out);
 
-/* One split virtqueue as the device sees it. */
+/*
+ * Packed-ring state (VIRTIO_F_RING_PACKED). Positions are a slot and that slot's wrap counter;
+ * the chain counters of struct virtqueue (last_avail, used_idx, ...) count buffers on both
+ * layouts, so notify.c and layer 4 see one model. virtqueue_packed.c owns all of it.
+ */
+struct vq_packed_rec;
+struct vq_packed_state {
+	uint16_t next_slot;    /* where the buffer last_avail starts */
+	uint16_t far_slot;     /* where the buffer shadow_avail starts: the farthest looked at */
+	uint16_t used_slot;    /* where the next used descriptor goes (after used_published) */
+	bool next_wrap, far_wrap, used_wrap;
+	uint32_t next_lin, used_lin, sig_lin; /* free-running slot counts (in-flight, EVENT_IDX) */
+	unsigned cap;          /* power of 2 >= num: rec[] and the shadow used ring */
+	struct vq_packed_rec *rec; /* per popped buffer, indexed by its buffer count & (cap - 1) */
+	uint8_t *in_flight;    /* per buffer id: popped and not yet published */
+	void *mem_block;       /* rec, shadow used ring and in_flight in one allocation */
+	uint64_t desc_gpa;     /* the descriptor ring's GPA (dirty log); 0: unknown */
+	uint16_t *dev_event;   /* Device Event Suppression (we write), NULL for split */
+	const uint32_t *drv_event; /* Driver Event Suppression, read as one 32-bit snapshot */
+};
+
+/* One virtqueue as the device sees it; split unless `packed`. */
 struct virtqueue {
 	unsigned index;
 	/* Set by the transport before start. */
 	uint16_t num;
-	uint64_t desc_addr, avail_addr, used_addr;
+	uint64_t desc_addr, avail_addr, used_addr; /* packed: descriptors, Driver, Device Area */
 	enum guest_addr_space ring_space;
 	bool event_idx;       /* VIRTIO_RING_F_EVENT_IDX negotiated */
 	bool indirect;        /* VIRTIO_RING_F_INDIRECT_DESC negotiated */
+	bool packed;          /* VIRTIO_F_RING_PACKED negotiated */
+	bool in_order;        /* VIRTIO_F_IN_ORDER negotiated */
+	bool batch_used;      /* IN_ORDER and lengths do not matter (TX): one used entry a batch */
+	bool base_set;        /* base holds a SET_VRING_BASE value (or the last stop's) */
+	uint32_t base;        /* vring base as vhost-user encodes it (packed: both positions) */
 	/* State. */
 	bool started;         /* rings translated and usable */
 	bool broken;          /* guest broke the ring: stopped until reset */
+	bool ready;           /* started, not broken, split without IN_ORDER: vq_pop()'s fast path */
+	uint16_t mask;        /* vq_push()'s index mask: num - 1, or the packed shadow's cap - 1 */
+	uint16_t io_next;     /* split IN_ORDER: the head the next chain must start at */
+	bool io_known;        /* io_next is known (not right after a start) */
 	struct vring_desc *desc;
 	struct vring_avail *avail;
-	struct vring_used *used;
+	struct vring_used *used;  /* where vq_push() writes: the used ring, or a private shadow */
+	struct vring_used *uring; /* split: the guest's used ring (== used unless batch_used) */
+	struct vq_packed_state pk;
 	uint16_t last_avail;  /* next avail ring entry to consume */
 	uint16_t shadow_avail; /* driver's avail index as last read (vq_pop reads it once per batch) */
 	uint16_t used_idx;    /* next used ring entry to write (published or not) */
@@ -214,7 +253,7 @@ int vq_pop_slow(struct virtqueue *vq, struct vq_chain *chain);
  */
 static inline int vq_pop(struct virtqueue *vq, struct vq_chain *chain)
 {
-	if (vq->started && !vq->broken && vq->shadow_avail != vq->last_avail) {
+	if (vq->ready && vq->shadow_avail != vq->last_avail) {
 		uint16_t head = VQ_READ_ONCE_U16(&vq->avail->ring[vq->last_avail & (vq->num - 1)]);
 
 		if (head < vq->num) {
@@ -250,10 +289,14 @@ static inline uint16_t vq_avail_seen(const struct virtqueue *vq)
 /* vq_has_avail() - whether the driver made chains available that we have not popped. */
 bool vq_has_avail(struct virtqueue *vq);
 
-/* vq_push() - write one used element; invisible to the driver until vq_publish(). */
+/*
+ * vq_push() - write one used element; invisible to the driver until vq_publish(). Elements are
+ * pushed in the order their chains were popped. Packed rings (and IN_ORDER batches) push into a
+ * private shadow that vq_publish() turns into the ring's layout.
+ */
 static inline void vq_push(struct virtqueue *vq, uint16_t head, uint32_t len)
 {
-	struct vring_used_elem *e = &vq->used->ring[vq->used_idx & (vq->num - 1)];
+	struct vring_used_elem *e = &vq->used->ring[vq->used_idx & vq->mask];
 
 	VQ_WRITE_ONCE_U32(&e->id, head);
 	VQ_WRITE_ONCE_U32(&e->len, len);
@@ -295,5 +338,14 @@ void vq_kick_disable(struct virtqueue *vq);
 
 /* vq_reset() - back to the state after device reset (not started, indexes 0). */
 void vq_reset(struct virtqueue *vq);
+
+/* vq_free() - release what a packed or IN_ORDER queue allocated (device teardown). */
+void vq_free(struct virtqueue *vq);
+
+/* vq_set_base() - SET_VRING_BASE: where the next start resumes; -1 if the value cannot be one. */
+int vq_set_base(struct virtqueue *vq, uint32_t base);
+
+/* vq_get_base() - GET_VRING_BASE's value (packed: avail and used position with wraps). */
+uint32_t vq_get_base(const struct virtqueue *vq);
 
 #endif

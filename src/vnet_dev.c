@@ -31,7 +31,8 @@
 	 BIT_ULL(VIRTIO_NET_F_CTRL_VQ) | BIT_ULL(VIRTIO_NET_F_CTRL_RX) |                           \
 	 BIT_ULL(VIRTIO_NET_F_CTRL_MAC_ADDR) | BIT_ULL(VIRTIO_NET_F_MRG_RXBUF) |                   \
 	 BIT_ULL(VIRTIO_RING_F_EVENT_IDX) | BIT_ULL(VIRTIO_RING_F_INDIRECT_DESC) |                 \
-	 BIT_ULL(VIRTIO_NET_F_NOTF_COAL) | BIT_ULL(VIRTIO_NET_F_VQ_NOTF_COAL))
+	 BIT_ULL(VIRTIO_NET_F_NOTF_COAL) | BIT_ULL(VIRTIO_NET_F_VQ_NOTF_COAL) |                   \
+	 BIT_ULL(VIRTIO_F_RING_PACKED) | BIT_ULL(VIRTIO_F_IN_ORDER))
 
 /* Features that need the control queue. */
 #define VNET_CTRL_FEATURES                                                                         \
@@ -146,6 +147,8 @@ void vnet_dev_destroy(struct vnet_dev *dev)
 {
 	if (!dev)
 		return;
+	for (unsigned i = 0; i < dev->nqueues; i++)
+		vq_free(&dev->queues[i].vq);
 	munmap(dev->queues, dev_map_size(dev->nqueues));
 }
 
@@ -207,6 +210,7 @@ int vnet_dev_set_features(struct vnet_dev *dev, uint64_t features)
 	for (unsigned i = 0; i < dev->nqueues; i++) {
 		dev->queues[i].vq.event_idx = dev_has(dev, VIRTIO_RING_F_EVENT_IDX);
 		dev->queues[i].vq.indirect = dev_has(dev, VIRTIO_RING_F_INDIRECT_DESC);
+		dev->queues[i].vq.packed = dev_has(dev, VIRTIO_F_RING_PACKED);
 	}
 	if (dev->be_ops && dev->be_ops->set_offloads)
 		dev->be_ops->set_offloads(dev->be, dev->guest_offloads);

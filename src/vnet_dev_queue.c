@@ -151,6 +151,10 @@ int vnet_dev_queue_start(struct vnet_dev *dev, unsigned qidx, const struct guest
 	vnet_dev_queue_assign_kinds(dev);
 	q->vq.event_idx = dev_has(dev, VIRTIO_RING_F_EVENT_IDX);
 	q->vq.indirect = dev_has(dev, VIRTIO_RING_F_INDIRECT_DESC);
+	q->vq.packed = dev_has(dev, VIRTIO_F_RING_PACKED);
+	q->vq.in_order = dev_has(dev, VIRTIO_F_IN_ORDER);
+	/* One used entry per batch only where lengths mean nothing (TX: the notes on DPDK). */
+	q->vq.batch_used = q->vq.in_order && q->kind == VNET_QUEUE_TX;
 	if (vq_start(&q->vq, mem) < 0) {
 		queue_view_publish(q);
 		return -1;
@@ -187,9 +191,10 @@ static void queue_flush_held(struct vnet_dev *dev, struct vnet_queue *q)
  *
  * Publishes and signals what the driver can see, gives back reserved RX buffers and a chain
  * the backend refused, disarms the timer.
- * Return: the next avail index to process (0 for a bad queue).
+ * Return: the vring base to resume from (vq_get_base(): split, the next avail index; packed,
+ * both positions with their wrap counters), 0 for a bad queue.
  */
-uint16_t vnet_dev_queue_stop(struct vnet_dev *dev, unsigned qidx)
+uint32_t vnet_dev_queue_stop(struct vnet_dev *dev, unsigned qidx)
 {
 	struct vnet_queue *q = vnet_dev_queue(dev, qidx);
 
@@ -207,7 +212,7 @@ uint16_t vnet_dev_queue_stop(struct vnet_dev *dev, unsigned qidx)
 	coal_restart(&q->coal);
 	vq_stop(&q->vq);
 	queue_view_publish(q);
-	return q->vq.last_avail;
+	return vq_get_base(&q->vq);
 }
 
 /**

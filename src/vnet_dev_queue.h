@@ -30,7 +30,7 @@ int vnet_dev_queue_start(struct vnet_dev *dev, unsigned qidx, const struct guest
  * vnet_dev_queue_stop() - stop a queue (GET_VRING_BASE): publish and signal what the driver can
  * see, give back a chain popped but not sent; returns the next avail index.
  */
-uint16_t vnet_dev_queue_stop(struct vnet_dev *dev, unsigned qidx);
+uint32_t vnet_dev_queue_stop(struct vnet_dev *dev, unsigned qidx);
 
 /*
  * vnet_dev_queue_enable() - enable or disable a queue. Disabling signals held completions. A

@@ -389,7 +389,7 @@ static void print_rss(json_t *p)
 
 static int cmd_ports(const char *path, int argc, char **argv)
 {
-	struct table t = {.ncols = 14, .align = "lrrlllllrlllll"};
+	struct table t = {.ncols = 15, .align = "lrrlllllrllllll"};
 	char idx[24], worker[24], conn[48], pairs[48], adapt[16];
 	json_t *reply, *p;
 	size_t i;
@@ -400,11 +400,12 @@ static int cmd_ports(const char *path, int argc, char **argv)
 	if ((ret = request(path, json_pack("{s:s}", "cmd", "ports"), &reply)))
 		return ret;
 	table_row(&t, "PORT", "IDX", "WORKER", "BACKEND", "SEGMENT", "MAC", "CONNECTED", "LINK", "PAIRS",
-		  "COAL", "GUARD", "ADAPTIVE", "FEATURES", "SOCKET");
+		  "COAL", "GUARD", "ADAPTIVE", "RING", "FEATURES", "SOCKET");
 	json_array_foreach(json_object_get(reply, "ports"), i, p) {
 		char backend[48], segment[32];
 		bool notf = json_is_true(json_object_get(p, "notf_coal"));
 		bool vq = json_is_true(json_object_get(p, "vq_notf_coal"));
+		char ring[24];
 
 		if (str_field(p, "tap"))
 			snprintf(backend, sizeof(backend), "tap:%s", str_field(p, "tap"));
@@ -423,6 +424,8 @@ static int cmd_ports(const char *path, int argc, char **argv)
 		snprintf(pairs, sizeof(pairs), "%" JSON_INTEGER_FORMAT "/%" JSON_INTEGER_FORMAT,
 			 json_integer_value(json_object_get(p, "active_pairs")),
 			 json_integer_value(json_object_get(p, "queue_pairs")));
+		snprintf(ring, sizeof(ring), "%s%s", str_field(p, "ring") ? str_field(p, "ring") : "-",
+			 json_is_true(json_object_get(p, "in_order")) ? "+in-order" : "");
 		snprintf(adapt, sizeof(adapt), "%s",
 			 json_is_true(json_object_get(p, "rx_adaptive"))
 				 ? (json_is_true(json_object_get(p, "tx_adaptive")) ? "rx+tx" : "rx")
@@ -433,7 +436,7 @@ static int cmd_ports(const char *path, int argc, char **argv)
 			  json_is_true(json_object_get(p, "link_up")) ? "up" : "down", pairs,
 			  notf ? (vq ? "notf+vq" : "notf") : "off",
 			  json_is_true(json_object_get(p, "stall_guard")) ? "on" : "off", adapt,
-			  str_field(p, "features"), str_field(p, "socket"));
+			  ring, str_field(p, "features"), str_field(p, "socket"));
 	}
 	table_print_free(&t);
 	json_array_foreach(json_object_get(reply, "ports"), i, p)

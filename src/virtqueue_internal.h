@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/* virtqueue_internal.h - what virtqueue.c and virtqueue_packed.c share: the packed entry points. */
+#ifndef VNETD_VIRTQUEUE_INTERNAL_H
+#define VNETD_VIRTQUEUE_INTERNAL_H
+
+#include "virtqueue.h"
+
+/* Packed descriptor and event suppression layouts (little-endian, spec "Packed Virtqueues"). */
+struct pvirtq_desc {
+	uint64_t addr;
+	uint32_t len;
+	uint16_t id;
+	uint16_t flags;
+};
+
+#define VRING_PACKED_DESC_F_AVAIL (1u << 7) /* a mask here: Linux uapi defines the shift */
+#define VRING_PACKED_DESC_F_USED (1u << 15)
+#define VRING_PACKED_EVENT_F_ENABLE 0
+#define VRING_PACKED_EVENT_F_DISABLE 1
+#define VRING_PACKED_EVENT_F_DESC 2
+
+/* One popped buffer of a packed ring: where its list starts, how many slots, its id. */
+struct vq_packed_rec {
+	uint16_t slot;
+	uint16_t nslots;
+	uint16_t id;
+	uint16_t wrap; /* the slot's wrap counter (driver's = device's, buffers complete in order) */
+};
+
+/* vq_chain_add_buf() - one data descriptor's buffer appended to a walked chain (both walkers). */
+enum vq_walk_error vq_chain_add_buf(const struct guest_mem *mem, uint64_t addr, uint32_t len,
+				    bool write, bool *seen_write, struct vq_chain *out);
+
+/* vq_walk_packed() - the one packed-ring list walker (see its definition). */
+enum vq_walk_error vq_walk_packed(const struct guest_mem *mem, const struct pvirtq_desc *ring,
+				  unsigned num, unsigned slot, bool wrap, uint16_t head_flags,
+				  bool indirect_ok, struct vq_chain *out, unsigned *nslots);
+
+/* The packed layout's half of the virtqueue API; virtqueue.c dispatches on vq->packed. */
+int vq_packed_start(struct virtqueue *vq, const struct guest_mem *mem);
+int vq_packed_pop(struct virtqueue *vq, struct vq_chain *chain);
+void vq_packed_unpop(struct virtqueue *vq, unsigned n);
+void vq_packed_publish(struct virtqueue *vq);
+bool vq_packed_would_notify(const struct virtqueue *vq);
+bool vq_packed_has_avail(struct virtqueue *vq);
+uint16_t vq_packed_avail_idx(struct virtqueue *vq);
+bool vq_packed_kick_enable(struct virtqueue *vq);
+void vq_packed_kick_disable(struct virtqueue *vq);
+uint32_t vq_packed_get_base(const struct virtqueue *vq);
+
+#endif

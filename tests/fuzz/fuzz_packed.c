@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/* fuzz_packed.c - libFuzzer: vq_walk_packed() and packed-ring pops, pushes, events, bases. */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "guest_mem.h"
+#include "log.h"
+#include "virtqueue_internal.h"
+
+/*
+ * Input: a 16-byte header, then the image of 64 KiB of guest memory (zero-padded).
+ *   [0] flags: bit0 indirect_ok, bit1 EVENT_IDX, bit2 IN_ORDER + one descriptor per batch
+ *   [1..2] queue size - 1 (mod 600: 1..600, any value)   [3..4] walker slot
+ *   [5] pops   [6..7] desc ring offset/16   [8..9] driver area offset/4
+ *   [10..11] device area offset/4   [12..15] vring base (set before the start)
+ * The ring's descriptors, tables and buffers are all fuzz-written guest memory.
+ */
+#define MEM_GPA 0x100000ull
+#define MEM_SIZE 0x10000u
+#define HDR_LEN 16u
+
+static _Alignas(64) uint8_t mem_buf[MEM_SIZE];
+static struct vq_chain chain;
+static volatile uint8_t sink;
+
+static uint16_t le16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+/* Read every readable byte, write every writable one (ASan checks each iovec). */
+static void touch(const struct vq_chain *c)
+{
+	uint64_t rl = 0, wl = 0;
+	uint8_t sum = 0;
+
+	if (c->nread + c->nwrite > VQ_MAX_CHAIN)
+		abort();
+	for (unsigned i = 0; i < c->nread + c->nwrite; i++) {
+		if (c->iov[i].iov_len == 0)
+			abort();
+		*(i < c->nread ? &rl : &wl) += c->iov[i].iov_len;
+	}
+	if (rl != c->read_len || wl != c->write_len)
+		abort();
+	for (unsigned i = 0; i < c->nread; i++)
+		for (size_t j = 0; j < c->iov[i].iov_len; j++)
+			sum ^= ((const uint8_t *)c->iov[i].iov_base)[j];
+	for (unsigned i = c->nread; i < c->nread + c->nwrite; i++)
+		memset(c->iov[i].iov_base, 0x5a, c->iov[i].iov_len);
+	sink = sum;
+}
+
+/* LLVMFuzzerTestOneInput() - one walk plus up to 255 pops on a fuzz-built packed queue. */
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct virtqueue vq; /* keeps its allocation between runs: vq_reset() frees it */
+	struct guest_mem mem;
+	struct guest_mem_region r = {0};
+	unsigned num, npop, nslots, held = 0;
+	uint8_t flags;
+
+	if (size < HDR_LEN)
+		return 0;
+	log_threshold = LOG_ERR;
+	flags = data[0];
+	num = le16(data + 1) % 600 + 1;
+	npop = data[5];
+	memset(mem_buf, 0, sizeof(mem_buf));
+	memcpy(mem_buf, data + HDR_LEN,
+	       size - HDR_LEN < sizeof(mem_buf) ? size - HDR_LEN : sizeof(mem_buf));
+	memset(&mem, 0, sizeof(mem));
+	r.gpa = MEM_GPA;
+	r.uva = MEM_GPA;
+	r.size = MEM_SIZE;
+	r.host = mem_buf;
+	if (guest_mem_add(&mem, &r) != 0)
+		abort();
+
+	/* The pure walker on a ring at the start of memory, if it fits there. */
+	if (16u * num <= MEM_SIZE) {
+		unsigned slot = le16(data + 3) % num;
+		const struct pvirtq_desc *ring = (const struct pvirtq_desc *)(void *)mem_buf;
+		uint16_t f = le16((const uint8_t *)&ring[slot].flags);
+
+		if (vq_walk_packed(&mem, ring, num, slot, f & VRING_PACKED_DESC_F_AVAIL, f,
+				   flags & 1, &chain, &nslots) == VQ_WALK_OK) {
+			touch(&chain);
+			if (nslots < 1 || nslots > num || chain.head >= num)
+				abort();
+		}
+	}
+
+	vq_reset(&vq);
+	vq.packed = true;
+	vq.num = (uint16_t)num;
+	vq.desc_addr = MEM_GPA + 16ull * le16(data + 6);
+	vq.avail_addr = MEM_GPA + 4ull * le16(data + 8);
+	vq.used_addr = MEM_GPA + 4ull * le16(data + 10);
+	vq.ring_space = GUEST_ADDR_GPA;
+	vq.indirect = flags & 1;
+	vq.event_idx = flags & 2;
+	vq.in_order = vq.batch_used = flags & 4;
+	(void)vq_set_base(&vq, (uint32_t)le16(data + 12) | (uint32_t)le16(data + 14) << 16);
+	if (vq_start(&vq, &mem) != 0)
+		return 0;
+	for (unsigned i = 0; i < npop; i++) {
+		int got = vq_pop(&vq, &chain);
+
+		if (got < 0) {
+			if (!vq.broken)
+				abort();
+			break;
+		}
+		if (got == 0)
+			break;
+		touch(&chain);
+		if (chain.head >= num)
+			abort();
+		if (i % 5 == 3) {
+			vq_unpop(&vq, 1); /* walked again next round */
+			continue;
+		}
+		vq_push(&vq, chain.head, (uint32_t)chain.write_len);
+		if (++held % 7 == 0) {
+			vq_publish(&vq);
+			(void)vq_driver_wants_notify(&vq);
+		}
+	}
+	vq_publish(&vq);
+	(void)vq_driver_wants_notify(&vq);
+	(void)vq_driver_would_notify(&vq);
+	(void)vq_kick_enable(&vq);
+	vq_kick_disable(&vq);
+	(void)vq_has_avail(&vq);
+	(void)vq_avail_idx(&vq);
+	/* Positions stay inside the ring whatever the guest wrote. */
+	if ((vq_get_base(&vq) & 0x7fff) >= num || (vq_get_base(&vq) >> 16 & 0x7fff) >= num)
+		abort();
+	vq_stop(&vq);
+	return 0;
+}
