@@ -278,6 +278,32 @@ def measure_fixed_rows(B, subj, ns, prof, args, rep, runs, rate):
                                                             short(m)))
 
 
+def run_guest(B, subj, ns, args, runs, inf):
+    """The fixed-load rows of one booted guest: the rate from none's bulk runs of this run (or a
+    calibration now), then args.fixed_reps reps, profiles interleaved within each."""
+    bulk = {}
+    for d in args.directions:
+        v = [r['gbps'] for r in runs if r['setup'] == subj.name and r['profile'] == 'none' and
+             r['kind'] == 'bulk' and r['direction'] == d and r.get('gbps')]
+        if v:
+            bulk[d] = statistics.median(v)
+    if len(bulk) == len(args.directions):
+        rate, src = '%dM' % max(10, int(500 * min(bulk.values()) / 10) * 10), 'bulk runs'
+    else:
+        rate, bulk = choose_rate(B, subj, ns, args)
+        src = 'calibration'
+    if rate is None:
+        log('  %s: no fixed-load rows: none moved no bulk traffic' % subj.name)
+        return
+    inf['fixed'] = {'rate': rate, 'none_bulk_gbps': bulk, 'from': src}
+    log('%s: fixed-load rate %sbit/s (half of none\'s bulk %s from the %s)' % (
+        subj.name, rate, ', '.join('%s %.2f' % kv for kv in bulk.items()), src))
+    for rep in range(1, args.fixed_reps + 1):
+        for prof in args.profiles:
+            B.apply_guest_profile(subj.g, subj.vd, prof)
+            measure_fixed_rows(B, subj, ns, prof, args, rep, runs, rate)
+
+
 SUM_KEYS = ('gbps', 'guest_busy', 'guest_busy_s_per_gbit', 'vcpu_cpu_s_per_gbit',
             'vmm_other_cpu_s_per_gbit', 'vnetd_cpu_s_per_gbit', 'cpu_s_per_gbit', 'irq_per_s',
             'irq_per_gbit', 'notif_rx_per_s', 'notif_tx_per_s', 'ping_p50_us', 'ping_p99_us',
