@@ -448,6 +448,12 @@ def merge_latest(resdir, new, coal_md, now):
         oa.get('profiles', list(PROFILES)), oa.get('directions', ['tx', 'rx']), osetups)
 
 
+def bench_fixed_chart(result, resdir):
+    import fixed_chart
+    return fixed_chart.draw(result, os.path.join(resdir, 'fixed-latest.png'),
+                            os.path.join(resdir, 'fixed-latest.dat'))
+
+
 def keep_coal(resdir, result):
     """--no-coal: carry the coalescing rows ("coal", "targets") of the existing latest.json over,
     marked as from an earlier run."""
@@ -671,6 +677,8 @@ def main():
     if extra[0] or any(x in chart_summary for x in chart_args[2]):
         chart(chart_summary, chart_args[0], chart_args[1], os.path.join(resdir, 'latest.png'),
               os.path.join(resdir, 'latest.dat'), chart_args[2], extra)
+    if fs and not bench_fixed_chart(result, resdir):
+        log('bench: no fixed-load chart')
     log('\n' + md)
     log('wrote %s, %s, %s, %s' % (out, os.path.join(resdir, 'latest.json'),
                                   os.path.join(resdir, 'latest.md'), os.path.join(resdir, 'latest.png')))

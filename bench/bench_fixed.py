@@ -267,14 +267,14 @@ def choose_rate(B, subj, ns, args):
 def measure_fixed_rows(B, subj, ns, prof, args, rep, runs, rate):
     for kind in FIXED_KINDS:
         for d in args.directions:
-            m = measure_fixed(B, subj, ns, kind, d, rate, args.fixed_duration)
+            m = measure_fixed(B, subj, ns, kind, d, rate[kind], args.fixed_duration)
             if 'error' in m:
                 log('  %s %s fixed %s %s rep %d: %s' % (subj.name, prof, kind, d, rep, m['error']))
                 B.check_reachable(subj, ns, '%s fixed %s rep %d' % (prof, d, rep))
                 B.restart_guest_servers(subj.g)
             runs.append(dict(setup=subj.name, profile=prof, kind='fixed_' + kind, direction=d,
-                             rep=rep, rate=rate, **m))
-            log('  %-10s %-10s fixed %s %s %s rep %d: %s' % (subj.name, prof, kind, rate, d, rep,
+                             rep=rep, rate=rate[kind], **m))
+            log('  %-10s %-10s fixed %s %s %s rep %d: %s' % (subj.name, prof, kind, rate[kind], d, rep,
                                                             short(m)))
 
 
@@ -295,13 +295,22 @@ def run_guest(B, subj, ns, args, runs, inf):
     if rate is None:
         log('  %s: no fixed-load rows: none moved no bulk traffic' % subj.name)
         return
-    inf['fixed'] = {'rate': rate, 'none_bulk_gbps': bulk, 'from': src}
-    log('%s: fixed-load rate %sbit/s (half of none\'s bulk %s from the %s)' % (
-        subj.name, rate, ', '.join('%s %.2f' % kv for kv in bulk.items()), src))
+    # UDP: half of what none carries unpaced (-b 0) in the slower direction, measured now
+    B.apply_guest_profile(subj.g, subj.vd, 'none')
+    udp = {d: run_iperf_fixed(ns, B.GUEST_IP, 'udp', d, '0', max(2, args.fixed_duration)).get('gbps')
+           for d in args.directions}
+    got = [v for v in udp.values() if v]
+    urate = '%dM' % max(10, int(500 * min(got) / 10) * 10) if got else rate
+    inf['fixed'] = {'rate': rate, 'none_bulk_gbps': bulk, 'from': src, 'udp_rate': urate,
+                    'none_udp_unpaced_gbps': udp}
+    log('%s: fixed-load rates: TCP %sbit/s (half of none\'s bulk %s from the %s), UDP %sbit/s '
+        '(half of none\'s unpaced UDP %s)' % (
+            subj.name, rate, ', '.join('%s %.2f' % kv for kv in bulk.items()), src, urate,
+            ', '.join('%s %.2f' % (k, v or 0) for k, v in udp.items())))
     for rep in range(1, args.fixed_reps + 1):
         for prof in args.profiles:
             B.apply_guest_profile(subj.g, subj.vd, prof)
-            measure_fixed_rows(B, subj, ns, prof, args, rep, runs, rate)
+            measure_fixed_rows(B, subj, ns, prof, args, rep, runs, {'tcp': rate, 'udp': urate})
 
 
 SUM_KEYS = ('gbps', 'guest_busy', 'guest_busy_s_per_gbit', 'vcpu_cpu_s_per_gbit',
