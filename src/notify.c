@@ -238,6 +238,7 @@ static void adapt_tick(const struct vnet_dev *dev, struct vnet_queue *q, uint64_
 	const struct coal_adapt_counters c = dev_adapt_counters(dev, q);
 	uint64_t windows = q->adapt.windows;
 
+	q->adapt.deep = q->kind == VNET_QUEUE_RX; /* the kind changes with the features */
 	if (coal_adapt_tick(&q->adapt, now, &c))
 		coal_set_params(&q->coal, coal_adapt_profile(q->adapt.level), COAL_SET_ADAPTIVE);
 	if (q->adapt.windows != windows)
