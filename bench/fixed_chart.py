@@ -61,7 +61,7 @@ def draw(res, png, dat):
     gp = ['set terminal pngcairo size 1100,420 font "sans,11"', 'set output "%s"' % png,
           'set style data histograms', 'set style histogram clustered gap 1',
           'set style fill solid 0.85 border -1', 'set boxwidth 0.9', 'set grid ytics',
-          'set yrange [-100:40]', 'set ylabel "change vs none (%)"', 'set key bottom left',
+          'set yrange [-100:40]', 'set ylabel "change vs none (%)"', 'set key top right',
           'set xzeroaxis lt -1',
           'set multiplot layout 1,2 title "Coalescing in a QEMU 11 TCG guest (full device, guest '
           'ethtool -C), TCP paced at %sbit/s; load avg %.1f-%.1f; lower is better"'
