@@ -46,6 +46,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402  (first: puts tests/e2e on the path)
 from common import TOP, log, machine_busy  # noqa: E402
 import bench_coal  # noqa: E402
+import bench_fixed  # noqa: E402
 import harness  # noqa: E402
 from harness import (GuestError, Netns, QemuGuest, UmlGuest, Vnetd, guest_addr,  # noqa: E402
                      host_addr)
@@ -329,8 +330,9 @@ def make_guest(kind, wd, sock):
     logp = os.path.join(wd, '%s.log' % kind)
     if kind == 'uml':
         return UmlGuest(harness.uml_kit("bookworm"), sock, log_path=logp), 'virtio-uml'
-    if kind == 'uml-7.2':
-        return UmlGuest(harness.uml_kit("sid"), sock, log_path=logp), 'virtio-uml'
+    if kind in ('uml-7.2', 'uml72-1g'):
+        return UmlGuest(harness.uml_kit("sid"), sock, log_path=logp,
+                        **({'mem': '1G'} if kind == 'uml72-1g' else {})), 'virtio-uml'
     # qemu-full: one queue pair (num_vqs 3); the device's single MSI-X vector is not enough
     # for Linux (config + queues), so the guest uses one INTx line "virtio0" (see docs/guests.md).
     return (QemuGuest(harness.guest_kit(), vhost_socket=sock, qemu=harness.new_qemu('sid'),
@@ -354,12 +356,14 @@ def bench_guest(args, kind, wd, runs, info):
             guest_net_setup(g)
             subj = Subject(setup, g, irq_pattern, vd)
             inf['applied'] = []
-            for rep in range(1, args.reps + 1):
+            for rep in range(1, args.reps + 1 if kind in args.guests else 1):
                 for prof in args.profiles:
                     a = apply_guest_profile(g, vd, prof)
                     a.update(rep=rep, profile=prof)
                     inf['applied'].append(a)
                     measure_profile(subj, ns, prof, args, rep, runs, args.duration, args.rr_duration)
+            if kind in args.fixed_guests:
+                bench_fixed.run_guest(sys.modules[__name__], subj, ns, args, runs, inf)
         if not vd.alive():
             log('WARNING: vnetd died during the %s benchmark' % kind)
             inf['vnetd_died'] = True
@@ -444,6 +448,28 @@ def merge_latest(resdir, new, coal_md, now):
         oa.get('profiles', list(PROFILES)), oa.get('directions', ['tx', 'rx']), osetups)
 
 
+def bench_fixed_chart(result, resdir):
+    import fixed_chart
+    return fixed_chart.draw(result, os.path.join(resdir, 'fixed-latest.png'),
+                            os.path.join(resdir, 'fixed-latest.dat'))
+
+
+def keep_coal(resdir, result):
+    """--no-coal: carry the coalescing rows ("coal", "targets") of the existing latest.json over,
+    marked as from an earlier run."""
+    try:
+        with open(os.path.join(resdir, 'latest.json')) as f:
+            old = json.load(f)
+    except (OSError, ValueError):
+        return
+    for k in ('coal', 'targets', 'targets_met'):
+        if k in old:
+            result[k] = old[k]
+    if 'coal' in old:
+        result['meta']['coal_from'] = old.get('meta', {}).get('coal_run', {}).get(
+            'date', old.get('meta', {}).get('date'))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--duration', type=float, default=5, help='seconds per iperf3 run (default 5)')
@@ -472,18 +498,30 @@ def main():
     ap.add_argument('--coal-only', action='store_true',
                     help='only the coalescing rows; merged into the existing results/latest.json, '
                     '.md and .png (their other rows, e.g. "targets_qemu", are kept as they are)')
+    ap.add_argument('--fixed', default='uml72-1g,qemu-full',
+                    help='guests with fixed-load rows (TCP paced and UDP at about half of none\'s '
+                    'bulk throughput), comma-separated; "" = none (default uml72-1g,qemu-full)')
+    ap.add_argument('--fixed-reps', type=int, default=5, help='interleaved reps of the fixed-load '
+                    'rows (default 5)')
+    ap.add_argument('--fixed-duration', type=int, default=5,
+                    help='seconds per fixed-load run (default 5)')
+    ap.add_argument('--coal-guests', default=','.join(bench_coal.COAL_GUESTS),
+                    help='guests of the coalescing rows (default %s)' % ','.join(bench_coal.COAL_GUESTS))
     ap.add_argument('--paced-duration', type=int, default=3,
                     help='seconds per paced UDP run of the coalescing rows (default 3)')
     args = ap.parse_args()
     if args.guest is None:
         args.guest = 'uml' if args.quick else 'uml,qemu-full'
     args.guests = [x.strip() for x in args.guest.split(',') if x.strip()] if args.uml else []
-    for x in args.guests:
+    args.fixed_guests = [x.strip() for x in args.fixed.split(',') if x.strip()] \
+        if args.uml and not args.coal_only else []
+    for x in args.guests + args.fixed_guests:
         if x not in GUESTS:
             ap.error('unknown guest %r (known: %s)' % (x, ', '.join(GUESTS)))
     if args.quick:
         args.duration, args.reps, args.peer, args.rr_duration = 2, 1, False, 1.5
         args.paced_duration = 2
+        args.fixed_reps, args.fixed_duration = 1, 3
     if args.coal_only:
         args.guests, args.peer, args.coal = [], False, True
     args.profiles = [p.strip() for p in args.profiles.split(',') if p.strip()]
@@ -508,8 +546,8 @@ def main():
     kit = harness.guest_kit()
     if args.coal:
         harness.guest_kit('sid')
-    for x in args.guests:       # fetch everything first: a missing piece skips before any run
-        if x == 'uml-7.2':
+    for x in args.guests + args.fixed_guests:  # fetch everything first: a missing piece skips before any run
+        if x in ('uml-7.2', 'uml72-1g'):
             harness.guest_kit('sid')
         elif x == 'qemu-full':
             harness.new_qemu('sid')
@@ -520,7 +558,7 @@ def main():
         % (platform.node(), os.cpu_count(), *load0, wd))
 
     runs, info = [], {}
-    for kind in args.guests:
+    for kind in args.guests + [x for x in args.fixed_guests if x not in args.guests]:
         try:
             bench_guest(args, kind, wd, runs, info)
         except Stalled as e:
@@ -529,6 +567,11 @@ def main():
         except GuestError as e:
             log('bench: %s benchmark failed: %s' % (kind, str(e)[:1500]))
             info['%s_error' % kind] = str(e)[:3000]
+        except SystemExit as e:     # harness.skip(): this guest cannot run here (e.g. its CPU)
+            if e.code != common.SKIP:
+                raise
+            log('bench: %s skipped: it cannot run on this host (see above)' % kind)
+            info['%s_skipped' % kind] = True
     if args.peer:
         try:
             bench_peer(args, kit, wd, runs, info)
@@ -549,6 +592,12 @@ def main():
     rat = ratios(summary, args.directions)
     rat_by_guest = {x: ratios(summary, args.directions, x) for x in guest_setups}
     tq, tq_per_dir = targets_qemu(summary, args.directions)
+    fixed_setups = [GUESTS[x][0] for x in args.fixed_guests]
+    fs = bench_fixed.fixed_summary(runs, fixed_setups, list(PROFILES), args.directions)
+    tqf, tqf_per = bench_fixed.targets_fixed(fs, GUESTS['qemu-full'][0], args.directions)
+    if tqf:
+        tq = dict(tq or {}, **tqf)
+        tq_per_dir = {d: dict(tq_per_dir.get(d, {}), **tqf_per.get(d, {})) for d in tqf_per}
     elapsed = time.monotonic() - t_start
     load1 = os.getloadavg()
     cpu_model = common.cpu_model()
@@ -564,6 +613,12 @@ def main():
     if tq is not None:
         result['targets_qemu'] = tq
         result['targets_qemu_per_direction'] = tq_per_dir
+    if fs:
+        result['fixed'] = {'summary': fs, 'goals': bench_fixed.GOALS_FIXED,
+                           'rates': {x: info.get('guests', {}).get(x, {}).get('fixed')
+                                     for x in args.fixed_guests}}
+    meta['fixed_loadavg'] = [r['loadavg'] for r in runs if r['kind'].startswith('fixed_')
+                             and 'loadavg' in r]
     coal = {'summary': cs, 'targets_per_direction': tg_per, 'adaptive_vs_dim_uml72': dimc,
             'profiles': bench_coal.PROFILE_LABELS}
     if args.coal:
@@ -579,10 +634,19 @@ def main():
             continue
         md += ['### %s on vnetd (tap), profile set by the guest\'s `ethtool -C`' % GUESTS[x][1], '',
                table_md(summary, setup, args.profiles, args.directions, 'guest+vnetd'), '']
-        if x == 'qemu-full' and tq is not None:
-            md += [targets_qemu_md(tq, tq_per_dir), '']
+        if x == 'qemu-full' and tq is not None and all(k in tq for k in TARGETS_QEMU):
+            md += [targets_qemu_md({k: tq[k] for k in TARGETS_QEMU},
+                                   {d: {k: v[k] for k in TARGETS_QEMU} for d, v in
+                                    tq_per_dir.items() if all(k in v for k in TARGETS_QEMU)}), '']
         elif rat_by_guest.get(setup):
             md += [ratios_md(rat_by_guest[setup]), '']
+    if fs:
+        md += [bench_fixed.table_md(fs, {v[0]: v[1] for v in GUESTS.values()}, args.directions),
+               bench_fixed.targets_md(tqf, tqf_per), '',
+               'Fixed-load rows: %d s runs x %d interleaved reps; load average per run %s.' % (
+                   args.fixed_duration, args.fixed_reps,
+                   '%.2f–%.2f' % (min(meta['fixed_loadavg']), max(meta['fixed_loadavg']))
+                   if meta['fixed_loadavg'] else '–'), '']
     if args.peer and 'qemu-vnetd' in summary:
         md += ['', '### Peer: QEMU 7.2 TCG guest, userspace virtio-net (tap, vhost=off) vs vnetd '
                '(vhost-user, host-side `vnetctl coalesce`)', '',
@@ -605,6 +669,8 @@ def main():
                              % (meta['date'], load0[0], load1[0], args.duration, args.paced_duration,
                                 args.rr_duration, args.reps)]) + '\n'
     md = '\n'.join(md) + '\n\n' + coal_md
+    if not args.coal:
+        keep_coal(resdir, result)
     chart_summary, chart_args = summary, (args.profiles, args.directions, guest_setups)
     if args.coal_only:
         result, md, chart_summary, chart_args = merge_latest(resdir, result, coal_md, now)
@@ -618,6 +684,8 @@ def main():
     if extra[0] or any(x in chart_summary for x in chart_args[2]):
         chart(chart_summary, chart_args[0], chart_args[1], os.path.join(resdir, 'latest.png'),
               os.path.join(resdir, 'latest.dat'), chart_args[2], extra)
+    if fs and not bench_fixed_chart(result, resdir):
+        log('bench: no fixed-load chart')
     log('\n' + md)
     log('wrote %s, %s, %s, %s' % (out, os.path.join(resdir, 'latest.json'),
                                   os.path.join(resdir, 'latest.md'), os.path.join(resdir, 'latest.png')))

@@ -15,7 +15,8 @@ TARGETS_QEMU = {'irq_reduction_aggressive': 0.85, 'cpu_per_gbit_reduction_aggres
 # --guest name -> (setup name in the results, label in tables and chart)
 GUESTS = {'uml': ('uml-vnetd', 'UML 6.1 (bookworm)'),
           'uml-7.2': ('uml72-vnetd', 'UML 7.2 (sid)'),
-          'qemu-full': ('qemu-full-vnetd', 'QEMU 11 TCG, full device, Linux 6.1')}
+          'qemu-full': ('qemu-full-vnetd', 'QEMU 11 TCG, full device, Linux 6.1'),
+          'uml72-1g': ('uml72-1g-fixed-vnetd', 'UML 7.2 (sid), 1 GB')}
 
 BULK_KEYS = ('gbps', 'cpu_pct', 'guest_cpu_pct', 'vnetd_cpu_pct', 'cpu_s_per_gbit', 'irq_per_s',
              'irq_per_gbit', 'notif_rx_per_s', 'notif_tx_per_s', 'machine_busy_pct')

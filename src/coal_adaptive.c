@@ -98,14 +98,18 @@ static void refresh(struct coal_adapt *a)
 
 /**
  * coal_adapt_start() - switch the controller on at level 0.
- * @a: the controller, reset completely (waits before probing start short)
+ * @a: the controller, reset completely (waits before probing start short) except for @a->deep,
+ *     which the queue's owner sets (notify.c: RX queues) and which stays
  * @now_ns: start of the first window
  * @c: the queue's counters now, the first window's base
  */
 void coal_adapt_start(struct coal_adapt *a, uint64_t now_ns, const struct coal_adapt_counters *c)
 {
+	bool deep = a->deep;
+
 	memset(a, 0, sizeof(*a));
 	a->on = true;
+	a->deep = deep; /* the queue's kind: notify.c keeps it */
 	refresh(a);
 	a->win_start_ns = now_ns;
 	a->base = *c;
@@ -133,21 +137,42 @@ static bool request_response(const struct coal_adapt_rates *r)
 	       r->peer_pps <= r->pps + r->pps / 4u;
 }
 
-/* The lowest level whose hold spans COAL_ADAPT_BATCH packets at this rate; 0 if none does. */
-static unsigned target_level(uint64_t pps)
+/* The lowest level whose hold spans batch packets at this rate; 0 if none does. */
+static unsigned lowest_spanning(uint64_t pps, uint64_t batch)
 {
 	for (unsigned l = 1; l < COAL_ADAPT_LEVELS; l++)
-		if (pps * profiles[l].max_usecs >= COAL_ADAPT_BATCH * 1000000ull)
+		if (pps * profiles[l].max_usecs >= batch * 1000000ull)
 			return l;
 	return 0;
 }
 
-/* Whether a level's hold spans 1 .. 4 x COAL_ADAPT_BATCH packets at this rate. */
-static bool in_band(unsigned level, uint64_t pps)
+/*
+ * The lowest level whose hold spans COAL_ADAPT_BATCH packets at this rate (0 if none does);
+ * on a deep queue, the lowest spanning COAL_ADAPT_BATCH_DEEP where one does. Deep is for RX:
+ * a guest that receives a stream this fast polls it (NAPI) and takes a notification per poll;
+ * a longer hold merges polls, and what is held is data its driver would only batch anyway.
+ * TX stays shallow: held TX completions are socket memory the guest's TCP (TSQ) waits for.
+ */
+static unsigned target_level(const struct coal_adapt *a, uint64_t pps)
+{
+	unsigned t = lowest_spanning(pps, COAL_ADAPT_BATCH);
+
+	if (a->deep) {
+		unsigned d = lowest_spanning(pps, COAL_ADAPT_BATCH_DEEP);
+
+		if (d > t)
+			t = d;
+	}
+	return t;
+}
+
+/* Whether a level's hold spans 1 .. 4 x the queue's batch of packets at this rate. */
+static bool in_band(const struct coal_adapt *a, unsigned level, uint64_t pps)
 {
 	uint64_t span_x1m = pps * profiles[level].max_usecs; /* packets per hold, times 10^6 */
+	uint64_t batch = a->deep ? COAL_ADAPT_BATCH_DEEP : COAL_ADAPT_BATCH;
 
-	return span_x1m >= 1000000ull && span_x1m <= 4ull * COAL_ADAPT_BATCH * 1000000ull;
+	return span_x1m >= 1000000ull && span_x1m <= 4ull * batch * 1000000ull;
 }
 
 /*
@@ -162,8 +187,9 @@ static bool in_band(unsigned level, uint64_t pps)
  *    more than a quarter (a flow that slows down when its notifications wait is latency-bound:
  *    back down, and a longer wait before probing from there again);
  *  - the target is the lowest level whose max_usecs spans COAL_ADAPT_BATCH packets at the
- *    window's packet rate (so a hold costs about two packet gaps); a level above it that
- *    spans 1 to 4 x COAL_ADAPT_BATCH packets is kept (hysteresis);
+ *    window's packet rate (so a hold costs about two packet gaps), on a deep (RX) queue
+ *    COAL_ADAPT_BATCH_DEEP where a level spans that many; a level above it that spans 1 to 4 x
+ *    the batch is kept (hysteresis);
  *  - settled at or above the target, every notification sent still carrying about one packet
  *    (holding gains nothing: a ping-pong, the stall guard firing): one level down, as after a
  *    failed probe;
@@ -198,8 +224,8 @@ static void decide(struct coal_adapt *a, uint64_t packets, uint64_t dur_ns,
 			settle(a);
 		return;
 	}
-	target = target_level(r->pps);
-	if (target < a->level && in_band(a->level, r->pps))
+	target = target_level(a, r->pps);
+	if (target < a->level && in_band(a, a->level, r->pps))
 		target = a->level; /* hysteresis: no flapping at a boundary */
 	if (target < a->level) {
 		a->level = (uint8_t)target;

@@ -12,6 +12,7 @@
 #define COAL_ADAPT_WINDOW_NS 4000000ull     /* a sample covers at least 4 ms */
 #define COAL_ADAPT_MIN_PACKETS 8            /* fewer in a window: sparse traffic, level 0 */
 #define COAL_ADAPT_BATCH 2                  /* packets a hold should span */
+#define COAL_ADAPT_BATCH_DEEP 8             /* ... on a deep queue, where some level spans it */
 #define COAL_ADAPT_TIRED_MIN 8              /* windows parked after the first failed probe */
 #define COAL_ADAPT_TIRED_MAX 256            /* ... doubling per failure up to this (~1 s) */
 #define COAL_ADAPT_IDLE_NS 256000000ull     /* a window this long (no traffic): a new load */
@@ -39,6 +40,7 @@ struct coal_adapt_rates {
 /* Controller state of one queue (all zero: off). */
 struct coal_adapt {
 	bool on;
+	bool deep;        /* RX: batch COAL_ADAPT_BATCH_DEEP packets where a level spans them */
 	uint8_t level;
 	enum coal_adapt_state state;
 	uint16_t tired;   /* windows left before the next probe up */

@@ -63,14 +63,74 @@ static uint64_t grown(uint64_t now, uint64_t *seen)
 }
 
 /*
- * Completions were published (before coal_add_packets() counts them): account what the guard
- * watches; a first completion after a notification starts the count afresh.
+ * The idle rules learn whether the driver waits. It does if it transmits soon after a
+ * notification sent while it was quiet (a TCP sender given its ACKs, a request its answer, TSQ
+ * its completions): within a quarter of stall-idle-usecs. A paced sender transmits on its own
+ * clock, not on our notification: an early notification it leaves unanswered multiplies the
+ * quiet time the idle rules wait for by 2^GUARD_BACKOFF_MAX (beyond any max_usecs worth
+ * holding: the idle rules are then off, and a paced flow keeps its reduction). Stepping up one
+ * doubling at a time would stop where the quiet time equals the sender's period, and there
+ * the next burst "answers" by coincidence. Answers in a row (GUARD_ANSWERS_TO_RETURN, to any
+ * notification, the deadline's too) halve it again, down to stall-idle-usecs.
  */
-static void guard_completed(struct vnet_queue *q, uint64_t now)
+#define GUARD_BACKOFF_MAX 6u
+#define GUARD_ANSWERS_TO_RETURN 2u
+
+static uint64_t guard_answer_ns(const struct vnet_dev *dev)
+{
+	return (uint64_t)dev->guard.idle_usecs * 250u;
+}
+
+/* Resolve q's awaited answer: the driver transmitted at now (answered) or has not by now. */
+static void guard_probe_resolve(const struct vnet_dev *dev, struct vnet_queue *q, uint64_t now,
+				bool transmitted)
+{
+	struct vnet_guard_state *g = &q->guard;
+
+	if (!g->probe_ns || now < g->probe_ns)
+		return;
+	if (transmitted && now - g->probe_ns <= guard_answer_ns(dev)) {
+		if (g->backoff && ++g->answered >= GUARD_ANSWERS_TO_RETURN) {
+			g->backoff--;
+			g->answered = 0;
+		}
+	} else if (now - g->probe_ns > guard_answer_ns(dev)) {
+		if (g->probe_early) {
+			g->backoff = GUARD_BACKOFF_MAX;
+			g->answered = 0;
+		}
+	} else {
+		return; /* still within the answer window */
+	}
+	g->probe_ns = 0;
+}
+
+/* A notification went out on q: await the driver's answer if the idle rules could use it. */
+static void guard_probe_start(const struct vnet_dev *dev, struct vnet_queue *q, uint64_t now,
+			      bool early_idle)
+{
+	if (!dev->guard.on || !dev->guard.idle_usecs || (!early_idle && !q->guard.backoff))
+		return;
+	q->guard.probe_ns = now;
+	q->guard.probe_early = early_idle;
+}
+
+/*
+ * Completions were published (before coal_add_packets() counts them): account what the guard
+ * watches; a first completion after a notification starts the count afresh. A TX completion
+ * is the driver's answer to its own queue's and its pair RX queue's notifications.
+ */
+static void guard_completed(const struct vnet_dev *dev, struct vnet_queue *q, uint64_t now)
 {
 	struct vnet_guard_state *g = &q->guard;
 	uint64_t bytes = grown(q->stats.bytes, &g->seen_bytes);
 	uint64_t descs = grown(g->descs, &g->seen_descs);
+
+	if (q->kind == VNET_QUEUE_TX) {
+		guard_probe_resolve(dev, q, now, true);
+		if (q->vq.index > 0 && dev->queues[q->vq.index - 1].kind == VNET_QUEUE_RX)
+			guard_probe_resolve(dev, &dev->queues[q->vq.index - 1], now, true);
+	}
 
 	if (q->coal.pending == 0)
 		g->held_bytes = g->held_descs = 0;
@@ -115,7 +175,7 @@ static enum guard_reason guard_rx_waited_for(const struct vnet_dev *dev, const s
 {
 	const struct vnet_queue *tx = q->vq.index + 1 < dev->nqueues ? &dev->queues[q->vq.index + 1]
 								      : NULL;
-	uint64_t quiet = (uint64_t)dev->guard.idle_usecs * 250u, last, due;
+	uint64_t quiet = ((uint64_t)dev->guard.idle_usecs * 250u) << q->guard.backoff, last, due;
 
 	if (!tx || tx->kind != VNET_QUEUE_TX || !dev_queue_usable(tx))
 		return GUARD_NONE;
@@ -141,6 +201,7 @@ static enum guard_reason guard_check(const struct vnet_dev *dev, struct vnet_que
 	const struct vnet_stall_guard *g = &dev->guard;
 
 	*recheck_ns = 0;
+	guard_probe_resolve(dev, q, now, false); /* an answer overdue: counted unanswered */
 	if (guard_ring_low(dev, q))
 		return GUARD_RING;
 	/* Not for a queue the adaptive controller drives: its holds are short (at most the top
@@ -149,7 +210,8 @@ static enum guard_reason guard_check(const struct vnet_dev *dev, struct vnet_que
 	if (g->bytes && !q->adapt.on && q->guard.held_bytes >= g->bytes)
 		return GUARD_BYTES;
 	if (g->idle_usecs && q->kind == VNET_QUEUE_TX) {
-		uint64_t due = q->guard.last_done_ns + (uint64_t)g->idle_usecs * 1000u;
+		uint64_t due = q->guard.last_done_ns +
+			       ((uint64_t)g->idle_usecs * 1000u << q->guard.backoff);
 
 		if (now >= due)
 			return GUARD_IDLE;
@@ -176,6 +238,7 @@ static void adapt_tick(const struct vnet_dev *dev, struct vnet_queue *q, uint64_
 	const struct coal_adapt_counters c = dev_adapt_counters(dev, q);
 	uint64_t windows = q->adapt.windows;
 
+	q->adapt.deep = q->kind == VNET_QUEUE_RX; /* the kind changes with the features */
 	if (coal_adapt_tick(&q->adapt, now, &c))
 		coal_set_params(&q->coal, coal_adapt_profile(q->adapt.level), COAL_SET_ADAPTIVE);
 	if (q->adapt.windows != windows)
@@ -222,7 +285,7 @@ void notify_decide(struct vnet_dev *dev, struct vnet_queue *q, enum notify_event
 	if (q->adapt.on)
 		adapt_tick(dev, q, now);
 	if (ev == NOTIFY_COMPLETED) {
-		guard_completed(q, now);
+		guard_completed(dev, q, now);
 		coal_add_packets(&q->coal, packets, now);
 	}
 	verdict = coal_evaluate(&q->coal, now, &deadline);
@@ -260,6 +323,7 @@ void notify_decide(struct vnet_dev *dev, struct vnet_queue *q, enum notify_event
 		q->coal_deadline_ns = 0;
 		if (vq_driver_wants_notify(&q->vq)) {
 			notify_signal(dev, q);
+			guard_probe_start(dev, q, now, early == GUARD_IDLE);
 			if (early != GUARD_NONE) {
 				guard_count(q, early);
 			} else if (ev == NOTIFY_TIMER && fired) {

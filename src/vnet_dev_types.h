@@ -152,6 +152,10 @@ struct vnet_guard_state {
 	uint64_t held_bytes;   /* bytes completed since the last notification */
 	uint64_t held_descs;   /* TX: descriptors completed since the last notification */
 	uint64_t last_done_ns; /* when the last completion happened */
+	uint64_t probe_ns;     /* a notification whose answer (the driver's next TX) is awaited */
+	bool probe_early;      /* ... sent early by an idle rule (else at the deadline) */
+	uint8_t backoff;       /* idle rules wait idle-usecs << backoff: unanswered early ones */
+	uint8_t answered;      /* answers in a row since the last unanswered early notification */
 };
 
 /*

@@ -195,6 +195,41 @@ static void test_bulk_converges_and_stays(void **state)
 	assert_int_equal(s.windows_at[1], 1000);
 }
 
+/* A fast RX stream, 40k frames/s (64 KiB GSO frames at ~20 Gbit/s). */
+static struct rates rx_fast(unsigned level)
+{
+	return (struct rates){40000, 40000ull * 65000, holds_per_sec(level, 40000), 0};
+}
+
+/*
+ * A deep (RX) queue batches 8 frames where a level spans them: at 40k/s the 200 us level
+ * (8 frames), not the 50 us (2) a TX queue settles on; it stays there.
+ */
+static void test_fast_rx_batches_deeper_than_tx(void **state)
+{
+	struct sim rx, tx;
+
+	(void)state;
+	sim_start(&tx);
+	sim_run(&tx, rx_fast, 4 * COAL_ADAPT_LEVELS);
+	assert_int_equal(tx.a.level, 2);
+	memset(&rx, 0, sizeof(rx));
+	rx.now = 1000 * MS;
+	rx.a.deep = true;
+	coal_adapt_start(&rx.a, rx.now, &rx.c);
+	assert_true(rx.a.deep);
+	sim_run(&rx, rx_fast, 4 * COAL_ADAPT_LEVELS);
+	assert_int_equal(rx.a.level, 4);
+	sim_clear_history(&rx);
+	sim_run(&rx, rx_fast, 1000);
+	assert_int_equal(rx.windows_at[4], 1000);
+	assert_int_equal(rx.changes, 0);
+	/* Where no level spans 8 (10k/s: 4 in 400 us) a deep queue is a shallow one. */
+	sim_run(&rx, bulk, 4 * COAL_ADAPT_LEVELS);
+	sim_run(&tx, bulk, 4 * COAL_ADAPT_LEVELS);
+	assert_int_equal(rx.a.level, tx.a.level);
+}
+
 static void test_noisy_bulk_does_not_oscillate(void **state)
 {
 	struct sim s;
@@ -468,6 +503,7 @@ int main(void)
 		cmocka_unit_test(test_profiles_start_at_no_coalescing),
 		cmocka_unit_test(test_no_decision_before_a_window),
 		cmocka_unit_test(test_bulk_converges_and_stays),
+		cmocka_unit_test(test_fast_rx_batches_deeper_than_tx),
 		cmocka_unit_test(test_noisy_bulk_does_not_oscillate),
 		cmocka_unit_test(test_level_that_paces_the_flow_is_left_and_rarely_retried),
 		cmocka_unit_test(test_ping_pong_stays_at_low_latency),

@@ -186,6 +186,106 @@ static void test_paced_tx_keeps_coalescing(void **state)
 	td_free(td);
 }
 
+/* td_advance() in 10 us steps: each timer fires at its deadline, as a timerfd's would. */
+static void step(struct test_dev *td, uint64_t ns)
+{
+	for (uint64_t t = 0; t < ns; t += 10 * US)
+		td_advance(td, ns - t < 10 * US ? ns - t : 10 * US);
+}
+
+/*
+ * A paced sender's bursts (here one packet every 4 ms: longer than stall-idle-usecs, shorter
+ * than max_usecs) come on its own clock: the early notifications it leaves unanswered stop,
+ * and coalescing holds to its deadline as without the guard.
+ */
+static void test_paced_bursts_stop_the_tx_idle_rule(void **state)
+{
+	struct test_dev *td = td_guard(true, 0, 1000, 256, 0);
+	uint64_t early_at_100ms;
+
+	(void)state;
+	assert_int_equal(td_coal_cmd(td, TX_SET, 50, 5000), VIRTIO_NET_OK);
+	for (unsigned i = 0; i < 25; i++) { /* 100 ms */
+		td_tx(td, TXQ, 1, 1400);
+		step(td, 4 * MS);
+	}
+	early_at_100ms = early(td, TXQ);
+	assert_true(early_at_100ms <= 6); /* a few, to learn */
+	for (unsigned i = 0; i < 25; i++) {
+		td_tx(td, TXQ, 1, 1400);
+		step(td, 4 * MS);
+	}
+	assert_int_equal(early(td, TXQ), early_at_100ms);
+	/* Without the guard: 1 notification per 2 packets (5 ms windows of 4 ms gaps). */
+	assert_true(td->notifies[TXQ] <= 25 + early_at_100ms);
+	td_free(td);
+}
+
+/* A driver that answers each early notification at once keeps getting them early. */
+static void test_answered_idle_notifications_stay_early(void **state)
+{
+	struct test_dev *td = td_guard(true, 0, 1000, 256, 0);
+
+	(void)state;
+	assert_int_equal(td_coal_cmd(td, TX_SET, 50, 5000), VIRTIO_NET_OK);
+	for (unsigned i = 0; i < 20; i++) {
+		td_tx(td, TXQ, 1, 100);
+		step(td, 1 * MS); /* idle: the early notification */
+		assert_int_equal(stats(td, TXQ)->early_idle, i + 1);
+		step(td, 50 * US); /* the waiting driver answers */
+	}
+	assert_int_equal(td->notifies[TXQ], 20);
+	td_free(td);
+}
+
+/* After a paced phase, a driver that waits again (answers deadline notifications at once)
+ * gets its early notifications back. */
+static void test_idle_rule_returns_when_answered(void **state)
+{
+	struct test_dev *td = td_guard(true, 0, 1000, 256, 0);
+	uint64_t e;
+
+	(void)state;
+	assert_int_equal(td_coal_cmd(td, TX_SET, 50, 5000), VIRTIO_NET_OK);
+	for (unsigned i = 0; i < 50; i++) {
+		td_tx(td, TXQ, 1, 1400);
+		step(td, 4 * MS);
+	}
+	e = early(td, TXQ);
+	for (unsigned i = 0; i < 40; i++) {
+		uint64_t n = td->notifies[TXQ];
+
+		td_tx(td, TXQ, 1, 100);
+		while (td->notifies[TXQ] == n)
+			step(td, 100 * US);
+		step(td, 50 * US); /* answered */
+	}
+	assert_true(early(td, TXQ) > e + 20);
+	td_free(td);
+}
+
+/* RX: a guest sending paced bursts gets its peer's ACKs at the deadline, not after each burst. */
+static void test_paced_sender_stops_the_rx_idle_rule(void **state)
+{
+	struct test_dev *td = td_guard(true, 0, 1000, 256, 0);
+	uint64_t e;
+
+	(void)state;
+	assert_int_equal(td_coal_cmd(td, RX_SET, 50, 5000), VIRTIO_NET_OK);
+	td_post_rx(td, RXQ, 200, 2048);
+	for (unsigned i = 0; i < 50; i++) { /* 200 ms: burst, its ACK 100 us later, 4 ms period */
+		td_tx(td, TXQ, 1, 1400);
+		step(td, 100 * US);
+		assert_int_equal(td_receive(td, 60, (uint8_t)i), 1);
+		step(td, 3900 * US);
+		if (i == 24)
+			e = early(td, RXQ);
+	}
+	assert_true(e <= 6);
+	assert_int_equal(early(td, RXQ), e);
+	td_free(td);
+}
+
 /* Paced RX: the ring stays mostly full of buffers, so nothing fires early. */
 static void test_paced_rx_keeps_coalescing(void **state)
 {
@@ -334,6 +434,10 @@ int main(void)
 		cmocka_unit_test_teardown(test_rx_hold_lasts_while_packets_arrive, td_cleanup),
 		cmocka_unit_test_teardown(test_paced_tx_keeps_coalescing, td_cleanup),
 		cmocka_unit_test_teardown(test_paced_rx_keeps_coalescing, td_cleanup),
+		cmocka_unit_test_teardown(test_paced_bursts_stop_the_tx_idle_rule, td_cleanup),
+		cmocka_unit_test_teardown(test_answered_idle_notifications_stay_early, td_cleanup),
+		cmocka_unit_test_teardown(test_idle_rule_returns_when_answered, td_cleanup),
+		cmocka_unit_test_teardown(test_paced_sender_stops_the_rx_idle_rule, td_cleanup),
 		cmocka_unit_test_teardown(test_rx_ring_nearly_empty_notifies, td_cleanup),
 		cmocka_unit_test_teardown(test_tx_descriptors_nearly_used_up_notify, td_cleanup),
 		cmocka_unit_test_teardown(test_guard_respects_no_interrupt, td_cleanup),
