@@ -255,6 +255,9 @@ static const struct queue_family switch_families[] = {
 	     "counts again when its next token is due)."),
     SWFAMILY("spoofed_total", "counter", spoofed,
 	     "Frames dropped by port security: a source MAC the port may not send from."),
+    SWFAMILY("arp_nd_spoofed_total", "counter", arp_nd_spoofed,
+	     "ARP and ND frames dropped by port security: an ARP sender MAC or an ND link-layer "
+	     "address option the port may not send from."),
     SWFAMILY("storm_dropped_total", "counter", storm_dropped,
 	     "Floods (broadcast, multicast, unknown unicast) dropped by storm control: over the "
 	     "port's flood-rate."),

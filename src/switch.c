@@ -15,6 +15,7 @@
 #include "switch_fdb.h"
 #include "switch_internal.h"
 #include "switch_ips.h"
+#include "switch_lladdr.h"
 #include "switch_xq.h"
 #include "virtio_net_defs.h"
 #include "vnet_dev.h"
@@ -160,6 +161,24 @@ static __attribute__((noinline, cold)) void psec_drop(struct switch_port *p, con
 	log_guest("switch %s: dropped a frame from source MAC %02x:%02x:%02x:%02x:%02x:%02x: not "
 		  "the port's (port security)",
 		  p->name, mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]);
+}
+
+/*
+ * A port-secured port's ARP or ND frame (or a tagged one): whether the link-layer addresses it
+ * claims are the port's (switch_lladdr.c has the rules); dropped, counted and logged
+ * (rate-limited) if not. Out of line: other EtherTypes never come here.
+ */
+static __attribute__((noinline)) bool lladdr_pass(struct switch_port *p, const struct iovec *iov,
+						  unsigned iovcnt, size_t off, size_t len)
+{
+	const struct switch_mac_set macs = {p->psec_mac, p->allowed, p->n_allowed};
+	const char *why = switch_lladdr_check(iov, iovcnt, off, len, &macs);
+
+	if (!why)
+		return true;
+	stat_inc(&p->arp_nd_spoofed);
+	log_guest("switch %s: dropped %s (port security)", p->name, why);
+	return false;
 }
 
 /* ---- Storm control ------------------------------------------------------------------------ */
@@ -471,11 +490,21 @@ transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size
 	 */
 	iov_copy_from(iov, iovcnt, off, src->macs, sizeof(src->macs));
 
-	/* Port security: in the common case one compare against the port's MAC. */
-	if (src->psec && __builtin_expect(!mac_eq(src_mac, src->psec_mac), 0) &&
-	    !psec_allowed(src, src_mac)) {
-		psec_drop(src, src_mac);
-		return 0;
+	/*
+	 * Port security: in the common case one compare against the port's MAC, and a look at the
+	 * EtherType (ARP and ND carry MACs of their own).
+	 */
+	if (src->psec) {
+		if (__builtin_expect(!mac_eq(src_mac, src->psec_mac), 0) &&
+		    !psec_allowed(src, src_mac)) {
+			psec_drop(src, src_mac);
+			return 0;
+		}
+		if (__builtin_expect(switch_lladdr_inspects((unsigned)src->macs[12] << 8 |
+							    src->macs[13]),
+				     0) &&
+		    !lladdr_pass(src, iov, iovcnt, off, len))
+			return 0;
 	}
 	if (storm && src->access && access_tagged(src, iov, iovcnt, off))
 		return 0;

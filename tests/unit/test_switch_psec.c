@@ -167,6 +167,157 @@ static void test_port_security_off_learns_any_source(void **state)
 	assert_int_equal(counters(b).spoofed, 0);
 }
 
+/* ---- ARP and ND: the MACs inside (port security) ---- */
+
+static uint8_t nf[256]; /* the frame being built */
+
+/* Ethernet header from p's MAC to broadcast with `type`, behind an 802.1Q tag if asked. */
+static size_t nf_eth(const struct port *p, unsigned type, bool tagged)
+{
+	size_t at = 12;
+
+	memset(nf, 0, sizeof(nf));
+	memset(nf, 0xff, 6);
+	memcpy(nf + 6, p->mac, 6);
+	if (tagged) {
+		nf[at++] = 0x81, nf[at++] = 0x00, nf[at++] = 0x00, nf[at++] = 0x07;
+	}
+	nf[at++] = (uint8_t)(type >> 8);
+	nf[at++] = (uint8_t)type;
+	return at;
+}
+
+/* An ARP request (op 1) or reply (2) from p's MAC whose sender MAC is sha (hlen 6 or other). */
+static size_t arp_from(const struct port *p, unsigned op, const uint8_t *sha, unsigned hlen,
+		       bool tagged)
+{
+	size_t at = nf_eth(p, 0x0806, tagged);
+
+	nf[at + 1] = 1;
+	nf[at + 2] = 0x08;
+	nf[at + 4] = (uint8_t)hlen;
+	nf[at + 5] = 4;
+	nf[at + 7] = (uint8_t)op;
+	memcpy(nf + at + 8, sha, 6);
+	nf[at + 14] = 10, nf[at + 17] = 1;			 /* sender 10.0.0.1 */
+	nf[at + 24] = 10, nf[at + 27] = 254;			 /* target 10.0.0.254 */
+	return 60;
+}
+
+/*
+ * An ICMPv6 ND message of `type` from fe80::1 with options: pad 8-byte padding options (type
+ * 99) first, then one link-layer address option of `opt` type (0: none, or its length in 8-byte
+ * units `olen`) holding `mac`; after a hop-by-hop header if asked. Its length.
+ */
+static size_t nd_from(const struct port *p, unsigned type, unsigned pad, unsigned opt,
+		      unsigned olen, const uint8_t *mac, bool hbh)
+{
+	size_t at = nf_eth(p, 0x86dd, false), l4 = at + 40, o;
+
+	nf[at] = 0x60;
+	nf[at + 6] = 58;
+	nf[at + 7] = 255;
+	nf[at + 8] = 0xfe, nf[at + 9] = 0x80, nf[at + 23] = 1;
+	nf[at + 24] = 0xff, nf[at + 25] = 0x02, nf[at + 39] = 1;
+	if (hbh) {
+		nf[l4] = 58;
+		nf[at + 6] = 0;
+		l4 += 8;
+	}
+	nf[l4] = (uint8_t)type;
+	o = l4 + (type == 133 ? 8 : type == 134 ? 16 : 24);
+	for (unsigned i = 0; i < pad; i++, o += 8)
+		nf[o] = 99, nf[o + 1] = 1;
+	if (opt) {
+		nf[o] = (uint8_t)opt;
+		nf[o + 1] = (uint8_t)olen;
+		memcpy(nf + o + 2, mac, 6);
+		o += olen ? olen * 8u : 8;
+	}
+	nf[at + 4] = (uint8_t)((o - at - 40) >> 8);
+	nf[at + 5] = (uint8_t)(o - at - 40);
+	assert_true(o <= sizeof(nf));
+	return o;
+}
+
+/* p sends the frame in nf; `to` got it byte-exact, or nothing if it does not pass. */
+static void nf_send(struct port *p, struct port *to, size_t len, bool passes)
+{
+	uint8_t want[sizeof(nf)];
+
+	memcpy(want, nf, len);
+	tx_queue_cut(p, want, len, NULL, 0, false);
+	tx_kick(p);
+	if (!passes) {
+		expect_nothing(to);
+		return;
+	}
+	assert_int_equal(rx_take(to, NULL), HDR + len);
+	assert_memory_equal(rx_out + HDR, want, len);
+}
+
+/*
+ * (22a) ARP from a port-secured port: a request or reply whose sender MAC is another port's
+ * (the Ethernet source its own) is dropped and counted, also behind a VLAN tag; its own or an
+ * allowed MAC passes; a non-Ethernet hardware address is no MAC of anyone's and passes; a port
+ * without port security sends any.
+ */
+static void test_port_security_arp_sender_mac(void **state)
+{
+	static const uint8_t nested[1][6] = {{0x02, 0x11, 0, 0, 0, 1}};
+	struct port *a = &ports[0], *b = &ports[1];
+
+	(void)state;
+	sw_up_secure(2, 32, false);
+	nf_send(b, a, arp_from(b, 1, b->mac, 6, false), true);
+	nf_send(b, a, arp_from(b, 2, b->mac, 6, false), true);
+	nf_send(b, a, arp_from(b, 2, a->mac, 6, false), false); /* "10.0.0.1 is at A's MAC" */
+	nf_send(b, a, arp_from(b, 1, mac_unknown, 6, false), false);
+	nf_send(b, a, arp_from(b, 2, mac_unknown, 6, true), false); /* behind a tag */
+	assert_int_equal(counters(b).arp_nd_spoofed, 3);
+	assert_int_equal(counters(b).spoofed, 0);
+	nf_send(b, a, arp_from(b, 1, mac_unknown, 8, false), true); /* not Ethernet's */
+	assert_int_equal(switch_port_set_security(b->be, &(struct switch_port_security){
+							    .on = true, .n_allowed = 1, .allowed = nested}),
+			 0);
+	nf_send(b, a, arp_from(b, 2, nested[0], 6, false), true);
+	assert_int_equal(switch_port_set_security(b->be, &(struct switch_port_security){.on = false}),
+			 0);
+	nf_send(b, a, arp_from(b, 2, mac_unknown, 6, false), true);
+	assert_int_equal(counters(b).arp_nd_spoofed, 3);
+	assert_int_equal(counters(a).arp_nd_spoofed, 0);
+}
+
+/*
+ * (22b) ND from a port-secured port: a solicitation's source or an advertisement's target
+ * link-layer address that is not the port's MAC is dropped and counted, behind padding options
+ * and a hop-by-hop header too; an option of length 0 drops the message; its own MAC, no
+ * option, a redirect and plain IPv6 pass.
+ */
+static void test_port_security_nd_link_layer_addresses(void **state)
+{
+	struct port *a = &ports[0], *b = &ports[1];
+
+	(void)state;
+	sw_up_secure(2, 32, false);
+	nf_send(b, a, nd_from(b, 135, 0, 1, 1, b->mac, false), true);	/* NS, its own */
+	nf_send(b, a, nd_from(b, 136, 0, 2, 1, b->mac, false), true);	/* NA, its own */
+	nf_send(b, a, nd_from(b, 133, 0, 1, 1, b->mac, false), true);	/* RS */
+	nf_send(b, a, nd_from(b, 136, 0, 0, 0, NULL, false), true);	/* no option */
+	nf_send(b, a, nd_from(b, 135, 0, 1, 1, a->mac, false), false);	/* NS claiming A's */
+	nf_send(b, a, nd_from(b, 136, 0, 2, 1, a->mac, false), false);	/* NA claiming A's */
+	nf_send(b, a, nd_from(b, 133, 0, 1, 1, a->mac, false), false);	/* RS */
+	nf_send(b, a, nd_from(b, 134, 0, 1, 1, a->mac, false), false);	/* RA */
+	nf_send(b, a, nd_from(b, 136, 20, 2, 1, a->mac, false), false); /* past a window */
+	nf_send(b, a, nd_from(b, 136, 0, 2, 1, a->mac, true), false);	/* behind hop-by-hop */
+	nf_send(b, a, nd_from(b, 135, 0, 1, 0, b->mac, false), false);	/* length 0 */
+	assert_int_equal(counters(b).arp_nd_spoofed, 7);
+	nf_send(b, a, nd_from(b, 137, 0, 2, 1, a->mac, false), true); /* redirect: another's */
+	nf_send(b, a, nd_from(b, 1, 0, 2, 1, a->mac, false), true);   /* not ND */
+	assert_int_equal(counters(b).arp_nd_spoofed, 7);
+	assert_int_equal(counters(b).spoofed, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -175,6 +326,8 @@ int main(void)
 	    T(test_port_security_allowed_macs),
 	    T(test_port_security_mac_change),
 	    T(test_port_security_off_learns_any_source),
+	    T(test_port_security_arp_sender_mac),
+	    T(test_port_security_nd_link_layer_addresses),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
