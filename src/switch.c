@@ -3,6 +3,7 @@
 #include "switch.h"
 
 #include <assert.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -186,11 +187,10 @@ static __attribute__((noinline)) bool lladdr_pass(struct switch_port *p, const s
 #define SW_NS 1000000000ull
 
 /*
- * p has a flood-rate: take one frame's token from its bucket, refilled for the time since the
- * last flood (at most one second's worth: the bucket's depth). False: over the rate, the frame
- * is dropped, counted and logged (rate-limited). Out of line: floods only, and only with a limit.
+ * Refill p's bucket for the time since the last refill (at most one second's worth: the
+ * bucket's depth). Out of line: once per tick of the worker's clock (a coarse one), not a frame.
  */
-static __attribute__((noinline)) bool storm_pass(struct switch_port *p, uint64_t now)
+static __attribute__((noinline)) void storm_refill(struct switch_port *p, uint64_t now)
 {
 	uint64_t cap = (uint64_t)p->flood_rate * SW_NS;
 
@@ -202,15 +202,34 @@ static __attribute__((noinline)) bool storm_pass(struct switch_port *p, uint64_t
 			p->flood_credit = cap;
 		p->flood_ns = now;
 	}
-	if (p->flood_credit >= SW_NS) {
-		p->flood_credit -= SW_NS;
-		return true;
-	}
-	stat_inc(&p->storm_dropped);
+}
+
+/* The log line for p's drops: at most one a second per port, timed by the worker's clock. */
+static __attribute__((noinline, cold)) void storm_log(struct switch_port *p, uint64_t now)
+{
+	p->storm_log_ns = now + SW_NS;
 	log_guest("switch %s: floods (broadcast, multicast, unknown unicast) over flood-rate=%u a "
-		  "second: dropped (storm control)",
-		  p->name, p->flood_rate);
-	return false;
+		  "second: dropped (storm control; %" PRIu64 " so far)",
+		  p->name, p->flood_rate, stat_read(&p->storm_dropped));
+}
+
+/*
+ * p has a flood-rate: take one frame's token from its bucket. False: over the rate, the frame
+ * is dropped and counted (logged at most once a second). Inline: while the worker's clock
+ * stands still, a drop is a compare, the counter and another compare; no clock read.
+ */
+static inline __attribute__((always_inline)) bool storm_take(struct switch_port *p, uint64_t now)
+{
+	if (__builtin_expect(now != p->flood_ns, 0))
+		storm_refill(p, now);
+	if (p->flood_credit < SW_NS) { /* no hint: in a storm, the common case */
+		stat_inc(&p->storm_dropped);
+		if (now >= p->storm_log_ns)
+			storm_log(p, now);
+		return false;
+	}
+	p->flood_credit -= SW_NS;
+	return true;
 }
 
 /* ---- IP anti-spoofing ---------------------------------------------------------------------- */
@@ -511,6 +530,9 @@ transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size
 	if (ips && !ips_pass(src, iov, iovcnt, off, len))
 		return 0;
 	now = own->now_ns;
+	/* Storm control: a broadcast or multicast over the rate is dropped before any other work. */
+	if (storm && src->flood_rate && (dst_mac[0] & 1) && !storm_take(src, now))
+		return 0;
 	learn_cached(sw, src, src_mac, now, xw);
 	if (!(dst_mac[0] & 1)) {
 		dst = lookup_cached(sw, src, dst_mac, now);
@@ -525,9 +547,10 @@ transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size
 			}
 			return 0;
 		}
+		/* Unknown: flooded, so storm control counts it too. */
+		if (storm && src->flood_rate && !storm_take(src, now))
+			return 0;
 	}
-	if (storm && src->flood_rate && !storm_pass(src, now))
-		return 0;
 	src->flooded++;
 	for (unsigned i = 0, k = 0; i < own->nports; i++) {
 		dst = own->ports[i];

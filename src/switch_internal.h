@@ -60,6 +60,7 @@ struct switch_port {
 	 */
 	unsigned flood_rate; /* 0: no limit */
 	uint64_t flood_credit, flood_ns;
+	uint64_t storm_log_ns; /* a drop logs again from then on (the worker's clock: no clock read) */
 	uint64_t storm_dropped; /* stat_atomic.h: floods dropped over flood_rate */
 	/*
 	 * An access port (vlan=N, switch_port_set_access()): its guest's frames that carry an
