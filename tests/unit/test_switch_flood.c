@@ -73,6 +73,33 @@ static void test_storm_control_flood_rate(void **state)
 }
 
 /*
+ * (23b) Over the rate, a broadcast or multicast is dropped before any other work: its source is
+ * not learnt (a MAC that only ever storms stays unknown; unicast to it floods), as a frame port
+ * security drops teaches nothing either.
+ */
+static void test_storm_control_drops_before_learning(void **state)
+{
+	struct port *a = &ports[0], *b = &ports[1], *c = &ports[2];
+
+	(void)state;
+	sw_up(3, 32);
+	switch_port_set_flood_rate(a->be, 1);
+	vnet_dev_attach_backend(a->td->dev, switch_port_ops(a->be), a->be);
+	tx_send(a, mac_bcast, 60, 1); /* the one token: flooded, a's MAC learnt */
+	expect_from(b, a, mac_bcast, 60, 1);
+	expect_from(c, a, mac_bcast, 60, 1);
+	send_from(a, mac_bcast, mac_unknown, 60, 2); /* over the rate, from another MAC */
+	send_from(a, mac_mcast, mac_unknown, 60, 3);
+	expect_nothing(b);
+	expect_nothing(c);
+	assert_int_equal(counters(a).storm_dropped, 2);
+	assert_int_equal(counters(a).macs, 1);
+	tx_send(b, mac_unknown, 60, 4); /* unknown: flooded to a and c */
+	expect_from(a, b, mac_unknown, 60, 4);
+	expect_from(c, b, mac_unknown, 60, 4);
+}
+
+/*
  * Segments (switch=NAME): each is a switch of its own. Ports a, b on the test's switch, c, d
  * on a second one, port security off (c sends from a's MAC).
  */
@@ -154,6 +181,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    T(test_storm_control_flood_rate),
+	    T(test_storm_control_drops_before_learning),
 	    T(test_segments_floods_stay_in_segment),
 	    T(test_segments_same_mac_learnt_independently),
 	};
