@@ -164,17 +164,27 @@ static __attribute__((noinline, cold)) void psec_drop(struct switch_port *p, con
 		  p->name, mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]);
 }
 
+/* IPv4's EtherType, 0x0800, as its two bytes read into a uint16_t in memory order. */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define SW_ET_IPV4 0x0008
+#else
+#define SW_ET_IPV4 0x0800
+#endif
+
 /*
- * A port-secured port's ARP or ND frame (or a tagged one): whether the link-layer addresses it
- * claims are the port's (switch_lladdr.c has the rules); dropped, counted and logged
- * (rate-limited) if not. Out of line: other EtherTypes never come here.
+ * A port-secured port's frame that is not IPv4: if ARP or ND (or tagged), whether the
+ * link-layer addresses it claims are the port's (switch_lladdr.c has the rules); dropped,
+ * counted and logged (rate-limited) if not. Out of line: IPv4 never comes here.
  */
 static __attribute__((noinline)) bool lladdr_pass(struct switch_port *p, const struct iovec *iov,
 						  unsigned iovcnt, size_t off, size_t len)
 {
 	const struct switch_mac_set macs = {p->psec_mac, p->allowed, p->n_allowed};
-	const char *why = switch_lladdr_check(iov, iovcnt, off, len, &macs);
+	const char *why;
 
+	if (!switch_lladdr_inspects((unsigned)p->macs[12] << 8 | p->macs[13]))
+		return true;
+	why = switch_lladdr_check(iov, iovcnt, off, len, &macs);
 	if (!why)
 		return true;
 	stat_inc(&p->arp_nd_spoofed);
@@ -519,10 +529,10 @@ transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size
 			psec_drop(src, src_mac);
 			return 0;
 		}
-		if (__builtin_expect(switch_lladdr_inspects((unsigned)src->macs[12] << 8 |
-							    src->macs[13]),
-				     0) &&
-		    !lladdr_pass(src, iov, iovcnt, off, len))
+		uint16_t et; /* the EtherType as it is in the frame: IPv4 is one compare */
+
+		memcpy(&et, src->macs + 2 * SW_ETH_ALEN, sizeof(et));
+		if (__builtin_expect(et != SW_ET_IPV4, 0) && !lladdr_pass(src, iov, iovcnt, off, len))
 			return 0;
 	}
 	if (storm && src->access && access_tagged(src, iov, iovcnt, off))
