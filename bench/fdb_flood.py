@@ -35,7 +35,7 @@ per frame x sent, for the fixed and storm modes (and the --before build), with t
 most expensive functions.
 
 Outputs: a table; results/fdb-flood-<date>.json, results/fdb-flood-latest.{json,dat,png}
-(--callgrind: results/fdb-flood-callgrind-<date>.json, results/fdb-flood-callgrind-latest.json).
+(--callgrind: results/fdb-flood-callgrind-latest.json).
 Any vnetd build: VNETD_BUILD=DIR (default build/).
 """
 
@@ -294,10 +294,9 @@ def callgrind_main(args, builds, spin, wd):
                                                '--dirty'], capture_output=True,
                                               text=True).stdout.strip() or '?',
                      'before': args.before}}
-    out = args.out or os.path.join(res, 'fdb-flood-callgrind-%s.json' % stamp)
-    for path in (out, os.path.join(res, 'fdb-flood-callgrind-latest.json')):
-        with open(path, 'w') as f:
-            json.dump(doc, f, indent=1)
+    out = args.out or os.path.join(res, 'fdb-flood-callgrind-latest.json')
+    with open(out, 'w') as f:
+        json.dump(doc, f, indent=1)
     log('wrote %s' % out)
 
 
