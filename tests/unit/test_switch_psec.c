@@ -291,8 +291,8 @@ static void test_port_security_arp_sender_mac(void **state)
 /*
  * (22b) ND from a port-secured port: a solicitation's source or an advertisement's target
  * link-layer address that is not the port's MAC is dropped and counted, behind padding options
- * and a hop-by-hop header too; an option of length 0 drops the message; its own MAC, no
- * option, a redirect and plain IPv6 pass.
+ * and a hop-by-hop header too, and whatever the descriptors cut; an option of length 0 drops
+ * the message; its own MAC, no option, a redirect and plain IPv6 pass.
  */
 static void test_port_security_nd_link_layer_addresses(void **state)
 {
@@ -312,9 +312,27 @@ static void test_port_security_nd_link_layer_addresses(void **state)
 	nf_send(b, a, nd_from(b, 136, 0, 2, 1, a->mac, true), false);	/* behind hop-by-hop */
 	nf_send(b, a, nd_from(b, 135, 0, 1, 0, b->mac, false), false);	/* length 0 */
 	assert_int_equal(counters(b).arp_nd_spoofed, 7);
+	/* Cut into descriptors anywhere (here through the IPv6 header and the option): the same. */
+	{
+		uint32_t cuts[4];
+		size_t len = nd_from(b, 136, 3, 2, 1, a->mac, false);
+
+		cuts[0] = HDR + 20, cuts[1] = 37, cuts[2] = 7;
+		cuts[3] = (uint32_t)(HDR + len) - cuts[0] - cuts[1] - cuts[2];
+		tx_queue_cut(b, nf, len, cuts, 4, false);
+		tx_kick(b);
+		expect_nothing(a);
+		len = nd_from(b, 136, 3, 2, 1, b->mac, false);
+		cuts[3] = (uint32_t)(HDR + len) - cuts[0] - cuts[1] - cuts[2];
+		tx_queue_cut(b, nf, len, cuts, 4, true);
+		tx_kick(b);
+		assert_int_equal(rx_take(a, NULL), HDR + len);
+		assert_memory_equal(rx_out + HDR, nf, len);
+	}
+	assert_int_equal(counters(b).arp_nd_spoofed, 8);
 	nf_send(b, a, nd_from(b, 137, 0, 2, 1, a->mac, false), true); /* redirect: another's */
 	nf_send(b, a, nd_from(b, 1, 0, 2, 1, a->mac, false), true);   /* not ND */
-	assert_int_equal(counters(b).arp_nd_spoofed, 7);
+	assert_int_equal(counters(b).arp_nd_spoofed, 8);
 	assert_int_equal(counters(b).spoofed, 0);
 }
 
