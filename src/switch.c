@@ -180,9 +180,15 @@ static __attribute__((noinline)) bool lladdr_pass(struct switch_port *p, const s
 						  unsigned iovcnt, size_t off, size_t len)
 {
 	const struct switch_mac_set macs = {p->psec_mac, p->allowed, p->n_allowed};
+	unsigned et = (unsigned)p->macs[12] << 8 | p->macs[13];
 	const char *why;
+	uint8_t nh;
 
-	if (!switch_lladdr_inspects((unsigned)p->macs[12] << 8 | p->macs[13]))
+	if (!switch_lladdr_inspects(et))
+		return true;
+	/* IPv6 whose next header is neither ICMPv6 nor an option header (TCP, UDP...): one byte. */
+	if (et == 0x86dd && iov_copy_from(iov, iovcnt, off + SW_MIN_FRAME + 6, &nh, 1) == 1 &&
+	    !switch_lladdr_ipv6_nh(nh))
 		return true;
 	why = switch_lladdr_check(iov, iovcnt, off, len, &macs);
 	if (!why)

@@ -26,6 +26,15 @@ static inline bool switch_lladdr_inspects(unsigned ethertype)
 }
 
 /*
+ * switch_lladdr_ipv6_nh() - whether an IPv6 packet with this next header may be ND, or hide it
+ * behind hop-by-hop, routing or destination options: else switch_lladdr_check() passes it.
+ */
+static inline bool switch_lladdr_ipv6_nh(unsigned nh)
+{
+	return nh == 58 || nh == 0 || nh == 43 || nh == 60;
+}
+
+/*
  * switch_lladdr_check() - whether a frame (len bytes at byte off of iov) from a port-secured
  * port claims only link-layer addresses of `macs`: an ARP sender MAC, the source and target
  * link-layer address options of IPv6 neighbour discovery (router and neighbour solicitations and

@@ -332,6 +332,12 @@ static void test_port_security_nd_link_layer_addresses(void **state)
 	assert_int_equal(counters(b).arp_nd_spoofed, 8);
 	nf_send(b, a, nd_from(b, 137, 0, 2, 1, a->mac, false), true); /* redirect: another's */
 	nf_send(b, a, nd_from(b, 1, 0, 2, 1, a->mac, false), true);   /* not ND */
+	{
+		size_t len = nd_from(b, 136, 0, 2, 1, a->mac, false);
+
+		nf[14 + 6] = 17; /* UDP whose payload looks like that NA: no ND, passes */
+		nf_send(b, a, len, true);
+	}
 	assert_int_equal(counters(b).arp_nd_spoofed, 8);
 	assert_int_equal(counters(b).spoofed, 0);
 }
