@@ -530,24 +530,27 @@ transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size
 	 * EtherType (ARP and ND carry MACs of their own).
 	 */
 	if (src->psec) {
+		uint16_t et; /* the EtherType as it is in the frame: IPv4 is one compare */
+
 		if (__builtin_expect(!mac_eq(src_mac, src->psec_mac), 0) &&
 		    !psec_allowed(src, src_mac)) {
 			psec_drop(src, src_mac);
 			return 0;
 		}
-		uint16_t et; /* the EtherType as it is in the frame: IPv4 is one compare */
-
 		memcpy(&et, src->macs + 2 * SW_ETH_ALEN, sizeof(et));
 		if (__builtin_expect(et != SW_ET_IPV4, 0) && !lladdr_pass(src, iov, iovcnt, off, len))
 			return 0;
 	}
+	now = own->now_ns;
+	/*
+	 * Storm control: a broadcast or multicast over the rate is dropped before any other work
+	 * (the tag and IP checks too: in a storm, every instruction of a drop counts).
+	 */
+	if (storm && src->flood_rate && (dst_mac[0] & 1) && !storm_take(src, now))
+		return 0;
 	if (storm && src->access && access_tagged(src, iov, iovcnt, off))
 		return 0;
 	if (ips && !ips_pass(src, iov, iovcnt, off, len))
-		return 0;
-	now = own->now_ns;
-	/* Storm control: a broadcast or multicast over the rate is dropped before any other work. */
-	if (storm && src->flood_rate && (dst_mac[0] & 1) && !storm_take(src, now))
 		return 0;
 	learn_cached(sw, src, src_mac, now, xw);
 	if (!(dst_mac[0] & 1)) {
