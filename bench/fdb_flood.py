@@ -28,14 +28,23 @@ that leaves the CPU to the pair and shows what the MACs cost, not what the load 
 --before DIR also runs an older build (e.g. one of the commit before the fix) in the same
 alternation: its columns go next to this build's.
 
-Outputs: a table; results/fdb-flood-<date>.json, results/fdb-flood-latest.{json,dat,png}.
+--callgrind instead measures what x's frames cost vnetd, deterministically: vnetd under
+`valgrind --tool=callgrind`, x alone keeping its TX ring full (the pair idle), callgrind's
+counters zeroed after the MACs are learnt and dumped --cg-seconds later; user-space instructions
+per frame x sent, for the fixed and storm modes (and the --before build), with the storm path's
+most expensive functions.
+
+Outputs: a table; results/fdb-flood-<date>.json, results/fdb-flood-latest.{json,dat,png}
+(--callgrind: results/fdb-flood-callgrind-latest.json).
 Any vnetd build: VNETD_BUILD=DIR (default build/).
 """
 
 import argparse
 import datetime
+import glob
 import json
 import os
+import re
 import shutil
 import statistics
 import struct
@@ -133,7 +142,7 @@ def switch_stats(vd):
     return {p['name']: p for p in st['ports']}
 
 
-def one_run(tools, exe, spin_exe, wd, mode, args):
+def one_run(tools, exe, spin_exe, wd, mode, args, cg_out=None):
     rwd = tempfile.mkdtemp(dir=wd)
     socks = {n: os.path.join(rwd, '%s.sock' % n) for n in ORDER}
     pin = {'a': 0, 'b': 0, 'x': 1, 'z': 1} if args.workers > 1 else {}
@@ -145,6 +154,8 @@ def one_run(tools, exe, spin_exe, wd, mode, args):
              for n in ORDER]
     name = {n: 'p%d' % i for i, n in enumerate(ORDER)}
     harness.VNETD, harness.VNETCTL = tools
+    if cg_out:
+        return cg_run(tools, spin_exe, rwd, socks, ports, mode, args, cg_out)
     vd = harness.Vnetd(harness.NoNs(), ports, rwd, extra=['--workers', str(args.workers)])
     vd.__enter__()
     live = []
@@ -208,6 +219,87 @@ def one_run(tools, exe, spin_exe, wd, mode, args):
         vd.stop()
 
 
+def cg_run(tools, spin_exe, rwd, socks, ports, mode, args, out):
+    """x alone under callgrind: instructions per frame it sent (see the docstring)."""
+    import dp_callgrind as cg  # bench/: valgrind's counters and annotations
+    harness.VNETD, harness.VNETCTL = tools
+    vd = harness.Vnetd(harness.NoNs(), ports, rwd, extra=['--workers', str(args.workers),
+                                                          '--no-sandbox'],
+                       prefix=['valgrind', '--tool=callgrind', '--callgrind-out-file=' + out],
+                       start_timeout=120)
+    vd.ctl_timeout = 60
+    vd.__enter__()
+    live = []
+    try:
+        fs = {n: fk.spin_guest(socks[n], num=256 if n != 'x' else args.x_ring, timeout=60)
+              for n in ORDER}
+        live += list(fs.values())
+        for n in ORDER:
+            if not fk.teach_switch(fs[n], MACS[n]):
+                harness.fail('%s: its broadcast was not taken' % n)
+        xs = MacSpinner(spin_exe, fs['x'], BCAST if mode == 'storm' else MACS['z'], MACS['x'],
+                        0, args.x_idle_us, random=(mode == 'random')).start()
+        live.append(xs)
+        time.sleep(2.0)
+        s0 = vd.stats()['p2'][TX_Q]['packets']
+        cg.cg_control('-z', vd.proc.pid)
+        time.sleep(args.cg_seconds)
+        cg.cg_control('-d', vd.proc.pid)
+        s1 = vd.stats()['p2'][TX_Q]['packets']
+        sw = switch_stats(vd)['p2'].get('switch') or {}
+    finally:
+        fk.close_all(reversed(live))
+        vd.stop()
+    dumps = sorted(f for f in glob.glob(out + '.*') if re.search(r'\.\d+$', f))
+    total = cg.dump_total(dumps[0])
+    # The dump ends the window: frames x sent after it and before s1 are counted, not costed.
+    frames = s1 - s0
+    top = cg.top_functions(dumps[0], total, False, n=10)
+    for f in glob.glob(out + '*'):
+        if args.cg_keep:
+            shutil.copy2(f, args.cg_keep)
+        os.unlink(f)
+    return {'mode': mode, 'ir': total, 'x_frames': frames,
+            'ir_per_frame': total / frames if frames else None,
+            'x_storm_dropped': sw.get('storm_dropped'),
+            'top_self_per_frame': [(fn, c / frames) for fn, c in top] if frames else [],
+            'loadavg': loadavg()}
+
+
+def callgrind_main(args, builds, spin, wd):
+    res = os.path.join(TOP, 'results')
+    rows = []
+    try:
+        for mode in args.cg_modes.split(','):
+            for b, tools in builds.items():
+                r = one_run(tools, None, spin, wd, mode, args,
+                            cg_out=os.path.join(wd, 'cg-%s-%s.out' % (b, mode)))
+                r['build'] = b
+                rows.append(r)
+                log('%-6s %-6s: %.0f instructions per frame x sent (%d frames, storm drops %s)'
+                    % (b, mode, r['ir_per_frame'] or 0, r['x_frames'], r['x_storm_dropped']))
+    finally:
+        shutil.rmtree(wd, ignore_errors=True)
+    log('\n| build | x sends | frames | Ir / frame |\n|---|---|---:|---:|')
+    for r in rows:
+        log('| %s | %s | %d | %.0f |' % (r['build'], r['mode'], r['x_frames'], r['ir_per_frame']))
+    for r in rows:
+        if r['mode'] == 'storm':
+            log('\n%s storm, self cost per frame:' % r['build'])
+            for fn, c in r['top_self_per_frame']:
+                log('  %8.1f  %s' % (c, fn))
+    stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
+    doc = {'date': stamp, 'args': vars(args), 'runs': rows, 'cpus': os.cpu_count(),
+           'vnetd': {'commit': subprocess.run(['git', '-C', TOP, 'describe', '--always',
+                                               '--dirty'], capture_output=True,
+                                              text=True).stdout.strip() or '?',
+                     'before': args.before}}
+    out = args.out or os.path.join(res, 'fdb-flood-callgrind-latest.json')
+    with open(out, 'w') as f:
+        json.dump(doc, f, indent=1)
+    log('wrote %s' % out)
+
+
 def chart(summary, builds, png, dat):
     with open(dat, 'w') as f:
         f.write('# mode ' + ' '.join('%s_kfps %s_min %s_max' % (b, b, b) for b in builds) + '\n')
@@ -249,6 +341,11 @@ def main():
     ap.add_argument('--idle-us', type=int, default=50)
     ap.add_argument('--rx-idle-us', type=int, default=50)
     ap.add_argument('--before', help='also run the vnetd build in this directory')
+    ap.add_argument('--callgrind', action='store_true',
+                    help="instructions per frame of x's fixed and storm traffic (valgrind)")
+    ap.add_argument('--cg-seconds', type=float, default=8.0)
+    ap.add_argument('--cg-modes', default='fixed,storm', help='--callgrind: these modes')
+    ap.add_argument('--cg-keep', help='--callgrind: copy the dumps into this directory')
     ap.add_argument('--out')
     args = ap.parse_args()
     wd = tempfile.mkdtemp(prefix='vnetd-bench-fdb-flood-')
@@ -261,8 +358,10 @@ def main():
         for exe in ('vnetd', 'vnetctl'):
             shutil.copy2(os.path.join(args.before, exe), os.path.join(bwd, exe))
         builds['before'] = (os.path.join(bwd, 'vnetd'), os.path.join(bwd, 'vnetctl'))
-    exe = fk.build_ringspin(wd)
     spin = build_fdb_spin(wd)
+    if args.callgrind:
+        return callgrind_main(args, builds, spin, wd)
+    exe = fk.build_ringspin(wd)
     load0 = loadavg()
     runs = []
     try:

@@ -94,7 +94,7 @@ static json_t *port_stats(struct port *p)
 	if (q && sp.is_switch)
 		json_object_set_new(
 		    q, "switch",
-		    json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:o,s:o,s:o,s:b,s:o}",
+		    json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:b,s:o}",
 			      "macs", ju64(sp.sw.macs),
 			      "max_macs", ju64(sp.sw.max_macs),
 			      "learn_rate", ju64(sp.sw.learn_rate),
@@ -103,6 +103,7 @@ static json_t *port_stats(struct port *p)
 			      "flow_cache_misses", ju64(sp.sw.cache_misses),
 			      "port_security", (int)sp.sw.port_security,
 			      "spoofed", ju64(sp.sw.spoofed),
+			      "arp_nd_spoofed", ju64(sp.sw.arp_nd_spoofed),
 			      "flood_rate", ju64(sp.sw.flood_rate),
 			      "storm_dropped", ju64(sp.sw.storm_dropped),
 			      "ips", ju64(sp.sw.ips), "ip_spoofed", ju64(sp.sw.ip_spoofed),

@@ -81,6 +81,16 @@ static void port_labels(struct textbuf *tb, const struct stats_port *p)
 	tb_puts(tb, "\"");
 }
 
+/* A switch port's segment, and VLAN if it is an access port: `,segment="NAME"[,vlan="N"]`. */
+static void segment_labels(struct textbuf *tb, const struct stats_port *p)
+{
+	tb_puts(tb, ",segment=\"");
+	label_value(tb, p->segment ? p->segment : "");
+	tb_puts(tb, "\"");
+	if (p->vlan)
+		tb_printf(tb, ",vlan=\"%u\"", p->vlan);
+}
+
 static void queue_labels(struct textbuf *tb, const struct stats_port *p,
 			 const struct stats_queue *q)
 {
@@ -105,7 +115,7 @@ static void port_families(struct textbuf *tb, const struct metrics_port_view *v,
 	unsigned i;
 
 	family(tb, "vnetd_port_info", "gauge",
-	       "A port: its backend, tap and vhost-user socket (always 1).");
+	       "A port: its backend, tap, vhost-user socket and switch segment (always 1).");
 	for (i = 0; i < n; i++) {
 		tb_puts(tb, "vnetd_port_info");
 		port_labels(tb, &v[i].port);
@@ -113,7 +123,9 @@ static void port_families(struct textbuf *tb, const struct metrics_port_view *v,
 		label_value(tb, v[i].port.tap ? v[i].port.tap : "");
 		tb_puts(tb, "\",socket=\"");
 		label_value(tb, v[i].port.socket);
-		tb_puts(tb, "\"} 1\n");
+		tb_puts(tb, "\"");
+		segment_labels(tb, &v[i].port);
+		tb_puts(tb, "} 1\n");
 	}
 	family(tb, "vnetd_port_frontend_connected", "gauge",
 	       "1 while a frontend (VMM) is connected.");
@@ -255,6 +267,9 @@ static const struct queue_family switch_families[] = {
 	     "counts again when its next token is due)."),
     SWFAMILY("spoofed_total", "counter", spoofed,
 	     "Frames dropped by port security: a source MAC the port may not send from."),
+    SWFAMILY("arp_nd_spoofed_total", "counter", arp_nd_spoofed,
+	     "ARP and ND frames dropped by port security: an ARP sender MAC or an ND link-layer "
+	     "address option the port may not send from."),
     SWFAMILY("storm_dropped_total", "counter", storm_dropped,
 	     "Floods (broadcast, multicast, unknown unicast) dropped by storm control: over the "
 	     "port's flood-rate."),
@@ -281,6 +296,7 @@ static void switch_port_families(struct textbuf *tb, const struct metrics_port_v
 			memcpy(&value, (const char *)&v[i].port.sw + sf->offset, sizeof(value));
 			tb_puts(tb, sf->name);
 			port_labels(tb, &v[i].port);
+			segment_labels(tb, &v[i].port);
 			tb_printf(tb, "} %" PRIu64 "\n", value);
 		}
 	}

@@ -33,6 +33,10 @@ void stats_port_read(struct port *p, struct stats_port *out)
 	out->tx_rate = *vnet_dev_rate(port_dev(p), VNET_RATE_TX);
 	out->rx_rate = *vnet_dev_rate(port_dev(p), VNET_RATE_RX);
 	out->is_switch = port_switch_counters(p, &out->sw);
+	if (!tap) {
+		out->segment = cfg->segment[0] ? cfg->segment : "default";
+		out->vlan = cfg->vlan;
+	}
 }
 
 /**

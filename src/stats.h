@@ -23,6 +23,8 @@ struct stats_port {
 	bool stall_guard; /* the port's stall guard is on */
 	struct rate_params tx_rate, rx_rate; /* the port's rate limits (mbit 0: none) */
 	bool is_switch;	  /* a switch port: sw below is set */
+	const char *segment; /* a switch port's L2 segment: "default" or its switch=NAME; NULL: tap */
+	unsigned vlan;	     /* an access port's vlan=N; 0: none */
 	struct switch_port_counters sw;
 };
 

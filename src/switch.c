@@ -3,6 +3,7 @@
 #include "switch.h"
 
 #include <assert.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "switch_fdb.h"
 #include "switch_internal.h"
 #include "switch_ips.h"
+#include "switch_lladdr.h"
 #include "switch_xq.h"
 #include "virtio_net_defs.h"
 #include "vnet_dev.h"
@@ -162,16 +164,49 @@ static __attribute__((noinline, cold)) void psec_drop(struct switch_port *p, con
 		  p->name, mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]);
 }
 
+/* IPv4's EtherType, 0x0800, as its two bytes read into a uint16_t in memory order. */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define SW_ET_IPV4 0x0008
+#else
+#define SW_ET_IPV4 0x0800
+#endif
+
+/*
+ * A port-secured port's frame that is not IPv4: if ARP or ND (or tagged), whether the
+ * link-layer addresses it claims are the port's (switch_lladdr.c has the rules); dropped,
+ * counted and logged (rate-limited) if not. Out of line: IPv4 never comes here.
+ */
+static __attribute__((noinline)) bool lladdr_pass(struct switch_port *p, const struct iovec *iov,
+						  unsigned iovcnt, size_t off, size_t len)
+{
+	const struct switch_mac_set macs = {p->psec_mac, p->allowed, p->n_allowed};
+	unsigned et = (unsigned)p->macs[12] << 8 | p->macs[13];
+	const char *why;
+	uint8_t nh;
+
+	if (!switch_lladdr_inspects(et))
+		return true;
+	/* IPv6 whose next header is neither ICMPv6 nor an option header (TCP, UDP...): one byte. */
+	if (et == 0x86dd && iov_copy_from(iov, iovcnt, off + SW_MIN_FRAME + 6, &nh, 1) == 1 &&
+	    !switch_lladdr_ipv6_nh(nh))
+		return true;
+	why = switch_lladdr_check(iov, iovcnt, off, len, &macs);
+	if (!why)
+		return true;
+	stat_inc(&p->arp_nd_spoofed);
+	log_guest("switch %s: dropped %s (port security)", p->name, why);
+	return false;
+}
+
 /* ---- Storm control ------------------------------------------------------------------------ */
 
 #define SW_NS 1000000000ull
 
 /*
- * p has a flood-rate: take one frame's token from its bucket, refilled for the time since the
- * last flood (at most one second's worth: the bucket's depth). False: over the rate, the frame
- * is dropped, counted and logged (rate-limited). Out of line: floods only, and only with a limit.
+ * Refill p's bucket for the time since the last refill (at most one second's worth: the
+ * bucket's depth). Out of line: once per tick of the worker's clock (a coarse one), not a frame.
  */
-static __attribute__((noinline)) bool storm_pass(struct switch_port *p, uint64_t now)
+static __attribute__((noinline)) void storm_refill(struct switch_port *p, uint64_t now)
 {
 	uint64_t cap = (uint64_t)p->flood_rate * SW_NS;
 
@@ -183,15 +218,34 @@ static __attribute__((noinline)) bool storm_pass(struct switch_port *p, uint64_t
 			p->flood_credit = cap;
 		p->flood_ns = now;
 	}
-	if (p->flood_credit >= SW_NS) {
-		p->flood_credit -= SW_NS;
-		return true;
-	}
-	stat_inc(&p->storm_dropped);
+}
+
+/* The log line for p's drops: at most one a second per port, timed by the worker's clock. */
+static __attribute__((noinline, cold)) void storm_log(struct switch_port *p, uint64_t now)
+{
+	p->storm_log_ns = now + SW_NS;
 	log_guest("switch %s: floods (broadcast, multicast, unknown unicast) over flood-rate=%u a "
-		  "second: dropped (storm control)",
-		  p->name, p->flood_rate);
-	return false;
+		  "second: dropped (storm control; %" PRIu64 " so far)",
+		  p->name, p->flood_rate, stat_read(&p->storm_dropped));
+}
+
+/*
+ * p has a flood-rate: take one frame's token from its bucket. False: over the rate, the frame
+ * is dropped and counted (logged at most once a second). Inline: while the worker's clock
+ * stands still, a drop is a compare, the counter and another compare; no clock read.
+ */
+static inline __attribute__((always_inline)) bool storm_take(struct switch_port *p, uint64_t now)
+{
+	if (__builtin_expect(now != p->flood_ns, 0))
+		storm_refill(p, now);
+	if (p->flood_credit < SW_NS) { /* no hint: in a storm, the common case */
+		stat_inc(&p->storm_dropped);
+		if (now >= p->storm_log_ns)
+			storm_log(p, now);
+		return false;
+	}
+	p->flood_credit -= SW_NS;
+	return true;
 }
 
 /* ---- IP anti-spoofing ---------------------------------------------------------------------- */
@@ -471,17 +525,33 @@ transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size
 	 */
 	iov_copy_from(iov, iovcnt, off, src->macs, sizeof(src->macs));
 
-	/* Port security: in the common case one compare against the port's MAC. */
-	if (src->psec && __builtin_expect(!mac_eq(src_mac, src->psec_mac), 0) &&
-	    !psec_allowed(src, src_mac)) {
-		psec_drop(src, src_mac);
-		return 0;
+	/*
+	 * Port security: in the common case one compare against the port's MAC, and a look at the
+	 * EtherType (ARP and ND carry MACs of their own).
+	 */
+	if (src->psec) {
+		uint16_t et; /* the EtherType as it is in the frame: IPv4 is one compare */
+
+		if (__builtin_expect(!mac_eq(src_mac, src->psec_mac), 0) &&
+		    !psec_allowed(src, src_mac)) {
+			psec_drop(src, src_mac);
+			return 0;
+		}
+		memcpy(&et, src->macs + 2 * SW_ETH_ALEN, sizeof(et));
+		if (__builtin_expect(et != SW_ET_IPV4, 0) && !lladdr_pass(src, iov, iovcnt, off, len))
+			return 0;
 	}
+	now = own->now_ns;
+	/*
+	 * Storm control: a broadcast or multicast over the rate is dropped before any other work
+	 * (the tag and IP checks too: in a storm, every instruction of a drop counts).
+	 */
+	if (storm && src->flood_rate && (dst_mac[0] & 1) && !storm_take(src, now))
+		return 0;
 	if (storm && src->access && access_tagged(src, iov, iovcnt, off))
 		return 0;
 	if (ips && !ips_pass(src, iov, iovcnt, off, len))
 		return 0;
-	now = own->now_ns;
 	learn_cached(sw, src, src_mac, now, xw);
 	if (!(dst_mac[0] & 1)) {
 		dst = lookup_cached(sw, src, dst_mac, now);
@@ -496,9 +566,10 @@ transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size
 			}
 			return 0;
 		}
+		/* Unknown: flooded, so storm control counts it too. */
+		if (storm && src->flood_rate && !storm_take(src, now))
+			return 0;
 	}
-	if (storm && src->flood_rate && !storm_pass(src, now))
-		return 0;
 	src->flooded++;
 	for (unsigned i = 0, k = 0; i < own->nports; i++) {
 		dst = own->ports[i];

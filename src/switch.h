@@ -183,6 +183,7 @@ struct switch_port_counters {
 	uint64_t learn_rate_hits; /* new source MACs not learned: over learn_rate */
 	uint64_t spoofed;	  /* frames dropped by port security: a source MAC not the port's */
 	uint64_t port_security;	  /* 1: on (a gauge) */
+	uint64_t arp_nd_spoofed;  /* ARP / ND frames (port security) claiming a MAC not the port's */
 	uint64_t flood_rate;	  /* storm control's limit, floods a second (0: none) */
 	uint64_t storm_dropped;	  /* floods dropped over flood_rate */
 	uint64_t ips;		  /* entries in its ips= list (0: no IP anti-spoofing) */

@@ -52,6 +52,7 @@ struct switch_port {
 	uint8_t n_allowed;
 	uint8_t allowed[SWITCH_ALLOWED_MACS][SW_ETH_ALEN];
 	uint64_t spoofed; /* stat_atomic.h: frames dropped by port security */
+	uint64_t arp_nd_spoofed; /* stat_atomic.h: ARP / ND claiming a MAC not the port's */
 	/*
 	 * Storm control (switch_port_set_flood_rate()): a token bucket of flood_rate frames a second,
 	 * one second's worth deep, that only the flood path reads. Credit is in frames x 1e9 (one
@@ -59,6 +60,7 @@ struct switch_port {
 	 */
 	unsigned flood_rate; /* 0: no limit */
 	uint64_t flood_credit, flood_ns;
+	uint64_t storm_log_ns; /* a drop logs again from then on (the worker's clock: no clock read) */
 	uint64_t storm_dropped; /* stat_atomic.h: floods dropped over flood_rate */
 	/*
 	 * An access port (vlan=N, switch_port_set_access()): its guest's frames that carry an
@@ -84,7 +86,7 @@ struct switch_port {
 	struct fdb_ver src_ver;
 	uint64_t src_retry_ns;
 	uint8_t src_mac[SW_ETH_ALEN];
-	uint8_t macs[2 * SW_ETH_ALEN]; /* the frame being sent: destination, source (a copy) */
+	uint8_t macs[2 * SW_ETH_ALEN + 2]; /* the frame being sent: destination, source, EtherType */
 	uint8_t dst_mac[SW_ETH_ALEN];
 	struct fdb_ver dst_ver;
 	struct fdb_entry *dst_hit;

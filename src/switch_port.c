@@ -418,6 +418,7 @@ void switch_port_counters(const struct vnet_backend *be, struct switch_port_coun
 	    .learn_rate_hits = fp.rate_hits,
 	    .spoofed = stat_read(&p->spoofed),
 	    .port_security = p->psec,
+	    .arp_nd_spoofed = stat_read(&p->arp_nd_spoofed),
 	    .flood_rate = p->flood_rate,
 	    .storm_dropped = stat_read(&p->storm_dropped),
 	    .ips = p->n_ips,

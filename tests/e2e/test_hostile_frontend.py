@@ -1590,19 +1590,21 @@ def _mac(s):
     return bytes(int(x, 16) for x in s.split(':'))
 
 
-def arp_frame(op, src_mac, sender_ip, target_ip):
-    """An ARP request (1) or reply (2), IPv4 over Ethernet, to broadcast."""
+def arp_frame(op, src_mac, sender_ip, target_ip, sha=None):
+    """An ARP request (1) or reply (2), IPv4 over Ethernet, to broadcast; its sender MAC sha
+    (default: the Ethernet source)."""
     import socket
-    body = struct.pack('>HHBBH', 1, 0x0800, 6, 4, op) + _mac(src_mac) + \
+    body = struct.pack('>HHBBH', 1, 0x0800, 6, 4, op) + _mac(sha or src_mac) + \
         socket.inet_aton(sender_ip) + bytes(6) + socket.inet_aton(target_ip)
     return ether_frame(BCAST, src_mac, body + bytes(18), ethertype=0x0806)
 
 
-def na_frame(src_mac, src_ip, target_ip):
-    """An IPv6 neighbour advertisement (override) for target_ip, to ff02::1 (no checksum)."""
+def na_frame(src_mac, src_ip, target_ip, lla=None):
+    """An IPv6 neighbour advertisement (override) for target_ip, to ff02::1 (no checksum), its
+    target link-layer address lla (default: the Ethernet source)."""
     import socket
     icmp = struct.pack('>BBHI', 136, 0, 0, 0x20000000) + socket.inet_pton(socket.AF_INET6, target_ip)
-    icmp += struct.pack('>BB', 2, 1) + _mac(src_mac)  # target link-layer address option
+    icmp += struct.pack('>BB', 2, 1) + _mac(lla or src_mac)  # target link-layer address option
     ip6 = struct.pack('>IHBB', 0x60000000, len(icmp), 58, 255) + \
         socket.inet_pton(socket.AF_INET6, src_ip) + socket.inet_pton(socket.AF_INET6, 'ff02::1')
     return ether_frame('33:33:00:00:00:01', src_mac, ip6 + icmp, ethertype=0x86dd)
@@ -1636,6 +1638,39 @@ def spoofed_arp(env, res):
 def spoofed_nd(env, res):
     ips_case(env, res, na_frame(MACS[0], P0_IPS[1], 'fe80::1'),
              na_frame(MACS[0], P0_IPS[1], P0_IPS[1]), 'a neighbour advertisement for fe80::1')
+
+
+# ---- tenants: port security inside ARP and ND (p1: port security, no ips=) ----
+def lladdr_case(env, res, bad, good, what):
+    """p1 sends `bad` from its own MAC, claiming p0's inside (dropped, counted, p0 gets nothing),
+    then `good` (p0 gets it byte-exact)."""
+    f0 = env.frontend(0).setup()
+    f1 = env.frontend(1).setup()
+    before = switch_counters(env, 'p1')
+    got = rx_one(f0)
+    res.check(f1.transmit(bad), 'p1 sends %s (completed)' % what)
+    res.check(got(0.3) is None, 'p0 does not get it')
+    after = switch_counters(env, 'p1')
+    res.check(after['arp_nd_spoofed'] == before['arp_nd_spoofed'] + 1 and
+              after['spoofed'] == before['spoofed'],
+              'p1: arp_nd_spoofed %d -> %d' % (before['arp_nd_spoofed'], after['arp_nd_spoofed']))
+    res.check(f1.transmit(good), 'p1 sends the same with its own MAC inside')
+    res.check(got(1.0) == good, 'p0 gets that one, byte-exact')
+
+
+@case('port security: ARP sender MAC of another port', log=r'switch p1: dropped an ARP sender MAC '
+      r"not the port's \(port security\)")
+def spoofed_arp_sha(env, res):
+    lladdr_case(env, res, arp_frame(2, MACS[1], '10.77.0.9', '10.77.0.1', sha=MACS[0]),
+                arp_frame(2, MACS[1], '10.77.0.9', '10.77.0.1'), "an ARP reply with p0's MAC")
+
+
+@case('port security: ND link-layer address of another port',
+      log=r"switch p1: dropped an ND target link-layer address not the port's \(port security\)")
+def spoofed_nd_lla(env, res):
+    lladdr_case(env, res, na_frame(MACS[1], 'fe80::77:2', 'fe80::77:2', lla=MACS[0]),
+                na_frame(MACS[1], 'fe80::77:2', 'fe80::77:2'),
+                "a neighbour advertisement with p0's MAC")
 
 
 # =============================================================================================

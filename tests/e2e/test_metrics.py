@@ -130,6 +130,9 @@ def check_against_stats(v, text):
           'lateness buckets are cumulative (%d buckets)' % len(vals))
     check(s['vnetd_port_frontend_connected{port="p0"}'] == 1 and
           s['vnetd_port_worker{port="p0"}'] == 0, 'frontend connected, worker 0')
+    check(s.get('vnetd_switch_macs{port="p1",segment="default"}') is not None and
+          any(k.startswith('vnetd_port_info{port="p0",') and k.endswith(',segment="default"}')
+              for k in s), 'switch samples and port info carry the segment (segment="default")')
 
 
 def prometheus_scrape(wd, addr):

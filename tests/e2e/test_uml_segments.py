@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: MIT
 """Switch segments: two UML guests in segment A transfer byte-exact (on two workers); a third, in
 segment B, can neither ping them nor resolve their ARP (no frame crosses segments); port-del
-and port-add change segments at run time."""
+and port-add change segments at run time. The guests' own ARP and ND pass port security's checks
+of the MACs inside them."""
 
+import json
 import os
 
 from harness import NoNs, UmlGuest, Vnetd, check, guest_addr, uml_start
@@ -35,6 +37,11 @@ def main():
             rc, out = a.run('wget -q -O - http://%s:8080/f | sha256sum' % ips[1], timeout=120)
             check(rc == 0 and out.split()[0] == want,
                   '4 MB transfer inside segment tenant-a is byte-exact')
+            sw = {p['name']: p['switch']
+                  for p in json.loads(vd.ctl('stats', '--json').stdout)['ports']}
+            check(all(sw[n]['port_security'] and sw[n]['arp_nd_spoofed'] == 0 and
+                      sw[n]['spoofed'] == 0 for n in ('p0', 'p1')),
+                  'real guests\' ARP and ND pass port security (p0, p1: arp_nd_spoofed 0)')
             before = vd.stats()['p2'][0]['packets']
             for ip in ips[:2]:
                 rc, _ = c.run('ping -c 2 -W 2 %s' % ip, timeout=30)

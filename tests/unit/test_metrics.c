@@ -137,7 +137,7 @@ static void test_exposition_lines(void **state)
 	assert_line(t, "vnetd_port_worker{port=\"p0\"} 0");
 	/* Label values escape backslash, quote and newline. */
 	assert_line(t, "vnetd_port_info{port=\"p0\",backend=\"tap\",tap=\"tap0\","
-		       "socket=\"/run/a \\\"b\\\"\\\\c\\n.sock\"} 1");
+		       "socket=\"/run/a \\\"b\\\"\\\\c\\n.sock\",segment=\"\"} 1");
 	assert_line(t, "vnetd_queue_coalesce_max_packets{port=\"p0\",queue=\"0\",kind=\"rx\"} 32");
 	assert_line(
 	    t,
@@ -161,7 +161,7 @@ static void test_exposition_lines(void **state)
 /* A switch port: its switch counters and FDB limits; a tap port has none of those samples. */
 static void test_exposition_switch_port(void **state)
 {
-	struct metrics_port_view v[2];
+	struct metrics_port_view v[3];
 	struct textbuf tb = {0};
 
 	(void)state;
@@ -176,18 +176,38 @@ static void test_exposition_switch_port(void **state)
 	v[1].port.is_switch = true;
 	v[1].port.sw = (struct switch_port_counters){
 	    .cache_misses = 5, .macs = 256, .max_macs = 256,
-	    .learn_rate = 100, .mac_limit_hits = 12, .learn_rate_hits = 3400};
-	metrics_format(&tb, v, 2);
+	    .learn_rate = 100, .mac_limit_hits = 12, .learn_rate_hits = 3400, .arp_nd_spoofed = 7};
+	v[1].port.segment = "default";
+	/* p2: an access port (vlan=10) of segment "ten\"a" (label values escaped). */
+	v[2].port.name = "p2";
+	v[2].port.backend = "switch";
+	v[2].port.socket = "/run/c.sock";
+	v[2].port.is_switch = true;
+	v[2].port.segment = "ten\"a";
+	v[2].port.vlan = 10;
+	v[2].port.sw.macs = 1;
+	metrics_format(&tb, v, 3);
 	assert_false(tb.oom);
 	assert_line(tb.p, "# TYPE vnetd_switch_mac_limit_total counter");
-	assert_line(tb.p, "vnetd_switch_mac_limit_total{port=\"p1\"} 12");
+	assert_line(tb.p, "vnetd_switch_mac_limit_total{port=\"p1\",segment=\"default\"} 12");
 	assert_line(tb.p, "# TYPE vnetd_switch_learn_rate_limited_total counter");
-	assert_line(tb.p, "vnetd_switch_learn_rate_limited_total{port=\"p1\"} 3400");
+	assert_line(tb.p,
+		    "vnetd_switch_learn_rate_limited_total{port=\"p1\",segment=\"default\"} 3400");
 	assert_line(tb.p, "# TYPE vnetd_switch_macs gauge");
-	assert_line(tb.p, "vnetd_switch_macs{port=\"p1\"} 256");
-	assert_line(tb.p, "vnetd_switch_max_macs{port=\"p1\"} 256");
-	assert_line(tb.p, "vnetd_switch_learn_rate{port=\"p1\"} 100");
-	assert_null(strstr(tb.p, "vnetd_switch_macs{port=\"p0\"}"));
+	assert_line(tb.p, "vnetd_switch_macs{port=\"p1\",segment=\"default\"} 256");
+	assert_line(tb.p, "vnetd_switch_max_macs{port=\"p1\",segment=\"default\"} 256");
+	assert_line(tb.p, "vnetd_switch_learn_rate{port=\"p1\",segment=\"default\"} 100");
+	assert_line(tb.p, "# TYPE vnetd_switch_arp_nd_spoofed_total counter");
+	assert_line(tb.p, "vnetd_switch_arp_nd_spoofed_total{port=\"p1\",segment=\"default\"} 7");
+	assert_line(tb.p, "vnetd_switch_macs{port=\"p2\",segment=\"ten\\\"a\",vlan=\"10\"} 1");
+	assert_null(strstr(tb.p, "vnetd_switch_macs{port=\"p0\""));
+	/* The port's info: its segment (and VLAN) too, empty for a tap. */
+	assert_line(tb.p, "vnetd_port_info{port=\"p0\",backend=\"tap\",tap=\"tap0\","
+			  "socket=\"/run/a.sock\",segment=\"\"} 1");
+	assert_line(tb.p, "vnetd_port_info{port=\"p1\",backend=\"switch\",tap=\"\","
+			  "socket=\"/run/b.sock\",segment=\"default\"} 1");
+	assert_line(tb.p, "vnetd_port_info{port=\"p2\",backend=\"switch\",tap=\"\","
+			  "socket=\"/run/c.sock\",segment=\"ten\\\"a\",vlan=\"10\"} 1");
 	free(tb.p);
 }
 
