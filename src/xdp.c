@@ -409,11 +409,11 @@ static const char *xdp_bpf_hint(int err)
  */
 static int xdp_load_prog(struct xdp_backend *x)
 {
-	const struct bpf_insn insns[] = {
+	struct bpf_insn insns[] = {
 		{.code = BPF_LDX | BPF_MEM | BPF_W, .dst_reg = BPF_REG_2, .src_reg = BPF_REG_1,
 		 .off = offsetof(struct xdp_md, rx_queue_index)},
 		{.code = BPF_LD | BPF_DW | BPF_IMM, .dst_reg = BPF_REG_1,
-		 .src_reg = BPF_PSEUDO_MAP_FD, .imm = x->map_fd},
+		 .src_reg = BPF_PSEUDO_MAP_FD}, /* .imm: the map's fd, below */
 		{0},
 		{.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_3, .imm = XDP_PASS},
 		{.code = BPF_JMP | BPF_CALL, .imm = BPF_FUNC_redirect_map},
@@ -432,6 +432,7 @@ static int xdp_load_prog(struct xdp_backend *x)
 			xdp_bpf_hint(err));
 		return -1;
 	}
+	insns[1].imm = x->map_fd;
 	x->prog_fd = bpf_prog_load(BPF_PROG_TYPE_XDP, "vnetd_xsk", "Dual MIT/GPL", insns,
 				   sizeof(insns) / sizeof(insns[0]), &opts);
 	if (x->prog_fd < 0) {
