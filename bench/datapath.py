@@ -49,6 +49,19 @@ import gnuplot  # noqa: E402 (bench/gnuplot.py)
 QUIET_CORES = 0.25
 BUILD = os.path.abspath(os.environ.get('VNETD_BUILD', os.path.join(TOP, 'build')))
 IMPLS = ('vnetd', 'dpdk')
+# The xdp path compares two vnetd backends on one veth: AF_XDP ('vnetd') and the tap ('tap').
+XDP_IMPLS = ('vnetd', 'tap')
+
+
+def impls_of(b, peer=True):
+    """The implementations measured on path b; the second one is what the ratios divide by."""
+    if b == 'xdp':
+        return XDP_IMPLS
+    return IMPLS if peer else ('vnetd',)
+
+
+def impl_label(b, impl):
+    return {'vnetd': 'vnetd xdp', 'tap': 'vnetd tap'}[impl] if b == 'xdp' else impl
 
 
 # ---------------------------------------------------------------------------------------------
@@ -56,7 +69,7 @@ IMPLS = ('vnetd', 'dpdk')
 
 def check_prereqs(args):
     common.require('datapath', exes=['dpdk-testpmd'], built=(), status=SKIP)
-    tap = 'tap' in args.backends
+    tap = 'tap' in args.backends or 'xdp' in args.backends
     common.require('datapath', root=tap, tun=tap,
                    exes=['ip', 'taskset', 'stdbuf'] + (['valgrind'] if args.callgrind else []),
                    built=[os.path.join(BUILD, exe) for exe in ('vnetd', 'vnetctl')],
@@ -120,7 +133,7 @@ def summarize(runs, backends, sizes, keep_contended=False):
     for b in backends:
         for s in sizes:
             key = '%s/%d' % (b, s)
-            for impl in IMPLS:
+            for impl in impls_of(b):
                 rs = [r for r in runs if (r['backend'], r['size'], r['impl']) == (b, s, impl)
                       and 'mpps' in r]
                 clean = [r for r in rs if not r['contended']] if not keep_contended else rs
@@ -129,7 +142,7 @@ def summarize(runs, backends, sizes, keep_contended=False):
                     x['runs_used'], x['runs'] = len(clean or rs), len(rs)
                     x['contended_used'] = not clean
                     summary.setdefault(key, {})[impl] = x
-            v, d = summary.get(key, {}).get('vnetd'), summary.get(key, {}).get('dpdk')
+            v, d = (summary.get(key, {}).get(i) for i in impls_of(b))
             if v and d:
                 rat = {}
                 for m in ('mpps', 'mpps_per_core'):
@@ -155,13 +168,13 @@ def table_md(summary, ratios, backends, sizes):
     for b in backends:
         for s in sizes:
             key = '%s/%d' % (b, s)
-            for impl in IMPLS:
+            for impl in impls_of(b):
                 x = summary.get(key, {}).get(impl)
                 if not x:
                     continue
                 r = ratios.get(key, {}) if impl == 'vnetd' else {}
                 lines.append('| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |' % (
-                    b, s, impl, cell(x['mpps'], '%.3f'), cell(x['gbps'], '%.2f'),
+                    b, s, impl_label(b, impl), cell(x['mpps'], '%.3f'), cell(x['gbps'], '%.2f'),
                     cell(x['loss'], '%.1f', pct=True), cell(x['backend_cores'], '%.2f'),
                     cell(x['mpps_per_core'], '%.3f'),
                     '%.2f' % r['mpps'] if 'mpps' in r else '', '%.2f' % r['mpps_per_core']
@@ -193,7 +206,7 @@ def chart(summary, backends, sizes, path_png, path_dat):
             for s in sizes:
                 cols = []
                 for m, _ in metrics:
-                    for impl in IMPLS:
+                    for impl in impls_of(b):
                         x = summary.get('%s/%d' % (b, s), {}).get(impl, {}).get(m)
                         cols += ['%g' % x['median'], '%g' % x['min'], '%g' % x['max']] if x else \
                             ['NaN'] * 3
@@ -211,14 +224,16 @@ def chart(summary, backends, sizes, path_png, path_dat):
     for mi, (m, title) in enumerate(metrics):
         for bi, b in enumerate(backends):
             plots = []
-            for ii, (impl, label, color) in enumerate((('vnetd', 'vnetd', '#1f77b4'),
-                                                       ('dpdk', 'DPDK vhost', '#ff7f0e'))):
+            pair = ((('vnetd', 'vnetd AF_XDP', '#1f77b4'), ('tap', 'vnetd tap', '#2ca02c'))
+                    if b == 'xdp' else
+                    (('vnetd', 'vnetd', '#1f77b4'), ('dpdk', 'DPDK vhost', '#ff7f0e')))
+            for ii, (impl, label, color) in enumerate(pair):
                 c = 2 + 6 * mi + 3 * ii
                 if (b, m, impl) in have:
                     plots.append('"%s" index %d using %d:%d:%d:xtic(1) title "%s" lc rgb "%s"'
                                  % (path_dat, bi, c, c + 1, c + 2, label, color))
             top = [summary.get('%s/%d' % (b, s), {}).get(impl, {}).get(m) for s in sizes
-                   for impl in IMPLS]
+                   for impl in impls_of(b)]
             top = max([x['max'] for x in top if x] + [1e-3])
             gp += ['set yrange [0:%g]' % (1.15 * top), 'set title "%s path: %s"' % (b, title),
                    'plot ' + ', '.join(plots) if plots else 'set multiplot next']
@@ -233,7 +248,8 @@ def parse_args():
     ap.add_argument('--sizes', default='64,512,1500,max',
                     help='frame sizes in bytes, "max" = the largest frame virtio-user takes '
                          '(its max RX packet length); default 64,512,1500,max')
-    ap.add_argument('--backends', default='switch,tap', help='switch,tap (default both)')
+    ap.add_argument('--backends', default='switch,tap,xdp',
+                    help='switch,tap,xdp (default all; xdp: AF_XDP vs the tap backend on one veth)')
     ap.add_argument('--reps', type=int, help='interleaved repetitions (default 3)')
     ap.add_argument('--duration', type=float, help='measured seconds per run (default 5)')
     ap.add_argument('--warmup', type=float, help='seconds of traffic before measuring (default 1)')
@@ -277,8 +293,8 @@ def parse_args():
             setattr(args, k, v)
     args.backends = [b.strip() for b in args.backends.split(',') if b.strip()]
     for b in args.backends:
-        if b not in ('switch', 'tap'):
-            ap.error('unknown backend %r (switch, tap)' % b)
+        if b not in ('switch', 'tap', 'xdp'):
+            ap.error('unknown backend %r (switch, tap, xdp)' % b)
     args.sizes = [s.strip() for s in args.sizes.split(',') if s.strip()]
     for s in args.sizes:
         if s != 'max' and not (s.isdigit() and 60 <= int(s) <= 65407):
@@ -324,13 +340,13 @@ def main():
         log('datapath: virtio-user reports a max RX packet length of %s B: "max" = %d B'
             % (vu.get('max_rx_pktlen'), max_len))
         if not args.callgrind_only:
-            impls = IMPLS if args.peer else ('vnetd',)
-            total = args.reps * len(args.backends) * len(sizes) * len(impls)
+            total = args.reps * len(sizes) * sum(len(impls_of(b, args.peer))
+                                                 for b in args.backends)
             k = 0
             for rep in range(args.reps):
                 for b in args.backends:
                     for s in sizes:
-                        for impl in impls:
+                        for impl in impls_of(b, args.peer):
                             k += 1
                             for attempt in range(1 + args.retries):
                                 r = one_measurement(args, b, impl, s, rep, wd, tools, k, total)
@@ -338,7 +354,7 @@ def main():
                                 if not r.get('contended'):
                                     break
         if args.callgrind:
-            for b in args.backends:
+            for b in [b for b in args.backends if b != 'xdp']:  # callgrind cannot run AF_XDP
                 log('datapath: callgrind, %s path, %d x %d packets of %d B ...'
                     % (b, args.cg_runs, args.cg_packets, args.cg_size))
                 try:
@@ -409,6 +425,13 @@ def one_measurement(args, b, impl, s, rep, wd, tools, k, total):
     return run
 
 
+def targets_datapath(ratios):
+    """The goals' figures, same-run ratios of medians (None: not measured)."""
+    def r(key, m):
+        return ratios.get(key, {}).get(m)
+    return {'xdp_vs_tap_per_core_64': r('xdp/64', 'mpps_per_core')}
+
+
 def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, sizes):
     summary, ratios = summarize(runs, args.backends, sizes, args.keep_contended)
     load1 = os.getloadavg()
@@ -418,10 +441,13 @@ def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, 
                 dpdk=dpdk_version(), loadavg_start=load0, loadavg_end=load1,
                 elapsed_s=round(time.monotonic() - t_start, 1), args=vars(args), sizes=sizes,
                 source_mode={'switch': 'flowgen on two virtio-user ports (both directions)',
-                             'tap': 'txonly on one virtio-user port (guest -> tap)'},
+                             'tap': 'txonly on one virtio-user port (guest -> tap)',
+                             'xdp': 'txonly on one virtio-user port (guest -> veth vx0 -> '
+                                    'vx1 in a peer namespace), by AF_XDP or by the tap + tc '
+                                    'mirred'},
                 clk_tck=P.CLK_TCK)
     result = {'meta': meta, 'info': info, 'summary': summary, 'ratios': ratios, 'callgrind': cg,
-              'runs': runs}
+              'runs': runs, 'targets_datapath': targets_datapath(ratios)}
     md = ['### vnetd data path vs DPDK vhost PMD (virtio-user source)', '']
     if summary:
         md += [table_md(summary, ratios, args.backends, sizes), '',
@@ -442,6 +468,11 @@ def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, 
                   sum(1 for r in runs if r.get('busy_before', 0) >= QUIET_CORES),
                   sum(1 for r in runs if 'mpps' in r), QUIET_CORES, args.retries, args.reps,
                   args.duration)]
+        if 'xdp' in args.backends:
+            md += ['', 'xdp rows: vnetd\'s AF_XDP backend (copy mode: veth has no zero-copy) and '
+                   'its tap backend (tc mirred onto the veth) send to the same veth pair; their '
+                   'ratio columns are AF_XDP / tap; Mpps = the peer veth\'s rx_packets; both '
+                   'backends\' cores include the kernel work done in their system calls.']
     errs = [r for r in runs if 'error' in r]
     skips = sorted({'%s/%s/%d: %s' % (r['backend'], r['impl'], r['size'], r['skipped'])
                     for r in runs if 'skipped' in r})
