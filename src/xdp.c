@@ -31,7 +31,11 @@
 #define XDP_RX_PER_Q 512u    /* RX frames (and FILL / RX ring entries) of each socket */
 #define XDP_TX_FRAMES 512u   /* TX frames of the port (TX and COMPLETION ring entries) */
 #define XDP_RX_BATCH 64u     /* descriptors per EPOLLIN event, like the tap's reads */
-#define XDP_TX_KICK 32u	     /* copy mode sends at most 32 descriptors per sendto() */
+#define XDP_TX_KICK 32u	     /* copy mode sends 32 descriptors per sendto() by default */
+#define XDP_TX_KICK_MAX 256u /* with XDP_MAX_TX_SKB_BUDGET (Linux >= 6.17): one guest budget */
+#ifndef XDP_MAX_TX_SKB_BUDGET
+#define XDP_MAX_TX_SKB_BUDGET 9 /* uapi linux/if_xdp.h of Linux 6.17 */
+#endif
 #define XDP_KICK_TRIES 16u   /* sendto()s one flush makes while the kernel says EAGAIN */
 #define XDP_BIND_TRIES 10u   /* a queue closed < 1 s ago is EBUSY: 10 tries, 200 ms apart */
 #define XDP_ETH_HLEN 14u
@@ -64,6 +68,7 @@ struct xdp_backend {
 	struct xsk_umem *umem;
 	struct xsk_ring_prod tx; /* on socket 0: guest TX goes out on the first queue */
 	uint32_t tx_pending;	 /* descriptors reserved and filled, not yet submitted */
+	uint32_t tx_kick;	 /* kick at this many pending: what one sendto() sends */
 	bool zero_copy;
 	bool tx_blocked; /* a transmit got EAGAIN: EPOLLOUT is on for socket 0 */
 	bool rx_nobufs;	 /* the guest has no RX buffers: EPOLLIN off, descriptors wait */
@@ -300,7 +305,7 @@ static int xdp_transmit(struct vnet_backend *be, const struct virtio_net_hdr_v1 
 	xsk_ring_prod__tx_desc(&x->tx, idx)->addr = addr;
 	xsk_ring_prod__tx_desc(&x->tx, idx)->len = (uint32_t)frame_len;
 	xsk_ring_prod__tx_desc(&x->tx, idx)->options = 0;
-	if (++x->tx_pending >= XDP_TX_KICK)
+	if (++x->tx_pending >= x->tx_kick)
 		xdp_kick(x, 1);
 	else
 		xdp_want_flush(x);
@@ -600,6 +605,11 @@ static int xdp_create_sockets(struct xdp_backend *x)
 			return -1;
 		}
 	}
+	/* Copy mode: one sendto() may send a whole guest budget, not 32 (Linux >= 6.17). */
+	x->tx_kick = XDP_TX_KICK;
+	if (!x->zero_copy && setsockopt(xsk_socket__fd(x->q[0].xsk), SOL_XDP, XDP_MAX_TX_SKB_BUDGET,
+					&(int){XDP_TX_KICK_MAX}, sizeof(int)) == 0)
+		x->tx_kick = XDP_TX_KICK_MAX;
 	for (unsigned i = 1; i < x->nq; i++)
 		if (xdp_create_shared(x, i) < 0)
 			return -1;
@@ -701,9 +711,9 @@ struct vnet_backend *xdp_backend_open(const char *ifname, unsigned queue, unsign
 	}
 	if (xdp_load_prog(x) < 0 || xdp_attach(x) < 0 || xdp_create_sockets(x) < 0)
 		goto fail;
-	log_info("xdp %s: attached, queues %u..%u, %s mode, UMEM %llu KiB", x->name, queue,
-		 queue + nq - 1, x->zero_copy ? "zero-copy" : "copy",
-		 (unsigned long long)(x->lay.size >> 10));
+	log_info("xdp %s: attached, queues %u..%u, %s mode, UMEM %llu KiB, TX kick per %u", x->name,
+		 queue, queue + nq - 1, x->zero_copy ? "zero-copy" : "copy",
+		 (unsigned long long)(x->lay.size >> 10), x->tx_kick);
 	return (struct vnet_backend *)x;
 fail:
 	xdp_backend_close((struct vnet_backend *)x);
