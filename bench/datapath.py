@@ -51,6 +51,7 @@ BUILD = os.path.abspath(os.environ.get('VNETD_BUILD', os.path.join(TOP, 'build')
 IMPLS = ('vnetd', 'dpdk')
 # The xdp path compares two vnetd backends on one veth: AF_XDP ('vnetd') and the tap ('tap').
 XDP_IMPLS = ('vnetd', 'tap')
+XDP_MAX_FRAME = 3840  # src/xdp.h XDP_PORT_MAX_FRAME
 
 
 def impls_of(b, peer=True):
@@ -399,6 +400,11 @@ def one_measurement(args, b, impl, s, rep, wd, tools, k, total):
     if (b, impl) == ('tap', 'dpdk') and s > NET_TAP_MAX_FRAME:
         run['skipped'] = ('DPDK net_tap takes frames of at most %d B (max_rx_pktlen; its TX drops '
                           'longer ones)' % NET_TAP_MAX_FRAME)
+        log('[%d/%d] %-6s %-5s %5d B  skipped: %s' % (k, total, b, impl, s, run['skipped']))
+        return run
+    if b == 'xdp' and s > XDP_MAX_FRAME:
+        run['skipped'] = ('an xdp= port takes frames of at most %d B (4 KiB UMEM frames, no '
+                          'multi-buffer)' % XDP_MAX_FRAME)
         log('[%d/%d] %-6s %-5s %5d B  skipped: %s' % (k, total, b, impl, s, run['skipped']))
         return run
     run['waited_s'], run['busy_before'] = wait_quiet(args.quiet_wait)

@@ -55,7 +55,7 @@ def main():
         ns.run('ip link set vx0 up')
         host_addr(peer, 'vx1', PEER_IP)
         # XDP sees frames as the wire has them: the peer's veth must not leave checksums to
-        # an offload (CHECKSUM_PARTIAL) that AF_XDP never completes (docs/backends.md).
+        # an offload (CHECKSUM_PARTIAL) that AF_XDP never completes (docs/xdp.md).
         peer.run('ethtool -K vx1 tx off')
         spec = 'socket=%s,xdp=vx0,queue=0,mac=%s' % (sock, MAC)
 
