@@ -4,8 +4,10 @@ clear start-up errors (no interface, no CAP_NET_RAW, inside the sandbox), ping b
 byte-exact HTTP transfers both ways (sha256), and no XDP program left on the veth afterwards
 (port-del with the sandbox on, and vnetd's exit)."""
 
+import errno
 import os
 import shutil
+import socket
 import subprocess
 
 from harness import (Netns, UmlGuest, Vnetd, check, guest_addr, host_addr, make_blob, skip,
@@ -41,9 +43,19 @@ def xdp_attached(ns, dev):
     return 'prog/xdp' in out or ' xdp' in out.split('\n')[0]
 
 
+def require_af_xdp():
+    """Skip on a kernel without AF_XDP sockets (CONFIG_XDP_SOCKETS)."""
+    try:
+        socket.socket(44, socket.SOCK_RAW, 0).close()  # AF_XDP
+    except OSError as e:
+        if e.errno == errno.EAFNOSUPPORT:
+            skip('the kernel has no AF_XDP sockets (CONFIG_XDP_SOCKETS)')
+
+
 def main():
     if shutil.which('setpriv') is None:
         skip('setpriv (util-linux) missing')
+    require_af_xdp()
     kit, wd = uml_start('uml-xdp')
     sock = os.path.join(wd, 'p0.sock')
     blob = os.path.join(wd, 'blob')
