@@ -355,7 +355,7 @@ def main():
                                 if not r.get('contended'):
                                     break
         if args.callgrind:
-            for b in [b for b in args.backends if b != 'xdp']:  # callgrind cannot run AF_XDP
+            for b in args.backends:
                 log('datapath: callgrind, %s path, %d x %d packets of %d B ...'
                     % (b, args.cg_runs, args.cg_packets, args.cg_size))
                 try:
