@@ -270,7 +270,7 @@ static int xdp_transmit(struct vnet_backend *be, const struct virtio_net_hdr_v1 
 			const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len)
 {
 	struct xdp_backend *x = xdp_of(be);
-	uint64_t addr;
+	uint64_t addr = 0;
 	uint32_t idx = 0;
 
 	(void)hdr; /* no offloads offered: nothing in it to honour */
@@ -288,11 +288,12 @@ static int xdp_transmit(struct vnet_backend *be, const struct virtio_net_hdr_v1 
 	}
 	if (!x->frames.n)
 		xdp_reap(x);
-	if (!x->frames.n || xsk_prod_nb_free(&x->tx, 1) < 1) {
+	/* Reserved one at a time, submitted per batch: the producer moves once per kick. */
+	if (!x->frames.n || xsk_ring_prod__reserve(&x->tx, 1, &idx) != 1) {
 		xdp_kick(x, XDP_KICK_TRIES);
 		if (x->failed)
 			return -ENODEV;
-		if (!x->frames.n || xsk_prod_nb_free(&x->tx, 1) < 1) {
+		if (!x->frames.n || xsk_ring_prod__reserve(&x->tx, 1, &idx) != 1) {
 			x->tx_blocked = true;
 			xdp_update_events(x);
 			return -EAGAIN;
@@ -300,8 +301,6 @@ static int xdp_transmit(struct vnet_backend *be, const struct virtio_net_hdr_v1 
 	}
 	(void)xdp_frames_get(&x->frames, &addr, 1);
 	(void)iov_copy_from(iov, iovcnt, off, x->area + addr, frame_len);
-	/* Reserved one at a time, submitted per batch: the producer moves once per kick. */
-	(void)xsk_ring_prod__reserve(&x->tx, 1, &idx);
 	xsk_ring_prod__tx_desc(&x->tx, idx)->addr = addr;
 	xsk_ring_prod__tx_desc(&x->tx, idx)->len = (uint32_t)frame_len;
 	xsk_ring_prod__tx_desc(&x->tx, idx)->options = 0;

@@ -50,18 +50,6 @@ uint64_t xdp_rx_frame(const struct xdp_umem_layout *l, unsigned q, uint32_t i)
 }
 
 /**
- * xdp_tx_frame() - the address of a TX frame.
- * @l: the layout
- * @i: the frame, < l->tx_frames
- *
- * Return: its UMEM address.
- */
-uint64_t xdp_tx_frame(const struct xdp_umem_layout *l, uint32_t i)
-{
-	return ((uint64_t)l->nq * l->rx_per_q + i) * l->frame_size;
-}
-
-/**
  * xdp_frame_of() - the start of the frame an address lies in.
  * @l: the layout
  * @addr: an address inside the UMEM (a descriptor's, after the kernel's headroom)
@@ -86,20 +74,6 @@ bool xdp_frame_is_rx(const struct xdp_umem_layout *l, unsigned q, uint64_t addr)
 	uint64_t lo = xdp_rx_frame(l, q, 0);
 
 	return q < l->nq && addr >= lo && addr - lo < (uint64_t)l->rx_per_q * l->frame_size;
-}
-
-/**
- * xdp_frame_is_tx() - whether an address is the start of a TX frame.
- * @l: the layout
- * @addr: the address
- *
- * Return: true if it is.
- */
-bool xdp_frame_is_tx(const struct xdp_umem_layout *l, uint64_t addr)
-{
-	uint64_t lo = xdp_tx_frame(l, 0);
-
-	return addr >= lo && addr < l->size && !(addr & (l->frame_size - 1));
 }
 
 /**
@@ -139,34 +113,3 @@ void xdp_frames_free(struct xdp_frames *f)
 	f->n = f->cap = 0;
 }
 
-/**
- * xdp_frames_get() - pop a batch of free frames.
- * @f: the stack
- * @out: where the addresses go (n of room)
- * @n: how many are wanted
- *
- * Return: how many were popped (fewer when the stack runs dry).
- */
-uint32_t xdp_frames_get(struct xdp_frames *f, uint64_t *out, uint32_t n)
-{
-	uint32_t k = n < f->n ? n : f->n;
-
-	for (uint32_t i = 0; i < k; i++)
-		out[i] = f->addr[--f->n];
-	return k;
-}
-
-/**
- * xdp_frames_put() - push a frame back.
- * @f: the stack
- * @addr: the frame
- *
- * Return: true, or false when the stack is full (a frame completed twice: not pushed).
- */
-bool xdp_frames_put(struct xdp_frames *f, uint64_t addr)
-{
-	if (f->n >= f->cap)
-		return false;
-	f->addr[f->n++] = addr;
-	return true;
-}

@@ -33,8 +33,11 @@ int xdp_umem_layout_init(struct xdp_umem_layout *l, unsigned nq, uint32_t frame_
 /* xdp_rx_frame() - the address of RX frame i of socket q. */
 uint64_t xdp_rx_frame(const struct xdp_umem_layout *l, unsigned q, uint32_t i);
 
-/* xdp_tx_frame() - the address of TX frame i. */
-uint64_t xdp_tx_frame(const struct xdp_umem_layout *l, uint32_t i);
+/* xdp_tx_frame() - the address of TX frame i (inline: the data path's). */
+static inline uint64_t xdp_tx_frame(const struct xdp_umem_layout *l, uint32_t i)
+{
+	return ((uint64_t)l->nq * l->rx_per_q + i) * l->frame_size;
+}
 
 /* xdp_frame_of() - the frame an address (a descriptor's, headroom included) lies in. */
 uint64_t xdp_frame_of(const struct xdp_umem_layout *l, uint64_t addr);
@@ -42,8 +45,12 @@ uint64_t xdp_frame_of(const struct xdp_umem_layout *l, uint64_t addr);
 /* xdp_frame_is_rx() - whether addr lies in one of socket q's RX frames. */
 bool xdp_frame_is_rx(const struct xdp_umem_layout *l, unsigned q, uint64_t addr);
 
-/* xdp_frame_is_tx() - whether addr is the start of a TX frame. */
-bool xdp_frame_is_tx(const struct xdp_umem_layout *l, uint64_t addr);
+/* xdp_frame_is_tx() - whether addr is the start of a TX frame (a completion's check). */
+static inline bool xdp_frame_is_tx(const struct xdp_umem_layout *l, uint64_t addr)
+{
+	return addr < l->size && addr >= l->size - (uint64_t)l->tx_frames * l->frame_size &&
+	       !(addr & (l->frame_size - 1));
+}
 
 /* xdp_frames_init() - an empty stack for cap frames; 0, or -1 (out of memory). */
 int xdp_frames_init(struct xdp_frames *f, uint32_t cap);
@@ -55,9 +62,22 @@ void xdp_frames_fill(struct xdp_frames *f, const struct xdp_umem_layout *l);
 void xdp_frames_free(struct xdp_frames *f);
 
 /* xdp_frames_get() - pop up to n frames into out; the count popped. */
-uint32_t xdp_frames_get(struct xdp_frames *f, uint64_t *out, uint32_t n);
+static inline uint32_t xdp_frames_get(struct xdp_frames *f, uint64_t *out, uint32_t n)
+{
+	uint32_t k = n < f->n ? n : f->n;
+
+	for (uint32_t i = 0; i < k; i++)
+		out[i] = f->addr[--f->n];
+	return k;
+}
 
 /* xdp_frames_put() - push one frame back; false (not pushed) when the stack is full. */
-bool xdp_frames_put(struct xdp_frames *f, uint64_t addr);
+static inline bool xdp_frames_put(struct xdp_frames *f, uint64_t addr)
+{
+	if (f->n >= f->cap)
+		return false;
+	f->addr[f->n++] = addr;
+	return true;
+}
 
 #endif
