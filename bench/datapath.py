@@ -225,7 +225,7 @@ def chart(summary, backends, sizes, path_png, path_dat):
     for mi, (m, title) in enumerate(metrics):
         for bi, b in enumerate(backends):
             plots = []
-            pair = ((('vnetd', 'vnetd AF_XDP', '#1f77b4'), ('tap', 'vnetd tap', '#2ca02c'))
+            pair = ((('vnetd', 'vnetd xdp', '#1f77b4'), ('tap', 'vnetd tap', '#2ca02c'))
                     if b == 'xdp' else
                     (('vnetd', 'vnetd', '#1f77b4'), ('dpdk', 'DPDK vhost', '#ff7f0e')))
             for ii, (impl, label, color) in enumerate(pair):
