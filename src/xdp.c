@@ -48,7 +48,8 @@ struct xdp_sock_q {
 	struct xsk_ring_prod fill;
 	struct xsk_ring_cons comp;
 	int fd;
-	uint32_t events; /* what the owner has the fd registered for now */
+	uint32_t events;    /* what the owner has the fd registered for now */
+	uint64_t rx_frames; /* frames taken from the RX ring (logged at close) */
 };
 
 /* The private side of a struct vnet_backend handed out by xdp_backend_open(). */
@@ -76,6 +77,7 @@ struct xdp_backend {
 	bool down; /* the last kick found the interface down (logged once) */
 	bool failed;
 	uint64_t bad_descs; /* descriptors the kernel handed back that are not ours (ignored) */
+	uint64_t tx_frames; /* guest frames put on the TX ring (logged at close) */
 	struct xdp_sock_q q[XDP_PORT_MAX_QUEUES];
 	uint64_t recycle[XDP_RX_BATCH];
 };
@@ -243,6 +245,7 @@ static void xdp_rx(struct xdp_backend *x, unsigned qi)
 		xsk_ring_cons__cancel(&s->rx, n - done);
 	if (done)
 		xsk_ring_cons__release(&s->rx, done);
+	s->rx_frames += done;
 	if (nrec)
 		xdp_refill(x, s, nrec);
 	if (x->rx_nobufs)
@@ -304,6 +307,7 @@ static int xdp_transmit(struct vnet_backend *be, const struct virtio_net_hdr_v1 
 	xsk_ring_prod__tx_desc(&x->tx, idx)->addr = addr;
 	xsk_ring_prod__tx_desc(&x->tx, idx)->len = (uint32_t)frame_len;
 	xsk_ring_prod__tx_desc(&x->tx, idx)->options = 0;
+	x->tx_frames++;
 	if (++x->tx_pending >= x->tx_kick)
 		xdp_kick(x, 1);
 	else
@@ -770,8 +774,18 @@ void xdp_backend_close(struct vnet_backend *be)
 	if (!be)
 		return;
 	x = xdp_of(be);
-	if (x->link_fd >= 0)
+	if (x->link_fd >= 0) {
+		char rx[XDP_PORT_MAX_QUEUES * 22] = "";
+		size_t n = 0;
+
+		for (unsigned i = 0; i < x->nq && n < sizeof(rx); i++)
+			n += (size_t)snprintf(rx + n, sizeof(rx) - n, "%s%llu", i ? ", " : "",
+					      (unsigned long long)x->q[i].rx_frames);
+		log_info("xdp %s: detached; frames received per queue: %s; sent: %llu; bad "
+			 "descriptors: %llu", x->name, rx, (unsigned long long)x->tx_frames,
+			 (unsigned long long)x->bad_descs);
 		close(x->link_fd);
+	}
 	for (unsigned i = x->nq; i-- > 0;)
 		if (x->q[i].xsk)
 			xsk_socket__delete(x->q[i].xsk);
