@@ -597,7 +597,8 @@ static int xdp_create_sockets(struct xdp_backend *x)
 		x->zero_copy = true;
 		log_info("xdp %s: zero-copy mode", x->name);
 	} else {
-		log_info("xdp %s: queue %u: no zero-copy (%s); copy mode", x->name, x->queue,
+		log_info("xdp %s: queue %u: %s (%s); copy mode", x->name, x->queue,
+			 ret == -EOPNOTSUPP ? "no zero-copy" : "zero-copy bind refused",
 			 strerror(-ret));
 		ret = xdp_create_first(x, false);
 		if (ret > 0)
