@@ -54,7 +54,24 @@ SWITCH_ONLY = ('vnetd-poll50', 'vnetd-poll200', 'ovs')
 LABEL = {'vnetd': 'vnetd', 'vnetd-poll50': 'vnetd --poll-us 50',
          'vnetd-poll200': 'vnetd --poll-us 200', 'dpdk': 'DPDK vhost', 'ovs': 'OVS-DPDK'}
 COLOR = {'vnetd': '#1f77b4', 'vnetd-poll50': '#6baed6', 'vnetd-poll200': '#08306b',
-         'dpdk': '#ff7f0e', 'ovs': '#2ca02c'}
+         'dpdk': '#ff7f0e', 'ovs': '#2ca02c', 'tap': '#9467bd'}
+# The xdp path compares two vnetd backends on one veth: AF_XDP ('vnetd') and the tap ('tap').
+XDP_IMPLS = ('vnetd', 'tap')
+XDP_MAX_FRAME = 3840  # src/xdp.h XDP_PORT_MAX_FRAME
+
+
+def impls_of(b, impls=IMPLS):
+    """The implementations measured on path b, of impls (the xdp path: its own pair, whose
+    second one is what its ratios divide by)."""
+    if b == 'xdp':
+        return XDP_IMPLS
+    return tuple(i for i in impls if b == 'switch' or i not in SWITCH_ONLY)
+
+
+def impl_label(b, impl):
+    if b == 'xdp':
+        return {'vnetd': 'vnetd xdp', 'tap': 'vnetd tap'}[impl]
+    return LABEL[impl]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -62,7 +79,7 @@ COLOR = {'vnetd': '#1f77b4', 'vnetd-poll50': '#6baed6', 'vnetd-poll200': '#08306
 
 def check_prereqs(args):
     common.require('datapath', exes=['dpdk-testpmd'], built=(), status=SKIP)
-    tap = 'tap' in args.backends
+    tap = 'tap' in args.backends or 'xdp' in args.backends
     common.require('datapath', root=tap, tun=tap,
                    exes=['ip', 'taskset', 'stdbuf'] + (['valgrind'] if args.callgrind else []),
                    built=[os.path.join(BUILD, exe) for exe in ('vnetd', 'vnetctl')],
@@ -132,7 +149,7 @@ def summarize(runs, backends, sizes, keep_contended=False):
     for b in backends:
         for s in sizes:
             key = '%s/%d' % (b, s)
-            for impl in IMPLS:
+            for impl in impls_of(b):
                 rs = [r for r in runs if (r['backend'], r['size'], r['impl']) == (b, s, impl)
                       and 'mpps' in r]
                 clean = [r for r in rs if not r['contended']] if not keep_contended else rs
@@ -141,7 +158,8 @@ def summarize(runs, backends, sizes, keep_contended=False):
                     x['runs_used'], x['runs'] = len(clean or rs), len(rs)
                     x['contended_used'] = not clean
                     summary.setdefault(key, {})[impl] = x
-            v, d = summary.get(key, {}).get('vnetd'), summary.get(key, {}).get('dpdk')
+            v, d = (summary.get(key, {}).get(i)
+                    for i in (XDP_IMPLS if b == 'xdp' else ('vnetd', 'dpdk')))
             if v and d:
                 rat = {}
                 for m in ('mpps', 'mpps_per_core'):
@@ -179,7 +197,7 @@ def table_md(summary, ratios, backends, sizes):
     for b in backends:
         for s in sizes:
             key = '%s/%d' % (b, s)
-            for impl in IMPLS:
+            for impl in impls_of(b):
                 x = summary.get(key, {}).get(impl)
                 if not x:
                     continue
@@ -188,7 +206,7 @@ def table_md(summary, ratios, backends, sizes):
                     r = {m: ratios[key][k] for m in ('mpps', 'mpps_per_core')
                          for k in ['%s/dpdk %s' % (impl, m)] if k in ratios.get(key, {})}
                 lines.append('| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |' % (
-                    b, s, LABEL[impl], cell(x['mpps'], '%.3f'), cell(x['gbps'], '%.2f'),
+                    b, s, impl_label(b, impl), cell(x['mpps'], '%.3f'), cell(x['gbps'], '%.2f'),
                     cell(x['loss'], '%.1f', pct=True), cell(x['backend_cores'], '%.2f'),
                     cell(x['mpps_per_core'], '%.3f'),
                     '%.2f' % r['mpps'] if 'mpps' in r else '', '%.2f' % r['mpps_per_core']
@@ -221,7 +239,7 @@ def chart(summary, backends, sizes, path_png, path_dat):
             for s in sizes:
                 cols = []
                 for m, _ in metrics:
-                    for impl in IMPLS:
+                    for impl in impls_of(b):
                         x = summary.get('%s/%d' % (b, s), {}).get(impl, {}).get(m)
                         cols += ['%g' % x['median'], '%g' % x['min'], '%g' % x['max']] if x else \
                             ['NaN'] * 3
@@ -239,13 +257,14 @@ def chart(summary, backends, sizes, path_png, path_dat):
     for mi, (m, title) in enumerate(metrics):
         for bi, b in enumerate(backends):
             plots = []
-            for ii, impl in enumerate(IMPLS):
-                c = 2 + 3 * len(IMPLS) * mi + 3 * ii
+            for ii, impl in enumerate(impls_of(b)):
+                c = 2 + 3 * len(impls_of(b)) * mi + 3 * ii
                 if (b, m, impl) in have:
                     plots.append('"%s" index %d using %d:%d:%d:xtic(1) title "%s" lc rgb "%s"'
-                                 % (path_dat, bi, c, c + 1, c + 2, LABEL[impl], COLOR[impl]))
+                                 % (path_dat, bi, c, c + 1, c + 2, impl_label(b, impl),
+                                    COLOR[impl]))
             top = [summary.get('%s/%d' % (b, s), {}).get(impl, {}).get(m) for s in sizes
-                   for impl in IMPLS]
+                   for impl in impls_of(b)]
             top = max([x['max'] for x in top if x] + [1e-3])
             gp += ['set yrange [0:%g]' % (1.15 * top), 'set title "%s path: %s"' % (b, title),
                    'plot ' + ', '.join(plots) if plots else 'set multiplot next']
@@ -260,7 +279,8 @@ def parse_args():
     ap.add_argument('--sizes', default='64,512,1500,max',
                     help='frame sizes in bytes, "max" = the largest frame virtio-user takes '
                          '(its max RX packet length); default 64,512,1500,max')
-    ap.add_argument('--backends', default='switch,tap', help='switch,tap (default both)')
+    ap.add_argument('--backends', default='switch,tap,xdp',
+                    help='switch,tap,xdp (default all; xdp: AF_XDP vs the tap backend on one veth)')
     ap.add_argument('--reps', type=int, help='interleaved repetitions (default 3)')
     ap.add_argument('--duration', type=float, help='measured seconds per run (default 5)')
     ap.add_argument('--warmup', type=float, help='seconds of traffic before measuring (default 1)')
@@ -314,8 +334,8 @@ def parse_args():
         args.impls = [i for i in args.impls if i.startswith('vnetd')]
     args.backends = [b.strip() for b in args.backends.split(',') if b.strip()]
     for b in args.backends:
-        if b not in ('switch', 'tap'):
-            ap.error('unknown backend %r (switch, tap)' % b)
+        if b not in ('switch', 'tap', 'xdp'):
+            ap.error('unknown backend %r (switch, tap, xdp)' % b)
     args.sizes = [s.strip() for s in args.sizes.split(',') if s.strip()]
     for s in args.sizes:
         if s != 'max' and not (s.isdigit() and 60 <= int(s) <= 65407):
@@ -362,16 +382,12 @@ def main():
             % (vu.get('max_rx_pktlen'), max_len))
         if not args.callgrind_only:
             impls = [i for i in IMPLS if i in args.impls]
-            total = args.reps * len(sizes) * sum(
-                len([i for i in impls if b == 'switch' or i not in SWITCH_ONLY])
-                for b in args.backends)
+            total = args.reps * len(sizes) * sum(len(impls_of(b, impls)) for b in args.backends)
             k = 0
             for rep in range(args.reps):
                 for b in args.backends:
                     for s in sizes:
-                        for impl in impls:
-                            if b != 'switch' and impl in SWITCH_ONLY:
-                                continue
+                        for impl in impls_of(b, impls):
                             k += 1
                             for attempt in range(1 + args.retries):
                                 r = one_measurement(args, b, impl, s, rep, wd, tools, k, total)
@@ -426,6 +442,11 @@ def one_measurement(args, b, impl, s, rep, wd, tools, k, total):
                           'longer ones)' % NET_TAP_MAX_FRAME)
         log('[%d/%d] %-6s %-13s %5d B  skipped: %s' % (k, total, b, impl, s, run['skipped']))
         return run
+    if b == 'xdp' and s > XDP_MAX_FRAME:
+        run['skipped'] = ('an xdp= port takes frames of at most %d B (4 KiB UMEM frames, no '
+                          'multi-buffer)' % XDP_MAX_FRAME)
+        log('[%d/%d] %-6s %-5s %5d B  skipped: %s' % (k, total, b, impl, s, run['skipped']))
+        return run
     run['waited_s'], run['busy_before'] = wait_quiet(args.quiet_wait)
     t0 = time.monotonic()
     st = None
@@ -450,9 +471,10 @@ def one_measurement(args, b, impl, s, rep, wd, tools, k, total):
     return run
 
 
-def targets_datapath(summary, resdir):
+def targets_datapath(summary, ratios, resdir):
     """The goals as numbers: vnetd (event-driven) / OVS-DPDK per core, vnetd --poll-us 200 /
-    DPDK vhost absolute at 64 B (and per core), and the cross-worker ratio, which
+    DPDK vhost absolute at 64 B (and per core), AF_XDP / tap per core at 64 B (same-run ratio
+    of medians), and the cross-worker ratio, which
     bench/workers.py --switch measures (taken from its latest results file, with its date)."""
     def med(key, impl, m):
         x = summary.get(key, {}).get(impl, {}).get(m)
@@ -473,6 +495,7 @@ def targets_datapath(summary, resdir):
         t['switch_vs_dpdk_per_core_64_poll%s' % ('' if n == 200 else '%d' % n)] = ratio(
             med('switch/64', 'vnetd-poll%d' % n, 'mpps_per_core'),
             med('switch/64', 'dpdk', 'mpps_per_core'))
+    t['xdp_vs_tap_per_core_64'] = ratios.get('xdp/64', {}).get('mpps_per_core')
     try:
         with open(os.path.join(resdir, 'workers-switch-latest.json')) as f:
             w = json.load(f)
@@ -494,9 +517,12 @@ def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, 
                 dpdk=dpdk_version(), loadavg_start=load0, loadavg_end=load1,
                 elapsed_s=round(time.monotonic() - t_start, 1), args=vars(args), sizes=sizes,
                 source_mode={'switch': 'flowgen on two virtio-user ports (both directions)',
-                             'tap': 'txonly on one virtio-user port (guest -> tap)'},
+                             'tap': 'txonly on one virtio-user port (guest -> tap)',
+                             'xdp': 'txonly on one virtio-user port (guest -> veth vx0 -> '
+                                    'vx1 in a peer namespace), by AF_XDP or by the tap + tc '
+                                    'mirred'},
                 clk_tck=P.CLK_TCK)
-    targets = targets_datapath(summary, resdir)
+    targets = targets_datapath(summary, ratios, resdir)
     result = {'meta': meta, 'info': info, 'summary': summary, 'ratios': ratios, 'callgrind': cg,
               'targets_datapath': targets, 'runs': runs}
     md = ['### vnetd data path vs DPDK vhost PMD (virtio-user source)', '']
@@ -519,6 +545,11 @@ def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, 
                   sum(1 for r in runs if r.get('busy_before', 0) >= QUIET_CORES),
                   sum(1 for r in runs if 'mpps' in r), QUIET_CORES, args.retries, args.reps,
                   args.duration)]
+        if 'xdp' in args.backends:
+            md += ['', 'xdp rows: vnetd\'s AF_XDP backend (copy mode: veth has no zero-copy) and '
+                   'its tap backend (tc mirred onto the veth) send to the same veth pair; their '
+                   'ratio columns are AF_XDP / tap; Mpps = the peer veth\'s rx_packets; both '
+                   'backends\' cores include the kernel work done in their system calls.']
     if targets:
         md += ['', 'Targets (same-run ratios of medians, load average %.2f..%.2f; a shared machine '
                'makes them noisy): ' % (load0[0], load1[0]) + ', '.join(

@@ -116,6 +116,8 @@ def report(s):
     """Lines for the terminal / markdown."""
     what = ('packets a guest sent through two vnetd switch ports (each: guest TX ring -> switch -> '
             'other guest\'s RX ring)' if s['kind'] == 'switch' else
+            'packets a guest sent to a vnetd AF_XDP port (guest TX ring -> UMEM frame -> TX ring, '
+            'a sendto() per batch)' if s['kind'] == 'xdp' else
             'packets a guest sent to a vnetd tap port (guest TX ring -> writev() to the tap)')
     what += '; virtio-user rings of %d entries' % QUEUE_SIZE
     if s['kind'] == 'switch':

@@ -2,6 +2,7 @@
 """The measured set-ups of bench/datapath.py: backend (vnetd or DPDK vhost PMD) + virtio-user traffic."""
 
 import os
+import subprocess
 import time
 
 import common
@@ -41,10 +42,10 @@ class Stack:
         self.pfx = 'vnetd-dp-%d-%d' % (os.getpid(), seq[0])
         self.tag = tag
         self.wrapper = wrapper
-        self.be = self.fe = self.ns = None
+        self.be = self.fe = self.ns = self.peer = None
         self.vd = self.ovs = None
         try:
-            (self._switch if kind == 'switch' else self._tap)()
+            {'switch': self._switch, 'tap': self._tap, 'xdp': self._xdp}[kind]()
         except BaseException:
             self.close()
             raise
@@ -118,6 +119,41 @@ class Stack:
         self._frontend(['net_virtio_user0,path=%s,queues=1,mac=%s%s' % (s, MAC0, self.vu_opts)],
                        ['--forward-mode=txonly', '--port-topology=loop', '--eth-peer=0,' + TAP_PEER])
 
+    def _xdp(self):
+        """A veth pair, vx0 in vnetd's namespace, vx1 (the sink) in a peer namespace. impl
+        'vnetd': vnetd's AF_XDP backend on vx0 (xdp=vx0); 'tap': vnetd's tap backend, its tap's
+        frames redirected onto vx0 by tc (ingress, u32 match-all, mirred egress redirect): the
+        same veth and sink, so the two backends compare on equal terms. Rate = vx1's rx_packets
+        (frames to TAP_PEER, not vx1's MAC: counted, then dropped)."""
+        from harness import Netns
+        s = self._sock('x')
+        self.ns = Netns('vnetd-dp-x%s' % self.impl).__enter__()
+        JANITOR.nets.append(self.ns)
+        self.peer = Netns('vnetd-dp-xp%s' % self.impl).__enter__()
+        JANITOR.nets.append(self.peer)
+        for n in (self.ns, self.peer):
+            P.ns_prepare(n)
+        subprocess.run(['ip', 'link', 'add', 'vx0', 'netns', self.ns.name, 'type', 'veth',
+                        'peer', 'name', 'vx1', 'netns', self.peer.name], check=True)
+        mtu = max(1500, self.size - 14)
+        self.ns.run('ip link set vx0 mtu %d up' % mtu)
+        self.peer.run('ip link set vx1 mtu %d up' % mtu)
+        if self.impl == 'vnetd':
+            spec = 'socket=%s,xdp=vx0' % s
+        else:
+            spec = 'socket=%s,tap=vtap0' % s
+        self.vd = Vnetd(self.tools['vnetd'], self.tools['vnetctl'], [spec], self.wd, ns=self.ns,
+                        wrapper=self.wrapper, janitor=JANITOR)
+        self.be = self.vd
+        if self.impl == 'tap':
+            P.wait_link(self.ns, 'vtap0')
+            self.ns.run('ip link set vtap0 mtu %d up' % mtu)
+            self.ns.run('tc qdisc add dev vtap0 ingress && tc filter add dev vtap0 parent ffff: '
+                        'protocol all u32 match u32 0 0 action mirred egress redirect dev vx0')
+        self.ifname = 'vx1'
+        self._frontend(['net_virtio_user0,path=%s,queues=1,mac=%s%s' % (s, MAC0, self.vu_opts)],
+                       ['--forward-mode=txonly', '--port-topology=loop', '--eth-peer=0,' + TAP_PEER])
+
     # -- counters -----------------------------------------------------------------------------
     def counts(self):
         """(packets out of the backend, packets the frontend got into its TX ring) so far."""
@@ -126,9 +162,10 @@ class Stack:
             return (sum(p['rx_packets'] for p in fs.values()),
                     sum(p['tx_packets'] for p in fs.values()))
         # the tap counter takes an `ip` call: read it on both sides of the source's counters
-        t0 = P.tap_counters(self.ns, self.ifname)['rx_packets']
+        ns = self.peer or self.ns  # xdp: the sink is the peer namespace's vx1
+        t0 = P.tap_counters(ns, self.ifname)['rx_packets']
         accepted = sum(p['tx_packets'] for p in self.fe.port_stats().values())
-        t1 = P.tap_counters(self.ns, self.ifname)['rx_packets']
+        t1 = P.tap_counters(ns, self.ifname)['rx_packets']
         return (t0 + t1) / 2, accepted
 
     def sample(self):
@@ -165,7 +202,11 @@ class Stack:
             self.ns.__exit__(None, None, None)
             if self.ns in JANITOR.nets:
                 JANITOR.nets.remove(self.ns)
-        self.fe = self.be = self.ns = None
+        if self.peer:
+            self.peer.__exit__(None, None, None)
+            if self.peer in JANITOR.nets:
+                JANITOR.nets.remove(self.peer)
+        self.fe = self.be = self.ns = self.peer = None
 
 
 def measure(stack, warmup, duration, slices):

@@ -18,6 +18,7 @@ static json_t *port_info(struct port *p)
 	struct vnet_dev *dev = port_dev(p);
 	uint64_t features = vnet_dev_features(dev);
 	bool tap = cfg->backend == PORT_BACKEND_TAP;
+	bool sw = cfg->backend == PORT_BACKEND_SWITCH;
 	char feat[19];
 
 	snprintf(feat, sizeof(feat), "0x%" PRIx64, features);
@@ -25,11 +26,11 @@ static json_t *port_info(struct port *p)
 			 "s:o,s:o,s:s,s:b}",
 			 "name", port_name(p), "index", (json_int_t)port_index(p),
 			 "socket", control_json_string(cfg->socket_path),
-			 "backend", tap ? "tap" : "switch",
+			 "backend", tap ? "tap" : sw ? "switch" : "xdp",
 			 "tap", tap ? control_json_string(cfg->tap_name) : json_null(),
-			 "segment", tap ? json_null()
+			 "segment", !sw ? json_null()
 					: control_json_string(cfg->segment[0] ? cfg->segment : "default"),
-			 "vlan", tap || !cfg->vlan ? json_null() : json_integer(cfg->vlan),
+			 "vlan", !sw || !cfg->vlan ? json_null() : json_integer(cfg->vlan),
 			 "connected", port_connected(p),
 			 "connections", control_json_u64(port_connections(p)),
 			 "mac", control_json_mac(vnet_dev_mac(dev)),

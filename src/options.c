@@ -16,7 +16,7 @@
 #endif
 
 static const char usage_text[] =
-	"Usage: vnetd --port socket=PATH,tap=IFNAME|switch[,KEY=VALUE...] [--port ...]\n"
+	"Usage: vnetd --port socket=PATH,tap=IFNAME|xdp=IFNAME|switch[,KEY=VALUE...] [--port ...]\n"
 	"             --control PATH [--config FILE] [--state-dir DIR] [--workers N]\n"
 	"             [--metrics ADDR:PORT] [--user NAME] [--no-sandbox] [-v|--verbose]\n"
 	"             [--max-guest-mem SIZE] [--socket-group NAME] [--socket-mode OCTAL]\n"
@@ -52,11 +52,15 @@ static const char usage_text[] =
 	"  -h, --help           print this help and exit\n"
 	"  --version            print the version and exit\n"
 	"\n"
-	"Port keys (socket= and exactly one of tap= or switch are required):\n"
+	"Port keys (socket= and exactly one of tap=, xdp= or switch are required):\n"
 	"  socket=PATH          vhost-user socket to listen on; the VMM connects to it\n"
 	"  client               connect to socket=PATH instead (the VMM listens, e.g. QEMU\n"
 	"                       -chardev socket,server=on); reconnect whenever it goes away\n"
 	"  tap=IFNAME           backend: the tap interface IFNAME (at most 15 characters)\n"
+	"  xdp=IFNAME           backend: AF_XDP sockets on IFNAME's queues (one a queue pair),\n"
+	"                       zero-copy where the driver can; no offloads, frames <= 3840 B;\n"
+	"                       set up before the sandbox (not by port-add); docs/xdp.md\n"
+	"  queue=N              xdp: the first of IFNAME's queues, 0..255 (default 0)\n"
 	"  switch[=NAME]        backend: the built-in switch joining the switch ports of one\n"
 	"                       segment (NAME: 1..15 of A-Za-z0-9_.-; default: \"default\")\n"
 	"  vlan=N               switch: an access port of VLAN N (1..4094) of its segment, an L2\n"

@@ -22,6 +22,7 @@
 #include "stat_atomic.h"
 #include "switch.h"
 #include "tap.h"
+#include "port_xdp.h"
 
 _Static_assert(PORT_ALLOWED_MACS <= SWITCH_ALLOWED_MACS, "allowed-macs= fits a switch port");
 _Static_assert(PORT_IPS <= SWITCH_IPS, "ips= fits a switch port");
@@ -335,6 +336,9 @@ struct port *port_create(unsigned index, const struct port_config *cfg, unsigned
 			goto fail;
 		if (cfg->n_trunk && port_trunk_attach(p, sw) < 0)
 			goto fail;
+	} else if (cfg->backend == PORT_BACKEND_XDP) {
+		if (port_xdp_attach(p) < 0)
+			goto fail;
 	} else {
 		p->be = switch_attach(sw[0], p->dev, p->name, worker);
 		if (!p->be)
@@ -355,8 +359,12 @@ struct port *port_create(unsigned index, const struct port_config *cfg, unsigned
 		vnet_dev_attach_backend(p->dev, switch_port_ops(p->be), p->be);
 	}
 	log_info("%s: %s backend %s, vhost-user %s %s", p->name,
-		 cfg->backend == PORT_BACKEND_TAP ? "tap" : "switch",
-		 cfg->backend == PORT_BACKEND_TAP ? cfg->tap_name : "",
+		 cfg->backend == PORT_BACKEND_TAP   ? "tap"
+		 : cfg->backend == PORT_BACKEND_XDP ? "xdp"
+						    : "switch",
+		 cfg->backend == PORT_BACKEND_TAP   ? cfg->tap_name
+		 : cfg->backend == PORT_BACKEND_XDP ? cfg->xdp_name
+						    : "",
 		 cfg->client ? "client of" : "socket", cfg->socket_path);
 	if (port_sock_open(p) < 0)
 		goto fail;
@@ -378,6 +386,8 @@ void port_destroy(struct port *p)
 		return;
 	port_sock_disconnect(p);
 	port_sock_close(p);
+	if (p->cfg.backend == PORT_BACKEND_XDP)
+		port_xdp_detach(p); /* p->be NULL afterwards */
 	if (p->be) {
 		vnet_dev_attach_backend(p->dev, NULL, NULL);
 		if (p->cfg.backend == PORT_BACKEND_TAP) {
@@ -488,7 +498,9 @@ void port_handle_event(struct port *p, struct ev_ref ref, uint32_t events)
 			vu_conn_state_io(&p->conn, events);
 		break;
 	case EV_TAP:
-		if (p->be && !p->tap_failed)
+		if (p->cfg.backend == PORT_BACKEND_XDP)
+			port_xdp_event(p, ref.queue, events);
+		else if (p->be && !p->tap_failed)
 			tap_backend_handle_events(p->be, events);
 		break;
 	default:
@@ -504,6 +516,8 @@ void port_handle_event(struct port *p, struct ev_ref ref, uint32_t events)
  */
 void port_flush_rx(struct port *p)
 {
+	if (p->cfg.backend == PORT_BACKEND_XDP)
+		port_xdp_flush(p);
 	vnet_dev_rx_flush(p->dev);
 }
 

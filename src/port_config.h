@@ -16,7 +16,7 @@
 #define PORT_SEGMENT_LEN 16 /* switch=NAME: 1..15 bytes */
 #define PORT_MAX_TRUNK 8    /* trunk= VLANs of one tap port */
 
-enum port_backend_kind { PORT_BACKEND_TAP, PORT_BACKEND_SWITCH };
+enum port_backend_kind { PORT_BACKEND_TAP, PORT_BACKEND_SWITCH, PORT_BACKEND_XDP };
 
 /* A port as the command line describes it. */
 struct port_config {
@@ -47,6 +47,9 @@ struct port_config {
 	char uplink[PORT_SEGMENT_LEN]; /* "": the default segment */
 	unsigned n_trunk;	       /* 0: not a trunk */
 	uint16_t trunk[PORT_MAX_TRUNK];
+	/* xdp=IFNAME,queue=N: AF_XDP sockets on NIC queues N.. (one per queue pair; xdp.h) */
+	char xdp_name[16];
+	unsigned xdp_queue;
 };
 
 #endif

@@ -13,6 +13,7 @@
 #include "mem_cap.h"
 #include "switch.h"
 #include "virtio_net_defs.h"
+#include "xdp.h"
 
 #define TX_TIMER_USECS_DEFAULT 50
 #define TX_TIMER_USECS_MAX 1000000 /* one second: anything longer is a mistake */
@@ -67,6 +68,8 @@ enum port_key {
 	K_VLAN,
 	K_UPLINK,
 	K_TRUNK,
+	K_XDP,
+	K_XDP_QUEUE,
 	K_COUNT,
 };
 
@@ -97,6 +100,7 @@ static const char *const port_key_names[K_COUNT] = {
 	[K_IPS] = "ips",
 	[K_VLAN] = "vlan",
 	[K_UPLINK] = "uplink",	       [K_TRUNK] = "trunk",
+	[K_XDP] = "xdp",	       [K_XDP_QUEUE] = "queue",
 };
 
 #define OFFLOAD_BITS                                                                               \
@@ -409,6 +413,17 @@ static int apply_port_key(struct port_config *pc, struct port_parse *pp, enum po
 		strcpy(pc->tap_name, value);
 		pc->backend = PORT_BACKEND_TAP;
 		return 0;
+	case K_XDP:
+		if (!valid_ifname(value))
+			return bad_value(pp, name, value, "an interface name of 1..15 bytes");
+		strcpy(pc->xdp_name, value);
+		pc->backend = PORT_BACKEND_XDP;
+		return 0;
+	case K_XDP_QUEUE:
+		if (!port_spec_parse_ulong(value, 0, 255, &v))
+			return bad_value(pp, name, value, "0..255 (the interface's first queue)");
+		pc->xdp_queue = (unsigned)v;
+		return 0;
 	case K_SWITCH:
 		pc->backend = PORT_BACKEND_SWITCH;
 		return value ? parse_segment(pc, pp, value) : 0;
@@ -592,10 +607,17 @@ static int finish_port(struct port_config *pc, struct port_parse *pp, unsigned i
 
 	if (!pp->seen[K_SOCKET])
 		return err_msg(pp->err, pp->err_len, "vnetd: --port p%u needs socket=PATH", index);
-	if (pp->seen[K_TAP] == pp->seen[K_SWITCH])
+	if (pp->seen[K_TAP] + pp->seen[K_SWITCH] + pp->seen[K_XDP] != 1)
 		return err_msg(pp->err, pp->err_len,
-			       "vnetd: --port p%u needs exactly one of tap=IFNAME or switch",
-			       index);
+			       "vnetd: --port p%u needs exactly one of tap=IFNAME, xdp=IFNAME or "
+			       "switch", index);
+	if (pp->seen[K_XDP_QUEUE] && !pp->seen[K_XDP])
+		return err_msg(pp->err, pp->err_len,
+			       "vnetd: --port p%u: queue= is for xdp= ports", index);
+	if (pp->seen[K_XDP] && d->mtu > XDP_PORT_MAX_FRAME - 14)
+		return err_msg(pp->err, pp->err_len,
+			       "vnetd: --port p%u: an xdp= port takes frames of at most %u bytes "
+			       "(mtu=%u at most)", index, XDP_PORT_MAX_FRAME, XDP_PORT_MAX_FRAME - 14);
 	if ((pp->seen[K_MAX_MACS] || pp->seen[K_LEARN_RATE]) && !pp->seen[K_SWITCH])
 		return err_msg(pp->err, pp->err_len,
 			       "vnetd: --port p%u: max-macs= and learn-rate= are for switch ports",
@@ -732,6 +754,12 @@ static bool port_clash(const struct port_config *pc, unsigned i, const struct po
 	    strcmp(pc->tap_name, other->tap_name) == 0) {
 		err_msg(err, err_len, "vnetd: ports p%u and p%u both use tap '%s'", j, i,
 			pc->tap_name);
+		return true;
+	}
+	if (pc->backend == PORT_BACKEND_XDP && other->backend == PORT_BACKEND_XDP &&
+	    strcmp(pc->xdp_name, other->xdp_name) == 0) {
+		err_msg(err, err_len, "vnetd: ports p%u and p%u both use xdp '%s'", j, i,
+			pc->xdp_name);
 		return true;
 	}
 	if (pc->mac_given && other->mac_given && memcmp(pc->dev.mac, other->dev.mac, 6) == 0) {

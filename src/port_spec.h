@@ -9,7 +9,7 @@
 #include "port.h"
 
 /*
- * port_spec_parse() - SPEC ("socket=PATH,tap=IFNAME|switch,KEY=VALUE...") into *pc (fully
+ * port_spec_parse() - SPEC ("socket=PATH,tap=IFNAME|xdp=IFNAME|switch,KEY=VALUE...") into *pc (fully
  * overwritten) for port `index`, on its own; no MAC yet without mac=. 0, or -1 with one line
  * ("vnetd: ...") in err.
  */
@@ -18,7 +18,7 @@ int port_spec_parse(const char *spec, unsigned index, struct port_config *pc, ch
 
 /*
  * port_spec_check() - pc (port `index`) against the n ports others[] (indexes other_index[]):
- * no shared socket, tap or given mac. 0, or -1 with the first clash in err.
+ * no shared socket, tap, xdp interface or given mac. 0, or -1 with the first clash in err.
  */
 int port_spec_check(const struct port_config *pc, unsigned index,
 		    const struct port_config *const *others, const unsigned *other_index,

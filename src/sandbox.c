@@ -164,6 +164,9 @@ static const struct sandbox_rule sandbox_allow[] = {
 	ALLOW(pwritev2),
 	ALLOW(poll),
 	ALLOW(ppoll),
+	/* AF_XDP ports (xdp.c, set up before the filter): TX kicks are sendto() and zero-copy
+	 * RX kicks recvmsg() (above); closing one, libxdp reads its ring offsets to unmap them */
+	ALLOW_IF(getsockopt, ARG_EQ(1, SOL_XDP)),
 };
 
 /*

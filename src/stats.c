@@ -22,7 +22,7 @@ void stats_port_read(struct port *p, struct stats_port *out)
 	memset(out, 0, sizeof(*out));
 	out->name = port_name(p);
 	out->index = port_index(p);
-	out->backend = tap ? "tap" : "switch";
+	out->backend = tap ? "tap" : cfg->backend == PORT_BACKEND_XDP ? "xdp" : "switch";
 	out->tap = tap ? cfg->tap_name : NULL;
 	out->socket = cfg->socket_path;
 	out->connected = port_connected(p);
