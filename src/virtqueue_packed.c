@@ -232,6 +232,17 @@ int vq_packed_start(struct virtqueue *vq, const struct guest_mem *mem)
 		log_guest("queue %u: rings misaligned in vnetd's mapping of their region", vq->index);
 		goto refuse;
 	}
+	if (vq->base_set && vq->base == 0 &&
+	    !(le16toh(__atomic_load_n(&pk_ring(vq)[vq->num - 1].flags, __ATOMIC_ACQUIRE)) &
+	      VRING_PACKED_DESC_F_USED)) {
+		/*
+		 * Base 0 names slot 0 with both wrap counters 0: a ring after one lap, whose every
+		 * slot the device marked used (USED = 1, as is the last one's). A last slot without
+		 * USED is a ring in its first lap: frontends that send 0 for any fresh ring (User-Mode
+		 * Linux's virtio_uml, written for split rings) mean slot 0 with wrap counters 1.
+		 */
+		avail_wrap = used_wrap = true;
+	}
 	while (cap < vq->num)
 		cap <<= 1;
 	if (!pk->mem_block || pk->cap != cap) {
