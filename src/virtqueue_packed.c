@@ -180,7 +180,8 @@ enum vq_walk_error vq_walk_packed(const struct guest_mem *mem, const struct pvir
  * @mem: the guest memory
  *
  * Resumes at the positions vq_set_base() (or the last stop) gave, else at slot 0 with both
- * wrap counters 1 (a reset ring). When the used position is behind the avail one, the buffers
+ * wrap counters 1 (a reset ring; so is a base of 0 while the last descriptor has no USED bit).
+ * When the used position is behind the avail one, the buffers
  * in between (the previous backend's, in flight) are walked again: none is lost.
  *
  * Return: 0, or -1 (logged) with the queue not started.
