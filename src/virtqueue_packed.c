@@ -180,7 +180,8 @@ enum vq_walk_error vq_walk_packed(const struct guest_mem *mem, const struct pvir
  * @mem: the guest memory
  *
  * Resumes at the positions vq_set_base() (or the last stop) gave, else at slot 0 with both
- * wrap counters 1 (a reset ring). When the used position is behind the avail one, the buffers
+ * wrap counters 1 (a reset ring; so is a base of 0 while the last descriptor has no USED bit).
+ * When the used position is behind the avail one, the buffers
  * in between (the previous backend's, in flight) are walked again: none is lost.
  *
  * Return: 0, or -1 (logged) with the queue not started.
@@ -231,6 +232,17 @@ int vq_packed_start(struct virtqueue *vq, const struct guest_mem *mem)
 	    ((uintptr_t)pk->dev_event & 3)) {
 		log_guest("queue %u: rings misaligned in vnetd's mapping of their region", vq->index);
 		goto refuse;
+	}
+	if (vq->base_set && vq->base == 0 &&
+	    !(le16toh(__atomic_load_n(&pk_ring(vq)[vq->num - 1].flags, __ATOMIC_ACQUIRE)) &
+	      VRING_PACKED_DESC_F_USED)) {
+		/*
+		 * Base 0 names slot 0 with both wrap counters 0: a ring after one lap, whose every
+		 * slot the device marked used (USED = 1, as is the last one's). A last slot without
+		 * USED is a ring in its first lap: frontends that send 0 for any fresh ring (User-Mode
+		 * Linux's virtio_uml, written for split rings) mean slot 0 with wrap counters 1.
+		 */
+		avail_wrap = used_wrap = true;
 	}
 	while (cap < vq->num)
 		cap <<= 1;

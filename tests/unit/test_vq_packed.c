@@ -647,6 +647,30 @@ static void test_base_round_trip(void **state)
 	assert_int_equal(vq_start(&p->vq, &p->mem.gm), -1);
 }
 
+/* Base 0: a fresh ring (User-Mode Linux sends 0 whatever the layout) vs one after a lap. */
+static void test_base_zero_fresh_or_after_a_lap(void **state)
+{
+	struct pd *p = *state; /* 5 slots, fresh */
+
+	vq_stop(&p->vq);
+	assert_int_equal(vq_set_base(&p->vq, 0), 0);
+	pd_start(p);
+	pd_add1(p, 3, 64, false); /* slot 0, wrap 1 */
+	assert_int_equal(vq_pop(&p->vq, &p->chain), 1);
+	assert_int_equal(p->chain.head, 3);
+	vq_push(&p->vq, 3, 0);
+	vq_publish(&p->vq);
+	complete(p, 4); /* slots 1..4: one lap done, every slot marked used */
+	vq_publish(&p->vq);
+	assert_int_equal(vq_get_base(&p->vq), 0u);
+	vq_stop(&p->vq);
+	assert_int_equal(vq_set_base(&p->vq, 0), 0);
+	pd_start(p); /* the last slot is used: base 0 is slot 0 with wrap 0 */
+	pd_add1(p, 2, 64, false); /* slot 0, wrap 0 */
+	assert_int_equal(vq_pop(&p->vq, &p->chain), 1);
+	assert_int_equal(p->chain.head, 2);
+}
+
 /* ---- IN_ORDER ---- */
 
 static void test_in_order_batch_one_descriptor(void **state)
@@ -824,6 +848,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_kick_enable_event_idx_names_next_slot,
 						setup_event_idx, teardown),
 		cmocka_unit_test_setup_teardown(test_base_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_base_zero_fresh_or_after_a_lap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_in_order_batch_one_descriptor, setup, teardown),
 		cmocka_unit_test(test_split_in_order_batch_one_used_entry),
 		cmocka_unit_test(test_split_in_order_violation_breaks),
