@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_touch.h"
 #include "guest_mem.h"
 #include "log.h"
 #include "virtqueue.h"
@@ -30,38 +31,12 @@
 static _Alignas(64) uint8_t mem_buf[MEM_SIZE];
 static _Alignas(64) uint8_t mem_lo[MEM_SIZE / 2], mem_hi[MEM_SIZE / 2]; /* adjacent layout */
 static struct vq_chain chain;
-static volatile uint8_t sink;
 
 static uint16_t le16(const uint8_t *p)
 {
 	return (uint16_t)(p[0] | p[1] << 8);
 }
 
-/*
- * Read every readable byte and write every writable byte: ASan checks each iovec. The iovecs
- * (split or not) are never empty and add up to the chain's lengths.
- */
-static void touch(const struct vq_chain *c)
-{
-	uint64_t read_len = 0, write_len = 0;
-	uint8_t sum = 0;
-
-	if (c->nread + c->nwrite > VQ_MAX_CHAIN)
-		abort();
-	for (unsigned i = 0; i < c->nread + c->nwrite; i++) {
-		if (c->iov[i].iov_len == 0)
-			abort();
-		*(i < c->nread ? &read_len : &write_len) += c->iov[i].iov_len;
-	}
-	if (read_len != c->read_len || write_len != c->write_len)
-		abort();
-	for (unsigned i = 0; i < c->nread; i++)
-		for (size_t j = 0; j < c->iov[i].iov_len; j++)
-			sum ^= ((const uint8_t *)c->iov[i].iov_base)[j];
-	for (unsigned i = c->nread; i < c->nread + c->nwrite; i++)
-		memset(c->iov[i].iov_base, 0x5a, c->iov[i].iov_len);
-	sink = sum;
-}
 
 /* The region table; returns the host memory of guest memory's first byte. */
 static uint8_t *build_mem(struct guest_mem *mem, bool two, bool adjacent)
@@ -116,7 +91,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* The pure walker, on the table at the start of memory (head may be out of range). */
 	if (vq_walk_chain(&mem, (const struct vring_desc *)table, num, le16(data + 2) % (num + 2),
 			  flags & 1, &chain) == VQ_WALK_OK)
-		touch(&chain);
+		fuzz_touch_chain(&chain);
 	(void)vq_walk_error_str((enum vq_walk_error)(data[7] % (VQ_WALK_TOO_MANY_IOV + 2)));
 
 	/* A queue whose rings live in that memory. */
@@ -142,7 +117,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		if (r == 0)
 			break;
-		touch(&chain);
+		fuzz_touch_chain(&chain);
 		if (i == 3)
 			vq_unpop(&vq, 1); /* popped again next round */
 		else

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_touch.h"
 #include "guest_mem.h"
 #include "log.h"
 #include "virtqueue_internal.h"
@@ -24,35 +25,12 @@
 
 static _Alignas(64) uint8_t mem_buf[MEM_SIZE];
 static struct vq_chain chain;
-static volatile uint8_t sink;
 
 static uint16_t le16(const uint8_t *p)
 {
 	return (uint16_t)(p[0] | p[1] << 8);
 }
 
-/* Read every readable byte, write every writable one (ASan checks each iovec). */
-static void touch(const struct vq_chain *c)
-{
-	uint64_t rl = 0, wl = 0;
-	uint8_t sum = 0;
-
-	if (c->nread + c->nwrite > VQ_MAX_CHAIN)
-		abort();
-	for (unsigned i = 0; i < c->nread + c->nwrite; i++) {
-		if (c->iov[i].iov_len == 0)
-			abort();
-		*(i < c->nread ? &rl : &wl) += c->iov[i].iov_len;
-	}
-	if (rl != c->read_len || wl != c->write_len)
-		abort();
-	for (unsigned i = 0; i < c->nread; i++)
-		for (size_t j = 0; j < c->iov[i].iov_len; j++)
-			sum ^= ((const uint8_t *)c->iov[i].iov_base)[j];
-	for (unsigned i = c->nread; i < c->nread + c->nwrite; i++)
-		memset(c->iov[i].iov_base, 0x5a, c->iov[i].iov_len);
-	sink = sum;
-}
 
 /* LLVMFuzzerTestOneInput() - one walk plus up to 255 pops on a fuzz-built packed queue. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -89,7 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		if (vq_walk_packed(&mem, ring, num, slot, f & VRING_PACKED_DESC_F_AVAIL, f,
 				   flags & 1, &chain, &nslots) == VQ_WALK_OK) {
-			touch(&chain);
+			fuzz_touch_chain(&chain);
 			if (nslots < 1 || nslots > num || chain.head >= num)
 				abort();
 		}
@@ -118,7 +96,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		if (got == 0)
 			break;
-		touch(&chain);
+		fuzz_touch_chain(&chain);
 		if (chain.head >= num)
 			abort();
 		if (i % 5 == 3) {
