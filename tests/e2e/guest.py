@@ -178,6 +178,32 @@ class _Guest:
             self.boot_time = time.monotonic() - self._t0
         return self.boot_time
 
+    def resync(self, timeout=60, poke_every=3.0):
+        """Bring the console back to a known state: poke until the init's shell answers, then
+        wait for a unique marker so that every poke's answer has arrived before run() starts.
+        For a console that may have lost input (a migrated guest whose serial state was loaded
+        over characters sent before the switch-over finished, a socket console just attached).
+        """
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while True:
+                with self._cond:
+                    start = len(self._buf)
+                self._send(b'\necho CONSOLE-UP\n')
+                try:
+                    self._wait_for(DONE_RE, start, poke_every, 'console')
+                    break
+                except GuestTimeout:
+                    if time.monotonic() > deadline:
+                        raise
+            marker = b'SYNC-%d-%d' % (os.getpid(), int(time.monotonic() * 1000))
+            with self._cond:
+                start = len(self._buf)
+            self._send(b'echo ' + marker + b'\n')
+            self._wait_for(re.compile(re.escape(marker) + rb'\r?\n\r?\nGUEST-DONE -?\d+\r?\n'),
+                           start, max(1.0, deadline - time.monotonic()), 'console sync')
+            self._busy = False
+
     def run(self, cmd, timeout=60, check=False):
         """Run one shell command line in the guest; returns (rc, output_text)."""
         if '\n' in cmd or '\r' in cmd:

@@ -92,9 +92,22 @@ class IncomingQemu(AnyQemu):
         self.start()
         return self
 
-    def adopt(self):
-        """After the switch-over: commands now go to this QEMU's console."""
+    def adopt(self, qmp_path, timeout=60):
+        """After the switch-over: wait until this QEMU runs the guest (QMP query-status), then
+        resync its console (input sent while the incoming serial state was still loading is
+        lost), so that commands now go to this QEMU's console."""
         self.boot_time = 0.0
+        deadline = time.monotonic() + timeout
+        q = Qmp(qmp_path)
+        try:
+            while q.cmd('query-status').get('status') != 'running':
+                if time.monotonic() > deadline:
+                    raise RuntimeError('destination QEMU not running %ss after the switch-over'
+                                       % timeout)
+                time.sleep(0.2)
+        finally:
+            q.close()
+        self.resync(timeout=max(10.0, deadline - time.monotonic()))
 
 
 # A sender of `size` bytes of a file at `rate` bytes/s to each HTTP/1.0 GET (stdlib only).

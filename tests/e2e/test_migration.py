@@ -79,7 +79,7 @@ def run_case(kit, wd, ns, vd_src, vd_dst, src_port, dst_port, sock_src, sock_dst
                 check(seen['changes'] > 0, 'coalescing changed on both ports during pre-copy')
             qsrc.close()
             src.kill()                                 # the paused source goes away
-            dst.adopt()
+            dst.adopt(os.path.join(wd, 'dst.qmp'))
             rc, out = dst.run('cat /sys/class/net/eth0/operstate', timeout=120)
             check(rc == 0 and out.strip() == 'up', 'guest link is up after the switch-over')
             rc, _ = dst.run('for i in $(seq 120); do [ -e /tmp/done ] && break; sleep 1; done; '

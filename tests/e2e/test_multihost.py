@@ -151,7 +151,7 @@ def main():
                         check(rarps >= 1, 'vnetd on A sent the RARP QEMU asked for (%d)' % rarps)
                         qsrc.close()
                         qg.kill()
-                        dst.adopt()
+                        dst.adopt(os.path.join(wa, 'dst.qmp'))
                         rc, _ = dst.run('ping -c 2 -W 10 %s' % UML_IP, timeout=60)
                         check(rc == 0, 'the migrated guest reaches the UML guest on its new host')
                         rc, out = dst.run('cat /sys/class/net/eth0/mtu')
