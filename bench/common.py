@@ -7,6 +7,7 @@ the other test kits work after it."""
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -186,3 +187,30 @@ def source_of(build):
     except (OSError, ValueError, KeyError):
         src = None
     return src if src and git(src, 'rev-parse', 'HEAD') is not None else TOP
+
+
+def build_model_bench(name, tmp, build):
+    """Compile bench/NAME.c with the fake driver against BUILD's libvnetcore.a into TMP/NAME."""
+    exe = os.path.join(tmp, name)
+    lib = os.path.join(build, 'libvnetcore.a')
+    if not os.path.exists(lib):
+        raise SystemExit('%s missing: run make first' % lib)
+    subprocess.run([os.environ.get('CC', 'cc'), '-O2', '-std=c11', '-D_GNU_SOURCE', '-I',
+                    os.path.join(TOP, 'src'), '-I', os.path.join(TOP, 'tests', 'unit'),
+                    os.path.join(HERE, name + '.c'),
+                    os.path.join(TOP, 'tests', 'unit', 'fake_driver.c'), lib, '-o', exe],
+                   check=True)
+    return exe
+
+
+def callgrind_total(exe, tmp, argv):
+    """Run EXE ARGV under callgrind (output in TMP); (total Ir, the program's stripped stdout)."""
+    out = os.path.join(tmp, 'cg.' + '.'.join(argv))
+    r = subprocess.run(['valgrind', '--tool=callgrind', '--callgrind-out-file=' + out, exe]
+                       + list(argv), capture_output=True, text=True, check=True)
+    with open(out) as f:
+        for line in f:
+            m = re.match(r'(?:summary|totals):\s*(\d+)', line)
+            if m:
+                return int(m.group(1)), r.stdout.strip()
+    raise SystemExit('no totals in ' + out)

@@ -15,43 +15,20 @@ import argparse
 import datetime
 import json
 import os
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
-from common import HERE, TOP, log  # noqa: E402
+from common import TOP, log  # noqa: E402
 import gnuplot  # noqa: E402 (bench/gnuplot.py)
 
 BUILD = os.environ.get('VNETD_BUILD', os.path.join(TOP, 'build'))
 
 
-def build(tmp):
-    exe = os.path.join(tmp, 'dirty_log_cost')
-    lib = os.path.join(BUILD, 'libvnetcore.a')
-    if not os.path.exists(lib):
-        raise SystemExit('%s missing: run make first' % lib)
-    subprocess.run([os.environ.get('CC', 'cc'), '-O2', '-std=c11', '-D_GNU_SOURCE', '-I',
-                    os.path.join(TOP, 'src'), '-I', os.path.join(TOP, 'tests', 'unit'),
-                    os.path.join(HERE, 'dirty_log_cost.c'),
-                    os.path.join(TOP, 'tests', 'unit', 'fake_driver.c'), lib, '-o', exe],
-                   check=True)
-    return exe
-
-
 def instructions(exe, tmp, mode, direction, packets):
-    out = os.path.join(tmp, 'cg.%s.%s.%d' % (mode, direction, packets))
-    r = subprocess.run(['valgrind', '--tool=callgrind', '--callgrind-out-file=' + out, exe, mode,
-                        direction, str(packets)], capture_output=True, text=True, check=True)
-    with open(out) as f:
-        for line in f:
-            m = re.match(r'(?:summary|totals):\s*(\d+)', line)
-            if m:
-                return int(m.group(1)), r.stdout.strip()
-    raise SystemExit('no totals in ' + out)
+    return common.callgrind_total(exe, tmp, [mode, direction, str(packets)])
 
 
 def main():
@@ -61,7 +38,7 @@ def main():
     args = ap.parse_args()
     common.require('dirty_log_cost', exes=['valgrind'], built=(), status=common.SKIP)
     tmp = tempfile.mkdtemp(prefix='vnetd-dlc-')
-    exe = build(tmp)
+    exe = common.build_model_bench('dirty_log_cost', tmp, BUILD)
     n, n4 = args.packets, args.packets // 4
     res = {}
     for direction in ('rx', 'tx'):
