@@ -5,12 +5,14 @@ wrapper (tests/e2e/harness.py's Vnetd, pinned to a CPU, errors raised instead of
 Every bench script imports this first; it puts tests/e2e on sys.path, so `import harness` and
 the other test kits work after it."""
 
+import argparse
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -214,3 +216,26 @@ def callgrind_total(exe, tmp, argv):
             if m:
                 return int(m.group(1)), r.stdout.strip()
     raise SystemExit('no totals in ' + out)
+
+
+def model_bench_start(name, doc, build, default_packets, packets_help):
+    """Parse --packets/--out for bench/NAME.py, check valgrind, build bench/NAME.c.
+
+    Returns (args, tmp, exe): the parsed options, a fresh temporary folder and the program."""
+    ap = argparse.ArgumentParser(description=doc.split('\n\n')[0])
+    ap.add_argument('--packets', type=int, default=default_packets, help=packets_help)
+    ap.add_argument('--out')
+    args = ap.parse_args()
+    require(name, exes=['valgrind'], built=(), status=SKIP)
+    tmp = tempfile.mkdtemp(prefix='vnetd-%s-' % name)
+    return args, tmp, build_model_bench(name, tmp, build)
+
+
+def per_packet(exe, tmp, argv, n):
+    """Ir per packet of EXE ARGV N: (Ir(N) - Ir(N/4)) / (N - N/4), start-up cancelled.
+
+    Returns {'per_packet': rounded to 0.1, 'note': the N run's stdout}."""
+    n4 = n // 4
+    big, note = callgrind_total(exe, tmp, list(argv) + [str(n)])
+    small, _ = callgrind_total(exe, tmp, list(argv) + [str(n4)])
+    return {'per_packet': round((big - small) / (n - n4), 1), 'note': note}

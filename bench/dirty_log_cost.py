@@ -11,13 +11,11 @@ Per mode the difference of two runs (N and N/4 packets) divided by 3N/4 removes 
 a table, results/dirty-log-cost-<date>.json, results/dirty-log-cost-latest.{json,md,png}.
 """
 
-import argparse
 import datetime
 import json
 import os
 import shutil
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
@@ -27,26 +25,14 @@ import gnuplot  # noqa: E402 (bench/gnuplot.py)
 BUILD = os.environ.get('VNETD_BUILD', os.path.join(TOP, 'build'))
 
 
-def instructions(exe, tmp, mode, direction, packets):
-    return common.callgrind_total(exe, tmp, [mode, direction, str(packets)])
-
-
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    ap.add_argument('--packets', type=int, default=6400, help='packets per run (<= 8000)')
-    ap.add_argument('--out')
-    args = ap.parse_args()
-    common.require('dirty_log_cost', exes=['valgrind'], built=(), status=common.SKIP)
-    tmp = tempfile.mkdtemp(prefix='vnetd-dlc-')
-    exe = common.build_model_bench('dirty_log_cost', tmp, BUILD)
-    n, n4 = args.packets, args.packets // 4
+    args, tmp, exe = common.model_bench_start('dirty_log_cost', __doc__, BUILD, 6400,
+                                              'packets per run (<= 8000)')
+    n = args.packets
     res = {}
     for direction in ('rx', 'tx'):
         for mode in ('off', 'on'):
-            big, note = instructions(exe, tmp, mode, direction, n)
-            small, _ = instructions(exe, tmp, mode, direction, n4)
-            res['%s/%s' % (direction, mode)] = {'per_packet': round((big - small) / (n - n4), 1),
-                                                'note': note}
+            res['%s/%s' % (direction, mode)] = common.per_packet(exe, tmp, [mode, direction], n)
     lines = ['| path | log off: instr/packet | log on | added by the log | ratio |',
              '|---|---:|---:|---:|---:|']
     for direction in ('rx', 'tx'):

@@ -12,13 +12,11 @@ Per mode the difference of two runs (N and N/4 packets) divided by 3N/4 removes 
 a table and results/rss-cost-latest.{json,md,png} (--out FILE.json: FILE.{json,md,png}).
 """
 
-import argparse
 import datetime
 import json
 import os
 import shutil
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
@@ -31,24 +29,13 @@ MODES = (('off', 'RSS off (2 pairs, vnetd\'s flow spreading)'),
          ('hash', 'RSS on + HASH_REPORT (20-byte header)'))
 
 
-def instructions(exe, tmp, mode, packets):
-    return common.callgrind_total(exe, tmp, [mode, str(packets)])
-
-
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    ap.add_argument('--packets', type=int, default=25600, help='packets per run')
-    ap.add_argument('--out')
-    args = ap.parse_args()
-    common.require('rss_cost', exes=['valgrind'], built=(), status=common.SKIP)
-    tmp = tempfile.mkdtemp(prefix='vnetd-rss-')
-    exe = common.build_model_bench('rss_cost', tmp, BUILD)
-    n, n4 = args.packets, args.packets // 4
+    args, tmp, exe = common.model_bench_start('rss_cost', __doc__, BUILD, 25600,
+                                              'packets per run')
+    n = args.packets
     res = {}
     for mode, _ in MODES:
-        big, note = instructions(exe, tmp, mode, n)
-        small, _ = instructions(exe, tmp, mode, n4)
-        res[mode] = {'per_packet': round((big - small) / (n - n4), 1), 'note': note}
+        res[mode] = common.per_packet(exe, tmp, [mode], n)
     off = res['off']['per_packet']
     lines = ['| receive path, 64 B TCP/IPv4, 64 flows | instr/packet | vs RSS off |',
              '|---|---:|---:|']
