@@ -239,3 +239,12 @@ def per_packet(exe, tmp, argv, n):
     big, note = callgrind_total(exe, tmp, list(argv) + [str(n)])
     small, _ = callgrind_total(exe, tmp, list(argv) + [str(n4)])
     return {'per_packet': round((big - small) / (n - n4), 1), 'note': note}
+
+
+def model_bench_meta(name, build, n, now, method_more=''):
+    """The 'meta' block of a bench/NAME.py JSON (date NOW, commit, BUILD, N, the method)."""
+    return {'date': now.isoformat(timespec='seconds'),
+            'vnetd': git(TOP, 'describe', '--always', '--dirty'),
+            'build': build, 'packets': n,
+            'method': 'callgrind Ir of bench/%s.c, (Ir(N) - Ir(N/4)) / (3N/4); device model only '
+                      '(no syscalls, no backend)%s' % (name, method_more)}

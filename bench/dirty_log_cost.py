@@ -45,11 +45,7 @@ def main():
     md = '\n'.join(lines)
     log(md)
     now = datetime.datetime.now()
-    doc = {'meta': {'date': now.isoformat(timespec='seconds'),
-                    'vnetd': common.git(TOP, 'describe', '--always', '--dirty'),
-                    'build': BUILD, 'packets': n,
-                    'method': 'callgrind Ir of bench/dirty_log_cost.c, (Ir(N) - Ir(N/4)) / '
-                              '(3N/4); device model only (no syscalls, no backend)'},
+    doc = {'meta': common.model_bench_meta('dirty_log_cost', BUILD, n, now),
            'results': res}
     out = args.out or os.path.join(TOP, 'results', 'dirty-log-cost-%s.json'
                                    % now.strftime('%Y%m%d-%H%M%S'))

@@ -46,12 +46,9 @@ def main():
     md = '\n'.join(lines)
     log(md)
     now = datetime.datetime.now()
-    doc = {'meta': {'date': now.isoformat(timespec='seconds'),
-                    'vnetd': common.git(TOP, 'describe', '--always', '--dirty'),
-                    'build': BUILD, 'packets': n,
-                    'method': 'callgrind Ir of bench/rss_cost.c, (Ir(N) - Ir(N/4)) / (3N/4); '
-                              'device model only (no syscalls, no backend); the harness '
-                              'reposts and reaps buffers, which all modes share'},
+    doc = {'meta': common.model_bench_meta('rss_cost', BUILD, n, now,
+                                           '; the harness reposts and reaps buffers, which all '
+                                           'modes share'),
            'results': res}
     out = args.out or os.path.join(TOP, 'results', 'rss-cost-latest.json')
     os.makedirs(os.path.dirname(out), exist_ok=True)
