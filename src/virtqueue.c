@@ -180,7 +180,7 @@ int vq_start(struct virtqueue *vq, const struct guest_mem *mem)
 	uint64_t num = vq->num;
 
 	vq->started = false;
-	vq->ready = false;
+	vq->ready = VQ_FAST_NONE;
 	if (vq->packed)
 		return vq_packed_start(vq, mem);
 	if (vq->base_set) {
@@ -233,7 +233,7 @@ int vq_start(struct virtqueue *vq, const struct guest_mem *mem)
 	vq->io_known = false; /* IN_ORDER: the first head after a start may be any */
 	vq->broken = false;
 	vq->started = true;
-	vq->ready = !vq->in_order;
+	vq->ready = vq->in_order ? VQ_FAST_SPLIT_IN_ORDER : VQ_FAST_SPLIT;
 	return 0;
 
 refuse:
@@ -255,7 +255,7 @@ void vq_stop(struct virtqueue *vq)
 		vq->base_set = true;
 	}
 	vq->started = false;
-	vq->ready = false;
+	vq->ready = VQ_FAST_NONE;
 	vq->desc = NULL;
 	vq->avail = NULL;
 	vq->used = vq->uring = NULL;
@@ -276,7 +276,7 @@ void vq_mark_broken(struct virtqueue *vq, const char *what)
 		return;
 	log_guest("queue %u: %s; queue stopped until the device is reset", vq->index, what);
 	vq->broken = true;
-	vq->ready = false;
+	vq->ready = VQ_FAST_NONE;
 	if (vq->on_broken)
 		vq->on_broken(vq->owner_ctx, vq->index);
 }

@@ -283,7 +283,7 @@ int vq_packed_start(struct virtqueue *vq, const struct guest_mem *mem)
 	vq->base_set = false;
 	vq->broken = false;
 	vq->started = true;
-	vq->ready = false; /* every pop goes through vq_pop_slow() -> vq_packed_pop() */
+	vq->ready = VQ_FAST_PACKED; /* vq_pop() tries vq_packed_pop_one() first */
 	return 0;
 
 refuse:
@@ -484,34 +484,42 @@ void vq_packed_publish(struct virtqueue *vq)
 				 __ATOMIC_RELEASE);
 		if (__builtin_expect(logging, 0))
 			pk_log_slot(vq, first->slot);
+		for (unsigned i = 0; i < n; i++) {
+			const struct vq_packed_rec rec = recs[(from + i) & rmask];
+
+			in_flight[rec.id] = 0;
+			slots += rec.nslots;
+		}
 	} else {
 		/*
 		 * Last to first: the driver reads a later slot only after it saw the first one's
 		 * flags (acquire), and those are stored last, with release, after everything else.
 		 */
-		for (unsigned i = n; i-- > 0;) {
-			uint16_t k = (uint16_t)(from + i);
-			const struct vq_packed_rec *rec = &recs[k & rmask];
+		for (unsigned i = n - 1; i > 0; i--) {
+			const unsigned k = from + i;
+			const struct vq_packed_rec rec = recs[k & rmask];
 			uint32_t len = le32toh(shadow[k & smask].len);
-			struct pvirtq_desc *d = &ring[rec->slot];
+			struct pvirtq_desc *d = &ring[rec.slot];
 
-			pk_write_used(d, rec->id, len);
-			if (i)
-				__atomic_store_n(&d->flags, htole16(pk_used_flags(rec->wrap, len)),
-						 __ATOMIC_RELAXED);
-			else
-				__atomic_store_n(&d->flags, htole16(pk_used_flags(rec->wrap, len)),
-						 __ATOMIC_RELEASE);
+			pk_write_used(d, rec.id, len);
+			__atomic_store_n(&d->flags, htole16(pk_used_flags(rec.wrap, len)),
+					 __ATOMIC_RELAXED);
+			in_flight[rec.id] = 0;
+			slots += rec.nslots;
+		}
+		{
+			uint32_t len = le32toh(shadow[from & smask].len);
+			struct pvirtq_desc *d = &ring[first->slot];
+
+			pk_write_used(d, first->id, len);
+			__atomic_store_n(&d->flags, htole16(pk_used_flags(first->wrap, len)),
+					 __ATOMIC_RELEASE);
+			in_flight[first->id] = 0;
+			slots += first->nslots;
 		}
 		if (__builtin_expect(logging, 0))
 			for (unsigned i = 0; i < n; i++)
 				pk_log_slot(vq, recs[(uint16_t)(from + i) & rmask].slot);
-	}
-	for (unsigned i = 0; i < n; i++) {
-		const struct vq_packed_rec *rec = &recs[(uint16_t)(from + i) & rmask];
-
-		in_flight[rec->id] = 0;
-		slots += rec->nslots;
 	}
 	pk->used_lin += slots;
 	pk->used_slot = last->slot;
