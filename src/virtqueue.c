@@ -230,7 +230,7 @@ int vq_start(struct virtqueue *vq, const struct guest_mem *mem)
 	vq->signalled_used = vq->used_idx;
 	vq->signalled_valid = false;
 	vq->unsignalled = 0;
-	vq->io_known = false; /* IN_ORDER: the first head after a start may be any */
+	vq->io_next = VQ_IO_ANY; /* IN_ORDER: the first head after a start may be any */
 	vq->broken = false;
 	vq->started = true;
 	vq->ready = vq->in_order ? VQ_FAST_SPLIT_IN_ORDER : VQ_FAST_SPLIT;
@@ -350,14 +350,13 @@ static enum vq_walk_error split_in_order_check(struct virtqueue *vq, uint16_t he
 {
 	unsigned idx = head, mask = vq->num - 1u;
 
-	if (vq->io_known && head != vq->io_next)
+	if (vq->io_next != VQ_IO_ANY && head != vq->io_next)
 		return VQ_WALK_IN_ORDER;
 	for (unsigned i = 0; i < vq->num; i++) {
 		struct vring_desc d = vq_desc_read(vq->desc, idx);
 
 		if (!(d.flags & VRING_DESC_F_NEXT)) {
-			vq->io_next = (uint16_t)((idx + 1) & mask);
-			vq->io_known = true;
+			vq->io_next = (idx + 1) & mask;
 			return VQ_WALK_OK;
 		}
 		if (d.next != ((idx + 1) & mask))

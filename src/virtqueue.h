@@ -159,8 +159,8 @@ struct virtqueue {
 	bool broken;          /* guest broke the ring: stopped until reset */
 	uint8_t ready;        /* started, not broken: which inline fast path vq_pop() takes */
 	uint16_t mask;        /* vq_push()'s index mask: num - 1, or the packed shadow's cap - 1 */
-	uint16_t io_next;     /* split IN_ORDER: the head the next chain must start at */
-	bool io_known;        /* io_next is known (not right after a start) */
+	uint32_t io_next;     /* split IN_ORDER: the head the next chain must start at, or */
+#define VQ_IO_ANY 0x10000u   /* unknown (right after a start): any head, set by vq_pop_slow() */
 	struct vring_desc *desc;
 	struct vring_avail *avail;
 	struct vring_used *used;  /* where vq_push() writes: the used ring, or a private shadow */
@@ -327,7 +327,7 @@ static inline __attribute__((always_inline)) bool vq_packed_pop_one(struct virtq
 
 /*
  * vq_split_pop_one() - vq_pop()'s split fast path: the next chain of an avail index already read
- * is one descriptor (vq_chain_one()) and, with in_order, the head IN_ORDER expects. False:
+ * is one descriptor (vq_chain_one()) and, with in_order, the head IN_ORDER expects (known). False:
  * nothing taken, for vq_pop_slow().
  */
 static inline __attribute__((always_inline)) bool vq_split_pop_one(struct virtqueue *vq, struct vq_chain *chain,
@@ -340,7 +340,7 @@ static inline __attribute__((always_inline)) bool vq_split_pop_one(struct virtqu
 	if (vq->shadow_avail == vq->last_avail)
 		return false;
 	head = VQ_READ_ONCE_U16(&vq->avail->ring[vq->last_avail & mask]);
-	if (head >= vq->num || (in_order && vq->io_known && head != vq->io_next))
+	if (head >= vq->num || (in_order && head != vq->io_next))
 		return false;
 	d = vq_desc_read(vq->desc, head);
 	if (!vq_chain_one(vq->mem, &d, chain))
@@ -350,7 +350,6 @@ static inline __attribute__((always_inline)) bool vq_split_pop_one(struct virtqu
 	if (in_order) {
 		/* One descriptor: IN_ORDER's next chain starts right after it. */
 		vq->io_next = (uint16_t)((head + 1) & mask);
-		vq->io_known = true;
 	}
 	if (vq->shadow_avail != vq->last_avail)
 		vq_prefetch_next(vq);
