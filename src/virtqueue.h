@@ -362,7 +362,8 @@ static inline __attribute__((always_inline)) bool vq_split_pop_one(struct virtqu
  * Inline: a one-descriptor chain (split: of an index already read) costs no call, on either
  * layout and with IN_ORDER (split: the head must be the one IN_ORDER expects).
  */
-static inline int vq_pop(struct virtqueue *vq, struct vq_chain *chain)
+static inline __attribute__((always_inline)) int vq_pop(struct virtqueue *vq,
+							  struct vq_chain *chain)
 {
 	if (__builtin_expect(vq->ready == VQ_FAST_SPLIT, 1)) {
 		if (vq_split_pop_one(vq, chain, false))
