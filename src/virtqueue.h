@@ -124,7 +124,8 @@ struct vq_packed_rec {
 
 struct vq_packed_state {
 	uint16_t next_slot;    /* where the buffer last_avail starts */
-	uint16_t far_slot;     /* where the buffer shadow_avail starts: the farthest looked at */
+	uint16_t far_slot;     /* where the buffer shadow_avail starts (the farthest looked at): */
+			       /* valid only while buffers are given back (last_avail != shadow_avail) */
 	uint16_t used_slot;    /* where the next used descriptor goes (after used_published) */
 	bool next_wrap, far_wrap, used_wrap;
 	uint32_t next_lin, used_lin, sig_lin; /* free-running slot counts (in-flight, EVENT_IDX) */
@@ -320,8 +321,6 @@ static inline __attribute__((always_inline)) bool vq_packed_pop_one(struct virtq
 	}
 	pk->next_lin++;
 	vq->shadow_avail = ++vq->last_avail;
-	pk->far_slot = pk->next_slot;
-	pk->far_wrap = pk->next_wrap;
 	return true;
 }
 

@@ -370,11 +370,8 @@ take:
 	pk_advance(vq->num, &pk->next_slot, &pk->next_wrap, nslots);
 	pk->next_lin += nslots;
 	vq->last_avail++;
-	if (fresh) {
-		vq->shadow_avail = vq->last_avail;
-		pk->far_slot = pk->next_slot;
-		pk->far_wrap = pk->next_wrap;
-	}
+	if (fresh)
+		vq->shadow_avail = vq->last_avail; /* the farthest position is next_slot again */
 	return 1;
 
 broken:
@@ -391,6 +388,10 @@ void vq_packed_unpop(struct virtqueue *vq, unsigned n)
 {
 	struct vq_packed_state *pk = &vq->pk;
 
+	if (n && vq->last_avail == vq->shadow_avail) { /* the farthest position: kept from now */
+		pk->far_slot = pk->next_slot;
+		pk->far_wrap = pk->next_wrap;
+	}
 	while (n-- && vq->last_avail != vq->used_idx) {
 		const struct vq_packed_rec *rec = pk_rec(vq, --vq->last_avail);
 
@@ -570,6 +571,15 @@ bool vq_packed_would_notify(const struct virtqueue *vq)
 	return (uint32_t)(pk->used_lin - event - 1) < (uint32_t)(pk->used_lin - pk->sig_lin);
 }
 
+/* The farthest position looked at: next_slot unless buffers were given back. */
+static inline void pk_far(const struct virtqueue *vq, uint16_t *slot, bool *wrap)
+{
+	bool back = vq->last_avail != vq->shadow_avail;
+
+	*slot = back ? vq->pk.far_slot : vq->pk.next_slot;
+	*wrap = back ? vq->pk.far_wrap : vq->pk.next_wrap;
+}
+
 /* Whether the slot a position names holds an available descriptor. */
 static inline bool pk_slot_avail(const struct virtqueue *vq, uint16_t slot, bool wrap)
 {
@@ -585,7 +595,7 @@ static inline bool pk_slot_avail(const struct virtqueue *vq, uint16_t slot, bool
 bool vq_packed_has_avail(struct virtqueue *vq)
 {
 	return vq->last_avail != vq->shadow_avail ||
-	       pk_slot_avail(vq, vq->pk.far_slot, vq->pk.far_wrap);
+	       pk_slot_avail(vq, vq->pk.next_slot, vq->pk.next_wrap);
 }
 
 /**
@@ -599,7 +609,11 @@ bool vq_packed_has_avail(struct virtqueue *vq)
  */
 uint16_t vq_packed_avail_idx(struct virtqueue *vq)
 {
-	return (uint16_t)(vq->shadow_avail + pk_slot_avail(vq, vq->pk.far_slot, vq->pk.far_wrap));
+	uint16_t slot;
+	bool wrap;
+
+	pk_far(vq, &slot, &wrap);
+	return (uint16_t)(vq->shadow_avail + pk_slot_avail(vq, slot, wrap));
 }
 
 /**
@@ -615,10 +629,13 @@ uint16_t vq_packed_avail_idx(struct virtqueue *vq)
 bool vq_packed_kick_enable(struct virtqueue *vq)
 {
 	struct vq_packed_state *pk = &vq->pk;
+	uint16_t far_slot;
+	bool far_wrap;
 
+	pk_far(vq, &far_slot, &far_wrap);
 	if (vq->event_idx) {
 		__atomic_store_n(&pk->dev_event[0],
-				 htole16((uint16_t)(pk->far_slot | (pk->far_wrap ? 0x8000u : 0))),
+				 htole16((uint16_t)(far_slot | (far_wrap ? 0x8000u : 0))),
 				 __ATOMIC_RELAXED);
 		__atomic_store_n(&pk->dev_event[1], htole16(VRING_PACKED_EVENT_F_DESC),
 				 __ATOMIC_RELEASE);
