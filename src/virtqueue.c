@@ -180,7 +180,7 @@ int vq_start(struct virtqueue *vq, const struct guest_mem *mem)
 	uint64_t num = vq->num;
 
 	vq->started = false;
-	vq->ready = false;
+	vq->ready = VQ_FAST_NONE;
 	if (vq->packed)
 		return vq_packed_start(vq, mem);
 	if (vq->base_set) {
@@ -230,10 +230,10 @@ int vq_start(struct virtqueue *vq, const struct guest_mem *mem)
 	vq->signalled_used = vq->used_idx;
 	vq->signalled_valid = false;
 	vq->unsignalled = 0;
-	vq->io_known = false; /* IN_ORDER: the first head after a start may be any */
+	vq->io_next = VQ_IO_ANY; /* IN_ORDER: the first head after a start may be any */
 	vq->broken = false;
 	vq->started = true;
-	vq->ready = !vq->in_order;
+	vq->ready = vq->in_order ? VQ_FAST_SPLIT_IN_ORDER : VQ_FAST_SPLIT;
 	return 0;
 
 refuse:
@@ -255,7 +255,7 @@ void vq_stop(struct virtqueue *vq)
 		vq->base_set = true;
 	}
 	vq->started = false;
-	vq->ready = false;
+	vq->ready = VQ_FAST_NONE;
 	vq->desc = NULL;
 	vq->avail = NULL;
 	vq->used = vq->uring = NULL;
@@ -276,7 +276,7 @@ void vq_mark_broken(struct virtqueue *vq, const char *what)
 		return;
 	log_guest("queue %u: %s; queue stopped until the device is reset", vq->index, what);
 	vq->broken = true;
-	vq->ready = false;
+	vq->ready = VQ_FAST_NONE;
 	if (vq->on_broken)
 		vq->on_broken(vq->owner_ctx, vq->index);
 }
@@ -350,14 +350,13 @@ static enum vq_walk_error split_in_order_check(struct virtqueue *vq, uint16_t he
 {
 	unsigned idx = head, mask = vq->num - 1u;
 
-	if (vq->io_known && head != vq->io_next)
+	if (vq->io_next != VQ_IO_ANY && head != vq->io_next)
 		return VQ_WALK_IN_ORDER;
 	for (unsigned i = 0; i < vq->num; i++) {
 		struct vring_desc d = vq_desc_read(vq->desc, idx);
 
 		if (!(d.flags & VRING_DESC_F_NEXT)) {
-			vq->io_next = (uint16_t)((idx + 1) & mask);
-			vq->io_known = true;
+			vq->io_next = (idx + 1) & mask;
 			return VQ_WALK_OK;
 		}
 		if (d.next != ((idx + 1) & mask))

@@ -100,10 +100,32 @@ enum vq_walk_error vq_walk_chain(const struct guest_mem *mem, const struct vring
  * the chain counters of struct virtqueue (last_avail, used_idx, ...) count buffers on both
  * layouts, so notify.c and layer 4 see one model. virtqueue_packed.c owns all of it.
  */
-struct vq_packed_rec;
+/* Packed descriptor and event suppression layouts (little-endian, spec "Packed Virtqueues"). */
+struct pvirtq_desc {
+	uint64_t addr;
+	uint32_t len;
+	uint16_t id;
+	uint16_t flags;
+};
+
+#define VRING_PACKED_DESC_F_AVAIL (1u << 7) /* a mask here: Linux uapi defines the shift */
+#define VRING_PACKED_DESC_F_USED (1u << 15)
+#define VRING_PACKED_EVENT_F_ENABLE 0
+#define VRING_PACKED_EVENT_F_DISABLE 1
+#define VRING_PACKED_EVENT_F_DESC 2
+
+/* One popped buffer of a packed ring: where its list starts, how many slots, its id. */
+struct vq_packed_rec {
+	uint16_t slot;
+	uint16_t nslots;
+	uint16_t id;
+	uint16_t wrap; /* the slot's wrap counter (driver's = device's, buffers complete in order) */
+};
+
 struct vq_packed_state {
 	uint16_t next_slot;    /* where the buffer last_avail starts */
-	uint16_t far_slot;     /* where the buffer shadow_avail starts: the farthest looked at */
+	uint16_t far_slot;     /* where the buffer shadow_avail starts (the farthest looked at): */
+			       /* valid only while buffers are given back (last_avail != shadow_avail) */
 	uint16_t used_slot;    /* where the next used descriptor goes (after used_published) */
 	bool next_wrap, far_wrap, used_wrap;
 	uint32_t next_lin, used_lin, sig_lin; /* free-running slot counts (in-flight, EVENT_IDX) */
@@ -115,6 +137,9 @@ struct vq_packed_state {
 	uint16_t *dev_event;   /* Device Event Suppression (we write), NULL for split */
 	const uint32_t *drv_event; /* Driver Event Suppression, read as one 32-bit snapshot */
 };
+
+/* vq->ready: 0 (not started or broken), or the layout vq_pop()'s inline fast path is for. */
+enum { VQ_FAST_NONE, VQ_FAST_SPLIT, VQ_FAST_PACKED, VQ_FAST_SPLIT_IN_ORDER };
 
 /* One virtqueue as the device sees it; split unless `packed`. */
 struct virtqueue {
@@ -133,10 +158,10 @@ struct virtqueue {
 	/* State. */
 	bool started;         /* rings translated and usable */
 	bool broken;          /* guest broke the ring: stopped until reset */
-	bool ready;           /* started, not broken, split without IN_ORDER: vq_pop()'s fast path */
+	uint8_t ready;        /* started, not broken: which inline fast path vq_pop() takes */
 	uint16_t mask;        /* vq_push()'s index mask: num - 1, or the packed shadow's cap - 1 */
-	uint16_t io_next;     /* split IN_ORDER: the head the next chain must start at */
-	bool io_known;        /* io_next is known (not right after a start) */
+	uint32_t io_next;     /* split IN_ORDER: the head the next chain must start at, or */
+#define VQ_IO_ANY 0x10000u   /* unknown (right after a start): any head, set by vq_pop_slow() */
 	struct vring_desc *desc;
 	struct vring_avail *avail;
 	struct vring_used *used;  /* where vq_push() writes: the used ring, or a private shadow */
@@ -247,26 +272,107 @@ void vq_mark_broken(struct virtqueue *vq, const char *what);
 int vq_pop_slow(struct virtqueue *vq, struct vq_chain *chain);
 
 /*
+ * vq_packed_pop_one() - the packed walker's fast path: the list at the next slot is one
+ * available descriptor (no NEXT, not INDIRECT, not empty) inside the hot region, with an id
+ * below num and not in flight, and the ring has room: it becomes chain's one iovec and its
+ * record. False: anything else (nothing taken), for vq_packed_pop()'s full checks.
+ * Only for a ready packed queue whose looked-at buffers are all popped (no vq_unpop() pending).
+ */
+static inline __attribute__((always_inline)) bool vq_packed_pop_one(struct virtqueue *vq, struct vq_chain *chain)
+{
+	struct vq_packed_state *pk = &vq->pk;
+	const struct pvirtq_desc *p = (const struct pvirtq_desc *)(const void *)vq->desc +
+				      pk->next_slot;
+	const struct guest_mem_region *r = &vq->mem->hot;
+	uint16_t want = pk->next_wrap ? VRING_PACKED_DESC_F_AVAIL : VRING_PACKED_DESC_F_USED;
+	uint16_t flags = le16toh(__atomic_load_n(&p->flags, __ATOMIC_ACQUIRE));
+	struct pvirtq_desc d;
+	uint64_t off;
+	bool w;
+
+	/* Available (AVAIL == wrap != USED), and neither NEXT nor INDIRECT, in one compare. */
+	if ((flags & (VRING_PACKED_DESC_F_AVAIL | VRING_PACKED_DESC_F_USED | VRING_DESC_F_NEXT |
+		      VRING_DESC_F_INDIRECT)) != want)
+		return false;
+	memcpy(&d, p, sizeof(d));
+	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* the copy is taken once, here */
+	d.addr = le64toh(d.addr);
+	d.len = le32toh(d.len);
+	d.id = le16toh(d.id);
+	off = d.addr - r->gpa;
+	if (!d.len || off >= r->size || d.len > r->size - off || d.id >= vq->num ||
+	    pk->in_flight[d.id] || pk->next_lin + 1 - pk->used_lin > vq->num)
+		return false;
+	w = flags & VRING_DESC_F_WRITE;
+	chain->iov[0].iov_base = r->host + off;
+	chain->iov[0].iov_len = d.len;
+	chain->nread = !w;
+	chain->nwrite = w;
+	chain->read_len = w ? 0 : d.len;
+	chain->write_len = w ? d.len : 0;
+	chain->ndesc = 1;
+	chain->head = d.id;
+	pk->in_flight[d.id] = 1;
+	pk->rec[vq->last_avail & (pk->cap - 1)] = (struct vq_packed_rec){
+		.slot = pk->next_slot, .nslots = 1, .id = d.id, .wrap = pk->next_wrap};
+	if (++pk->next_slot >= vq->num) {
+		pk->next_slot = 0;
+		pk->next_wrap = !pk->next_wrap;
+	}
+	pk->next_lin++;
+	vq->shadow_avail = ++vq->last_avail;
+	return true;
+}
+
+/*
+ * vq_split_pop_one() - vq_pop()'s split fast path: the next chain of an avail index already read
+ * is one descriptor (vq_chain_one()) and, with in_order, the head IN_ORDER expects (known). False:
+ * nothing taken, for vq_pop_slow().
+ */
+static inline __attribute__((always_inline)) bool vq_split_pop_one(struct virtqueue *vq, struct vq_chain *chain,
+				    const bool in_order)
+{
+	uint16_t mask = (uint16_t)(vq->num - 1);
+	uint16_t head;
+	struct vring_desc d;
+
+	if (vq->shadow_avail == vq->last_avail)
+		return false;
+	head = VQ_READ_ONCE_U16(&vq->avail->ring[vq->last_avail & mask]);
+	if (head >= vq->num || (in_order && head != vq->io_next))
+		return false;
+	d = vq_desc_read(vq->desc, head);
+	if (!vq_chain_one(vq->mem, &d, chain))
+		return false;
+	chain->head = head;
+	vq->last_avail++;
+	if (in_order) {
+		/* One descriptor: IN_ORDER's next chain starts right after it. */
+		vq->io_next = (uint16_t)((head + 1) & mask);
+	}
+	if (vq->shadow_avail != vq->last_avail)
+		vq_prefetch_next(vq);
+	return true;
+}
+
+/*
  * vq_pop() - take the next available chain: 1 got one, 0 ring empty, -1 queue broken. When the
  * batch announced another chain, its first buffer is prefetched (a wrong guess costs a miss).
- * Inline: a one-descriptor chain of an index already read costs no call.
+ * Inline: a one-descriptor chain (split: of an index already read) costs no call, on either
+ * layout and with IN_ORDER (split: the head must be the one IN_ORDER expects).
  */
-static inline int vq_pop(struct virtqueue *vq, struct vq_chain *chain)
+static inline __attribute__((always_inline)) int vq_pop(struct virtqueue *vq,
+							  struct vq_chain *chain)
 {
-	if (vq->ready && vq->shadow_avail != vq->last_avail) {
-		uint16_t head = VQ_READ_ONCE_U16(&vq->avail->ring[vq->last_avail & (vq->num - 1)]);
-
-		if (head < vq->num) {
-			struct vring_desc d = vq_desc_read(vq->desc, head);
-
-			if (vq_chain_one(vq->mem, &d, chain)) {
-				chain->head = head;
-				vq->last_avail++;
-				if (vq->shadow_avail != vq->last_avail)
-					vq_prefetch_next(vq);
-				return 1;
-			}
-		}
+	if (__builtin_expect(vq->ready == VQ_FAST_SPLIT, 1)) {
+		if (vq_split_pop_one(vq, chain, false))
+			return 1;
+	} else if (vq->ready == VQ_FAST_PACKED) {
+		if (vq->shadow_avail == vq->last_avail && vq_packed_pop_one(vq, chain))
+			return 1;
+	} else if (vq->ready == VQ_FAST_SPLIT_IN_ORDER) {
+		if (vq_split_pop_one(vq, chain, true))
+			return 1;
 	}
 	return vq_pop_slow(vq, chain);
 }

@@ -5,28 +5,6 @@
 
 #include "virtqueue.h"
 
-/* Packed descriptor and event suppression layouts (little-endian, spec "Packed Virtqueues"). */
-struct pvirtq_desc {
-	uint64_t addr;
-	uint32_t len;
-	uint16_t id;
-	uint16_t flags;
-};
-
-#define VRING_PACKED_DESC_F_AVAIL (1u << 7) /* a mask here: Linux uapi defines the shift */
-#define VRING_PACKED_DESC_F_USED (1u << 15)
-#define VRING_PACKED_EVENT_F_ENABLE 0
-#define VRING_PACKED_EVENT_F_DISABLE 1
-#define VRING_PACKED_EVENT_F_DESC 2
-
-/* One popped buffer of a packed ring: where its list starts, how many slots, its id. */
-struct vq_packed_rec {
-	uint16_t slot;
-	uint16_t nslots;
-	uint16_t id;
-	uint16_t wrap; /* the slot's wrap counter (driver's = device's, buffers complete in order) */
-};
-
 /* vq_chain_add_buf() - one data descriptor's buffer appended to a walked chain (both walkers). */
 enum vq_walk_error vq_chain_add_buf(const struct guest_mem *mem, uint64_t addr, uint32_t len,
 				    bool write, bool *seen_write, struct vq_chain *out);

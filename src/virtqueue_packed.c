@@ -283,7 +283,7 @@ int vq_packed_start(struct virtqueue *vq, const struct guest_mem *mem)
 	vq->base_set = false;
 	vq->broken = false;
 	vq->started = true;
-	vq->ready = false; /* every pop goes through vq_pop_slow() -> vq_packed_pop() */
+	vq->ready = VQ_FAST_PACKED; /* vq_pop() tries vq_packed_pop_one() first */
 	return 0;
 
 refuse:
@@ -370,11 +370,8 @@ take:
 	pk_advance(vq->num, &pk->next_slot, &pk->next_wrap, nslots);
 	pk->next_lin += nslots;
 	vq->last_avail++;
-	if (fresh) {
-		vq->shadow_avail = vq->last_avail;
-		pk->far_slot = pk->next_slot;
-		pk->far_wrap = pk->next_wrap;
-	}
+	if (fresh)
+		vq->shadow_avail = vq->last_avail; /* the farthest position is next_slot again */
 	return 1;
 
 broken:
@@ -391,6 +388,10 @@ void vq_packed_unpop(struct virtqueue *vq, unsigned n)
 {
 	struct vq_packed_state *pk = &vq->pk;
 
+	if (n && vq->last_avail == vq->shadow_avail) { /* the farthest position: kept from now */
+		pk->far_slot = pk->next_slot;
+		pk->far_wrap = pk->next_wrap;
+	}
 	while (n-- && vq->last_avail != vq->used_idx) {
 		const struct vq_packed_rec *rec = pk_rec(vq, --vq->last_avail);
 
@@ -484,34 +485,42 @@ void vq_packed_publish(struct virtqueue *vq)
 				 __ATOMIC_RELEASE);
 		if (__builtin_expect(logging, 0))
 			pk_log_slot(vq, first->slot);
+		for (unsigned i = 0; i < n; i++) {
+			const struct vq_packed_rec rec = recs[(from + i) & rmask];
+
+			in_flight[rec.id] = 0;
+			slots += rec.nslots;
+		}
 	} else {
 		/*
 		 * Last to first: the driver reads a later slot only after it saw the first one's
 		 * flags (acquire), and those are stored last, with release, after everything else.
 		 */
-		for (unsigned i = n; i-- > 0;) {
-			uint16_t k = (uint16_t)(from + i);
-			const struct vq_packed_rec *rec = &recs[k & rmask];
+		for (unsigned i = n - 1; i > 0; i--) {
+			const unsigned k = from + i;
+			const struct vq_packed_rec rec = recs[k & rmask];
 			uint32_t len = le32toh(shadow[k & smask].len);
-			struct pvirtq_desc *d = &ring[rec->slot];
+			struct pvirtq_desc *d = &ring[rec.slot];
 
-			pk_write_used(d, rec->id, len);
-			if (i)
-				__atomic_store_n(&d->flags, htole16(pk_used_flags(rec->wrap, len)),
-						 __ATOMIC_RELAXED);
-			else
-				__atomic_store_n(&d->flags, htole16(pk_used_flags(rec->wrap, len)),
-						 __ATOMIC_RELEASE);
+			pk_write_used(d, rec.id, len);
+			__atomic_store_n(&d->flags, htole16(pk_used_flags(rec.wrap, len)),
+					 __ATOMIC_RELAXED);
+			in_flight[rec.id] = 0;
+			slots += rec.nslots;
+		}
+		{
+			uint32_t len = le32toh(shadow[from & smask].len);
+			struct pvirtq_desc *d = &ring[first->slot];
+
+			pk_write_used(d, first->id, len);
+			__atomic_store_n(&d->flags, htole16(pk_used_flags(first->wrap, len)),
+					 __ATOMIC_RELEASE);
+			in_flight[first->id] = 0;
+			slots += first->nslots;
 		}
 		if (__builtin_expect(logging, 0))
 			for (unsigned i = 0; i < n; i++)
 				pk_log_slot(vq, recs[(uint16_t)(from + i) & rmask].slot);
-	}
-	for (unsigned i = 0; i < n; i++) {
-		const struct vq_packed_rec *rec = &recs[(uint16_t)(from + i) & rmask];
-
-		in_flight[rec->id] = 0;
-		slots += rec->nslots;
 	}
 	pk->used_lin += slots;
 	pk->used_slot = last->slot;
@@ -562,6 +571,15 @@ bool vq_packed_would_notify(const struct virtqueue *vq)
 	return (uint32_t)(pk->used_lin - event - 1) < (uint32_t)(pk->used_lin - pk->sig_lin);
 }
 
+/* The farthest position looked at: next_slot unless buffers were given back. */
+static inline void pk_far(const struct virtqueue *vq, uint16_t *slot, bool *wrap)
+{
+	bool back = vq->last_avail != vq->shadow_avail;
+
+	*slot = back ? vq->pk.far_slot : vq->pk.next_slot;
+	*wrap = back ? vq->pk.far_wrap : vq->pk.next_wrap;
+}
+
 /* Whether the slot a position names holds an available descriptor. */
 static inline bool pk_slot_avail(const struct virtqueue *vq, uint16_t slot, bool wrap)
 {
@@ -577,7 +595,7 @@ static inline bool pk_slot_avail(const struct virtqueue *vq, uint16_t slot, bool
 bool vq_packed_has_avail(struct virtqueue *vq)
 {
 	return vq->last_avail != vq->shadow_avail ||
-	       pk_slot_avail(vq, vq->pk.far_slot, vq->pk.far_wrap);
+	       pk_slot_avail(vq, vq->pk.next_slot, vq->pk.next_wrap);
 }
 
 /**
@@ -591,7 +609,11 @@ bool vq_packed_has_avail(struct virtqueue *vq)
  */
 uint16_t vq_packed_avail_idx(struct virtqueue *vq)
 {
-	return (uint16_t)(vq->shadow_avail + pk_slot_avail(vq, vq->pk.far_slot, vq->pk.far_wrap));
+	uint16_t slot;
+	bool wrap;
+
+	pk_far(vq, &slot, &wrap);
+	return (uint16_t)(vq->shadow_avail + pk_slot_avail(vq, slot, wrap));
 }
 
 /**
@@ -607,10 +629,13 @@ uint16_t vq_packed_avail_idx(struct virtqueue *vq)
 bool vq_packed_kick_enable(struct virtqueue *vq)
 {
 	struct vq_packed_state *pk = &vq->pk;
+	uint16_t far_slot;
+	bool far_wrap;
 
+	pk_far(vq, &far_slot, &far_wrap);
 	if (vq->event_idx) {
 		__atomic_store_n(&pk->dev_event[0],
-				 htole16((uint16_t)(pk->far_slot | (pk->far_wrap ? 0x8000u : 0))),
+				 htole16((uint16_t)(far_slot | (far_wrap ? 0x8000u : 0))),
 				 __ATOMIC_RELAXED);
 		__atomic_store_n(&pk->dev_event[1], htole16(VRING_PACKED_EVENT_F_DESC),
 				 __ATOMIC_RELEASE);

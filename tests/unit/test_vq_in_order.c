@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/* test_vq_in_order.c - VIRTIO_F_IN_ORDER, packed and split: batched used writes, violations. */
+#include "vq_packed_driver.h"
+
+/* ---- IN_ORDER ---- */
+
+static void test_in_order_batch_one_descriptor(void **state)
+{
+	struct pd *p = *state;
+	uint16_t id;
+	uint32_t len;
+
+	vq_stop(&p->vq);
+	p->vq.in_order = p->vq.batch_used = true;
+	pd_start(p);
+	for (uint16_t i = 0; i < 3; i++)
+		pd_add1(p, i, 64, false);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(vq_pop(&p->vq, &p->chain), 1);
+		vq_push(&p->vq, p->chain.head, 0);
+	}
+	vq_publish(&p->vq);
+	/* One used descriptor at the batch's first slot, the last buffer's id. */
+	assert_int_equal(p->ring[0].id, 2);
+	assert_int_equal(p->ring[0].flags & (F_AVAIL | F_USED), F_AVAIL | F_USED);
+	assert_int_equal(p->ring[1].flags & (F_AVAIL | F_USED), F_AVAIL); /* untouched */
+	assert_true(pd_get_used(p, &id, &len, NULL));
+	assert_int_equal(id, 2);
+	p->used = 3; /* the driver skips the batch (Linux: ids up to the last) */
+	assert_int_equal(vq_get_base(&p->vq), 0x80038003u);
+}
+
+/* Split ring with IN_ORDER: a hand-made table, heads offered directly. */
+struct sx {
+	struct fake_mem mem;
+	struct fake_vq fq;
+	struct virtqueue vq;
+	struct vq_chain chain;
+	uint64_t data;
+};
+
+static struct sx *sx_new(bool batch)
+{
+	struct sx *x = calloc(1, sizeof(*x));
+
+	assert_non_null(x);
+	fake_mem_init(&x->mem, MEM_GPA, MEM_SIZE, false);
+	fake_vq_init(&x->fq, &x->mem, 8);
+	x->data = fake_mem_alloc(&x->mem, 0x1000, 64);
+	fake_vq_setup_virtqueue(&x->fq, &x->vq);
+	x->vq.in_order = true;
+	x->vq.batch_used = batch;
+	assert_int_equal(vq_start(&x->vq, &x->mem.gm), 0);
+	for (unsigned i = 0; i < 8; i++) {
+		x->fq.desc[i].addr = x->data + 64 * i;
+		x->fq.desc[i].len = 64;
+		x->fq.desc[i].flags = 0;
+	}
+	return x;
+}
+
+static void sx_free(struct sx *x)
+{
+	vq_reset(&x->vq);
+	fake_vq_destroy(&x->fq);
+	fake_mem_free(&x->mem);
+	free(x);
+}
+
+static void test_split_in_order_batch_one_used_entry(void **state)
+{
+	struct sx *x = sx_new(true);
+	uint32_t id, len;
+
+	(void)state;
+	/* Heads 0, 1 and the chain 2 -> 3: ring order. */
+	x->fq.desc[2].flags = VRING_DESC_F_NEXT;
+	x->fq.desc[2].next = 3;
+	fake_vq_add_head(&x->fq, 0);
+	fake_vq_add_head(&x->fq, 1);
+	fake_vq_add_head(&x->fq, 2);
+	fake_vq_publish(&x->fq);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(vq_pop(&x->vq, &x->chain), 1);
+		vq_push(&x->vq, x->chain.head, 0);
+	}
+	vq_publish(&x->vq);
+	assert_int_equal(fake_vq_used_idx(&x->fq), 3);
+	/* One entry, where the driver looks first: the last buffer's head. */
+	assert_int_equal(x->fq.used->ring[0].id, 2);
+	assert_int_equal(x->fq.used->ring[1].id, 0); /* never written */
+	fake_vq_add_head(&x->fq, 4);
+	fake_vq_publish(&x->fq);
+	assert_int_equal(vq_pop(&x->vq, &x->chain), 1);
+	assert_false(x->vq.broken);
+	(void)id;
+	(void)len;
+	sx_free(x);
+}
+
+static void test_split_in_order_violation_breaks(void **state)
+{
+	struct sx *x = sx_new(false);
+
+	(void)state;
+	fake_vq_add_head(&x->fq, 0);
+	fake_vq_add_head(&x->fq, 2); /* 1 expected */
+	fake_vq_publish(&x->fq);
+	assert_int_equal(vq_pop(&x->vq, &x->chain), 1);
+	assert_int_equal(vq_pop(&x->vq, &x->chain), -1);
+	assert_true(x->vq.broken);
+	sx_free(x);
+}
+
+static void test_split_in_order_chain_out_of_order_breaks(void **state)
+{
+	struct sx *x = sx_new(false);
+
+	(void)state;
+	x->fq.desc[0].flags = VRING_DESC_F_NEXT;
+	x->fq.desc[0].next = 5; /* 1 expected */
+	fake_vq_add_head(&x->fq, 0);
+	fake_vq_publish(&x->fq);
+	assert_int_equal(vq_pop(&x->vq, &x->chain), -1);
+	assert_true(x->vq.broken);
+	sx_free(x);
+}
+
+static void test_split_in_order_unpop_expects_same_head(void **state)
+{
+	struct sx *x = sx_new(false);
+
+	(void)state;
+	fake_vq_add_head(&x->fq, 0);
+	fake_vq_add_head(&x->fq, 1);
+	fake_vq_publish(&x->fq);
+	assert_int_equal(vq_pop(&x->vq, &x->chain), 1);
+	assert_int_equal(vq_pop(&x->vq, &x->chain), 1);
+	vq_unpop(&x->vq, 2);
+	assert_int_equal(vq_pop(&x->vq, &x->chain), 1);
+	assert_int_equal(x->chain.head, 0);
+	assert_int_equal(vq_pop(&x->vq, &x->chain), 1);
+	assert_false(x->vq.broken);
+	sx_free(x);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_in_order_batch_one_descriptor, setup, teardown),
+		cmocka_unit_test(test_split_in_order_batch_one_used_entry),
+		cmocka_unit_test(test_split_in_order_violation_breaks),
+		cmocka_unit_test(test_split_in_order_chain_out_of_order_breaks),
+		cmocka_unit_test(test_split_in_order_unpop_expects_same_head),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
