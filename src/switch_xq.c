@@ -223,10 +223,14 @@ void xq_flush(struct xq *q, unsigned from)
  * store and this look are seq_cst, as xq_block()'s store of `blocked` and its look at head (the
  * eventcount pattern once more): either the sender sees the room or we see it waiting.
  */
-static void give_back(struct xq *q, struct xq_ring *r, unsigned from, uint64_t head)
+static void give_back(struct xq *q, struct xq_ring *r, unsigned from, uint64_t head,
+		      uint64_t tail)
 {
 	__atomic_store_n(&r->head, head, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&r->blocked, __ATOMIC_SEQ_CST) &&
+	/* Not before half the ring is free (tail as we last saw it): a sender woken at each step
+	 * would block again after a few frames, a wake-up and a context switch per step. Every
+	 * drain ends with a give-back of all it read, so a waiting sender is always woken. */
+	if (__atomic_load_n(&r->blocked, __ATOMIC_SEQ_CST) && tail - head <= q->size / 2 &&
 	    __atomic_exchange_n(&r->blocked, 0, __ATOMIC_SEQ_CST))
 		q->wake(q->ctx, from);
 }
@@ -325,7 +329,7 @@ int xq_drain(struct xq *q, unsigned to, unsigned max_frames, size_t max_bytes,
 
 				if (frames >= max_frames || bytes >= max_bytes) {
 					/* Out of budget: the sender after this one goes first next. */
-					give_back(q, r, from, head);
+					give_back(q, r, from, head, tail);
 					w->next = (from + 1) % q->n;
 					return 1;
 				}
@@ -345,14 +349,14 @@ int xq_drain(struct xq *q, unsigned to, unsigned max_frames, size_t max_bytes,
 				}
 				/* Give the bytes back in steps (the sender may be short of room). */
 				if (head - given >= q->size / XQ_HEAD_STEPS) {
-					give_back(q, r, from, head);
+					give_back(q, r, from, head, tail);
 					given = head;
 				}
 				if (head == tail) /* what else came meanwhile, before we stop */
 					tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
 			}
 			if (head != given)
-				give_back(q, r, from, head);
+				give_back(q, r, from, head, tail);
 		}
 		/* Every ring looked empty: go idle, then look again (wake_idle()'s mirror image:
 		 * a frame published before our store is seen here, one after it wakes us). */
