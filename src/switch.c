@@ -723,9 +723,13 @@ static void xq_resume(struct vnet_switch *sw, unsigned worker)
 {
 	struct sw_worker *own = &sw->w[worker];
 
+	unsigned first = own->xq_next < own->nports ? own->xq_next : 0;
+
+	/* Ports waiting for one ring take turns at going first (the first may fill it again). */
+	own->xq_next = first + 1;
 	own->xq_waiting = false;
-	for (unsigned i = 0; i < own->nports; i++) {
-		struct switch_port *p = own->ports[i];
+	for (unsigned k = 0; k < own->nports; k++) {
+		struct switch_port *p = own->ports[(first + k) % own->nports];
 
 		if (!p->xq_wait)
 			continue;

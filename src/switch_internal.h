@@ -103,6 +103,7 @@ struct sw_worker {
 	struct switch_port *ports[SWITCH_MAX_PORTS]; /* densely packed */
 	unsigned nports;
 	bool xq_waiting; /* some port's xq_wait is set (switch_worker_rx() resumes them) */
+	unsigned xq_next; /* the port xq_resume() looks at first (in turn) */
 	uint64_t now_ns; /* learning and aging clock (switch_tick()) */
 	/* Free packet buffers by size class ([0] small, [1] large), and how many each holds. */
 	struct sw_packet *pool[2];
