@@ -3,6 +3,7 @@
 #include "switch.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -496,6 +497,33 @@ static void cross_send(struct switch_port *src, unsigned to, const struct switch
 }
 
 /*
+ * Queue a unicast frame for a port on another worker; a full ring back-pressures the sender
+ * (-EAGAIN: the chain stays in its TX ring) instead of dropping the frame after all the work of
+ * sending it. The receiving worker drains its rings whatever its guests do, and wakes this one
+ * when it gave bytes back (xq_block()); switch_worker_rx() then resumes the port.
+ */
+static int cross_unicast(struct switch_port *src, const struct switch_port *dst,
+			 const struct iovec *iov, unsigned iovcnt, size_t off, size_t len)
+{
+	uint64_t tag = (uint64_t)dst->serial << 16 | dst->slot;
+	struct xq *q = src->sw->xq;
+	int r;
+
+	while ((r = xq_push(q, src->worker, dst->worker, tag, iov, iovcnt, off, len)) == -ENOSPC) {
+		if (xq_block(q, src->worker, dst->worker, len)) {
+			src->xq_wait = (uint16_t)(dst->worker + 1);
+			src->sw->w[src->worker].xq_waiting = true;
+			return -EAGAIN;
+		}
+	}
+	if (r == 0)
+		src->crossed++;
+	else
+		src->dropped++;
+	return 0;
+}
+
+/*
  * A guest sent a packet: learn its source, forward or flood it. Never back-pressures. `xw`:
  * ports may be on other workers; `storm`: the guarded copy, for ports with a flood-rate or an
  * access port's tag check; `ips`: an ips= list (constants: each ops table gets its own copy, so
@@ -559,10 +587,12 @@ transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size
 			/* Known: one port. Behind the sender itself: filtered, as on any bridge. */
 			if (dst != src) {
 				src->forwarded++;
-				if (!xw || dst->worker == src->worker)
+				if (!xw || dst->worker == src->worker) {
 					sw_deliver(dst, iov, iovcnt, off, len, storm);
-				else
-					cross_send(src, dst->worker, dst, iov, iovcnt, off, len);
+				} else if (cross_unicast(src, dst, iov, iovcnt, off, len) < 0) {
+					src->forwarded--; /* sent again on resume */
+					return -EAGAIN;
+				}
 			}
 			return 0;
 		}
@@ -688,6 +718,31 @@ const struct vnet_backend_ops *switch_port_ops(const struct vnet_backend *be)
 	return &switch_backend_ops_checked[storm][ips][xw];
 }
 
+/* On worker `worker`: resume the TX of its ports whose cross-worker ring has room again. */
+static void xq_resume(struct vnet_switch *sw, unsigned worker)
+{
+	struct sw_worker *own = &sw->w[worker];
+
+	unsigned first = own->xq_next < own->nports ? own->xq_next : 0;
+
+	/* Ports waiting for one ring take turns at going first (the first may fill it again). */
+	own->xq_next = first + 1;
+	own->xq_waiting = false;
+	for (unsigned k = 0; k < own->nports; k++) {
+		struct switch_port *p = own->ports[(first + k) % own->nports];
+
+		if (!p->xq_wait)
+			continue;
+		if (xq_blocked(sw->xq, worker, p->xq_wait - 1u)) {
+			own->xq_waiting = true;
+			continue;
+		}
+		p->xq_wait = 0;
+		if (p->dev)
+			vnet_dev_tx_resume(p->dev);
+	}
+}
+
 /**
  * switch_worker_rx() - place one budget (VNET_BUDGET_*) of the frames other workers queued for a
  * worker's ports.
@@ -701,6 +756,8 @@ bool switch_worker_rx(struct vnet_switch *sw, unsigned worker)
 {
 	if (!sw->xq || worker >= sw->nworkers)
 		return false;
+	if (sw->w[worker].xq_waiting)
+		xq_resume(sw, worker);
 	return xq_drain(sw->xq, worker, VNET_BUDGET_PACKETS, VNET_BUDGET_BYTES, xq_deliver, sw) > 0;
 }
 

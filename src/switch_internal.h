@@ -31,6 +31,7 @@ struct switch_port {
 	uint16_t worker; /* the worker whose thread alone uses dev and the fields below */
 	uint32_t serial; /* tells this port from a later one in the same slot (queued frames) */
 	bool resuming;	 /* inside rx_resume(): do not flush recursively */
+	uint16_t xq_wait; /* 1 + the worker whose full cross-worker ring stopped our TX; 0: none */
 	struct vnet_switch *sw;
 	struct vnet_dev *dev;
 	char name[32];
@@ -101,6 +102,8 @@ struct switch_port {
 struct sw_worker {
 	struct switch_port *ports[SWITCH_MAX_PORTS]; /* densely packed */
 	unsigned nports;
+	bool xq_waiting; /* some port's xq_wait is set (switch_worker_rx() resumes them) */
+	unsigned xq_next; /* the port xq_resume() looks at first (in turn) */
 	uint64_t now_ns; /* learning and aging clock (switch_tick()) */
 	/* Free packet buffers by size class ([0] small, [1] large), and how many each holds. */
 	struct sw_packet *pool[2];

@@ -32,6 +32,7 @@ struct xq_rec {
 struct xq_ring {
 	_Alignas(XQ_LINE) uint64_t tail; /* the sender's: bytes published */
 	uint64_t head_seen;		  /* the sender's last look at head (no line bouncing) */
+	int blocked; /* the sender waits for room (xq_block()): the receiver wakes it and clears */
 	_Alignas(XQ_LINE) uint64_t head; /* the receiver's: bytes given back */
 	_Alignas(XQ_LINE) uint8_t *buf;  /* read-only after xq_create() */
 };
@@ -217,6 +218,64 @@ void xq_flush(struct xq *q, unsigned from)
 			wake_idle(q, q->ring[from][to], to);
 }
 
+/*
+ * The receiver gave bytes back (stored head): wake the sender if it waits for room. The head
+ * store and this look are seq_cst, as xq_block()'s store of `blocked` and its look at head (the
+ * eventcount pattern once more): either the sender sees the room or we see it waiting.
+ */
+static void give_back(struct xq *q, struct xq_ring *r, unsigned from, uint64_t head,
+		      uint64_t tail)
+{
+	__atomic_store_n(&r->head, head, __ATOMIC_SEQ_CST);
+	/* Not before half the ring is free (tail as we last saw it): a sender woken at each step
+	 * would block again after a few frames, a wake-up and a context switch per step. Every
+	 * drain ends with a give-back of all it read, so a waiting sender is always woken. */
+	if (__atomic_load_n(&r->blocked, __ATOMIC_SEQ_CST) && tail - head <= q->size / 2 &&
+	    __atomic_exchange_n(&r->blocked, 0, __ATOMIC_SEQ_CST))
+		q->wake(q->ctx, from);
+}
+
+/**
+ * xq_block() - the ring from one worker to another refused a frame (-ENOSPC): mark the sender
+ * waiting for room, so the receiver wakes it once it gave bytes back.
+ * @q: the queues
+ * @from: the sending worker; called on its thread only
+ * @to: the receiving worker
+ * @len: the frame's length
+ *
+ * The receiver always drains its rings (frames its guests have no buffers for are queued or
+ * dropped there), so a sender never waits on a guest, only on the receiving worker's thread.
+ *
+ * Return: true when the sender waits (the receiver will wake it); false when room came meanwhile
+ * (push again now).
+ */
+bool xq_block(struct xq *q, unsigned from, unsigned to, size_t len)
+{
+	struct xq_ring *r = q->ring[from][to];
+	uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_RELAXED), head;
+	size_t need = XQ_REC + XQ_ALIGN(len), room = q->size - (tail & q->mask);
+
+	__atomic_store_n(&r->blocked, 1, __ATOMIC_SEQ_CST);
+	head = r->head_seen = __atomic_load_n(&r->head, __ATOMIC_SEQ_CST);
+	if (q->size - (tail - head) < (need <= room ? need : room + need))
+		return true;
+	__atomic_store_n(&r->blocked, 0, __ATOMIC_RELAXED);
+	return false;
+}
+
+/**
+ * xq_blocked() - whether the sender still waits for room in a ring (xq_block()).
+ * @q: the queues
+ * @from: the sending worker; called on its thread
+ * @to: the receiving worker
+ *
+ * Return: true while the receiver has not given bytes back since xq_block().
+ */
+bool xq_blocked(const struct xq *q, unsigned from, unsigned to)
+{
+	return __atomic_load_n(&q->ring[from][to]->blocked, __ATOMIC_ACQUIRE) != 0;
+}
+
 /* Whether any ring to `to` holds a frame (seq_cst loads: see wake_idle()). */
 static bool any_queued(const struct xq *q, unsigned to)
 {
@@ -270,7 +329,7 @@ int xq_drain(struct xq *q, unsigned to, unsigned max_frames, size_t max_bytes,
 
 				if (frames >= max_frames || bytes >= max_bytes) {
 					/* Out of budget: the sender after this one goes first next. */
-					__atomic_store_n(&r->head, head, __ATOMIC_RELEASE);
+					give_back(q, r, from, head, tail);
 					w->next = (from + 1) % q->n;
 					return 1;
 				}
@@ -290,14 +349,14 @@ int xq_drain(struct xq *q, unsigned to, unsigned max_frames, size_t max_bytes,
 				}
 				/* Give the bytes back in steps (the sender may be short of room). */
 				if (head - given >= q->size / XQ_HEAD_STEPS) {
-					__atomic_store_n(&r->head, head, __ATOMIC_RELEASE);
+					give_back(q, r, from, head, tail);
 					given = head;
 				}
 				if (head == tail) /* what else came meanwhile, before we stop */
 					tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
 			}
 			if (head != given)
-				__atomic_store_n(&r->head, head, __ATOMIC_RELEASE);
+				give_back(q, r, from, head, tail);
 		}
 		/* Every ring looked empty: go idle, then look again (wake_idle()'s mirror image:
 		 * a frame published before our store is seen here, one after it wakes us). */

@@ -3,6 +3,7 @@
 #ifndef VNETD_SWITCH_XQ_H
 #define VNETD_SWITCH_XQ_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -13,7 +14,8 @@
  * so nothing is locked: the sender copies a frame into the ring (the only copy on its side)
  * and publishes it with a release store of the ring's tail; the receiver reads it in place and
  * gives the bytes back with release stores of the head (in steps, not per frame). A full ring refuses the frame (the
- * caller counts the drop): memory is bounded by the ring size, however fast a guest sends.
+ * caller counts the drop, or for a unicast frame waits: xq_block()): memory is bounded by the
+ * ring size, however fast a guest sends.
  *
  * Wake-ups: the sender marks the receiver in its round's dirty set and xq_flush() (at the end
  * of the sender's round) wakes each marked receiver once, through the owner's wake callback,
@@ -56,6 +58,16 @@ void xq_destroy(struct xq *q);
  */
 int xq_push(struct xq *q, unsigned from, unsigned to, uint64_t tag, const struct iovec *iov,
 	    unsigned iovcnt, size_t off, size_t len);
+
+/*
+ * xq_block() - after -ENOSPC from worker `from`'s thread: mark it waiting for room in the ring to
+ * `to` (a frame of len bytes). true: it waits, the receiver wakes it (xq_wake_fn) once it gave
+ * bytes back; false: room came meanwhile, push again.
+ */
+bool xq_block(struct xq *q, unsigned from, unsigned to, size_t len);
+
+/* xq_blocked() - from worker `from`'s thread: whether it still waits for room (xq_block()). */
+bool xq_blocked(const struct xq *q, unsigned from, unsigned to);
 
 /* xq_flush() - from worker `from`'s thread, at the end of its round: wake whom it queued for. */
 void xq_flush(struct xq *q, unsigned from);

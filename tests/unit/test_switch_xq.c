@@ -160,6 +160,35 @@ static void test_full_ring_refuses_and_recovers(void **state)
  * record header and padding each (16 + 16 bytes for 14), counted against the ring like the
  * frame's bytes, so many tiny frames cannot hold more than RING bytes either.
  */
+/* A sender that found the ring full waits (xq_block()) and is woken once half of it is free. */
+static void test_blocked_sender_woken_at_half(void **state)
+{
+	struct xq *q = xq_new(2);
+	unsigned ok = 0, w0;
+
+	(void)state;
+	while (push(q, 0, 1, ok, 1514) == 0)
+		ok++;
+	assert_true(xq_block(q, 0, 1, 1514));
+	assert_true(xq_blocked(q, 0, 1));
+	w0 = wakes[0];
+	/* A budget of a quarter of the ring: bytes given back, but not half free yet. */
+	assert_int_equal(xq_drain(q, 1, ok / 4, 1u << 30, record, NULL), 1);
+	assert_int_equal(wakes[0], w0);
+	assert_true(xq_blocked(q, 0, 1));
+	/* The rest: the drain's last give-back wakes the sender, once. */
+	assert_int_equal(xq_drain(q, 1, 100000, 1u << 30, record, NULL), 0);
+	assert_int_equal(wakes[0], w0 + 1);
+	assert_false(xq_blocked(q, 0, 1));
+	assert_int_equal(got.n, ok);
+	assert_false(got.bad);
+	/* Room now: xq_block() says so, and leaves nothing marked. */
+	assert_int_equal(push(q, 0, 1, 9, 1514), 0);
+	assert_false(xq_block(q, 0, 1, 1514));
+	assert_false(xq_blocked(q, 0, 1));
+	xq_destroy(q);
+}
+
 static void test_tiny_frames_count_their_records(void **state)
 {
 	struct xq *q = xq_new(2);
@@ -430,6 +459,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_order_and_bytes),
 		cmocka_unit_test(test_full_ring_refuses_and_recovers),
+		cmocka_unit_test(test_blocked_sender_woken_at_half),
 		cmocka_unit_test(test_tiny_frames_count_their_records),
 		cmocka_unit_test(test_wrap_around_laps),
 		cmocka_unit_test(test_wakeups),
