@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Live migration of a QEMU 7.2 TCG guest between vnetd ports (one vnetd, then two vnetd
 processes): dirty logging on, a transfer running across the switch-over completes byte-exact,
-the link is up afterwards, QEMU's announce (SEND_RARP) moves the guest's MAC in the bridge,
+the link is up afterwards (the two-vnetd case on packed rings), QEMU's announce (SEND_RARP) moves the guest's MAC in the bridge,
 and the destination's coalescing is what the operator set there (QEMU 7.2 has no
 DEVICE_STATE, so vnetd's per-port state does not travel; docs/migration.md)."""
 
@@ -31,21 +31,28 @@ def port_spec(sock, tap, extra=''):
 
 
 def run_case(kit, wd, ns, vd_src, vd_dst, src_port, dst_port, sock_src, sock_dst, blob_sha,
-             precopy_changes, qemu=None, src_setup=None):
-    """One migration from sock_src to sock_dst while the guest downloads the blob."""
+             precopy_changes, qemu=None, src_setup=None, packed=False):
+    """One migration from sock_src to sock_dst while the guest downloads the blob (packed:
+    virtio-net-pci packed=on on packed=on ports, both rings checked packed)."""
+    dev = ',vectors=0,packed=on' if packed else ',vectors=0'
     mig = 'unix:' + os.path.join(wd, 'mig.sock')
     log = os.path.join(wd, 'qemu.log')
-    with AnyQemu(kit, vhost_socket=sock_src, mac=MAC, device_opts=',vectors=0', qemu=qemu,
+    with AnyQemu(kit, vhost_socket=sock_src, mac=MAC, device_opts=dev, qemu=qemu,
                  extra_args=qemu_args(wd, 'src'), log_path=log) as src:
         guest_addr(src, '10.81.0.2')
         rc, _ = src.run('ping -c 2 -W 10 10.81.0.1', timeout=120)
         check(rc == 0, 'source guest reaches the host through %s' % src_port)
+        if packed:
+            info = vd_src.port_info()[src_port]
+            print('source ring %s, features %s' % (info['ring'], info['features']), flush=True)
+            check(info['ring'] == 'packed' and int(info['features'], 16) >> 34 & 1,
+                  'source port runs packed rings (feature bit 34)')
         vd_src.ctl('coalesce', src_port, *SRC_COAL)
         check(vd_src.stats()[src_port][0]['max_usecs'] == 300,
               'host coalescing set on the source port')
         if src_setup:
             src_setup()
-        with IncomingQemu(kit, vhost_socket=sock_dst, mac=MAC, device_opts=',vectors=0',
+        with IncomingQemu(kit, vhost_socket=sock_dst, mac=MAC, device_opts=dev,
                           qemu=qemu, extra_args=qemu_args(wd, 'dst', incoming=mig),
                           log_path=log) as dst:
             qsrc = Qmp(os.path.join(wd, 'src.qmp'))
@@ -95,6 +102,10 @@ def run_case(kit, wd, ns, vd_src, vd_dst, src_port, dst_port, sock_src, sock_dst
             check(info['rarps'] >= 1, 'QEMU announced the guest on the destination (SEND_RARP, '
                   '%d times)' % info['rarps'])
             check(not info['dirty_log'], 'no dirty logging on the destination')
+            if packed:
+                print('destination ring %s, features %s' % (info['ring'], info['features']))
+                check(info['ring'] == 'packed' and int(info['features'], 16) >> 34 & 1,
+                      'destination port runs packed rings after the switch-over (bit 34)')
             st = vd_dst.stats()[dst_port]
             return st
 
@@ -140,17 +151,19 @@ def main():
                 srv.kill()
             check(vd.alive(), 'vnetd still running')
 
-    # 2. Two vnetd processes; coalescing changes on both during pre-copy.
+    # 2. Two vnetd processes on packed rings (packed=on ports, QEMU packed=on); coalescing
+    #    changes on both during pre-copy. Cases 1 and 3 stay on split rings.
     wa, wb = os.path.join(wd, 'A'), os.path.join(wd, 'B')
     os.makedirs(wa)
     os.makedirs(wb)
     with Netns('vnetd-e2e-mig2') as ns:
-        with Vnetd(ns, [port_spec(sa, 'mtap0')], wa) as va, \
-                Vnetd(ns, [port_spec(sb, 'mtap1')], wb) as vb:
+        with Vnetd(ns, [port_spec(sa, 'mtap0', ',packed=on')], wa) as va, \
+                Vnetd(ns, [port_spec(sb, 'mtap1', ',packed=on')], wb) as vb:
             bridge_taps(ns, ['mtap0', 'mtap1'], '10.81.0.1/24')
             srv = start_throttled_server(ns, blob, '10.81.0.1', 8001, RATE)
             try:
-                st = run_case(kit, wd, ns, va, vb, 'p0', 'p0', sa, sb, blob_sha, True)
+                st = run_case(kit, wd, ns, va, vb, 'p0', 'p0', sa, sb, blob_sha, True,
+                              packed=True)
                 check(st[0]['max_usecs'] == 700 and st[1]['max_usecs'] == 700 and
                       st[0]['set_by'] == 'host',
                       'destination queues use what was set there during pre-copy (700 us)')
