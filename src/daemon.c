@@ -28,7 +28,7 @@
 #include "port_table.h"
 #include "sandbox.h"
 #include "switch.h"
-#include "tap.h"
+#include "tap_open.h"
 #include "worker.h"
 
 struct daemon {

@@ -267,26 +267,15 @@ static inline void rx_delivered(struct vnet_dev *dev, struct vnet_queue *q, size
 		net_rx_flush_queue(dev, q);
 }
 
-/**
- * vnet_dev_receive_frame() - deliver one bare frame to the guest (copying receive)
- * @dev: the device
- * @hdr_in: the backend's virtio-net header; NULL: all zero (no checksum or GSO information)
- * @iov: the buffers holding the frame
- * @iovcnt: entries of @iov
- * @off: byte offset of the frame in @iov
- * @frame_len: frame bytes
- *
- * Picks the queue pair by flow hash (with RSS: the driver's Toeplitz key and indirection
- * table; with HASH_REPORT the header carries the hash), applies the receive filter and the port's RX rate limit
- * (over it: dropped, counted), copies into as many guest
- * buffers as the packet needs. Visible to the guest at the next publication (every
- * VNET_RX_PUBLISH_BATCH packets, and vnet_dev_rx_flush()).
- * Context: the thread that owns the device.
- * Return: 1 delivered (or dropped and counted, or filtered), 0 no guest buffers now: keep the
- * packet; the backend's rx_resume() is called once the guest posts buffers.
+/*
+ * Deliver one bare frame (copying receive): vnet_dev_receive_frame(), with the queue pair the
+ * backend read it for (hint; -1: none, constant for the callers that have none, so they pay
+ * nothing for it). Picks the pair: with RSS steering the driver's indirection table, else the
+ * hint while that pair is active, else the flow hash.
  */
-int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 *hdr_in,
-			   const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len)
+static inline __attribute__((always_inline)) int
+rx_frame(struct vnet_dev *dev, int hint, const struct virtio_net_hdr_v1 *hdr_in,
+	 const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len)
 {
 	const uint8_t *eth = dev->rx_eth;
 	struct virtio_net_hdr_v1_hash *hdr = &dev->rx_hdr;
@@ -318,10 +307,15 @@ int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 
 		eth = (const uint8_t *)iov[0].iov_base + off;
 	else
 		got = iov_copy_from(iov, iovcnt, off, dev->rx_eth, need);
-	if (__builtin_expect(dev->rss_on, 0))
+	if (__builtin_expect(dev->rss_on, 0)) {
 		pair = rx_rss(dev, iov, iovcnt, off, frame_len);
-	else
+		if (hint >= 0 && (unsigned)hint < dev->active_pairs && !dev->rss.steer)
+			pair = (unsigned)hint; /* hash reporting only: the backend's queue */
+	} else if (hint >= 0 && (unsigned)hint < dev->active_pairs) {
+		pair = (unsigned)hint;
+	} else {
 		pair = rx_pick_pair(dev, eth, got);
+	}
 	q = &dev->queues[2 * pair];
 	if (!dev_queue_usable(q) || !dev->be) {
 		stat_inc(&q->stats.dropped);
@@ -351,15 +345,32 @@ int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 
 }
 
 /**
- * vnet_dev_receive() - deliver one packet, 12-byte virtio_net_hdr_v1 first, to the guest
+ * vnet_dev_receive_frame() - deliver one bare frame to the guest (copying receive)
  * @dev: the device
- * @iov: the header and the frame
+ * @hdr_in: the backend's virtio-net header; NULL: all zero (no checksum or GSO information)
+ * @iov: the buffers holding the frame
  * @iovcnt: entries of @iov
+ * @off: byte offset of the frame in @iov
+ * @frame_len: frame bytes
  *
+ * Picks the queue pair by flow hash (with RSS: the driver's Toeplitz key and indirection
+ * table; with HASH_REPORT the header carries the hash), applies the receive filter and the port's RX rate limit
+ * (over it: dropped, counted), copies into as many guest
+ * buffers as the packet needs. Visible to the guest at the next publication (every
+ * VNET_RX_PUBLISH_BATCH packets, and vnet_dev_rx_flush()).
  * Context: the thread that owns the device.
- * Return: as vnet_dev_receive_frame().
+ * Return: 1 delivered (or dropped and counted, or filtered), 0 no guest buffers now: keep the
+ * packet; the backend's rx_resume() is called once the guest posts buffers.
  */
-int vnet_dev_receive(struct vnet_dev *dev, const struct iovec *iov, unsigned iovcnt)
+int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 *hdr_in,
+			   const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len)
+{
+	return rx_frame(dev, -1, hdr_in, iov, iovcnt, off, frame_len);
+}
+
+/* The checks and the header copy vnet_dev_receive() and vnet_dev_receive_pair() share. */
+static inline __attribute__((always_inline)) int
+rx_packet(struct vnet_dev *dev, int hint, const struct iovec *iov, unsigned iovcnt)
 {
 	struct virtio_net_hdr_v1 hdr;
 	size_t total = iov_length(iov, iovcnt);
@@ -371,7 +382,43 @@ int vnet_dev_receive(struct vnet_dev *dev, const struct iovec *iov, unsigned iov
 		return 1;
 	}
 	iov_copy_from(iov, iovcnt, 0, &hdr, sizeof(hdr));
-	return vnet_dev_receive_frame(dev, &hdr, iov, iovcnt, VNET_HDR_LEN, total - VNET_HDR_LEN);
+	if (hint < 0)
+		return vnet_dev_receive_frame(dev, &hdr, iov, iovcnt, VNET_HDR_LEN,
+					      total - VNET_HDR_LEN);
+	return rx_frame(dev, hint, &hdr, iov, iovcnt, VNET_HDR_LEN, total - VNET_HDR_LEN);
+}
+
+/**
+ * vnet_dev_receive() - deliver one packet, 12-byte virtio_net_hdr_v1 first, to the guest
+ * @dev: the device
+ * @iov: the header and the frame
+ * @iovcnt: entries of @iov
+ *
+ * Context: the thread that owns the device.
+ * Return: as vnet_dev_receive_frame().
+ */
+int vnet_dev_receive(struct vnet_dev *dev, const struct iovec *iov, unsigned iovcnt)
+{
+	return rx_packet(dev, -1, iov, iovcnt);
+}
+
+/**
+ * vnet_dev_receive_pair() - deliver one packet, 12-byte virtio_net_hdr_v1 first, that the
+ * backend read for queue pair @pair (a multi-queue tap's queue @pair)
+ * @dev: the device
+ * @pair: the queue pair it belongs to: its RX queue takes it while the pair is active and RSS
+ *        does not steer (the indirection table picks then, as for every frame); a pair the
+ *        guest has not activated: the flow hash picks among the active ones
+ * @iov: the header and the frame
+ * @iovcnt: entries of @iov
+ *
+ * Context: the thread that owns the device.
+ * Return: as vnet_dev_receive_frame().
+ */
+int vnet_dev_receive_pair(struct vnet_dev *dev, unsigned pair, const struct iovec *iov,
+			  unsigned iovcnt)
+{
+	return rx_packet(dev, pair < VNET_MAX_QUEUE_PAIRS ? (int)pair : -1, iov, iovcnt);
 }
 
 /* ---- Direct receive: the backend reads straight into reserved guest buffers ---------------- */

@@ -33,6 +33,14 @@ int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 
 			   const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len);
 
 /*
+ * vnet_dev_receive_pair() - vnet_dev_receive() for a packet the backend read for queue pair
+ * `pair` (a multi-queue tap's queue): that pair's RX queue takes it while the pair is active,
+ * unless RSS steers (then the indirection table picks, as for any frame).
+ */
+int vnet_dev_receive_pair(struct vnet_dev *dev, unsigned pair, const struct iovec *iov,
+			  unsigned iovcnt);
+
+/*
  * vnet_dev_rx_reserve() - guest RX buffers for one packet the backend will write straight into
  * (12-byte virtio_net_hdr_v1 first, then the frame), holding at least max_len bytes. Returns
  * the iovec count (*iov points at them), 0 when the guest has no buffers (rx_resume() is

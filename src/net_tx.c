@@ -127,7 +127,7 @@ static int tx_send_one(struct vnet_dev *dev, struct vnet_queue *q)
 		stat_inc(&q->stats.dropped);
 		return TX_DROPPED;
 	}
-	r = dev->be_ops->transmit(dev->be, hdr, c->iov, c->nread, dev->hdr_len,
+	r = dev->be_ops->transmit(q->be, hdr, c->iov, c->nread, dev->hdr_len,
 				  c->read_len - dev->hdr_len);
 	if (r == -EAGAIN)
 		return r;

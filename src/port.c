@@ -21,7 +21,7 @@
 #include "port_trunk.h"
 #include "stat_atomic.h"
 #include "switch.h"
-#include "tap.h"
+#include "tap_queues.h"
 #include "port_xdp.h"
 
 _Static_assert(PORT_ALLOWED_MACS <= SWITCH_ALLOWED_MACS, "allowed-macs= fits a switch port");
@@ -242,20 +242,57 @@ static const struct vnet_env_ops port_env_ops = {
 };
 
 /* Tap backend callbacks. */
-static void port_tap_set_events(void *ctx, int fd, uint32_t events)
+static const struct tap_owner_ops port_tap_ops;
+
+static void port_tap_set_events(void *ctx, unsigned queue, int fd, uint32_t events)
 {
 	struct port *p = ctx;
 
-	event_loop_mod(p->epfd, fd, events, port_ref(p, EV_TAP, 0, fd));
+	event_loop_mod(p->epfd, fd, events, port_ref(p, EV_TAP, queue, fd));
 }
 
-static void port_tap_failed(void *ctx, int fd)
+/* Every queue's fd out of the worker's epoll set (tap_failed: they already are). */
+static void port_tap_unregister(struct port *p)
+{
+	for (unsigned i = 0; i < tap_backend_nqueues(p->be); i++)
+		event_loop_del(p->epfd, tap_backend_queue_fd(p->be, i));
+}
+
+static void port_tap_failed(void *ctx)
 {
 	struct port *p = ctx;
 
 	log_err("%s: tap %s is gone; port has no backend now", p->name, p->cfg.tap_name);
-	event_loop_del(p->epfd, fd);
+	port_tap_unregister(p);
 	p->tap_failed = true;
+}
+
+/*
+ * Open the port's tap, one queue fd per queue pair (queues=N > 1: IFF_MULTI_QUEUE), attach it
+ * to the device with each pair transmitting through its own queue, and register every fd.
+ * On failure p->be may be set: port_destroy() cleans up.
+ */
+static int port_tap_attach(struct port *p)
+{
+	unsigned nq = p->cfg.dev.queue_pairs ? p->cfg.dev.queue_pairs : 1;
+
+	p->be = tap_backend_open(p->cfg.tap_name, nq, p->dev, &port_tap_ops, p);
+	if (!p->be)
+		return -1;
+	vnet_dev_attach_backend(p->dev, tap_backend_ops_of(p->be), p->be);
+	for (unsigned i = 1; i < tap_backend_nqueues(p->be); i++)
+		(void)vnet_dev_attach_queue_backend(p->dev, i, tap_backend_queue(p->be, i));
+	for (unsigned i = 0; i < tap_backend_nqueues(p->be); i++) {
+		int fd = tap_backend_queue_fd(p->be, i);
+
+		if (event_loop_add(p->epfd, fd, EPOLLIN, port_ref(p, EV_TAP, i, fd)) < 0) {
+			while (i-- > 0)
+				event_loop_del(p->epfd, tap_backend_queue_fd(p->be, i));
+			p->tap_failed = true; /* none registered: port_destroy() deletes none */
+			return -1;
+		}
+	}
+	return 0;
 }
 
 /* A readv into guest memory faulted: treat it like a SIGBUS there (port_check_fault drops). */
@@ -327,12 +364,7 @@ struct port *port_create(unsigned index, const struct port_config *cfg, unsigned
 		}
 	}
 	if (cfg->backend == PORT_BACKEND_TAP) {
-		p->be = tap_backend_open(cfg->tap_name, p->dev, &port_tap_ops, p);
-		if (!p->be)
-			goto fail;
-		vnet_dev_attach_backend(p->dev, &tap_backend_ops, p->be);
-		if (event_loop_add(epfd, tap_backend_fd(p->be), EPOLLIN,
-				   port_ref(p, EV_TAP, 0, tap_backend_fd(p->be))) < 0)
+		if (port_tap_attach(p) < 0)
 			goto fail;
 		if (cfg->n_trunk && port_trunk_attach(p, sw) < 0)
 			goto fail;
@@ -392,7 +424,8 @@ void port_destroy(struct port *p)
 		vnet_dev_attach_backend(p->dev, NULL, NULL);
 		if (p->cfg.backend == PORT_BACKEND_TAP) {
 			port_trunk_detach(p);
-			event_loop_del(p->epfd, tap_backend_fd(p->be));
+			if (!p->tap_failed) /* failed(): already unregistered */
+				port_tap_unregister(p);
 			tap_backend_close(p->be);
 		} else {
 			switch_detach(p->be);
@@ -501,7 +534,7 @@ void port_handle_event(struct port *p, struct ev_ref ref, uint32_t events)
 		if (p->cfg.backend == PORT_BACKEND_XDP)
 			port_xdp_event(p, ref.queue, events);
 		else if (p->be && !p->tap_failed)
-			tap_backend_handle_events(p->be, events);
+			tap_backend_handle_events(p->be, ref.queue, events);
 		break;
 	default:
 		break;

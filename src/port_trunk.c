@@ -9,7 +9,7 @@
 #include "port_core.h"
 #include "stat_atomic.h"
 #include "switch.h"
-#include "tap.h"
+#include "tap_queues.h"
 
 /*
  * A trunk port (uplink=NAME,trunk=N+M) has one switch uplink in each VLAN's switch (the

@@ -158,13 +158,16 @@ void vnet_dev_destroy(struct vnet_dev *dev)
  * @ops: the backend's operations (ignored when @be is NULL)
  * @be: the backend; NULL detaches it (the link goes down)
  *
- * The offer follows the backend's offloads; the backend gets the current guest offloads.
+ * The offer follows the backend's offloads; the backend gets the current guest offloads. Every
+ * queue transmits through @be (vnet_dev_attach_queue_backend() gives a pair its own).
  */
 void vnet_dev_attach_backend(struct vnet_dev *dev, const struct vnet_backend_ops *ops,
 			     struct vnet_backend *be)
 {
 	dev->be_ops = be ? ops : NULL;
 	dev->be = be;
+	for (unsigned i = 0; i < dev->nqueues; i++)
+		dev->queues[i].be = be;
 	dev->offered = compute_offered(dev);
 	if (dev->be_ops && dev->be_ops->set_offloads)
 		dev->be_ops->set_offloads(dev->be, dev->guest_offloads);

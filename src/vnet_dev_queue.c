@@ -404,3 +404,42 @@ void vnet_dev_tx_resume(struct vnet_dev *dev)
 			tx_run(dev, q);
 	}
 }
+
+/**
+ * vnet_dev_tx_resume_pair() - the backend has room again on queue pair @pair's own handle:
+ * resume that pair's blocked TX queue only
+ * @dev: the device
+ * @pair: the queue pair (out of range: nothing)
+ *
+ * Context: the thread that owns the pair.
+ */
+void vnet_dev_tx_resume_pair(struct vnet_dev *dev, unsigned pair)
+{
+	struct vnet_queue *q;
+
+	if (2 * pair + 1 >= dev->nqueues)
+		return;
+	q = &dev->queues[2 * pair + 1];
+	if (q->kind == VNET_QUEUE_TX && q->tx_blocked && dev_queue_usable(q) && !q->scheduled)
+		tx_run(dev, q);
+}
+
+/**
+ * vnet_dev_attach_queue_backend() - give queue pair @pair its own backend handle for TX
+ * @dev: the device, its backend attached (vnet_dev_attach_backend())
+ * @pair: the queue pair
+ * @be: the handle, of the same ops as the device's backend (a multi-queue tap's queue
+ *      @pair: tap_backend_queue())
+ *
+ * The pair's TX queue hands its packets to @be from now on, until the next
+ * vnet_dev_attach_backend(). Main thread, the port's worker parked or not started.
+ *
+ * Return: 0, or -1 for a pair the device does not have (nothing changed).
+ */
+int vnet_dev_attach_queue_backend(struct vnet_dev *dev, unsigned pair, struct vnet_backend *be)
+{
+	if (2 * pair + 1 >= dev->nqueues || !be || !dev->be)
+		return -1;
+	dev->queues[2 * pair + 1].be = be;
+	return 0;
+}

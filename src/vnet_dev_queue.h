@@ -51,6 +51,16 @@ void vnet_dev_timer_expired(struct vnet_dev *dev, unsigned qidx);
 /* vnet_dev_tx_resume() - the backend can take packets again after -EAGAIN. */
 void vnet_dev_tx_resume(struct vnet_dev *dev);
 
+/* vnet_dev_tx_resume_pair() - the same for queue pair `pair`'s TX queue only (its own handle). */
+void vnet_dev_tx_resume_pair(struct vnet_dev *dev, unsigned pair);
+
+/*
+ * vnet_dev_attach_queue_backend() - queue pair `pair` transmits through its own handle `be`
+ * (same ops as the device's backend, e.g. a multi-queue tap's queue) until the next
+ * vnet_dev_attach_backend(). 0, or -1 for a bad pair or no backend attached.
+ */
+int vnet_dev_attach_queue_backend(struct vnet_dev *dev, unsigned pair, struct vnet_backend *be);
+
 /* ---- For the device model's own files (vnet_dev.c) ---- */
 
 /* vnet_dev_queue_init_all() - a new device's queues: index, chain scratch, break callback, kind. */

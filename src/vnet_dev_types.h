@@ -182,6 +182,8 @@ struct vnet_view_pub {
 };
 
 /* One queue of the device. */
+struct vnet_backend;
+
 struct vnet_queue {
 	struct virtqueue vq;
 	enum vnet_queue_kind kind;
@@ -207,6 +209,9 @@ struct vnet_queue {
 	/* Scratch for the chain being processed: the device's one (vnet_dev_create), shared by its
 	 * queues, as a device works on one chain at a time and never keeps one across events. */
 	struct vq_chain *chain;
+	/* TX: the backend handle its packets go to: the device's, or the queue pair's own (a
+	 * multi-queue tap's queue, vnet_dev_attach_queue_backend()). */
+	struct vnet_backend *be;
 };
 
 #endif
