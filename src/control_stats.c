@@ -91,6 +91,16 @@ static json_t *port_stats(struct port *p)
 			      "burst_kb", (json_int_t)sp.tx_rate.burst_kb, "rx", "mbit",
 			      (json_int_t)sp.rx_rate.mbit, "burst_kb",
 			      (json_int_t)sp.rx_rate.burst_kb));
+	if (q && sp.tap_queues) {
+		json_t *tq = json_array();
+
+		for (i = 0; i < sp.tap_queues; i++)
+			json_array_append_new(tq, json_pack("{s:i,s:o,s:o}", "queue", (int)i,
+							    "rx_packets", ju64(sp.tapq[i].rx_packets),
+							    "tx_packets",
+							    ju64(sp.tapq[i].tx_packets)));
+		json_object_set_new(q, "tap_queues", tq);
+	}
 	if (q && sp.is_switch)
 		json_object_set_new(
 		    q, "switch",

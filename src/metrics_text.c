@@ -302,6 +302,24 @@ static void switch_port_families(struct textbuf *tb, const struct metrics_port_v
 	}
 }
 
+/* A multi-queue tap's packets per queue fd (queue i: queue pair i's), by direction. */
+static void tap_queue_families(struct textbuf *tb, const struct metrics_port_view *v, unsigned n)
+{
+	family(tb, "vnetd_tap_queue_packets_total", "counter",
+	       "Multi-queue tap (queues=N): packets read from (dir rx, to the guest) and written to "
+	       "(dir tx, from the guest) each queue's tap fd.");
+	for (unsigned i = 0; i < n; i++)
+		for (unsigned j = 0; j < v[i].port.tap_queues; j++)
+			for (int d = 0; d < 2; d++) {
+				tb_puts(tb, "vnetd_tap_queue_packets_total");
+				port_labels(tb, &v[i].port);
+				tb_printf(tb, ",queue=\"%u\",dir=\"%s\"} %" PRIu64 "\n", j,
+					  d ? "tx" : "rx",
+					  d ? v[i].port.tapq[j].tx_packets
+					    : v[i].port.tapq[j].rx_packets);
+			}
+}
+
 /**
  * metrics_format() - append every vnetd metric family (HELP, TYPE, samples) for these ports.
  * @tb: the text buffer
@@ -314,6 +332,7 @@ void metrics_format(struct textbuf *tb, const struct metrics_port_view *v, unsig
 {
 	port_families(tb, v, n);
 	switch_port_families(tb, v, n);
+	tap_queue_families(tb, v, n);
 	for (size_t f = 0; f < sizeof(queue_counters) / sizeof(queue_counters[0]); f++) {
 		const struct queue_family *qf = &queue_counters[f];
 

@@ -176,6 +176,34 @@ bool port_switch_counters(const struct port *p, struct switch_port_counters *out
 	return true;
 }
 
+/**
+ * port_tap_queues() - how many queue fds the port's tap has.
+ * @p: the port
+ *
+ * Return: queues=N's N for a multi-queue tap, 1 for a single-queue one, 0 for other backends.
+ */
+unsigned port_tap_queues(const struct port *p)
+{
+	if (p->cfg.backend != PORT_BACKEND_TAP || !p->be)
+		return 0;
+	return tap_backend_nqueues(p->be);
+}
+
+/**
+ * port_tap_queue_stats() - one tap queue's packet counters (lock-free, any thread).
+ * @p: the port
+ * @i: the tap queue (queue pair i's)
+ * @out: filled
+ *
+ * Return: false (out untouched) for a port without tap queue @i.
+ */
+bool port_tap_queue_stats(const struct port *p, unsigned i, struct tap_queue_stats *out)
+{
+	if (p->cfg.backend != PORT_BACKEND_TAP || !p->be)
+		return false;
+	return tap_backend_queue_stats(p->be, i, out);
+}
+
 /* Device environment: real clock, timerfds, call fds. */
 static uint64_t env_now_ns(void *ctx)
 {

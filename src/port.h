@@ -38,4 +38,13 @@ struct switch_port_counters;
 /* port_switch_counters() - a switch port's counters (any thread); false for a tap port. */
 bool port_switch_counters(const struct port *p, struct switch_port_counters *out);
 
+struct tap_queue_stats;
+/*
+ * port_tap_queues() - a tap port's queue fds (queues=N > 1: N, IFF_MULTI_QUEUE); 1 for a
+ * single-queue tap, 0 for other backends.
+ */
+unsigned port_tap_queues(const struct port *p);
+/* port_tap_queue_stats() - tap queue i's counters (any thread); false: no such tap queue. */
+bool port_tap_queue_stats(const struct port *p, unsigned i, struct tap_queue_stats *out);
+
 #endif

@@ -8,6 +8,7 @@
 
 #include "port.h"
 #include "switch.h"
+#include "tap.h"
 
 /* One port as the statistics readers see it. */
 struct stats_port {
@@ -26,6 +27,10 @@ struct stats_port {
 	const char *segment; /* a switch port's L2 segment: "default" or its switch=NAME; NULL: tap */
 	unsigned vlan;	     /* an access port's vlan=N; 0: none */
 	struct switch_port_counters sw;
+	/* A multi-queue tap's queues (queues=N > 1), else 0: packets read from and written to
+	 * each queue's fd (queue i is queue pair i's). */
+	unsigned tap_queues;
+	struct tap_queue_stats tapq[TAP_MAX_QUEUES];
 };
 
 /* One queue: its state, counters (copied), coalescing parameters and lateness histogram. */

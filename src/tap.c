@@ -256,7 +256,6 @@ static inline __attribute__((always_inline)) int
 tap_send(struct tap_queue *tq, const struct virtio_net_hdr_v1 *hdr, const struct iovec *iov,
 	 unsigned iovcnt, size_t off, size_t frame_len)
 {
-	const char *name = tq->tap->name;
 	unsigned cnt;
 	ssize_t n;
 	int err;
@@ -265,7 +264,7 @@ tap_send(struct tap_queue *tq, const struct virtio_net_hdr_v1 *hdr, const struct
 		return -ENODEV;
 	cnt = tap_tx_iov(tq, hdr, iov, iovcnt, off, frame_len);
 	if (!cnt || cnt > IOV_MAX) {
-		log_guest("tap %s: dropped a guest packet of more than %d segments", name,
+		log_guest("tap %s: dropped a guest packet of more than %d segments", tq->tap->name,
 			  IOV_MAX - 1);
 		return -EMSGSIZE;
 	}
@@ -282,7 +281,7 @@ tap_send(struct tap_queue *tq, const struct virtio_net_hdr_v1 *hdr, const struct
 #endif
 	if (n >= 0) {
 		if (tq->down)
-			log_info("tap %s: is up again, sending guest packets", name);
+			log_info("tap %s: is up again, sending guest packets", tq->tap->name);
 		tq->down = false;
 		return 0;
 	}
@@ -294,14 +293,14 @@ tap_send(struct tap_queue *tq, const struct virtio_net_hdr_v1 *hdr, const struct
 		return -EAGAIN;
 	case EIO: /* the interface is down: expected for a while, say so once */
 		if (!tq->down)
-			log_warn("tap %s: is down, dropping guest packets until it is up", name);
+			log_warn("tap %s: is down, dropping guest packets until it is up", tq->tap->name);
 		tq->down = true;
 		break;
 	case EBADFD:
 		tap_fail(tq, "write: EBADFD");
 		break;
 	default: /* e.g. EINVAL for a header the kernel rejects */
-		log_guest("tap %s: dropped a guest packet: %s", name, strerror(err));
+		log_guest("tap %s: dropped a guest packet: %s", tq->tap->name, strerror(err));
 		break;
 	}
 	return -err;

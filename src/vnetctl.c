@@ -501,6 +501,21 @@ static void stats_rows(struct table *t, json_t *port)
 	}
 }
 
+/* A multi-queue tap's packets per queue fd, under the stats table. */
+static void print_tap_queues(json_t *port)
+{
+	json_t *tq = json_object_get(port, "tap_queues"), *q;
+	size_t i;
+
+	if (!json_array_size(tq))
+		return;
+	printf("%s tap queues (packets read/written per queue fd):", str_field(port, "name"));
+	json_array_foreach(tq, i, q)
+		printf(" q%" JSON_INTEGER_FORMAT " rx %" JSON_INTEGER_FORMAT " tx %" JSON_INTEGER_FORMAT,
+		       int_field(q, "queue"), int_field(q, "rx_packets"), int_field(q, "tx_packets"));
+	printf("\n");
+}
+
 static int cmd_stats(const char *path, int argc, char **argv)
 {
 	struct table t = {.ncols = 17, .align = "lrllrrrrrrrrlrrrl"};
@@ -543,6 +558,10 @@ static int cmd_stats(const char *path, int argc, char **argv)
 	json_array_foreach(json_object_get(reply, "ports"), i, p)
 		stats_rows(&t, p);
 	table_print_free(&t);
+	json_array_foreach(json_object_get(reply, "ports"), i, p) {
+		print_rss(p);
+		print_tap_queues(p);
+	}
 	printf("(STATE: on = enabled and running, BROKEN = stopped after a guest error; NOTIF\n"
 	       " notifications sent, SUPPR suppressed by the guest, HELD held back by coalescing,\n"
 	       " TIMER sent when a coalescing timer fired, LATE_* how late those timers fired,\n"
