@@ -165,3 +165,40 @@ void control_json_coal_modes(json_t *o, const struct vnet_dev *dev)
 	json_object_set_new(o, "tx_adaptive",
 			    json_boolean(vnet_dev_adaptive_mode(dev, VNET_QUEUE_TX)));
 }
+
+/**
+ * control_json_rss() - a port's RSS and hash reporting state, as "ports" and "stats" show it.
+ * @dev: the port's device (read lock-free: vnet_dev_rss_read(), safe while its worker runs)
+ *
+ * Return: null unless VIRTIO_NET_F_RSS or HASH_REPORT was negotiated; else {rss, hash_report,
+ * steering, reporting, hash_types, key (hex), indirection_table, unclassified_queue}.
+ */
+json_t *control_json_rss(const struct vnet_dev *dev)
+{
+	static const char *const type_names[] = {"ipv4", "tcpv4", "udpv4", "ipv6", "tcpv6",
+						 "udpv6", "ip_ex", "tcp_ex", "udp_ex"};
+	struct rss_view v;
+	const struct rss_config *c = &v.cfg;
+	json_t *types, *table;
+	char key[2 * RSS_KEY_MAX + 1];
+	unsigned klen;
+
+	vnet_dev_rss_read(dev, &v);
+	if (!v.rss && !v.hash_report)
+		return json_null();
+	types = json_array();
+	table = json_array();
+	for (unsigned i = 0; i < sizeof(type_names) / sizeof(type_names[0]); i++)
+		if (c->hash_types & (1u << i))
+			json_array_append_new(types, json_string(type_names[i]));
+	for (unsigned i = 0; i < c->table_len && i < RSS_TABLE_MAX; i++)
+		json_array_append_new(table, json_integer(c->table[i]));
+	klen = c->key_len < RSS_KEY_MAX ? c->key_len : RSS_KEY_MAX;
+	for (unsigned i = 0; i < klen; i++)
+		snprintf(key + 2 * i, 3, "%02x", c->key[i]);
+	key[2 * klen] = '\0';
+	return json_pack("{s:b,s:b,s:b,s:b,s:o,s:s,s:o,s:i}", "rss", v.rss, "hash_report",
+			 v.hash_report, "steering", v.steering, "reporting", v.reporting,
+			 "hash_types", types, "key", key, "indirection_table", table,
+			 "unclassified_queue", (int)c->unclassified);
+}

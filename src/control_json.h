@@ -23,6 +23,12 @@ json_t *control_json_check_keys(json_t *req, const char *cmd, const char *const 
 struct port *control_json_find_port(struct port *const *ports, unsigned nports, json_t *v,
 				    json_t **err);
 
+/*
+ * control_json_rss() - a port's RSS state (on/off, key in hex, indirection table, hash types),
+ * read lock-free; JSON null unless RSS or HASH_REPORT was negotiated.
+ */
+json_t *control_json_rss(const struct vnet_dev *dev);
+
 /* control_json_u64() - a counter as a JSON integer (signed 64-bit: clamped at LLONG_MAX). */
 json_t *control_json_u64(uint64_t v);
 

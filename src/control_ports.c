@@ -97,40 +97,6 @@ static void add_rx_filter(json_t *o, const struct vnet_dev *dev)
 				      f->mc_overflow));
 }
 
-/* RSS and hash reporting (VIRTIO_NET_F_RSS, HASH_REPORT): null unless one was negotiated. */
-static void add_rss(json_t *o, const struct vnet_dev *dev)
-{
-	static const char *const type_names[] = {"ipv4", "tcpv4", "udpv4", "ipv6", "tcpv6",
-						 "udpv6", "ip_ex", "tcp_ex", "udp_ex"};
-	uint64_t f = vnet_dev_features(dev);
-	bool steer, report;
-	const struct rss_config *c = vnet_dev_rss(dev, &steer, &report);
-	json_t *types, *table;
-	char key[2 * RSS_KEY_MAX + 1];
-
-	if (!(f & (BIT_ULL(VIRTIO_NET_F_RSS) | BIT_ULL(VIRTIO_NET_F_HASH_REPORT)))) {
-		json_object_set_new(o, "rss", json_null());
-		return;
-	}
-	types = json_array();
-	table = json_array();
-	for (unsigned i = 0; i < sizeof(type_names) / sizeof(type_names[0]); i++)
-		if (c->hash_types & (1u << i))
-			json_array_append_new(types, json_string(type_names[i]));
-	for (unsigned i = 0; i < c->table_len && i < RSS_TABLE_MAX; i++)
-		json_array_append_new(table, json_integer(c->table[i]));
-	for (unsigned i = 0; i < c->key_len && i < RSS_KEY_MAX; i++)
-		snprintf(key + 2 * i, 3, "%02x", c->key[i]);
-	key[2 * (c->key_len < RSS_KEY_MAX ? c->key_len : RSS_KEY_MAX)] = '\0';
-	json_object_set_new(o, "rss",
-			    json_pack("{s:b,s:b,s:b,s:b,s:o,s:s,s:o,s:i}", "rss",
-				      (f & BIT_ULL(VIRTIO_NET_F_RSS)) != 0, "hash_report",
-				      (f & BIT_ULL(VIRTIO_NET_F_HASH_REPORT)) != 0, "steering", steer,
-				      "reporting", report, "hash_types", types, "key", key,
-				      "indirection_table", table, "unclassified_queue",
-				      (int)c->unclassified));
-}
-
 /**
  * control_ports_list() - the "ports" command.
  * @call: the live ports.
@@ -159,7 +125,7 @@ json_t *control_ports_list(const struct control_call *call, json_t *req)
 		add_trunk(o, p);
 		if (o) {
 			add_rx_filter(o, port_dev(p));
-			add_rss(o, port_dev(p));
+			json_object_set_new(o, "rss", control_json_rss(port_dev(p)));
 		}
 		json_array_append_new(list, o);
 	}

@@ -91,6 +91,8 @@ static json_t *port_stats(struct port *p)
 			      "burst_kb", (json_int_t)sp.tx_rate.burst_kb, "rx", "mbit",
 			      (json_int_t)sp.rx_rate.mbit, "burst_kb",
 			      (json_int_t)sp.rx_rate.burst_kb));
+	if (q)
+		json_object_set_new(q, "rss", control_json_rss(port_dev(p)));
 	if (q && sp.tap_queues) {
 		json_t *tq = json_array();
 

@@ -320,6 +320,40 @@ static void tap_queue_families(struct textbuf *tb, const struct metrics_port_vie
 			}
 }
 
+/* RSS (VIRTIO_NET_F_RSS negotiated): whether it steers, and the table's entries per RX queue. */
+static void rss_families(struct textbuf *tb, const struct metrics_port_view *v, unsigned n)
+{
+	family(tb, "vnetd_port_rss_steering", "gauge",
+	       "Ports whose guest negotiated RSS: 1 while its indirection table picks the RX queue.");
+	for (unsigned i = 0; i < n; i++) {
+		if (!v[i].port.rss.rss)
+			continue;
+		tb_puts(tb, "vnetd_port_rss_steering");
+		port_labels(tb, &v[i].port);
+		tb_printf(tb, "} %d\n", v[i].port.rss.steering ? 1 : 0);
+	}
+	family(tb, "vnetd_port_rss_table_entries", "gauge",
+	       "While RSS steers: entries of the indirection table that pick RX queue pair "
+	       "`queue` (its weight).");
+	for (unsigned i = 0; i < n; i++) {
+		const struct rss_config *c = &v[i].port.rss.cfg;
+		unsigned count[VNET_MAX_QUEUE_PAIRS] = {0};
+
+		if (!v[i].port.rss.steering)
+			continue;
+		for (unsigned e = 0; e < c->table_len && e < RSS_TABLE_MAX; e++)
+			if (c->table[e] < VNET_MAX_QUEUE_PAIRS)
+				count[c->table[e]]++;
+		for (unsigned q = 0; q < VNET_MAX_QUEUE_PAIRS; q++) {
+			if (!count[q])
+				continue;
+			tb_puts(tb, "vnetd_port_rss_table_entries");
+			port_labels(tb, &v[i].port);
+			tb_printf(tb, ",queue=\"%u\"} %u\n", q, count[q]);
+		}
+	}
+}
+
 /**
  * metrics_format() - append every vnetd metric family (HELP, TYPE, samples) for these ports.
  * @tb: the text buffer
@@ -333,6 +367,7 @@ void metrics_format(struct textbuf *tb, const struct metrics_port_view *v, unsig
 	port_families(tb, v, n);
 	switch_port_families(tb, v, n);
 	tap_queue_families(tb, v, n);
+	rss_families(tb, v, n);
 	for (size_t f = 0; f < sizeof(queue_counters) / sizeof(queue_counters[0]); f++) {
 		const struct queue_family *qf = &queue_counters[f];
 

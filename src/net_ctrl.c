@@ -115,6 +115,56 @@ int net_ctrl_restore_rx(struct vnet_dev *dev, const struct vnet_rx_filter *f, co
 }
 
 /**
+ * net_ctrl_rss_publish() - publish the RSS state for readers on other threads
+ * @dev: the device
+ *
+ * After every change of the RSS settings (net_ctrl_rss_set()) or of the negotiated features.
+ * A seqcount over 64-bit words, like the queues' settings views (queue_view.c): odd while
+ * written, each word a release store. Context: the thread that owns the device.
+ */
+void net_ctrl_rss_publish(struct vnet_dev *dev)
+{
+	struct vnet_rss *r = &dev->rss;
+	uint64_t w[RSS_VIEW_WORDS] = {0};
+	struct rss_view v = {
+	    .rss = dev_has(dev, VIRTIO_NET_F_RSS),
+	    .hash_report = dev_has(dev, VIRTIO_NET_F_HASH_REPORT),
+	    .steering = r->steer,
+	    .reporting = r->report,
+	    .cfg = r->cfg,
+	};
+	uint32_t seq = __atomic_load_n(&r->pub_seq, __ATOMIC_RELAXED);
+
+	memcpy(w, &v, sizeof(v));
+	__atomic_store_n(&r->pub_seq, seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	for (unsigned i = 0; i < RSS_VIEW_WORDS; i++)
+		__atomic_store_n(&r->pub_w[i], w[i], __ATOMIC_RELEASE);
+	__atomic_store_n(&r->pub_seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+/**
+ * vnet_dev_rss_read() - the RSS state as last published, from any thread, without a lock
+ * @dev: the device
+ * @out: filled with one consistent copy (never a half-written one)
+ */
+void vnet_dev_rss_read(const struct vnet_dev *dev, struct rss_view *out)
+{
+	const struct vnet_rss *r = &dev->rss;
+	uint64_t w[RSS_VIEW_WORDS];
+	uint32_t s1, s2;
+
+	do {
+		s1 = __atomic_load_n(&r->pub_seq, __ATOMIC_ACQUIRE);
+		for (unsigned i = 0; i < RSS_VIEW_WORDS; i++)
+			w[i] = __atomic_load_n(&r->pub_w[i], __ATOMIC_ACQUIRE);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		s2 = __atomic_load_n(&r->pub_seq, __ATOMIC_RELAXED);
+	} while ((s1 & 1) || s1 != s2);
+	memcpy(out, w, sizeof(*out));
+}
+
+/**
  * net_ctrl_rss_set() - put RSS and hash settings in effect, or switch them off
  * @dev: the device
  * @c: validated settings (rss_cmd_parse()); NULL: all off
@@ -141,6 +191,7 @@ void net_ctrl_rss_set(struct vnet_dev *dev, const struct rss_config *c, bool ste
 		dev->rx_hdr.hash_report = 0;
 		dev->rx_hdr.padding_reserved = 0;
 	}
+	net_ctrl_rss_publish(dev);
 }
 
 /* RSS_CONFIG (with RSS) or HASH_CONFIG (with HASH_REPORT): all or nothing. */

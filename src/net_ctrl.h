@@ -25,4 +25,14 @@ int net_ctrl_restore_rx(struct vnet_dev *dev, const struct vnet_rx_filter *f, co
 /* net_ctrl_rss_set() - RSS / hash settings into effect (NULL: off); steer: the table picks. */
 void net_ctrl_rss_set(struct vnet_dev *dev, const struct rss_config *c, bool steer);
 
+struct rss_view;
+/*
+ * vnet_dev_rss_read() - vnet_dev_rss() and the negotiated RSS features, from any thread
+ * without a lock (a seqcount copy): what vnetctl stats reads while the workers run.
+ */
+void vnet_dev_rss_read(const struct vnet_dev *dev, struct rss_view *out);
+
+/* net_ctrl_rss_publish() - publish the RSS state (vnet_dev_rss_read()); after a feature change. */
+void net_ctrl_rss_publish(struct vnet_dev *dev);
+
 #endif

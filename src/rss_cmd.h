@@ -34,6 +34,18 @@ struct rss_config {
 	uint16_t table[RSS_TABLE_MAX]; /* 0-based RX queue numbers */
 };
 
+/* The RSS state as readers on other threads see it (vnet_dev_rss_read(): one consistent copy). */
+struct rss_view {
+	bool rss;	  /* VIRTIO_NET_F_RSS negotiated */
+	bool hash_report; /* VIRTIO_NET_F_HASH_REPORT negotiated */
+	bool steering;	  /* the indirection table picks the RX queue */
+	bool reporting;	  /* the header carries the hash */
+	struct rss_config cfg;
+};
+
+/* 64-bit words struct rss_view is published in (a seqcount, net_ctrl.c). */
+#define RSS_VIEW_WORDS ((sizeof(struct rss_view) + 7) / 8)
+
 /*
  * rss_cmd_parse() - validate the payload p[0..len) of VIRTIO_NET_CTRL_MQ_RSS_CONFIG
  * (hash_config false) or VIRTIO_NET_CTRL_MQ_HASH_CONFIG (true) against lim, into *out. Strict:

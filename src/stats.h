@@ -31,6 +31,7 @@ struct stats_port {
 	 * each queue's fd (queue i is queue pair i's). */
 	unsigned tap_queues;
 	struct tap_queue_stats tapq[TAP_MAX_QUEUES];
+	struct rss_view rss; /* the driver's RSS state (vnet_dev_rss_read()) */
 };
 
 /* One queue: its state, counters (copied), coalescing parameters and lateness histogram. */

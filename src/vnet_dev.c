@@ -217,6 +217,7 @@ int vnet_dev_set_features(struct vnet_dev *dev, uint64_t features)
 	}
 	if (dev->be_ops && dev->be_ops->set_offloads)
 		dev->be_ops->set_offloads(dev->be, dev->guest_offloads);
+	net_ctrl_rss_publish(dev); /* the RSS features readers see */
 	return 0;
 }
 

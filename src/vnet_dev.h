@@ -8,6 +8,7 @@
 #include <sys/uio.h>
 
 #include "guest_mem.h"
+#include "net_ctrl.h"
 #include "net_rate.h"
 #include "net_rx.h"
 #include "queue_view.h"
@@ -156,6 +157,7 @@ bool vnet_dev_link_up(const struct vnet_dev *dev);
 uint16_t vnet_dev_active_pairs(const struct vnet_dev *dev);
 /* vnet_dev_rss() - the driver's RSS / hash settings; whether they steer and are reported. */
 const struct rss_config *vnet_dev_rss(const struct vnet_dev *dev, bool *steering, bool *reporting);
+/* (vnet_dev_rss_read(), the same from any thread without a lock: net_ctrl.h.) */
 const char *vnet_queue_kind_name(enum vnet_queue_kind kind);
 
 /*

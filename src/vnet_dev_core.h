@@ -64,6 +64,9 @@ struct vnet_rss {
 	bool steer;  /* RSS_CONFIG with hash types: the indirection table picks the RX queue */
 	bool report; /* HASH_REPORT negotiated, hash types set: the header carries the hash */
 	struct toeplitz_key key; /* cfg.key unrolled */
+	/* struct rss_view for readers on other threads: seqcount, words (net_ctrl.c) */
+	uint32_t pub_seq;
+	uint64_t pub_w[RSS_VIEW_WORDS];
 };
 
 struct vnet_dev {

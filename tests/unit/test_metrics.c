@@ -211,6 +211,46 @@ static void test_exposition_switch_port(void **state)
 	free(tb.p);
 }
 
+/* A multi-queue tap with RSS: packets per tap queue fd, RSS steering and the table's weights. */
+static void test_exposition_mq_tap_and_rss(void **state)
+{
+	struct metrics_port_view v[2];
+	struct textbuf tb = {0};
+
+	(void)state;
+	memset(v, 0, sizeof(v));
+	v[0].port.name = "p0";
+	v[0].port.backend = "tap";
+	v[0].port.tap = "vtap0";
+	v[0].port.socket = "/run/a.sock";
+	v[0].port.tap_queues = 2;
+	v[0].port.tapq[0] = (struct tap_queue_stats){.rx_packets = 660, .tx_packets = 227};
+	v[0].port.tapq[1] = (struct tap_queue_stats){.rx_packets = 620, .tx_packets = 182};
+	v[0].port.rss.rss = v[0].port.rss.steering = true;
+	v[0].port.rss.cfg.table_len = 128;
+	for (unsigned i = 0; i < 128; i++)
+		v[0].port.rss.cfg.table[i] = i % 4 != 0; /* weight 1 3 */
+	/* p1: single-queue tap, no RSS: none of those samples. */
+	v[1].port.name = "p1";
+	v[1].port.backend = "tap";
+	v[1].port.tap = "tap1";
+	v[1].port.socket = "/run/b.sock";
+	metrics_format(&tb, v, 2);
+	assert_false(tb.oom);
+	assert_line(tb.p, "# TYPE vnetd_tap_queue_packets_total counter");
+	assert_line(tb.p, "vnetd_tap_queue_packets_total{port=\"p0\",queue=\"0\",dir=\"rx\"} 660");
+	assert_line(tb.p, "vnetd_tap_queue_packets_total{port=\"p0\",queue=\"0\",dir=\"tx\"} 227");
+	assert_line(tb.p, "vnetd_tap_queue_packets_total{port=\"p0\",queue=\"1\",dir=\"rx\"} 620");
+	assert_line(tb.p, "vnetd_tap_queue_packets_total{port=\"p0\",queue=\"1\",dir=\"tx\"} 182");
+	assert_line(tb.p, "# TYPE vnetd_port_rss_steering gauge");
+	assert_line(tb.p, "vnetd_port_rss_steering{port=\"p0\"} 1");
+	assert_line(tb.p, "vnetd_port_rss_table_entries{port=\"p0\",queue=\"0\"} 32");
+	assert_line(tb.p, "vnetd_port_rss_table_entries{port=\"p0\",queue=\"1\"} 96");
+	assert_null(strstr(tb.p, "vnetd_tap_queue_packets_total{port=\"p1\""));
+	assert_null(strstr(tb.p, "vnetd_port_rss_steering{port=\"p1\""));
+	free(tb.p);
+}
+
 /* Every sample line belongs to the family of the last # TYPE line, and each family is typed once.
  */
 static void test_exposition_structure(void **state)
@@ -321,6 +361,7 @@ int main(void)
 	    cmocka_unit_test(test_lateness_histogram_counts_every_sample),
 	    cmocka_unit_test(test_exposition_lines),
 	    cmocka_unit_test(test_exposition_switch_port),
+	    cmocka_unit_test(test_exposition_mq_tap_and_rss),
 	    cmocka_unit_test(test_exposition_structure),
 	    cmocka_unit_test(test_textbuf_grows),
 	    cmocka_unit_test(test_http_status),
