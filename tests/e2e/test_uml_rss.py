@@ -5,8 +5,10 @@ probe; `ethtool -X eth0 equal 2` and `ethtool -X eth0 hkey KEY weight 1 3` reach
 (and `ethtool -x` reads them back); `ethtool -N eth0 rx-flow-hash udp4 sd` / `sdfn` change the
 hash types; 64 UDP flows from the host land on the RX queues as a reference Toeplitz over the
 table predicts, within 10 points of the table's weights (vnetd's per-queue packet counters);
-the transfer is byte-exact."""
+the transfer is byte-exact. The tap is multi-queue (one fd per queue pair): the flows arrive
+through both tap fds, yet each frame's RX queue is the indirection table's choice, not its fd's."""
 
+import json
 import os
 import re
 
@@ -37,6 +39,12 @@ def ip4(a):
 
 def rss(vd):
     return vd.port_info()['p0']['rss']
+
+
+def tap_rx(vd):
+    """Packets read per tap queue fd (vnetctl stats --json "tap_queues")."""
+    port = json.loads(vd.ctl('stats', '--json').stdout)['ports'][0]
+    return [q['rx_packets'] for q in port.get('tap_queues', [])]
 
 
 def weights(table):
@@ -120,9 +128,9 @@ def run_guest(g, vd, ns, blob_sha):
         h = toeplitz(KEY, ip4(HOST) + ip4(GUEST) + (40000 + i).to_bytes(2, 'big') +
                      DPORT.to_bytes(2, 'big'))
         predicted[t[h & 127]] += PER_FLOW
-    a = vd.stats()
+    a, ta = vd.stats(), tap_rx(vd)
     send_flows(ns)
-    b = vd.stats()
+    b, tb = vd.stats(), tap_rx(vd)
     got = {q: b['p0'][2 * q]['packets'] - a['p0'][2 * q]['packets'] for q in (0, 1)}
     total = sum(got.values())
     share = {q: 100.0 * got[q] / max(total, 1) for q in got}
@@ -137,6 +145,16 @@ def run_guest(g, vd, ns, blob_sha):
           'per-queue packets as the reference Toeplitz predicts (%s vs %s)' % (got, predicted))
     check(abs(share[0] - 25) <= 10 and abs(share[1] - 75) <= 10,
           'shares within 10 points of the weights 25/75 (%.1f/%.1f)' % (share[0], share[1]))
+    st = json.loads(vd.ctl('stats', '--json').stdout)['ports'][0]
+    check(st['rss'] == rss(vd), 'vnetctl stats --json carries the same RSS state as ports')
+    text = vd.ctl('stats').stdout
+    check(re.search(r'p0 rss: steering on, .*\n  table 128 entries: rx0 x32 rx1 x96', text)
+          and 'key %s' % KEY.hex() in text and 'p0 tap queues' in text,
+          'vnetctl stats prints the RSS state (table weights, key) and the tap queues')
+    fd = [tb[i] - ta[i] for i in range(len(tb))] if len(ta) == len(tb) == 2 else []
+    print('read per tap queue fd: %s' % fd)
+    check(len(fd) == 2 and fd[0] > 0 and fd[1] > 0 and abs(sum(fd) - total) <= 4,
+          'the flows came through both tap queue fds (%s), the table placed them' % fd)
 
     rc, out = g.run('wget -q -O - http://%s:8000/blob | sha256sum' % HOST, timeout=300)
     check(rc == 0 and out.split()[0] == blob_sha, '%d MB host->guest byte-exact' % SIZE_MB)
