@@ -5,8 +5,9 @@ multi_queue bit). Without RSS, 64 UDP flows from the host are spread by the kern
 queues and each lands on the RX queue of the fd it was read from (vnetd's per-queue tap counters
 equal the RX queues' packets); guest->host TCP connections leave from both TX queues, each on its
 own tap fd (tap TX per fd equals the TX queue's packets), byte-exact both ways. vnetctl stats
-(text and --json) and the Prometheus metrics carry the packets per queue. port-del closes every
-queue fd (the tap goes away), port-add and a vnetd restart open both again."""
+(text and --json) and the Prometheus metrics carry the packets per queue. A second guest on the
+port (a reconnect) is served by both tap queues again; port-del closes every queue fd (the tap
+goes away), port-add and a vnetd restart open both again."""
 
 import json
 import os
@@ -106,9 +107,16 @@ def main():
             check('2 queues (IFF_MULTI_QUEUE)' in vd.log_tail(100000),
                   'vnetd says it attached 2 queues')
             host_addr(ns, TAP, HOST)
-            with HostServers(ns, HOST, wd), \
-                    UmlGuest(kit, sock, log_path=os.path.join(wd, 'guest.log')) as g:
-                run_guest(g, vd, ns, blob_sha)
+            with HostServers(ns, HOST, wd):
+                with UmlGuest(kit, sock, log_path=os.path.join(wd, 'guest.log')) as g:
+                    run_guest(g, vd, ns, blob_sha)
+                # A new frontend on the same port: both tap queues serve it from the start.
+                with UmlGuest(kit, sock, log_path=os.path.join(wd, 'guest-2.log')) as g:
+                    guest_addr(g, GUEST)
+                    rc, _ = g.run('ping -c 2 -W 5 %s' % HOST, timeout=60)
+                    check(rc == 0, 'reconnect: a second guest pings the host')
+                    g.run('ethtool -L eth0 combined 2', check=True)
+                    flows_by_tap_queue(vd, ns, 'reconnect: ')
             check(vd.alive(), 'vnetd still running')
             run_port_del_add(vd, ns, spec)
         check(tap_gone(ns), 'vnetd stopped: every queue fd closed (vtap0 is gone)')
@@ -116,6 +124,25 @@ def main():
             q = tap_queues(ns)
             check(q is not None and q[:2] == (2, 2) and q[2] & IFF_MULTI_QUEUE,
                   'vnetd restarted: vtap0 has 2 queues again (%s)' % (q,))
+
+
+def flows_by_tap_queue(vd, ns, what):
+    """Host -> guest: the kernel spreads flows over the tap's queues, each read by its pair."""
+    a = stats_json(vd)
+    check(len(a['tap']) == 2, '%svnetctl stats --json lists 2 tap queues' % what)
+    send_flows(ns)
+    b = stats_json(vd)
+    tap_rx = [delta(a, b, 'tap', i, 'rx_packets') for i in (0, 1)]
+    dev_rx = [delta(a, b, 'q', 2 * i, 'packets') for i in (0, 1)]
+    print('%shost->guest: read per tap queue %s, delivered per RX queue %s' % (what, tap_rx,
+                                                                               dev_rx))
+    check(sum(dev_rx) >= 0.9 * FLOWS * PER_FLOW, '%sat least 90 %% of the datagrams reached the '
+          'guest (%d of %d)' % (what, sum(dev_rx), FLOWS * PER_FLOW))
+    check(tap_rx[0] > 0 and tap_rx[1] > 0, '%sboth tap queue fds carried host->guest flows (%s)'
+          % (what, tap_rx))
+    check(all(abs(tap_rx[i] - dev_rx[i]) <= 4 for i in (0, 1)),
+          '%seach tap queue\'s packets went to its own RX queue (tap %s, RX %s)'
+          % (what, tap_rx, dev_rx))
 
 
 def run_guest(g, vd, ns, blob_sha):
@@ -127,21 +154,7 @@ def run_guest(g, vd, ns, blob_sha):
     check(vd.port_info()['p0']['rss'] is None, 'no RSS offered (rss=off): the tap queue decides')
     # No XPS: the driver spreads the guest's flows over its TX queues by their hash.
     g.run('for f in /sys/class/net/eth0/queues/tx-*/xps_cpus; do echo 0 > $f; done')
-
-    # Host -> guest: the kernel spreads flows over the tap's queues, each read by its pair.
-    a = stats_json(vd)
-    check(len(a['tap']) == 2, 'vnetctl stats --json lists 2 tap queues')
-    send_flows(ns)
-    b = stats_json(vd)
-    tap_rx = [delta(a, b, 'tap', i, 'rx_packets') for i in (0, 1)]
-    dev_rx = [delta(a, b, 'q', 2 * i, 'packets') for i in (0, 1)]
-    print('host->guest: read per tap queue %s, delivered per RX queue %s' % (tap_rx, dev_rx))
-    check(sum(dev_rx) >= 0.9 * FLOWS * PER_FLOW, 'at least 90 %% of the datagrams reached the '
-          'guest (%d of %d)' % (sum(dev_rx), FLOWS * PER_FLOW))
-    check(tap_rx[0] > 0 and tap_rx[1] > 0, 'both tap queue fds carried host->guest flows (%s)'
-          % tap_rx)
-    check(all(abs(tap_rx[i] - dev_rx[i]) <= 4 for i in (0, 1)),
-          'each tap queue\'s packets went to its own RX queue (tap %s, RX %s)' % (tap_rx, dev_rx))
+    flows_by_tap_queue(vd, ns, '')
 
     for n in range(2):
         rc, out = g.run('wget -q -O - http://%s:8000/blob | sha256sum' % HOST, timeout=300)
