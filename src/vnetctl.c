@@ -261,7 +261,7 @@ static int request(const char *path, json_t *req, json_t **reply)
 
 /* ---- Tables -------------------------------------------------------------------------------- */
 
-#define MAX_COLS 16
+#define MAX_COLS 24 /* the widest table (stats) has 17 columns */
 
 /* A text table: cells of each row collected first, printed with per-column widths. */
 struct table {
@@ -277,6 +277,10 @@ static void table_row(struct table *t, ...)
 	va_list ap;
 	unsigned i;
 
+	if (t->ncols > MAX_COLS) {
+		fprintf(stderr, "vnetctl: a table of %u columns (at most %d)\n", t->ncols, MAX_COLS);
+		exit(EXIT_USAGE);
+	}
 	if (!grown) {
 		fprintf(stderr, "vnetctl: out of memory\n");
 		exit(EXIT_USAGE);
