@@ -124,6 +124,10 @@ json_t *control_ports_list(const struct control_call *call, json_t *req)
 		add_worker(o, p);
 		add_trunk(o, p);
 		if (o) {
+			/* A tap's queue fds (queues=N > 1: IFF_MULTI_QUEUE, one per pair). */
+			json_object_set_new(o, "tap_queues",
+					    port_tap_queues(p) ? json_integer(port_tap_queues(p))
+							       : json_null());
 			add_rx_filter(o, port_dev(p));
 			json_object_set_new(o, "rss", control_json_rss(port_dev(p)));
 		}

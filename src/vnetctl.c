@@ -361,6 +361,11 @@ static json_t *port_value(const char *arg)
 	return s ? s : json_null(); /* not UTF-8: let the daemon say it is no port */
 }
 
+static json_int_t int_field(json_t *o, const char *key)
+{
+	return json_integer_value(json_object_get(o, key));
+}
+
 /* A port's RSS state under the ports table: on/off, hash types, key, the table's weights. */
 static void print_rss(json_t *p)
 {
@@ -411,7 +416,10 @@ static int cmd_ports(const char *path, int argc, char **argv)
 		bool vq = json_is_true(json_object_get(p, "vq_notf_coal"));
 		char ring[24];
 
-		if (str_field(p, "tap"))
+		if (str_field(p, "tap") && int_field(p, "tap_queues") > 1)
+			snprintf(backend, sizeof(backend), "tap:%s/mq%" JSON_INTEGER_FORMAT,
+				 str_field(p, "tap"), int_field(p, "tap_queues"));
+		else if (str_field(p, "tap"))
 			snprintf(backend, sizeof(backend), "tap:%s", str_field(p, "tap"));
 		else
 			snprintf(backend, sizeof(backend), "%s", str_field(p, "backend"));
@@ -445,17 +453,13 @@ static int cmd_ports(const char *path, int argc, char **argv)
 	table_print_free(&t);
 	json_array_foreach(json_object_get(reply, "ports"), i, p)
 		print_rss(p);
-	printf("(WORKER: the event-loop thread serving the port (--workers); SEGMENT: a switch port's"
+	printf("(WORKER: the event-loop thread serving the port (--workers); BACKEND tap:IF/mqN: a "
+	       "multi-queue\n tap, N queue fds; SEGMENT: a switch port's"
 	       "\n L2 segment (switch=NAME), NAME/vlanN for an access port (vlan=N); PAIRS: active/"
 	       "configured\n queue pairs; COAL and FEATURES: what the guest negotiated; GUARD: stall "
 	       "guard;\n ADAPTIVE: queue kinds in adaptive mode)\n");
 	json_decref(reply);
 	return EXIT_OK;
-}
-
-static json_int_t int_field(json_t *o, const char *key)
-{
-	return json_integer_value(json_object_get(o, key));
 }
 
 /* Early notifications of the stall guard: idle/ring/bytes. */

@@ -7,7 +7,8 @@ equal the RX queues' packets); guest->host TCP connections leave from both TX qu
 own tap fd (tap TX per fd equals the TX queue's packets), byte-exact both ways. vnetctl stats
 (text and --json) and the Prometheus metrics carry the packets per queue. A second guest on the
 port (a reconnect) is served by both tap queues again; port-del closes every queue fd (the tap
-goes away), port-add and a vnetd restart open both again."""
+goes away), port-add and a vnetd restart open both again; deleting the interface under vnetd
+is noticed once and vnetd keeps running."""
 
 import json
 import os
@@ -106,6 +107,9 @@ def main():
             check(q[2] & IFF_MULTI_QUEUE, 'vtap0 is a multi-queue tap (tun_flags 0x%x)' % q[2])
             check('2 queues (IFF_MULTI_QUEUE)' in vd.log_tail(100000),
                   'vnetd says it attached 2 queues')
+            check(vd.port_info()['p0']['tap_queues'] == 2 and
+                  'tap:%s/mq2' % TAP in vd.ctl('ports').stdout,
+                  'vnetctl ports shows the 2 tap queues (JSON and text)')
             host_addr(ns, TAP, HOST)
             with HostServers(ns, HOST, wd):
                 with UmlGuest(kit, sock, log_path=os.path.join(wd, 'guest.log')) as g:
@@ -124,6 +128,17 @@ def main():
             q = tap_queues(ns)
             check(q is not None and q[:2] == (2, 2) and q[2] & IFF_MULTI_QUEUE,
                   'vnetd restarted: vtap0 has 2 queues again (%s)' % (q,))
+            # The interface deleted under vnetd: every queue fd reports it; the port says so once.
+            ns.run(['ip', 'link', 'del', TAP])
+            deadline = time.monotonic() + 20
+            while 'the interface is gone' not in vd.log_tail(100000) and \
+                    time.monotonic() < deadline:
+                time.sleep(0.1)
+            log = vd.log_tail(100000)
+            check(log.count('the interface is gone') == 1 and vd.alive(),
+                  'ip link del: vnetd notices once, keeps running')
+            check(stats_json(vd)['tap'] and vd.port_info()['p0']['tap_queues'] == 2,
+                  'the port and its counters are still there')
 
 
 def flows_by_tap_queue(vd, ns, what):
