@@ -215,10 +215,11 @@ static __attribute__((noinline)) int rx_place(struct vnet_dev *dev, struct vnet_
 	return 1;
 }
 
-/* rx_place() for the common case, inline: the next chain is one buffer holding the packet. */
-static inline int rx_place_one(struct vnet_dev *dev, struct vnet_queue *q,
-			       struct virtio_net_hdr_v1_hash *hdr, const struct iovec *iov,
-			       unsigned iovcnt, size_t off, size_t frame_len)
+/* rx_place() for the common case, always inlined (into each receive entry point): the next chain
+ * is one buffer holding the packet. */
+static inline __attribute__((always_inline)) int
+rx_place_one(struct vnet_dev *dev, struct vnet_queue *q, struct virtio_net_hdr_v1_hash *hdr,
+	     const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len)
 {
 	struct vq_chain *c = q->chain;
 	size_t total = dev->hdr_len + frame_len;
