@@ -36,6 +36,12 @@ struct vnet_backend_ops {
 	 * most one budget (VNET_BUDGET_*). True: packets are left; call again later.
 	 */
 	bool (*rx_resume)(struct vnet_backend *be);
+	/*
+	 * Optional: the driver uses `pairs` queue pairs now (VQ_PAIRS_SET, RSS_CONFIG, a reset; 1
+	 * when attached): a backend with a queue of its own per pair (a multi-queue tap) stops
+	 * serving the others, so their traffic goes to the pairs in use.
+	 */
+	void (*set_pairs)(struct vnet_backend *be, unsigned pairs);
 };
 
 #endif

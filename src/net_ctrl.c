@@ -215,6 +215,7 @@ static uint8_t ctrl_rss(struct vnet_dev *dev, bool hash_config, const uint8_t *p
 	if (!hash_config)
 		dev->active_pairs = c.max_tx_vq; /* as QEMU: the pairs in use */
 	net_ctrl_rss_set(dev, &c, !hash_config);
+	dev_sync_pairs(dev);
 	return VIRTIO_NET_OK;
 }
 
@@ -232,6 +233,7 @@ static uint8_t ctrl_mq(struct vnet_dev *dev, uint8_t cmd, const uint8_t *p, size
 	dev->active_pairs = pairs;
 	if (dev->rss_on || dev->rss.cfg.key_len)
 		net_ctrl_rss_set(dev, NULL, false); /* as QEMU: a pair count ends RSS */
+	dev_sync_pairs(dev);
 	return VIRTIO_NET_OK;
 }
 

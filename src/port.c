@@ -279,6 +279,19 @@ static void port_tap_set_events(void *ctx, unsigned queue, int fd, uint32_t even
 	event_loop_mod(p->epfd, fd, events, port_ref(p, EV_TAP, queue, fd));
 }
 
+/* A multi-queue tap detached a queue (its pair unused) or attached it again. */
+static void port_tap_queue_attached(void *ctx, unsigned queue, int fd, bool attached,
+				    uint32_t events)
+{
+	struct port *p = ctx;
+
+	if (!attached)
+		event_loop_del(p->epfd, fd);
+	else if (event_loop_add(p->epfd, fd, events, port_ref(p, EV_TAP, queue, fd)) < 0)
+		log_err("%s: tap queue %u: cannot watch its fd again; the pair reads nothing",
+			p->name, queue);
+}
+
 /* Every queue's fd out of the worker's epoll set (tap_failed: they already are). */
 static void port_tap_unregister(struct port *p)
 {
@@ -338,6 +351,7 @@ static const struct tap_owner_ops port_tap_ops = {
 	.set_events = port_tap_set_events,
 	.failed = port_tap_failed,
 	.guest_fault = port_tap_guest_fault,
+	.queue_attached = port_tap_queue_attached,
 };
 
 /**

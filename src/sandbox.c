@@ -132,6 +132,8 @@ static const struct sandbox_rule sandbox_allow[] = {
 	ALLOW_IF(fcntl, ARG_EQ(1, F_SETFL)),
 	/* tap offloads follow the guest's features (tap.c); nothing else goes to a driver */
 	ALLOW_IF(ioctl, ARG_EQ(1, TUNSETOFFLOAD)),
+	/* a multi-queue tap's queues follow the pairs the guest uses (IFF_DETACH/ATTACH_QUEUE) */
+	ALLOW_IF(ioctl, ARG_EQ(1, TUNSETQUEUE)),
 	/* coalescing deadlines (port.c), clocks (vDSO fallback) */
 	ALLOW(timerfd_settime),
 	ALLOW(clock_gettime),

@@ -38,6 +38,8 @@ static void tap_update_events(struct tap_queue *tq)
 	if (want == tq->events)
 		return;
 	tq->events = want;
+	if (tq->detached)
+		return; /* not registered: attaching registers it with these */
 	if (t->owner && t->owner->set_events)
 		t->owner->set_events(t->owner_ctx, tq->index, tq->fd, want);
 }
@@ -313,12 +315,20 @@ static int tap_transmit(struct vnet_backend *be, const struct virtio_net_hdr_v1 
 	return tap_send(tq_of(be), hdr, iov, iovcnt, off, frame_len);
 }
 
-/* A multi-queue tap's: be is the sending pair's queue; counted per queue. */
+/*
+ * A multi-queue tap's: be is the sending pair's queue; counted per queue. A pair whose queue is
+ * detached (the driver said it uses fewer pairs, yet its ring still had packets, or a
+ * frontend that sets no pair count) sends through queue 0.
+ */
 static int tap_transmit_mq(struct vnet_backend *be, const struct virtio_net_hdr_v1 *hdr,
 			   const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len)
 {
 	struct tap_queue *tq = tq_of(be);
-	int r = tap_send(tq, hdr, iov, iovcnt, off, frame_len);
+	int r;
+
+	if (__builtin_expect(tq->detached, 0))
+		tq = tq->tap->q[0];
+	r = tap_send(tq, hdr, iov, iovcnt, off, frame_len);
 
 	if (r == 0)
 		stat_inc(&tq->stats.tx_packets);
@@ -359,6 +369,44 @@ static void tap_set_offloads(struct vnet_backend *be, uint64_t guest_features)
 	/* The old setting may offer more than the guest takes now: fall back to none. */
 	if (ioctl(tq->fd, TUNSETOFFLOAD, 0ul) < 0)
 		log_err("tap %s: TUNSETOFFLOAD 0: %s", tq->tap->name, strerror(errno));
+}
+
+/*
+ * The driver uses `pairs` queue pairs: queues from `pairs` on are detached from the interface
+ * (IFF_DETACH_QUEUE, as QEMU does), so the kernel spreads host-to-guest flows over the pairs in
+ * use only and never queues packets where no one reads; queues below it are attached again.
+ * Queue 0 always stays. A failed TUNSETQUEUE leaves that queue as it was (logged).
+ */
+static void tap_set_pairs(struct vnet_backend *be, unsigned pairs)
+{
+	struct tap_backend *t = tq_of(be)->tap;
+
+	if (!t->owner || !t->owner->queue_attached)
+		return;
+	for (unsigned i = 1; i < t->nq; i++) {
+		struct tap_queue *tq = t->q[i];
+		bool attach = i < pairs;
+		struct ifreq ifr;
+
+		if (tq->failed || attach == !tq->detached)
+			continue;
+		memset(&ifr, 0, sizeof(ifr));
+		ifr.ifr_flags = attach ? IFF_ATTACH_QUEUE : IFF_DETACH_QUEUE;
+		if (ioctl(tq->fd, TUNSETQUEUE, &ifr) < 0) {
+			log_warn("tap %s: TUNSETQUEUE %s queue %u: %s", t->name,
+				 attach ? "attach" : "detach", i, strerror(errno));
+			continue;
+		}
+		if (!attach) {
+			t->owner->queue_attached(t->owner_ctx, i, tq->fd, false, 0);
+			tq->detached = true;
+			continue;
+		}
+		tq->detached = false;
+		tq->events = (!tq->rx_pending && !tq->rx_nobufs ? EPOLLIN : 0) |
+			     (tq->tx_blocked ? EPOLLOUT : 0);
+		t->owner->queue_attached(t->owner_ctx, i, tq->fd, true, tq->events);
+	}
 }
 
 /* One queue after the guest posted receive buffers: see tap_rx_resume(). */
@@ -458,6 +506,7 @@ const struct vnet_backend_ops tap_mq_backend_ops = {
 	.transmit = tap_transmit_mq,
 	.set_offloads = tap_set_offloads,
 	.rx_resume = tap_rx_resume,
+	.set_pairs = tap_set_pairs,
 };
 
 /**
@@ -479,7 +528,7 @@ void tap_backend_handle_events(struct vnet_backend *be, unsigned i, uint32_t eve
 	if (i >= t->nq)
 		return;
 	tq = t->q[i];
-	if (tq->failed)
+	if (tq->failed || tq->detached)
 		return;
 	/* tun reports EPOLLERR only once the interface is unregistered; it stays that way. */
 	if (events & (EPOLLERR | EPOLLHUP)) {

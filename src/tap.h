@@ -34,6 +34,14 @@ struct tap_owner_ops {
 	 * unmapped it). The owner should drop the frontend, as it does after a SIGBUS.
 	 */
 	void (*guest_fault)(void *ctx);
+	/*
+	 * Optional (NULL: queues are never detached): a multi-queue tap detached queue's fd
+	 * from the interface (IFF_DETACH_QUEUE: the driver uses fewer pairs; a detached tun fd
+	 * reports EPOLLERR, so the owner unregisters it), or attached it again (register it with
+	 * epoll_events).
+	 */
+	void (*queue_attached)(void *ctx, unsigned queue, int fd, bool attached,
+			       uint32_t epoll_events);
 };
 
 /* Most queues a tap opens (one per queue pair of its port). */

@@ -40,6 +40,7 @@ struct tap_queue {
 	bool failed;		 /* the interface is gone: no more I/O (tap_fail() sets every queue's) */
 	bool down;		 /* the last transmit found the interface down (logged once) */
 	bool rx_nobufs;		 /* the guest has no RX buffers: leave packets in the kernel */
+	bool detached;		 /* IFF_DETACH_QUEUE'd (its pair unused): not in the owner's epoll */
 	size_t rx_pending;	 /* length of the packet waiting in rx_buf for guest buffers */
 	struct tap_queue_stats stats; /* stat_add() by the queue's thread */
 	struct iovec tx_iov[TAP_TX_IOV]; /* header, then the frame's pieces in guest memory */

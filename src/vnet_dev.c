@@ -168,6 +168,8 @@ void vnet_dev_attach_backend(struct vnet_dev *dev, const struct vnet_backend_ops
 	dev->be = be;
 	for (unsigned i = 0; i < dev->nqueues; i++)
 		dev->queues[i].be = be;
+	dev->be_pairs = 0; /* a new backend: tell it */
+	dev_sync_pairs(dev);
 	dev->offered = compute_offered(dev);
 	if (dev->be_ops && dev->be_ops->set_offloads)
 		dev->be_ops->set_offloads(dev->be, dev->guest_offloads);
@@ -333,6 +335,7 @@ void vnet_dev_reset(struct vnet_dev *dev)
 	memset(&dev->filter, 0, sizeof(dev->filter));
 	dev->filter.promisc = true;
 	net_ctrl_rss_set(dev, NULL, false); /* spec: every hash type off, report NONE */
+	dev_sync_pairs(dev);
 	coal_policy_reset(dev);
 	vnet_dev_queue_assign_kinds(dev);
 	for (unsigned i = 0; i < dev->nqueues; i++)

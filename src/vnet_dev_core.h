@@ -75,6 +75,7 @@ struct vnet_dev {
 	void *env_ctx;
 	const struct vnet_backend_ops *be_ops;
 	struct vnet_backend *be;
+	uint16_t be_pairs; /* active pairs the backend was last told (set_pairs; 0: not yet) */
 	uint64_t offered;
 	uint64_t features;
 	uint64_t guest_offloads;   /* current GUEST_* offloads (CTRL_GUEST_OFFLOADS) */
@@ -146,6 +147,19 @@ static inline struct coal_adapt_counters dev_adapt_counters(const struct vnet_de
 }
 
 /* dev_queue_usable() - enabled, started and not broken. */
+/*
+ * dev_sync_pairs() - tell the backend the driver's active queue pairs if they changed since it
+ * was last told (backend.h set_pairs); after every change of active_pairs, and when a queue is
+ * enabled (a state load may have set them).
+ */
+static inline void dev_sync_pairs(struct vnet_dev *dev)
+{
+	if (dev->be_ops && dev->be_ops->set_pairs && dev->be_pairs != dev->active_pairs) {
+		dev->be_pairs = dev->active_pairs;
+		dev->be_ops->set_pairs(dev->be, dev->active_pairs);
+	}
+}
+
 static inline bool dev_queue_usable(const struct vnet_queue *q)
 {
 	return q->enabled && q->vq.started && !q->vq.broken;

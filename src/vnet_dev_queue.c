@@ -238,6 +238,7 @@ void vnet_dev_queue_enable(struct vnet_dev *dev, unsigned qidx, bool enable)
 		return;
 	}
 	q->enabled = true;
+	dev_sync_pairs(dev); /* a state load (restart, migration) may have set the pairs */
 	/*
 	 * Virtio re-enable (rings set up anew while disabled): the last TX_SET / RX_SET, else 0.
 	 * A vhost-user enable cycle on the same rings (e.g. QEMU switching queue pairs) keeps the

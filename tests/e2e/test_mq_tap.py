@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
 """A multi-queue tap (queues=2) with a Linux 7.2 UML guest: vnetd opens vtap0 with
-IFF_MULTI_QUEUE, one fd per queue pair (sysfs shows 2 RX and 2 TX queues, tun_flags the
-multi_queue bit). Without RSS, 64 UDP flows from the host are spread by the kernel over both tap
+IFF_MULTI_QUEUE, one fd per queue pair (tun_flags has the multi_queue bit); queues of pairs the
+guest does not use are detached (sysfs shows 1 queue until `ethtool -L eth0 combined 2`, 2 after,
+1 again after the guest goes), and with 1 pair every flow comes through tap queue 0 straight into
+guest buffers. With 2 pairs and without RSS, 64 UDP flows from the host are spread by the kernel over both tap
 queues and each lands on the RX queue of the fd it was read from (vnetd's per-queue tap counters
 equal the RX queues' packets); guest->host TCP connections leave from both TX queues, each on its
 own tap fd (tap TX per fd equals the TX queue's packets), byte-exact both ways. vnetctl stats
@@ -35,6 +37,15 @@ def tap_queues(ns):
     words = r.stdout.split()
     return (len([w for w in words if w.startswith('rx-')]),
             len([w for w in words if w.startswith('tx-')]), int(words[-1], 16))
+
+
+def wait_for(cond, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
 
 
 def tap_gone(ns, timeout=20.0):
@@ -102,9 +113,10 @@ def main():
     with Netns('vnetd-e2e-mq-tap') as ns:
         with Vnetd(ns, [spec], wd, extra=['--metrics', '127.0.0.1:0']) as vd:
             q = tap_queues(ns)
-            check(q is not None and q[0] == 2 and q[1] == 2,
-                  'vtap0 has 2 RX and 2 TX queues (sysfs: %s)' % (q,))
-            check(q[2] & IFF_MULTI_QUEUE, 'vtap0 is a multi-queue tap (tun_flags 0x%x)' % q[2])
+            check(q is not None and q[2] & IFF_MULTI_QUEUE,
+                  'vtap0 is a multi-queue tap (tun_flags 0x%x)' % (q[2] if q else 0))
+            check(q[:2] == (1, 1), 'no guest yet (1 pair in use): the 2nd queue is detached, '
+                  'sysfs shows 1 RX and 1 TX queue (%s)' % (q,))
             check('2 queues (IFF_MULTI_QUEUE)' in vd.log_tail(100000),
                   'vnetd says it attached 2 queues')
             check(vd.port_info()['p0']['tap_queues'] == 2 and
@@ -120,14 +132,18 @@ def main():
                     rc, _ = g.run('ping -c 2 -W 5 %s' % HOST, timeout=60)
                     check(rc == 0, 'reconnect: a second guest pings the host')
                     g.run('ethtool -L eth0 combined 2', check=True)
+                    check(tap_queues(ns)[:2] == (2, 2), 'reconnect: 2 tap queues attached')
                     flows_by_tap_queue(vd, ns, 'reconnect: ')
+                check(wait_for(lambda: tap_queues(ns)[:2] == (1, 1)),
+                      'the guest gone (device reset): the 2nd tap queue detached again')
             check(vd.alive(), 'vnetd still running')
             run_port_del_add(vd, ns, spec)
         check(tap_gone(ns), 'vnetd stopped: every queue fd closed (vtap0 is gone)')
         with Vnetd(ns, [spec], wd) as vd:
             q = tap_queues(ns)
-            check(q is not None and q[:2] == (2, 2) and q[2] & IFF_MULTI_QUEUE,
-                  'vnetd restarted: vtap0 has 2 queues again (%s)' % (q,))
+            check(q is not None and q[:2] == (1, 1) and q[2] & IFF_MULTI_QUEUE and
+                  vd.port_info()['p0']['tap_queues'] == 2,
+                  'vnetd restarted: vtap0 multi-queue again, 2 fds, the 2nd detached (%s)' % (q,))
             # The interface deleted under vnetd: every queue fd reports it; the port says so once.
             ns.run(['ip', 'link', 'del', TAP])
             deadline = time.monotonic() + 20
@@ -164,7 +180,21 @@ def run_guest(g, vd, ns, blob_sha):
     guest_addr(g, GUEST)
     rc, _ = g.run('ping -c 2 -W 5 %s' % HOST, timeout=60)
     check(rc == 0, 'guest pings the host through vnetd')
+    # One pair in use: everything through tap queue 0, straight into guest buffers.
+    check(vd.port_info()['p0']['active_pairs'] == 1 and tap_queues(ns)[:2] == (1, 1),
+          'the guest uses 1 pair: the tap has 1 queue attached')
+    a = stats_json(vd)
+    send_flows(ns)
+    b = stats_json(vd)
+    tap_rx = [delta(a, b, 'tap', i, 'rx_packets') for i in (0, 1)]
+    direct = b['queues'][0]['rx_direct'] - a['queues'][0]['rx_direct']
+    check(tap_rx[1] == 0 and tap_rx[0] >= 0.5 * FLOWS * PER_FLOW and
+          direct >= tap_rx[0] // 2,
+          '1 pair: the flows all came through tap queue 0 (%s), read straight into guest '
+          'buffers (%d)' % (tap_rx, direct))
     g.run('ethtool -L eth0 combined 2', check=True)
+    check(tap_queues(ns)[:2] == (2, 2), 'ethtool -L combined 2: vnetd attached the 2nd tap '
+          'queue (sysfs: 2 RX, 2 TX queues)')
     check(vd.port_info()['p0']['active_pairs'] == 2, 'the guest uses both queue pairs')
     check(vd.port_info()['p0']['rss'] is None, 'no RSS offered (rss=off): the tap queue decides')
     # No XPS: the driver spreads the guest's flows over its TX queues by their hash.
@@ -217,8 +247,9 @@ def run_port_del_add(vd, ns, spec):
     check(tap_gone(ns), 'port-del: every queue fd closed (vtap0 is gone)')
     name = vd.ctl('port-add', spec).stdout.strip()
     q = tap_queues(ns)
-    check(q is not None and q[:2] == (2, 2) and q[2] & IFF_MULTI_QUEUE,
-          'port-add: %s has vtap0 with 2 queues again (%s)' % (name, q,))
+    check(q is not None and q[:2] == (1, 1) and q[2] & IFF_MULTI_QUEUE and
+          vd.port_info()[name]['tap_queues'] == 2,
+          'port-add: %s has vtap0 multi-queue again, 2 fds, the 2nd detached (%s)' % (name, q,))
     check(len(stats_json(vd)['tap']) == 2, 'and its 2 tap queues in vnetctl stats')
 
 

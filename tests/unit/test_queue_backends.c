@@ -37,7 +37,17 @@ static int q_transmit(struct vnet_backend *be, const struct virtio_net_hdr_v1 *h
 	return 0;
 }
 
-static const struct vnet_backend_ops q_ops = {.kind = "q-test", .transmit = q_transmit};
+static unsigned pairs_told[8], npairs_told;
+
+static void q_set_pairs(struct vnet_backend *be, unsigned pairs)
+{
+	(void)be;
+	if (npairs_told < 8)
+		pairs_told[npairs_told++] = pairs;
+}
+
+static const struct vnet_backend_ops q_ops = {
+    .kind = "q-test", .transmit = q_transmit, .set_pairs = q_set_pairs};
 
 static struct test_dev *pairs_dev(uint16_t active)
 {
@@ -200,6 +210,29 @@ static void test_tx_through_each_pairs_handle(void **state)
 	td_free(td);
 }
 
+/* The backend hears of every change of the pairs in use, once each. */
+static void test_backend_told_the_pairs_in_use(void **state)
+{
+	struct test_dev *td = pairs_dev(1);
+	uint8_t in[4] = {VIRTIO_NET_CTRL_MQ, VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET};
+
+	(void)state;
+	npairs_told = 0;
+	vnet_dev_attach_backend(td->dev, &q_ops, &be0);
+	put_le16(in + 2, 2);
+	assert_int_equal(td_exec(td, in, sizeof(in)), VIRTIO_NET_OK);
+	assert_int_equal(td_exec(td, in, sizeof(in)), VIRTIO_NET_OK); /* no change: not told */
+	put_le16(in + 2, 3); /* more than the device has: refused, not told */
+	assert_int_equal(td_exec(td, in, sizeof(in)), VIRTIO_NET_ERR);
+	vnet_dev_reset(td->dev);
+	assert_int_equal(npairs_told, 3);
+	assert_int_equal(pairs_told[0], 1); /* attached: 1 pair */
+	assert_int_equal(pairs_told[1], 2);
+	assert_int_equal(pairs_told[2], 1); /* reset */
+	vnet_dev_attach_backend(td->dev, NULL, NULL);
+	td_free(td);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -207,6 +240,7 @@ int main(void)
 	    cmocka_unit_test_teardown(test_receive_pair_beyond_the_active_ones, td_cleanup),
 	    cmocka_unit_test_teardown(test_receive_pair_runt_and_giant, td_cleanup),
 	    cmocka_unit_test_teardown(test_tx_through_each_pairs_handle, td_cleanup),
+	    cmocka_unit_test_teardown(test_backend_told_the_pairs_in_use, td_cleanup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
