@@ -320,9 +320,8 @@ static int port_tap_attach(struct port *p)
 	p->be = tap_backend_open(p->cfg.tap_name, nq, p->dev, &port_tap_ops, p);
 	if (!p->be)
 		return -1;
-	vnet_dev_attach_backend(p->dev, tap_backend_ops_of(p->be), p->be);
-	for (unsigned i = 1; i < tap_backend_nqueues(p->be); i++)
-		(void)vnet_dev_attach_queue_backend(p->dev, i, tap_backend_queue(p->be, i));
+	/* Every fd first: attaching tells the tap the pairs in use, and it then detaches (and
+	 * unregisters) the queues of the others. */
 	for (unsigned i = 0; i < tap_backend_nqueues(p->be); i++) {
 		int fd = tap_backend_queue_fd(p->be, i);
 
@@ -333,6 +332,9 @@ static int port_tap_attach(struct port *p)
 			return -1;
 		}
 	}
+	vnet_dev_attach_backend(p->dev, tap_backend_ops_of(p->be), p->be);
+	for (unsigned i = 1; i < tap_backend_nqueues(p->be); i++)
+		(void)vnet_dev_attach_queue_backend(p->dev, i, tap_backend_queue(p->be, i));
 	return 0;
 }
 

@@ -528,7 +528,13 @@ void tap_backend_handle_events(struct vnet_backend *be, unsigned i, uint32_t eve
 	if (i >= t->nq)
 		return;
 	tq = t->q[i];
-	if (tq->failed || tq->detached)
+	if (tq->detached) {
+		/* A detached tun fd reports EPOLLERR: it should not be registered at all. */
+		if (events && t->owner && t->owner->queue_attached)
+			t->owner->queue_attached(t->owner_ctx, i, tq->fd, false, 0);
+		return;
+	}
+	if (tq->failed)
 		return;
 	/* tun reports EPOLLERR only once the interface is unregistered; it stays that way. */
 	if (events & (EPOLLERR | EPOLLHUP)) {
