@@ -6,7 +6,8 @@ stats is read over and over; the switch guests, whose ports are pinned on differ
 the switch's cross-worker queues; a tap port added at run time goes to a worker and works;
 every thread of vnetd runs under the seccomp filter. Ring layouts are mixed: one tap port and
 both switch ports offer packed rings (one switch port with IN_ORDER too), so frames cross
-workers between a packed and a packed+IN_ORDER ring, and the other tap port stays split."""
+workers between a packed and a packed+IN_ORDER ring, and the other tap port is split with
+IN_ORDER."""
 
 import json
 import os
@@ -41,11 +42,11 @@ def main():
     blob = os.path.join(wd, 'blob')
     sha = make_blob(blob, BLOB_MB)
     socks = [os.path.join(wd, 'p%d.sock' % i) for i in range(5)]
-    ports = ['socket=%s,tap=%s,packed=on' % (socks[0], TAPS[0]),
+    ports = ['socket=%s,tap=%s,packed=on,in-order=off' % (socks[0], TAPS[0]),
              'socket=%s,tap=%s,packed=off' % (socks[1], TAPS[1]),
-             'socket=%s,switch,mac=52:54:00:80:09:01,worker=0,packed=on' % socks[2],
+             'socket=%s,switch,mac=52:54:00:80:09:01,worker=0,packed=on,in-order=off' % socks[2],
              'socket=%s,switch,mac=52:54:00:80:09:02,worker=1,packed=on,in-order=on' % socks[3]]
-    rings = {'p0': ('packed', False), 'p1': ('split', False), 'p2': ('packed', False),
+    rings = {'p0': ('packed', False), 'p1': ('split', True), 'p2': ('packed', False),
              'p3': ('packed', True)}
     with Netns('vnetd-e2e-workers') as ns, \
             Vnetd(ns, ports, wd, extra=['--workers', '2']) as vd:
