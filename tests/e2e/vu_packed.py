@@ -61,7 +61,7 @@ class PackedRing:
         self.used_slot, self.used_wrap = 0, True     # where the next used descriptor comes
         self.free = list(range(num))   # buffer ids not in flight
         self.posted = collections.deque()  # (id, head slot, slots) in the order made available
-        self.pending = {}              # id -> (head slot, head flags): written, not yet published
+        self.pending = {}              # id -> [(head slot, head flags)]: written, not published
         self.done = collections.deque()  # completions read but not handed out (IN_ORDER batch)
         self.inuse = 0                 # slots the device owns or has not given back yet
         self.used_descs = 0            # used descriptors read (one per batch with IN_ORDER)
@@ -132,7 +132,7 @@ class PackedRing:
             flags = (0 if last else F_NEXT) | (F_WRITE if writable else 0)
             if k == 0:
                 self.set_desc(slot, addr, length, id, 0)
-                self.pending[id] = (slot, flags | head_flags | avail_bits(wrap))
+                self.pending.setdefault(id, []).append((slot, flags | head_flags | avail_bits(wrap)))
             else:
                 self.set_desc(slot, addr, length, id, flags | avail_bits(wrap))
         self.posted.append((id, head_slot, len(bufs)))
@@ -143,9 +143,19 @@ class PackedRing:
         """One descriptor naming an indirect table (gpa, bytes); returns its id, unpublished."""
         return self.add_chain([(table, table_len, False)], id, F_INDIRECT | extra_flags)
 
+    def unpublish(self, id):
+        """Forget the oldest unpublished list with this id: (head slot, the flags that would
+        have made it available); its head stays not available."""
+        heads = self.pending[id]
+        head = heads.pop(0)
+        if not heads:
+            del self.pending[id]
+        return head
+
     def put_avail(self, id):
-        """Make the list add_chain() returned available: its head's flags, written last."""
-        slot, flags = self.pending.pop(id)
+        """Make the oldest unpublished list with this id (add_chain() returned it) available:
+        its head's flags, written last."""
+        slot, flags = self.unpublish(id)
         self.set_flags(slot, flags)
 
     def kick(self):
