@@ -28,10 +28,13 @@ import time
 
 from harness import SKIP, VNETCTL, VNETD, workdir
 from hostile_env import Result, expect_alive_conn, expect_broken
-from hostile_packed_env import (MACS, PACKED, PACKED_EVENT_IDX, PACKED_INDIRECT, PACKED_IN_ORDER,
-                                PackedEnv, RxBuffers, payload, run_case, tx_frames)
+from hostile_packed_env import (COAL_USECS, PACKED, PACKED_EVENT_IDX, PACKED_INDIRECT,
+                                PACKED_IN_ORDER, PackedEnv, RxBuffers, expect_not_broken, fence,
+                                frame_to, kick_and_settle, nothing_consumed, run_case,
+                                rx_producer, send_from_p1, suppression_phases, tx_buf,
+                                tx_producer)
 import vhost_user_client as vu
-from vhost_user_client import CTRL_Q, NET_HDR_LEN, RX_Q, TX_Q, VirtioNetFrontend, ether_frame
+from vhost_user_client import CTRL_Q, NET_HDR_LEN, RX_Q, TX_Q, VirtioNetFrontend
 from vu_packed import (EVENT_DESC, EVENT_DISABLE, EVENT_ENABLE, F_AVAIL, F_INDIRECT, F_NEXT,
                        F_USED, F_WRITE)
 
@@ -47,63 +50,6 @@ def case(name, log=None, nolog=None):
 
 def broken_log(q, err):
     return r'queue %d: %s; queue stopped' % (q, re.escape(err))
-
-
-# ---- small tools ----
-def frame_to(dst, i=0, tag='p0'):
-    return ether_frame(MACS[dst], MACS[0], payload(tag, i))
-
-
-def tx_buf(f, fr):
-    """(gpa, len, False): the frame behind a zero virtio-net header, for add_chain()."""
-    b = f.mem.alloc(NET_HDR_LEN + len(fr))
-    f.mem.write(b, bytes(NET_HDR_LEN) + fr)
-    return b, NET_HDR_LEN + len(fr), False
-
-
-def fence(f):
-    """A vhost-user round trip on p0's connection: served by the worker that owns p0's queues,
-    so everything that worker was doing (a kick, a notification decision) is over."""
-    return f.vu.get_queue_num()
-
-
-def wait_kicks(env, q, before, timeout=2.0):
-    """Until vnetd counted a kick on p0's queue q beyond `before` (it walked the ring)."""
-    deadline = time.monotonic() + timeout
-    while env.stats('p0')[q]['kicks'] <= before and time.monotonic() < deadline:
-        time.sleep(0.01)
-
-
-def kick_and_settle(env, f, q):
-    before = env.stats('p0')[q]['kicks']
-    f.rings[q].kick()
-    wait_kicks(env, q, before)
-    fence(f)
-
-
-def send_from_p1(env, n=1, dst=0, tag='p1'):
-    """A good packed p1 frontend sends n frames to port dst; returns them."""
-    frames = [ether_frame(MACS[dst], MACS[1], payload(tag, i)) for i in range(n)]
-    with VirtioNetFrontend(env.socks[1], features=PACKED) as g:
-        g.setup()
-        tx_frames(g, frames)
-    env.wait_disconnected('p1')
-    return frames
-
-
-def expect_not_broken(env, res, q, what):
-    st = env.stats('p0')[q]
-    res.check(not st['broken'] and st['started'], 'p0 queue %d (%s) not broken after %s'
-              % (q, st['kind'], what))
-
-
-def nothing_consumed(env, res, f, q, what, packets_before, slot, desc):
-    """The descriptor at `slot` is as the driver wrote it (vnetd wrote no used descriptor
-    there) and the queue counted no packet."""
-    now = f.rings[q].get_desc(slot)
-    res.check(now == desc and env.stats('p0')[q]['packets'] == packets_before,
-              '%s: nothing consumed (descriptor %d unchanged, queue %d packets still %d)'
-              % (what, slot, q, packets_before))
 
 
 # =============================================================================================
@@ -411,52 +357,12 @@ ring_size_case(3, 20, 1)
 # =============================================================================================
 # Driver event suppression flipped while frames flow: never a notification while suppressed
 # =============================================================================================
-COAL_USECS = 30000   # p0's TX coalescing while flags flip: notifications held, then timers fire
-
-
-def suppression_phases(env, res, f, phases):
-    """phases: (label, flags, off_wrap or None, frames, expect 'none'|'some'|'held').
-
-    Each phase writes the driver event area, fences (p0's worker finished any decision made on
-    the old value) and drains the call fd; then transmits its frames. 'none': after they are all
-    used and twice the coalescing time has passed (held timers fired), the call fd must not have
-    been written. 'some': a notification arrives. 'held': move on at once, leaving the
-    coalescing timer armed (its decision falls in the next phase)."""
-    ring = f.rings[TX_Q]
-    for label, flags, off_wrap, n, expect in phases:
-        ring.set_driver_event(flags, ring.next_off_wrap(off_wrap) if off_wrap is not None else 0)
-        fence(f)
-        ring.call_count()
-        before = env.stats('p0')[TX_Q]
-        sent = tx_frames(f, [frame_to(2, i, label) for i in range(n)]) if n else True
-        if expect == 'held':
-            res.check(sent, '%s: %d frames used, notification left held' % (label, n))
-            continue
-        if expect == 'none':
-            time.sleep(2 * COAL_USECS / 1e6)
-            fence(f)
-            calls = ring.call_count()
-            after = env.stats('p0')[TX_Q]
-            res.check(sent and calls == 0,
-                      '%s: %d frames used, call-fd writes while suppressed: %d (vnetd: %d '
-                      'notifications, %d suppressed decisions)'
-                      % (label, n, calls, after['notifications'] - before['notifications'],
-                         after['suppressed'] - before['suppressed']))
-        else:
-            deadline, calls = time.monotonic() + 2.0, 0
-            while calls == 0 and time.monotonic() < deadline:
-                calls = ring.call_count()
-                time.sleep(0.002)
-            res.check(sent and calls > 0, '%s: %d frames used, notified (%d call-fd writes)'
-                      % (label, n, calls))
-
-
 @case('packed event suppression: ENABLE/DISABLE flipped mid-batch, coalescing on',
       nolog='legal driver behaviour')
 def suppression_flags(env, res):
     f = env.frontend().setup()
     res.check(f.coal_tx_set(8, COAL_USECS) == vu.VIRTIO_NET_OK, 'TX coalescing 8 frames / 30 ms')
-    suppression_phases(env, res, f, [
+    suppression_phases(env, res, f, TX_Q, tx_producer(f), [
         ('ENABLE', EVENT_ENABLE, None, 3, 'some'),
         ('ENABLE, then DISABLE before the held notification', EVENT_ENABLE, None, 3, 'held'),
         ('DISABLE (the held timer fires in it)', EVENT_DISABLE, None, 5, 'none'),
@@ -465,9 +371,21 @@ def suppression_flags(env, res):
         ('DISABLE with an off_wrap (ignored)', EVENT_DISABLE, 0, 4, 'none'),
         ('DESC without EVENT_IDX (taken as ENABLE)', EVENT_DESC, 100, 1, 'some'),
         ('DISABLE after DESC', EVENT_DISABLE, None, 40, 'none'),
+        ('ENABLE, 60 frames', EVENT_ENABLE, None, 60, 'some'),
+        ('60 frames kicked, DISABLE written while vnetd walks them', EVENT_DISABLE, None, 60,
+         'flip'),
         ('ENABLE at the end', EVENT_ENABLE, None, 2, 'some'),
     ])
     expect_not_broken(env, res, TX_Q, 'flags flipping')
+    # The same on the RX queue: frames from p1, RX coalescing on.
+    res.check(f.coal_rx_set(8, COAL_USECS) == vu.VIRTIO_NET_OK, 'RX coalescing 8 frames / 30 ms')
+    suppression_phases(env, res, f, RX_Q, rx_producer(env, f), [
+        ('RX ENABLE', EVENT_ENABLE, None, 2, 'some'),
+        ('RX ENABLE, then DISABLE before the held notification', EVENT_ENABLE, None, 2, 'held'),
+        ('RX DISABLE (the held timer fires in it)', EVENT_DISABLE, None, 10, 'none'),
+        ('RX ENABLE again', EVENT_ENABLE, None, 1, 'some'),
+    ])
+    expect_not_broken(env, res, RX_Q, 'flags flipping')
 
 
 @case('packed event suppression: DESC off_wrap (EVENT_IDX) moved mid-batch, across laps',
@@ -475,7 +393,7 @@ def suppression_flags(env, res):
 def suppression_desc(env, res):
     f = env.frontend(features=PACKED_EVENT_IDX, queue_size=16).setup()
     res.check(f.coal_tx_set(8, COAL_USECS) == vu.VIRTIO_NET_OK, 'TX coalescing 8 frames / 30 ms')
-    suppression_phases(env, res, f, [
+    suppression_phases(env, res, f, TX_Q, tx_producer(f), [
         ('ENABLE (first decision)', EVENT_ENABLE, None, 2, 'some'),
         ('DESC 5 ahead, 5 frames', EVENT_DESC, 5, 5, 'none'),
         ('DESC at the next slot, 1 frame', EVENT_DESC, 0, 1, 'some'),
