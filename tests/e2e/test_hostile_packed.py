@@ -458,6 +458,72 @@ chain_case('packed IN_ORDER TX: an id reused within a batch', TX_Q, id_reused,
            'buffer id reused while in flight', PACKED_IN_ORDER)
 
 
+# =============================================================================================
+# Ring state: SET_VRING_BASE in the packed encoding, good and bad; a list that never ends
+# =============================================================================================
+@case('packed ring resumed at slot 37, wrap 0: 100 frames byte-exact, GET_VRING_BASE exact',
+      nolog='a legal ring state')
+def resumed_base(env, res):
+    f = env.frontend()
+    f.negotiate()
+    f.set_mem()
+    for q in (RX_Q, TX_Q, CTRL_Q):
+        r = f.make_ring(q)
+        if q == TX_Q:
+            r.resume_at(37, False)
+        f.setup_ring(r)
+    tx = f.rings[TX_Q]
+    with VirtioNetFrontend(env.socks[2], features=PACKED) as peer:
+        peer.setup()
+        rx2 = RxBuffers(peer, count=64)
+        ok_n = 0
+        for start in range(0, 100, 20):
+            frames = [frame_to(2, i, 'resumed') for i in range(start, start + 20)]
+            done = all(f.transmit(fr) for fr in frames)
+            ok_n += sum(g == x for g, x in zip(rx2.frames(20), frames)) if done else 0
+    env.wait_disconnected('p2')
+    res.check(ok_n == 100, 'TX from slot 37 wrap 0, across two ring ends: %d of 100 frames at p2 '
+              'byte-exact' % ok_n)
+    want, got = tx.position(), f.vu.get_vring_base(TX_Q)
+    res.check(got == want, 'GET_VRING_BASE 0x%08x == the driver\'s position 0x%08x (slot %d wrap %d)'
+              % (got, want, tx.avail_slot, tx.avail_wrap))
+
+
+def bad_base_case(name, base):
+    def fn(env, res):
+        f = env.frontend()
+        f.negotiate()
+        f.set_mem()
+        for q in (RX_Q, TX_Q, CTRL_Q):
+            r = f.make_ring(q)
+            if q == TX_Q:
+                r.base = base
+            f.setup_ring(r)
+        st = env.stats('p0')[TX_Q]
+        res.check(not st['started'], 'p0 TX queue not started with base 0x%x' % base)
+        expect_alive_conn(res, f.vu, name)
+        res.check(f.ctrl(vu.CTRL_NOTF_COAL, vu.NOTF_COAL_RX_SET, bytes(8)) == vu.VIRTIO_NET_OK,
+                  'the other queues of p0 work (RX_SET acked OK)')
+    CASES.append((name, fn, r'queue %d: packed base 0x%x outside a ring of 64' % (TX_Q, base), None))
+
+
+bad_base_case('packed SET_VRING_BASE: avail slot beyond the ring', 0x8000 | 100)
+bad_base_case('packed SET_VRING_BASE: used slot beyond the ring', 0x8000 | (0x8000 | 64) << 16)
+
+
+def endless_list(f, r, w):
+    """Every slot of a ring of 8 made available with NEXT: the list never ends (its ninth
+    descriptor would be slot 0 again, in the next lap)."""
+    b = buf(f, 1024)
+    for i in range(r.num):
+        r.set_desc(i, b + 64 * i, 64, 0, F_NEXT | (F_AVAIL if i else 0))
+    r.set_flags(0, F_NEXT | F_AVAIL)
+
+
+chain_case('packed TX list that never ends (every slot NEXT)', TX_Q, endless_list,
+           'descriptor in a list not made available', size=8)
+
+
 @case('split IN_ORDER: the driver skips a descriptor', log=broken_log(TX_Q,
       'descriptors not used in ring order (IN_ORDER)'))
 def split_in_order_skip(env, res):

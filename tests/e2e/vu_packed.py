@@ -82,6 +82,18 @@ class PackedRing:
         """(addr, len, id, flags) of descriptor `slot` as it is in memory now."""
         return DESC.unpack(self.mem.read(self.desc + 16 * slot, 16))
 
+    def resume_at(self, slot, wrap):
+        """Before setup: the ring starts (SET_VRING_BASE) at `slot` with both wrap counters
+        `wrap`, as a ring that ran before (nothing in flight)."""
+        self.avail_slot = self.used_slot = slot
+        self.avail_wrap = self.used_wrap = wrap
+        self.base = slot | (0x8000 if wrap else 0)
+
+    def position(self):
+        """This driver's positions in GET_VRING_BASE's packed encoding (both halves)."""
+        return (self.avail_slot | (0x8000 if self.avail_wrap else 0) |
+                (self.used_slot | (0x8000 if self.used_wrap else 0)) << 16)
+
     def advance(self, n=1):
         """Move the driver's position n slots on (flipping its wrap counter at the end) without
         writing anything: returns the (slot, wrap) it was at."""
