@@ -18,6 +18,7 @@ PACKED = vu.DEFAULT_FEATURES | (1 << vu.VIRTIO_F_RING_PACKED)
 PACKED_INDIRECT = PACKED | (1 << vu.VIRTIO_RING_F_INDIRECT_DESC)
 PACKED_EVENT_IDX = PACKED | (1 << vu.VIRTIO_RING_F_EVENT_IDX)
 PACKED_IN_ORDER = PACKED | (1 << vu.VIRTIO_F_IN_ORDER)
+PACKED_MRG = PACKED | (1 << vu.VIRTIO_NET_F_MRG_RXBUF)
 
 
 class PackedEnv(hostile_env.Env):
@@ -183,9 +184,10 @@ def kick_and_settle(env, f, q):
     fence(f)
 
 
-def send_from_p1(env, n=1, dst=0, tag='p1'):
-    """A good packed p1 frontend sends n frames to port dst; returns them."""
-    frames = [ether_frame(MACS[dst], MACS[1], payload(tag, i)) for i in range(n)]
+def send_from_p1(env, n=1, dst=0, tag='p1', size=200):
+    """A good packed p1 frontend sends n frames (payloads of `size` bytes) to port dst; returns
+    them."""
+    frames = [ether_frame(MACS[dst], MACS[1], payload(tag, i, size)) for i in range(n)]
     with VirtioNetFrontend(env.socks[1], features=PACKED) as g:
         g.setup()
         tx_frames(g, frames)

@@ -29,7 +29,7 @@ import time
 from harness import SKIP, VNETCTL, VNETD, workdir
 from hostile_env import Result, expect_alive_conn, expect_broken
 from hostile_packed_env import (COAL_USECS, PACKED, PACKED_EVENT_IDX, PACKED_INDIRECT,
-                                PACKED_IN_ORDER, PackedEnv, RxBuffers, expect_not_broken, fence,
+                                PACKED_IN_ORDER, PACKED_MRG, PackedEnv, RxBuffers, expect_not_broken, fence,
                                 frame_to, kick_and_settle, nothing_consumed, run_case,
                                 rx_producer, send_from_p1, suppression_phases, tx_buf,
                                 tx_producer)
@@ -456,6 +456,71 @@ def in_order_scrambled(env, res):
 
 chain_case('packed IN_ORDER TX: an id reused within a batch', TX_Q, id_reused,
            'buffer id reused while in flight', PACKED_IN_ORDER)
+
+
+# =============================================================================================
+# Mergeable RX buffers: a frame over several buffers; too few buffers, given back and taken again
+# =============================================================================================
+SMALL = 128   # bytes per RX buffer: 12 + 1004 bytes take 8
+
+
+def post_small(f, n, ids=None):
+    ring, gpas = f.rings[RX_Q], []
+    for _ in range(n):
+        b = f.mem.alloc(SMALL)
+        gpas.append(b)
+        ring.put_avail(ring.add_chain([(b, SMALL, True)]))
+    ring.kick()
+    return gpas
+
+
+def rx_no_buffers(env):
+    return env.stats('p0')[RX_Q]['rx_no_buffers']
+
+
+def wait_rx_no_buffers(env, before, timeout=2.0):
+    deadline = time.monotonic() + timeout
+    while rx_no_buffers(env) <= before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return rx_no_buffers(env) > before
+
+
+@case('packed MRG_RXBUF: a frame over 8 buffers, too few posted first (given back, resumed)',
+      nolog='legal driver behaviour')
+def mrg_resume(env, res):
+    f = env.frontend(features=PACKED_MRG).setup()
+    ring = f.rings[RX_Q]
+    gpas = post_small(f, 5)  # 640 bytes: not enough for 12 + 1004
+    fence(f)
+    before = rx_no_buffers(env)
+    sent = send_from_p1(env, 1, 0, 'mrg', size=990)[0]
+    res.check(wait_rx_no_buffers(env, before), 'too few buffers: vnetd waits (rx_no_buffers)')
+    nothing = ring.peek_used() is None
+    gpas += post_small(f, 5)
+    used = [ring.get_used() for _ in range(8)]
+    ok = None not in used
+    data = b''.join(f.mem.read(gpas[i], u[1]) for i, u in enumerate(used)) if ok else b''
+    nbuf = int.from_bytes(data[10:12], 'little') if ok else 0
+    res.check(nothing and ok and nbuf == 8 and data[NET_HDR_LEN:] == sent,
+              'nothing used while short; then 8 buffers used in ring order, num_buffers %d, the '
+              'frame byte-exact' % nbuf)
+    expect_not_broken(env, res, RX_Q, 'buffers given back and taken again')
+
+
+@case('packed MRG_RXBUF: a buffer taken back after vnetd gave it back',
+      log=broken_log(RX_Q, 'available descriptor taken back'))
+def mrg_taken_back(env, res):
+    f = env.frontend(features=PACKED_MRG).setup()
+    ring = f.rings[RX_Q]
+    post_small(f, 5)
+    fence(f)
+    before = rx_no_buffers(env)
+    send_from_p1(env, 1, 0, 'mrg', size=990)
+    res.check(wait_rx_no_buffers(env, before), 'too few buffers: vnetd walked 5 and gave them back')
+    ring.set_flags(2, F_WRITE)  # the driver takes slot 2 back (neither AVAIL nor USED)
+    post_small(f, 5)
+    expect_broken(env, res, RX_Q, 'a buffer taken back')
+    expect_alive_conn(res, f.vu, 'a buffer taken back')
 
 
 # =============================================================================================
