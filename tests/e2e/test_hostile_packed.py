@@ -15,10 +15,12 @@ does one bad (or legal but unusual) thing. After every case (hostile_packed_env.
 Cases: wrap-counter lies, descriptors without the AVAIL bit, buffer ids out of range or reused
 while in flight, indirect tables (a good one byte-exact both ways; bad length, nested, outside
 memory, with NEXT, in a NEXT list, not negotiated), ring sizes that are not powers of two (200,
-3: traffic byte-exact over several laps), driver event suppression flipped between
-ENABLE/DISABLE/DESC while frames flow (call-fd writes counted), and IN_ORDER drivers that
-scramble or reuse ids (and a split IN_ORDER driver that skips a descriptor).
-Needs no root and no guest: switch ports create no interface.
+3: traffic byte-exact over several laps), mergeable RX buffers (too few, given back and taken
+again; one taken back by the driver meanwhile), SET_VRING_BASE in the packed encoding (a ring
+resumed mid-lap; slots beyond the ring), a list that never ends, driver event suppression
+flipped between ENABLE/DISABLE/DESC while frames flow (call-fd writes counted), and IN_ORDER
+drivers that scramble or reuse ids (and a split IN_ORDER driver that skips a descriptor).
+Needs no root and no guest: switch ports create no interface. About 12 s.
 """
 
 import os
@@ -29,10 +31,10 @@ import time
 from harness import SKIP, VNETCTL, VNETD, workdir
 from hostile_env import Result, expect_alive_conn, expect_broken
 from hostile_packed_env import (COAL_USECS, PACKED, PACKED_EVENT_IDX, PACKED_INDIRECT,
-                                PACKED_IN_ORDER, PACKED_MRG, PackedEnv, RxBuffers, expect_not_broken, fence,
-                                frame_to, kick_and_settle, nothing_consumed, run_case,
-                                rx_producer, send_from_p1, suppression_phases, tx_buf,
-                                tx_producer)
+                                PACKED_IN_ORDER, PACKED_MRG, PackedEnv, RxBuffers,
+                                expect_not_broken, fence, frame_to, kick_and_settle,
+                                nothing_consumed, run_case, rx_producer, send_from_p1,
+                                suppression_phases, tx_buf, tx_producer)
 import vhost_user_client as vu
 from vhost_user_client import CTRL_Q, NET_HDR_LEN, RX_Q, TX_Q, VirtioNetFrontend
 from vu_packed import (EVENT_DESC, EVENT_DISABLE, EVENT_ENABLE, F_AVAIL, F_INDIRECT, F_NEXT,
@@ -223,7 +225,7 @@ def write_table(f, entries):
     return t
 
 
-@case('packed indirect table, valid: TX and RX byte-exact')
+@case('packed indirect table, valid: TX and RX byte-exact', nolog='legal driver behaviour')
 def indirect_valid(env, res):
     with VirtioNetFrontend(env.socks[2], features=PACKED) as peer:
         peer.setup()
@@ -252,7 +254,8 @@ def indirect_valid(env, res):
     sent = send_from_p1(env, tag='indirect-rx')[0]
     u = rx.get_used()
     data = (f.mem.read(b, 100) + f.mem.read(b + 1024, 2000))[:u[1]] if u else b''
-    res.check(u is not None and data[NET_HDR_LEN:] == sent and f.mem.read(b + 100, 16) == b'\x5a' * 16,
+    untouched = f.mem.read(b + 100, 16) == b'\x5a' * 16
+    res.check(u is not None and data[NET_HDR_LEN:] == sent and untouched,
               'RX: a frame written across a two-entry indirect table, byte-exact, nothing '
               'outside the entries touched (used len %r)' % (u and u[1]))
     for q in (RX_Q, TX_Q):
