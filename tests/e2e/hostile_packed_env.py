@@ -3,12 +3,13 @@
 driver, p1 and p2 good), packed frontends, byte-exact traffic checks (test_hostile_packed.py)."""
 
 import os
+import re
 import time
 import traceback
 
 import hostile_env
 import vhost_user_client as vu
-from hostile_env import Result
+from hostile_env import Result, expect_alive_conn, expect_broken
 from vhost_user_client import (RX_Q, TX_Q, NET_HDR_LEN, VirtioNetFrontend, VhostUserError,
                                ether_frame)
 
@@ -150,6 +151,43 @@ def good_p0(env, res):
     except (VhostUserError, OSError) as e:
         res.check(False, 'p0: new good packed frontend works (%s)' % e)
     env.wait_disconnected('p0')
+
+
+# ---- the case registry (test_hostile_packed.py, hostile_packed_rings.py) ----
+# Each case is (name, function(env, res), log regex or None, why no log line is expected).
+CASES = []
+
+
+def case(name, log=None, nolog=None):
+    def reg(fn):
+        CASES.append((name, fn, log, nolog))
+        return fn
+    return reg
+
+
+def broken_log(q, err):
+    return r'queue %d: %s; queue stopped' % (q, re.escape(err))
+
+
+def chain_case(name, q, build, err, features=PACKED, size=64):
+    """A case whose build(f, ring, rx) writes a bad list into p0's queue q: the queue
+    breaks with `err`, the connection stays."""
+    def fn(env, res):
+        f = env.frontend(features=features, queue_size=size).setup()
+        ring = f.rings[q]
+        build(f, ring, q == RX_Q)
+        ring.kick()
+        if q == RX_Q:
+            send_from_p1(env)  # the walker meets RX lists only when a frame arrives
+        expect_broken(env, res, q, name)
+        expect_alive_conn(res, f.vu, name)
+    CASES.append((name, fn, broken_log(q, err), None))
+
+
+def buf(f, n=256):
+    return f.mem.alloc(n)
+
+
 
 
 # ---- small tools of the cases ----
