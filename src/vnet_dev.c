@@ -313,7 +313,7 @@ int vnet_dev_config_write(struct vnet_dev *dev, uint32_t offset, const void *buf
  *
  * Started queues stop (held completions signalled first); features, MAC, receive filter and
  * every coalescing parameter go back to their initial values (host defaults come back only
- * with coal_persist).
+ * with coal_persist). Frames the backend held for the guest's RX are dropped (ops->reset).
  */
 void vnet_dev_reset(struct vnet_dev *dev)
 {
@@ -321,6 +321,8 @@ void vnet_dev_reset(struct vnet_dev *dev)
 	for (unsigned i = 0; i < dev->nqueues; i++)
 		if (dev->queues[i].vq.started)
 			vnet_dev_queue_stop(dev, i);
+	if (dev->be_ops && dev->be_ops->reset)
+		dev->be_ops->reset(dev->be);
 	dev->features = 0;
 	dev->hdr_len = VNET_HDR_LEN;
 	dev->guest_offloads = 0;
