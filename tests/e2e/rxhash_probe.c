@@ -17,6 +17,7 @@
  */
 #include <arpa/inet.h>
 #include <linux/filter.h>
+#include <linux/if_ether.h>
 #include <linux/if_packet.h>
 #include <net/if.h>
 #include <poll.h>
