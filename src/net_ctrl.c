@@ -143,8 +143,8 @@ void net_ctrl_rss_set(struct vnet_dev *dev, const struct rss_config *c, bool ste
 	}
 }
 
-/* RSS_CONFIG (with RSS) or HASH_CONFIG (with HASH_REPORT): all or nothing. */
-static uint8_t ctrl_rss(struct vnet_dev *dev, bool hash_config, const uint8_t *p, size_t len)
+/* What this device's RSS settings may be (its config space). */
+static struct rss_limits rss_limits(const struct vnet_dev *dev)
 {
 	const struct rss_limits lim = {
 	    .max_pairs = dev->params.queue_pairs,
@@ -152,6 +152,59 @@ static uint8_t ctrl_rss(struct vnet_dev *dev, bool hash_config, const uint8_t *p
 	    .max_key_len = RSS_KEY_MAX,
 	    .supported = RSS_HASH_TYPES_SUPPORTED,
 	};
+
+	return lim;
+}
+
+/**
+ * net_ctrl_rss_restore() - check saved RSS settings (hostile), then put them in effect
+ * @dev: the device
+ * @c: the settings (a migration stream's or a state file's); table_len 0: off
+ * @steer: they steer (they came from an RSS_CONFIG with hash types)
+ * @why: on failure, what was wrong
+ *
+ * Refused for a device without rss=on unless they are off. Whether the hash is reported
+ * follows the negotiated features (again at vnet_dev_set_features()).
+ * Return: 0, or -1 with nothing changed.
+ */
+int net_ctrl_rss_restore(struct vnet_dev *dev, const struct rss_config *c, bool steer,
+			 const char **why)
+{
+	const struct rss_limits lim = rss_limits(dev);
+
+	if (rss_config_check(c, steer, &lim, why) < 0)
+		return -1;
+	if (c->table_len && !dev->params.rss)
+		return *why = "RSS settings for a device without rss=on", -1;
+	net_ctrl_rss_set(dev, c->table_len ? c : NULL, steer);
+	return 0;
+}
+
+/**
+ * net_ctrl_rss_features() - the negotiated features changed: hash reporting follows them
+ * @dev: the device
+ *
+ * Settings restored before the features were set (a migration destination) report the hash
+ * once HASH_REPORT is negotiated; nothing changes for settings the driver made.
+ */
+void net_ctrl_rss_features(struct vnet_dev *dev)
+{
+	struct vnet_rss *r = &dev->rss;
+
+	if (!r->cfg.table_len)
+		return;
+	r->report = r->cfg.hash_types && dev_has(dev, VIRTIO_NET_F_HASH_REPORT);
+	dev->rss_on = r->steer || r->report;
+	if (!r->report) {
+		dev->rx_hdr.hash_value = 0;
+		dev->rx_hdr.hash_report = 0;
+	}
+}
+
+/* RSS_CONFIG (with RSS) or HASH_CONFIG (with HASH_REPORT): all or nothing. */
+static uint8_t ctrl_rss(struct vnet_dev *dev, bool hash_config, const uint8_t *p, size_t len)
+{
+	const struct rss_limits lim = rss_limits(dev);
 	struct rss_config c;
 	const char *why;
 

@@ -25,4 +25,11 @@ int net_ctrl_restore_rx(struct vnet_dev *dev, const struct vnet_rx_filter *f, co
 /* net_ctrl_rss_set() - RSS / hash settings into effect (NULL: off); steer: the table picks. */
 void net_ctrl_rss_set(struct vnet_dev *dev, const struct rss_config *c, bool steer);
 
+/* net_ctrl_rss_restore() - saved RSS settings checked (hostile), then in effect; 0 or -1. */
+int net_ctrl_rss_restore(struct vnet_dev *dev, const struct rss_config *c, bool steer,
+			 const char **why);
+
+/* net_ctrl_rss_features() - after a feature change: hash reporting follows HASH_REPORT. */
+void net_ctrl_rss_features(struct vnet_dev *dev);
+
 #endif
