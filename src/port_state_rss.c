@@ -108,9 +108,10 @@ int port_state_rss_parse(json_t *v, unsigned pairs, struct port_state_rss *out, 
 	c->unclassified = (uint16_t)uncl;
 	c->max_tx_vq = (uint16_t)max_tx;
 	out->steer = json_is_true(steer);
+	why = "an empty table";
 	if (!c->table_len || rss_config_check(c, out->steer, &lim, &why) < 0) {
 		memset(out, 0, sizeof(*out));
-		return err_msg(err, err_len, "rss: %s", c->table_len ? why : "an empty table");
+		return err_msg(err, err_len, "rss: %s", why);
 	}
 	out->present = true;
 	return 0;
