@@ -31,7 +31,7 @@
  *      then (version 2) the RSS section, 12 + key_len + 2 * table_len bytes (rss_put()):
  *      {u8 flags (bit 0: steering), u32 hash_types, u16 table_len (0: no settings, all zero),
  *      u16 unclassified_queue, u16 max_tx_vq (0: set by HASH_CONFIG), u8 key_len,
- *      u8 reserved 0, key[key_len], u16 table[table_len]}, checked by rss_config_check();
+ *      key[key_len], u16 table[table_len]}, checked by rss_config_check();
  *      nothing after it.
  *
  * A newer version is refused rather than half understood.

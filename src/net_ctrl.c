@@ -198,6 +198,7 @@ void net_ctrl_rss_features(struct vnet_dev *dev)
 	if (!r->report) {
 		dev->rx_hdr.hash_value = 0;
 		dev->rx_hdr.hash_report = 0;
+		dev->rx_hdr.padding_reserved = 0;
 	}
 }
 

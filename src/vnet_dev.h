@@ -164,6 +164,7 @@ const struct rss_config *vnet_dev_rss(const struct vnet_dev *dev, bool *steering
  */
 int vnet_dev_restore_rss(struct vnet_dev *dev, const struct rss_config *c, bool steer,
 			 const char **why);
+
 const char *vnet_queue_kind_name(enum vnet_queue_kind kind);
 
 /*
