@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "le_bytes.h"
-#include "net_ctrl.h"
+#include "net_rss.h"
 #include "queue_view.h"
 #include "vnet_dev_core.h"
 
@@ -289,7 +289,7 @@ int dev_state_load(struct vnet_dev *dev, const uint8_t *buf, size_t len, const c
 	if (state_parse(dev, buf, len, &in, why) < 0)
 		return -1;
 	/* Checked against this device's limits; applied first, as the only step that can fail. */
-	if (net_ctrl_rss_restore(dev, &in.rss, in.rss_steer, why) < 0)
+	if (net_rss_restore(dev, &in.rss, in.rss_steer, why) < 0)
 		return -1;
 	/* All checked: apply. */
 	dev->active_pairs = in.active;

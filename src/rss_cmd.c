@@ -104,7 +104,7 @@ int rss_cmd_parse(const uint8_t *p, size_t len, bool hash_config, const struct r
 
 /**
  * rss_config_check() - validate settings saved elsewhere (a migration stream, a state file)
- * @c: the settings, as rss_cmd_parse() or net_ctrl_rss_set(NULL) could have left them
+ * @c: the settings, as rss_cmd_parse() or net_rss_set(NULL) could have left them
  * @steer: whether they are said to steer (an RSS_CONFIG with hash types)
  * @lim: what the device allows
  * @why: on failure, what was wrong (a constant string)

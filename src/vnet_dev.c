@@ -11,6 +11,7 @@
 #include "dev_state.h"
 #include "log.h"
 #include "net_ctrl.h"
+#include "net_rss.h"
 #include "net_rate.h"
 #include "net_rx.h"
 #include "queue_view.h"
@@ -206,7 +207,7 @@ int vnet_dev_set_features(struct vnet_dev *dev, uint64_t features)
 	else
 		dev->hdr_len = VNET_HDR_LEN - 2;
 	dev->guest_offloads = features & VNET_GUEST_OFFLOAD_MASK;
-	net_ctrl_rss_features(dev);
+	net_rss_features(dev);
 	vnet_dev_queue_assign_kinds(dev);
 	for (unsigned i = 0; i < dev->nqueues; i++) {
 		dev->queues[i].vq.event_idx = dev_has(dev, VIRTIO_RING_F_EVENT_IDX);
@@ -329,7 +330,7 @@ void vnet_dev_reset(struct vnet_dev *dev)
 	memcpy(dev->mac, dev->params.mac, 6);
 	memset(&dev->filter, 0, sizeof(dev->filter));
 	dev->filter.promisc = true;
-	net_ctrl_rss_set(dev, NULL, false); /* spec: every hash type off, report NONE */
+	net_rss_set(dev, NULL, false); /* spec: every hash type off, report NONE */
 	coal_policy_reset(dev);
 	vnet_dev_queue_assign_kinds(dev);
 	for (unsigned i = 0; i < dev->nqueues; i++)
@@ -381,47 +382,6 @@ bool vnet_dev_link_up(const struct vnet_dev *dev)
 uint16_t vnet_dev_active_pairs(const struct vnet_dev *dev)
 {
 	return dev->active_pairs;
-}
-
-/**
- * vnet_dev_rss() - the RSS and hash settings the driver made
- * @dev: the device
- * @steering: set to whether the indirection table picks the RX queue
- * @reporting: set to whether received packets carry their hash (HASH_REPORT)
- *
- * Context: the device's thread, or a reader accepting a torn view (the control socket).
- * Return: the last RSS_CONFIG / HASH_CONFIG in effect (all zero: none).
- */
-const struct rss_config *vnet_dev_rss(const struct vnet_dev *dev, bool *steering, bool *reporting)
-{
-	*steering = dev->rss.steer;
-	*reporting = dev->rss.report;
-	return &dev->rss.cfg;
-}
-
-/**
- * vnet_dev_restore_rss() - RSS settings a state file kept, back once the driver runs again
- * @dev: the device, its features negotiated
- * @c: the settings (hostile: checked as a migration stream's); table_len 0: off
- * @steer: they steer (an RSS_CONFIG with hash types)
- * @why: on failure, what was wrong
- *
- * Settings from an RSS_CONFIG bring back its max_tx_vq as the active queue pairs, as the
- * command did.
- * Return: 0, or -1 with nothing changed.
- */
-int vnet_dev_restore_rss(struct vnet_dev *dev, const struct rss_config *c, bool steer,
-			 const char **why)
-{
-	if (c->table_len && !dev_has(dev, VIRTIO_NET_F_RSS) && !dev_has(dev, VIRTIO_NET_F_HASH_REPORT))
-		return *why = "neither RSS nor HASH_REPORT negotiated", -1;
-	if (c->max_tx_vq && !dev_has(dev, VIRTIO_NET_F_RSS))
-		return *why = "RSS_CONFIG settings without VIRTIO_NET_F_RSS", -1;
-	if (net_ctrl_rss_restore(dev, c, steer, why) < 0)
-		return -1;
-	if (c->max_tx_vq)
-		dev->active_pairs = c->max_tx_vq;
-	return 0;
 }
 
 /**

@@ -14,7 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  * Byte 0: bit 0 HASH_CONFIG, bits 1-4 the device's pairs - 1; the rest is the payload. The
  * payload also goes through toeplitz_frame() as a frame, under the key and types it set.
  * Accepted settings must pass rss_config_check() (the check of saved ones), steering as
- * net_ctrl_rss_set() would make them.
+ * net_rss_set() would make them.
  */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
