@@ -491,6 +491,7 @@ class VirtioNetFrontend:
         self.rings = {}
         self.features = None
         self.protocol = 0
+        self.ctrl_q = CTRL_Q        # 2 * pairs with MQ
 
     # -- setup, step by step (hostile tests stop anywhere in between) --
     def negotiate(self):
@@ -553,7 +554,7 @@ class VirtioNetFrontend:
     def ctrl(self, cls, cmd, payload=b'', timeout=2.0):
         """Send one control command (header, payload, ack: three descriptors); returns the ack
         byte, or None if the device did not complete the command within timeout."""
-        ring = self.rings[CTRL_Q]
+        ring = self.rings[self.ctrl_q]
         hdr = self.mem.alloc(2)
         self.mem.write(hdr, bytes([cls, cmd]))
         bufs = [(hdr, 2, False)]
