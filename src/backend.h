@@ -37,6 +37,12 @@ struct vnet_backend_ops {
 	 */
 	bool (*rx_resume)(struct vnet_backend *be);
 	/*
+	 * The device was reset (the driver's reset, or its frontend went away): drop what the
+	 * backend holds for the guest's RX. Those frames were meant for a guest that is gone, and
+	 * must not reach the next one on this port. May be NULL (nothing held).
+	 */
+	void (*reset)(struct vnet_backend *be);
+	/*
 	 * Optional: the driver uses `pairs` queue pairs now (VQ_PAIRS_SET, RSS_CONFIG, a reset; 1
 	 * when attached): a backend with a queue of its own per pair (a multi-queue tap) stops
 	 * serving the others, so their traffic goes to the pairs in use.
