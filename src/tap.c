@@ -427,6 +427,21 @@ static void tap_queue_resume(struct tap_queue *tq)
 }
 
 /*
+ * The device was reset (backend.h reset): a packet read for the guest that is gone and waiting
+ * in a queue's buffer is dropped, not handed to the next guest; every queue reads again.
+ */
+static void tap_reset(struct vnet_backend *be)
+{
+	struct tap_backend *t = tq_of(be)->tap;
+
+	for (unsigned i = 0; i < t->nq; i++) {
+		t->q[i]->rx_pending = 0;
+		t->q[i]->rx_nobufs = false;
+		tap_update_events(t->q[i]);
+	}
+}
+
+/*
  * The guest posted receive buffers: deliver the waiting packet of each queue, then read the
  * tap again (the event loop's next EPOLLIN: reads there are bounded per event).
  */
@@ -497,6 +512,7 @@ const struct vnet_backend_ops tap_backend_ops = {
 	.transmit = tap_transmit,
 	.set_offloads = tap_set_offloads,
 	.rx_resume = tap_rx_resume,
+	.reset = tap_reset,
 };
 
 /* tap_mq_backend_ops - a multi-queue tap's: the same, with per-queue TX counters. */
@@ -506,6 +522,7 @@ const struct vnet_backend_ops tap_mq_backend_ops = {
 	.transmit = tap_transmit_mq,
 	.set_offloads = tap_set_offloads,
 	.rx_resume = tap_rx_resume,
+	.reset = tap_reset,
 	.set_pairs = tap_set_pairs,
 };
 
