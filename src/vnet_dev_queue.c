@@ -399,8 +399,8 @@ void vnet_dev_tx_resume(struct vnet_dev *dev)
 	for (unsigned i = 0; i < dev->nqueues; i++) {
 		struct vnet_queue *q = &dev->queues[i];
 
-		if (q->kind == VNET_QUEUE_TX && q->tx_blocked && dev_queue_usable(q) &&
-		    !q->scheduled)
+		if ((dev->qmask >> i & 1u) && q->kind == VNET_QUEUE_TX && q->tx_blocked &&
+		    dev_queue_usable(q) && !q->scheduled)
 			tx_run(dev, q);
 	}
 }
