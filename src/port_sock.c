@@ -27,10 +27,12 @@ static void port_kick_changed(void *ctx, unsigned qidx, int old_fd, int new_fd)
 {
 	struct port *p = ctx;
 
-	event_loop_del(p->epfd, old_fd);
+	/* A pair another worker runs (queue-workers=): its kicks go to that worker. */
+	event_loop_del(port_q_epfd(p, qidx), old_fd);
 	if (new_fd < 0)
 		return;
-	if (event_loop_add(p->epfd, new_fd, EPOLLIN, port_ref(p, EV_KICK, qidx, new_fd)) < 0)
+	if (event_loop_add(port_q_epfd(p, qidx), new_fd, EPOLLIN,
+			   port_ref(p, EV_KICK, qidx, new_fd)) < 0)
 		log_err("%s: cannot watch kick fd of queue %u", p->name, qidx);
 }
 
