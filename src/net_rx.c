@@ -194,7 +194,7 @@ static __attribute__((noinline)) int rx_place(struct vnet_dev *dev, struct vnet_
 }
 
 /* rx_place() for the common case, inline: the next chain is one buffer holding the packet. */
-static inline int rx_place_one(struct vnet_dev *dev, struct vnet_queue *q,
+static inline __attribute__((always_inline)) int rx_place_one(struct vnet_dev *dev, struct vnet_queue *q,
 			       struct virtio_net_hdr_v1_hash *hdr, const struct iovec *iov,
 			       unsigned iovcnt, size_t off, size_t frame_len)
 {
