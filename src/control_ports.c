@@ -70,9 +70,17 @@ static void add_worker(json_t *o, struct port *p)
 	const struct port_config *cfg = port_config(p);
 	json_t *qw;
 
+	uint64_t fr[4];
+
 	if (!o)
 		return;
 	json_object_set_new(o, "worker", json_integer((json_int_t)port_worker(p)));
+	if (port_switch_frames(p, fr))
+		json_object_set_new(o, "switch_frames",
+				    json_pack("{s:o,s:o,s:o,s:o}", "forwarded", control_json_u64(fr[0]),
+					      "flooded", control_json_u64(fr[1]), "dropped",
+					      control_json_u64(fr[2]), "crossed",
+					      control_json_u64(fr[3])));
 	if (!cfg->n_queue_workers)
 		return;
 	/* queue-workers=: the worker running each queue pair (its RX queue's) */

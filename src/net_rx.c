@@ -347,7 +347,8 @@ int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 
 /**
  * vnet_dev_receive_frame_on() - vnet_dev_receive_frame() into a given queue pair
  * @dev: the device, or the lane (vnet_dev_lane.c) that runs @pair
- * @pair: the pair the caller picked (vnet_dev_rx_pair()); one not active now: pair 0
+ * @pair: the pair the caller picked (vnet_dev_rx_pair()); one the device lacks: pair 0 (an
+ *        unusable one: dropped, counted)
  * @hdr_in: the backend's virtio-net header; NULL: all zero
  * @iov: the buffers holding the frame
  * @iovcnt: entries of @iov
@@ -363,7 +364,7 @@ int vnet_dev_receive_frame_on(struct vnet_dev *dev, unsigned pair,
 			      const struct virtio_net_hdr_v1 *hdr_in, const struct iovec *iov,
 			      unsigned iovcnt, size_t off, size_t frame_len)
 {
-	if (pair >= dev->active_pairs || 2u * pair >= dev->nqueues)
+	if (2u * pair + 1u >= dev->nqueues)
 		pair = 0;
 	return receive_frame(dev, hdr_in, iov, iovcnt, off, frame_len, (int)pair);
 }

@@ -34,7 +34,7 @@ int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 
 
 /*
  * vnet_dev_receive_frame_on() - the same into queue pair `pair` (picked by vnet_dev_rx_pair() on
- * another thread; one not active: pair 0), on the thread that runs that pair.
+ * another thread; one the device lacks: pair 0), on the thread that runs that pair.
  */
 int vnet_dev_receive_frame_on(struct vnet_dev *dev, unsigned pair,
 			      const struct virtio_net_hdr_v1 *hdr, const struct iovec *iov,

@@ -163,6 +163,25 @@ uint64_t port_rarps(const struct port *p)
 }
 
 /**
+ * port_switch_frames() - the switch's frame counters of port p, its lanes' included.
+ * @p: the port
+ * @out: [0] forwarded, [1] flooded, [2] dropped, [3] crossed (switch_port_stats(),
+ * switch_port_crossed())
+ *
+ * Plain reads of the workers' counters: with them parked (the "ports" request).
+ *
+ * Return: false (out untouched) for a tap port.
+ */
+bool port_switch_frames(const struct port *p, uint64_t out[4])
+{
+	if (p->cfg.backend != PORT_BACKEND_SWITCH || !p->be)
+		return false;
+	switch_port_stats(p->be, &out[0], &out[1], &out[2]);
+	out[3] = switch_port_crossed(p->be);
+	return true;
+}
+
+/**
  * port_switch_counters() - the switch's counters of port p (lock-free, switch_port_counters()).
  * @p: the port
  * @out: filled for a switch port

@@ -471,8 +471,15 @@ static inline uint64_t port_tag(const struct switch_port *p, unsigned pair_plus1
  * once. Elsewhere: queued for that worker; when full, a flood (`src` NULL) is dropped and a
  * unicast back-pressures its sender (-EAGAIN: cross_unicast()).
  */
-static int spread_deliver(struct switch_port *src, unsigned worker, struct switch_port *dst,
-			  const struct iovec *iov, unsigned iovcnt, size_t off, size_t len);
+static int spread_deliver(struct switch_port *src, unsigned worker, unsigned from_pair,
+			  struct switch_port *dst, const struct iovec *iov, unsigned iovcnt,
+			  size_t off, size_t len);
+
+/* The pair of the sender's TX queue (a spread destination's pick without MQ), 0 for uplinks. */
+static inline unsigned sender_pair(const struct switch_port *src)
+{
+	return src->dev ? vnet_dev_tx_pair(src->dev) : 0u;
+}
 
 /*
  * port_deliver(), or an uplink's deliver() when dst is one: `guarded` (a constant) is the
@@ -491,14 +498,12 @@ static inline __attribute__((always_inline)) void sw_deliver(struct switch_port 
 }
 
 /* sw_deliver() on a switch spread over workers: a spread port's pair may be another's. */
-static inline __attribute__((always_inline)) void xw_deliver(unsigned worker,
-							     struct switch_port *dst,
-							     const struct iovec *iov,
-							     unsigned iovcnt, size_t off, size_t len,
-							     const bool guarded)
+static inline __attribute__((always_inline)) void
+xw_deliver(unsigned worker, unsigned from_pair, struct switch_port *dst, const struct iovec *iov,
+	   unsigned iovcnt, size_t off, size_t len, const bool guarded)
 {
 	if (__builtin_expect(dst->npairs != 0, 0))
-		(void)spread_deliver(NULL, worker, dst, iov, iovcnt, off, len);
+		(void)spread_deliver(NULL, worker, from_pair, dst, iov, iovcnt, off, len);
 	else
 		sw_deliver(dst, iov, iovcnt, off, len, guarded);
 }
@@ -515,13 +520,13 @@ static unsigned xq_deliver(void *ctx, unsigned worker, uint64_t tag, const uint8
 
 	if (slot == SW_FLOOD) {
 		/* Not back to the sender: a spread port's home may be here, its lane the sender. */
-		unsigned from = (unsigned)(tag >> 16 & 0xffff);
+		unsigned from = (unsigned)(tag >> 16 & 0xffff), from_pair = (unsigned)(tag >> 32 & 0xff);
 
 		for (unsigned i = 0; i < w->nports; i++) {
 			dst = w->ports[i];
 			if (dst->is_lane || dst->slot + 1u == from)
 				continue;
-			xw_deliver(worker, dst, &iov, 1, 0, len, true);
+			xw_deliver(worker, from_pair, dst, &iov, 1, 0, len, true);
 		}
 		return w->nports;
 	}
@@ -542,7 +547,10 @@ static unsigned xq_deliver(void *ctx, unsigned worker, uint64_t tag, const uint8
 static void cross_send(struct switch_port *src, unsigned to, const struct switch_port *dst,
 		       const struct iovec *iov, unsigned iovcnt, size_t off, size_t len)
 {
-	uint64_t tag = dst ? port_tag(dst, 0) : SW_FLOOD | (uint64_t)(src->home->slot + 1u) << 16;
+	/* a flood names its sender (not back to it) and the sender's pair (a spread port's pick) */
+	uint64_t tag = dst ? port_tag(dst, 0)
+			   : SW_FLOOD | (uint64_t)(src->home->slot + 1u) << 16 |
+				     (uint64_t)sender_pair(src) << 32;
 
 	if (xq_push(src->sw->xq, src->worker, to, tag, iov, iovcnt, off, len) == 0)
 		src->crossed++;
@@ -576,10 +584,11 @@ static int cross_unicast(struct switch_port *src, unsigned to, uint64_t tag,
 	return 0;
 }
 
-static int spread_deliver(struct switch_port *src, unsigned worker, struct switch_port *dst,
-			  const struct iovec *iov, unsigned iovcnt, size_t off, size_t len)
+static int spread_deliver(struct switch_port *src, unsigned worker, unsigned from_pair,
+			  struct switch_port *dst, const struct iovec *iov, unsigned iovcnt,
+			  size_t off, size_t len)
 {
-	unsigned pair = vnet_dev_rx_pair(dst->dev, iov, iovcnt, off, len);
+	unsigned pair = vnet_dev_rx_pair(dst->dev, from_pair, iov, iovcnt, off, len);
 	struct switch_port *run = dst->pair_port[pair < dst->npairs ? pair : 0];
 	uint64_t tag = port_tag(run, pair + 1u);
 
@@ -661,8 +670,8 @@ transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size
 			if (dst != self) {
 				src->forwarded++;
 				if (xw && __builtin_expect(dst->npairs != 0, 0)) {
-					if (spread_deliver(src, src->worker, dst, iov, iovcnt, off,
-							   len) < 0) {
+					if (spread_deliver(src, src->worker, sender_pair(src), dst,
+							   iov, iovcnt, off, len) < 0) {
 						src->forwarded--; /* sent again on resume */
 						return -EAGAIN;
 					}
@@ -686,7 +695,8 @@ transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size
 		if (dst == self || (xw && dst->is_lane))
 			continue;
 		if (xw)
-			xw_deliver(src->worker, dst, iov, iovcnt, off, len, storm);
+			xw_deliver(src->worker, sender_pair(src), dst, iov, iovcnt, off, len,
+				   storm);
 		else
 			sw_deliver(dst, iov, iovcnt, off, len, storm);
 		if (k++)
@@ -697,7 +707,9 @@ transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size
 		unsigned copies = own->nports - 1;
 
 		for (unsigned wi = 0; wi < sw->nworkers; wi++) {
-			if (wi == src->worker || !sw->w[wi].nports)
+			/* none there but lanes, or but the sender's own home (its lane sends) */
+			if (wi == src->worker || !sw->w[wi].nflood ||
+			    (sw->w[wi].nflood == 1 && self->worker == wi))
 				continue;
 			cross_send(src, wi, NULL, iov, iovcnt, off, len);
 			copies++;

@@ -118,6 +118,7 @@ struct switch_port {
 struct sw_worker {
 	struct switch_port *ports[SWITCH_MAX_PORTS]; /* densely packed */
 	unsigned nports;
+	unsigned nflood; /* ports a flood visits: not lanes (no copy for a worker without one) */
 	bool xq_waiting; /* some port's xq_wait is set (switch_worker_rx() resumes them) */
 	unsigned xq_next; /* the port xq_resume() looks at first (in turn) */
 	uint64_t now_ns; /* learning and aging clock (switch_tick()) */

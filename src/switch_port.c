@@ -182,6 +182,7 @@ struct vnet_backend *switch_attach(struct vnet_switch *sw, struct vnet_dev *dev,
 	fdb_set_limits(&sw->fdb, p->slot, SWITCH_FDB_PORT_MAX, SWITCH_LEARN_RATE);
 	sw->ports[slot] = p;
 	sw->w[worker].ports[sw->w[worker].nports++] = p;
+	sw->w[worker].nflood++;
 	log_info("switch: port %s attached", p->name);
 	return (struct vnet_backend *)p;
 }
@@ -238,8 +239,10 @@ void switch_detach(struct vnet_backend *be)
 	while (p->nlanes) /* a spread port's lanes first: nothing names them once it is gone */
 		switch_detach((struct vnet_backend *)p->lanes[--p->nlanes]);
 	p->npairs = 0;
-	if (!p->is_lane)
+	if (!p->is_lane) {
 		fdb_forget_port(&sw->fdb, p->slot); /* and every flow cache that named it goes stale */
+		w->nflood--;
+	}
 	switch_queue_clear(p);
 	sw->ports[p->slot] = NULL;
 	for (unsigned i = 0; i < w->nports; i++)
@@ -314,6 +317,7 @@ struct vnet_backend *switch_attach_lane(struct vnet_backend *be, struct vnet_dev
 	l = port_of(lb);
 	l->home = home;
 	l->is_lane = true;
+	home->sw->w[worker].nflood--; /* floods reach the port through its home */
 	l->psec = home->psec;
 	l->psec_mac = home->psec_mac == home->own_mac ? l->own_mac : home->psec_mac;
 	memcpy(l->own_mac, home->own_mac, sizeof(l->own_mac));
@@ -522,7 +526,12 @@ void switch_port_counters(const struct vnet_backend *be, struct switch_port_coun
  */
 uint64_t switch_port_crossed(const struct vnet_backend *be)
 {
-	return port_of_const(be)->crossed;
+	const struct switch_port *p = port_of_const(be);
+	uint64_t n = p->crossed;
+
+	for (unsigned i = 0; i < p->nlanes; i++) /* a spread port: its lanes' too */
+		n += p->lanes[i]->crossed;
+	return n;
 }
 
 /**

@@ -112,6 +112,7 @@ struct vnet_dev {
 	/* The queues this device view runs (rx flush, TX resume): all, but for a port spread over
 	 * workers, where each worker's view (vnet_dev_lane.c) runs its own pairs. */
 	uint64_t qmask;
+	uint16_t tx_pair;          /* the pair of the TX queue being processed (net_tx.c) */
 	bool lane;                 /* a lane view (vnet_dev_lane_create()): shares dev's queues */
 };
 

@@ -118,20 +118,35 @@ void vnet_dev_lane_destroy(struct vnet_dev *lane, struct vnet_dev *dev)
 }
 
 /**
- * vnet_dev_rx_pair() - the queue pair a frame for this device goes to, as the receive path
- * picks it (RSS's indirection table, else the flow hash; one active pair: 0).
+ * vnet_dev_tx_pair() - the pair whose TX queue the device (or lane view) is processing.
+ * @dev: the device or view; on the thread that runs it (a backend's transmit)
+ *
+ * Return: the pair (0 before any TX).
+ */
+unsigned vnet_dev_tx_pair(const struct vnet_dev *dev)
+{
+	return dev->tx_pair;
+}
+
+/**
+ * vnet_dev_rx_pair() - the queue pair a frame for this device goes to: as the receive path
+ * picks it (RSS's indirection table, else the flow hash) when the driver set several pairs
+ * active, else the sender's pair (its TX queue's) when this device has it usable, else 0.
  * @dev: the device (its home view); only read
+ * @from_pair: the sender's pair (vnet_dev_tx_pair() of its device, on its thread), or 0
  * @iov: the buffers holding the frame
  * @iovcnt: entries of @iov
  * @off: byte offset of the frame in @iov
  * @frame_len: frame bytes
  *
  * Writes nothing of the device: any thread may call it while the device's state is not being
- * changed (it changes only with every thread of the device parked).
- * Return: the pair, below the active pairs.
+ * changed (it changes only with every thread of the device parked). A frontend that keeps the
+ * control queue to itself (QEMU without full-device mode, DPDK virtio-user) never sets the
+ * pairs active, but enables each pair's rings: then the sender's pair keeps a flow on one pair.
+ * Return: the pair.
  */
-unsigned vnet_dev_rx_pair(const struct vnet_dev *dev, const struct iovec *iov, unsigned iovcnt,
-			  size_t off, size_t frame_len)
+unsigned vnet_dev_rx_pair(const struct vnet_dev *dev, unsigned from_pair, const struct iovec *iov,
+			  unsigned iovcnt, size_t off, size_t frame_len)
 {
 	const struct vnet_rss *r = &dev->rss;
 	uint8_t buf[TOEPLITZ_PARSE_MAX];
@@ -140,8 +155,14 @@ unsigned vnet_dev_rx_pair(const struct vnet_dev *dev, const struct iovec *iov, u
 	uint32_t hash = 0;
 	unsigned report, pair;
 
-	if (dev->active_pairs <= 1)
-		return 0;
+	if (dev->active_pairs <= 1) {
+		const struct vnet_queue *q = &dev->queues[2u * from_pair];
+
+		/* enabled and started change only with the workers parked: safe to read here */
+		if (2u * from_pair + 1u >= dev->nqueues || !q->enabled || !q->vq.started)
+			return 0;
+		return from_pair;
+	}
 	while (iovcnt && off >= iov[0].iov_len) {
 		off -= iov[0].iov_len;
 		iov++;

@@ -34,10 +34,14 @@ void vnet_dev_lane_destroy(struct vnet_dev *lane, struct vnet_dev *dev);
 uint64_t vnet_dev_pair_mask(unsigned pair);
 
 /*
- * vnet_dev_rx_pair() - the queue pair the receive path would pick for a frame (RSS table, else
- * the flow hash); reads dev only, so a sender's thread may ask it for another worker's port.
+ * vnet_dev_rx_pair() - the queue pair a frame for dev goes to: the receive path's pick (RSS
+ * table, else the flow hash) with several pairs active, else the sender's TX pair when dev
+ * has it usable (from_pair: vnet_dev_tx_pair()), else 0; reads dev only, so a sender's thread may ask it for another worker's port.
  */
-unsigned vnet_dev_rx_pair(const struct vnet_dev *dev, const struct iovec *iov, unsigned iovcnt,
-			  size_t off, size_t frame_len);
+unsigned vnet_dev_rx_pair(const struct vnet_dev *dev, unsigned from_pair, const struct iovec *iov,
+			  unsigned iovcnt, size_t off, size_t frame_len);
+
+/* vnet_dev_tx_pair() - the pair whose TX queue dev is processing (on dev's thread). */
+unsigned vnet_dev_tx_pair(const struct vnet_dev *dev);
 
 #endif

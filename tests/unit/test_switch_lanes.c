@@ -182,7 +182,7 @@ static unsigned pair_of(uint32_t flow)
 	struct iovec iov = {f, sizeof(f)};
 
 	make_frame(f, S.mac, A.mac, sizeof(f), flow, 0);
-	return vnet_dev_rx_pair(S.td->dev, &iov, 1, 0, sizeof(f));
+	return vnet_dev_rx_pair(S.td->dev, 0, &iov, 1, 0, sizeof(f));
 }
 
 static bool tx_queue(struct lport *p, unsigned txq, const uint8_t *dst, uint32_t flow,
