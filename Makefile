@@ -99,6 +99,7 @@ bench-scale: build
 bench-workers: build
 	$(PYTHON) bench/workers.py $(WORKERS_ARGS)
 	$(PYTHON) bench/workers.py --switch $(WORKERS_ARGS)
+	$(PYTHON) bench/workers.py --queue-pairs $(WORKERS_ARGS)
 
 # A switch pair's throughput while another port sends from random source MACs (FDB_FLOOD_ARGS,
 # e.g. --before DIR to run an older build alongside); results/fdb-flood-latest.{json,png}.

@@ -128,6 +128,9 @@ def main():
         r = vd.ctl('port-add', 'socket=%s/bad.sock,switch,queues=2,queue-workers=0+5' % wd,
                    check=False)
         check(r.returncode != 0, 'queue-workers= naming worker 5 of 2 refused')
+        r = vd.ctl('rate', 'p0', 'tx', '100', check=False)
+        check(r.returncode != 0 and 'queue-workers' in r.stdout + r.stderr,
+              'a rate limit on the spread port is refused (one bucket, several threads)')
         # Both removed and added again at run time (the workers parked around each), both with
         # queue-workers=0+1 now: pair i of each on worker i, every queue busy.
         vd.ctl('port-del', 'p0')
