@@ -77,7 +77,7 @@ def main():
     wd = workdir('queue-workers')
     socks = [os.path.join(wd, 'q%d.sock' % i) for i in range(2)]
     ports = [spec(socks[0], MAC0, ',queue-workers=0+1'), spec(socks[1], MAC1)]
-    with Vnetd(NoNs(), ports, wd, extra=['--workers', '2', '--no-sandbox']) as vd:
+    with Vnetd(NoNs(), ports, wd, extra=['--workers', '2']) as vd:
         info = vd.port_info()
         check(info['p0'].get('queue_workers') == [0, 1] and info['p0']['worker'] == 0,
               'vnetctl ports: p0 home worker 0, pairs on workers 0, 1 (%s)'
