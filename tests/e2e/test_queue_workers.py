@@ -6,9 +6,9 @@ other, unicast, from the port's own MAC) against a second queues=2 switch port. 
 keeps the control queue to itself (no MQ command reaches vnetd), so a frame for the spread port
 goes to the sender's pair: vnetctl ports shows each pair's worker; both pairs of the
 spread port send and receive; every frame vnetd took from a TX ring is in an RX ring or counted
-as dropped (back-pressure keeps the cross-worker rings lossless); host coalescing set on the
-lane's queues while traffic runs reaches them; the port is removed and added again at run time;
-a queue-workers= that does not fit is refused; both ports are removed and added again with
+as dropped (back-pressure keeps the cross-worker rings lossless); host coalescing and adaptive
+mode set on the lane's queues while traffic runs reach them (the workers park, the lane's view
+gets the new state); a queue-workers= that does not fit, and a rate limit, are refused; both ports are removed and added again with
 queue-workers=0+1, and then every queue of both moves frames."""
 
 import os
@@ -53,7 +53,7 @@ def run_testpmd(wd, vd, socks, P):
         time.sleep(1)
         # Host coalescing on the lane's queues (worker 1) while it forwards: the workers park,
         # the device changes, the lane's view gets the new state.
-        vd.ctl('coalesce', 'p0', '--queue', '2', 'rx-usecs', '20', 'rx-frames', '8')
+        vd.ctl('coalesce', 'p0', '--queue', '2', 'adaptive', 'on')
         vd.ctl('coalesce', 'p0', '--queue', '3', 'tx-usecs', '20', 'tx-frames', '8')
         time.sleep(SECONDS - 1)
         fe.cmd('stop')
@@ -117,10 +117,12 @@ def main():
               % (took, placed, dropped))
         check(got >= sent // 2, 'most frames delivered (%d of %d)' % (got, sent))
         s = after  # read while the frontend was still connected (a disconnect resets coalescing)
-        check(s['p0'][2]['max_usecs'] == 20 and s['p0'][2]['max_packets'] == 8 and
-              s['p0'][3]['max_usecs'] == 20, 'host coalescing on the lane queues 2, 3 (20 us / 8): '
-              '%s' % {q: (s['p0'][q]['max_usecs'], s['p0'][q]['max_packets'], s['p0'][q]['set_by'])
-                      for q in (2, 3)})
+        check(s['p0'][3]['max_usecs'] == 20 and s['p0'][3]['max_packets'] == 8 and
+              s['p0'][3]['set_by'] == 'host', 'host coalescing on the lane\'s TX queue 3 (20 us / 8): '
+              '%s' % {k: s['p0'][3][k] for k in ('max_usecs', 'max_packets', 'set_by')})
+        check(s['p0'][2]['adaptive'] and s['p0'][2]['adaptive_windows'] > 10,
+              'adaptive mode on the lane\'s RX queue 2 runs there (%d windows, state %s)'
+              % (s['p0'][2]['adaptive_windows'], s['p0'][2]['adaptive_state']))
         # Hostile specs: a count that does not match, a worker that does not exist.
         r = vd.ctl('port-add', 'socket=%s/bad.sock,switch,queues=2,queue-workers=0' % wd,
                    check=False)
