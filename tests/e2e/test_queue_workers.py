@@ -9,7 +9,8 @@ spread port send and receive; every frame vnetd took from a TX ring is in an RX 
 as dropped (back-pressure keeps the cross-worker rings lossless); host coalescing and adaptive
 mode set on the lane's queues while traffic runs reach them (the workers park, the lane's view
 gets the new state); a queue-workers= that does not fit, and a rate limit, are refused; both ports are removed and added again with
-queue-workers=0+1, and then every queue of both moves frames."""
+queue-workers=0+1, and then every queue of both moves frames; the frontend killed mid-traffic
+leaves vnetd running, and a new one forwards on every queue."""
 
 import os
 import sys
@@ -154,6 +155,33 @@ def main():
         check(all(v > 1000 for v in per_q.values()), 'every queue of both spread ports moved '
               'frames (least %d)' % min(per_q.values()))
         check(got >= sent // 2, 're-added: most frames delivered (%d of %d)' % (got, sent))
+        # The frontend killed mid-traffic (no goodbye): the home tears the connection down
+        # with the lanes parked; vnetd lives on, and a new frontend forwards again.
+        pfx = 'vnetd-e2e-qwk-%d' % os.getpid()
+        fe = P.Testpmd('virtio-user', P.eal_args(pfx, 0, [
+            'net_virtio_user0,path=%s,queues=2,mac=%s' % (socks[0], MAC0),
+            'net_virtio_user1,path=%s,queues=2,mac=%s' % (socks[1], MAC1)], mem_mb=512),
+            ['--forward-mode=mac', '--rxq=2', '--txq=2', '--total-num-mbufs=16384',
+             '--eth-peer=0,%s' % MAC1, '--eth-peer=1,%s' % MAC0],
+            os.path.join(wd, 'testpmd-killed.log'))
+        try:
+            fe.wait_ready(120)
+            fe.cmd('start tx_first 4')
+            time.sleep(1)
+            fe.proc.kill()
+            fe.proc.wait()
+        finally:
+            fe.quit()
+            P.JANITOR.clean()
+        time.sleep(0.5)
+        check(vd.alive(), 'vnetd survives its frontend killed mid-traffic')
+        info = vd.port_info()
+        check(not any(info[n]['connected'] for n in names), 'both ports disconnected')
+        st, before, after, d0, d1 = run_testpmd(wd, vd, socks, P)
+        got = sum(p['rx_packets'] for p in st.values())
+        check(got > 1000 and all(after[n][q]['packets'] > before[n][q]['packets']
+                                 for n in names for q in range(4)),
+              'a new frontend forwards on every queue again (%d frames)' % got)
         check(vd.alive(), 'vnetd still running')
 
 
