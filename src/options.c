@@ -213,6 +213,13 @@ static int check_ports(struct vnetd_options *o)
 				"0..%u)\n", i, o->ports[i].worker, o->workers, o->workers - 1);
 			return -1;
 		}
+		for (unsigned k = 0; k < o->ports[i].n_queue_workers; k++)
+			if (o->ports[i].queue_workers[k] >= o->workers || o->workers < 2) {
+				fprintf(stderr, "vnetd: --port %u: queue-workers= names worker %u, but "
+					"--workers is %u (queue-workers= needs 2 or more)\n", i,
+					o->ports[i].queue_workers[k], o->workers);
+				return -1;
+			}
 		if (port_spec_check(&o->ports[i], i, others, index, i, err, sizeof(err)) < 0) {
 			fprintf(stderr, "%s\n", err);
 			return -1;

@@ -348,22 +348,24 @@ bool port_spec_parse_mode(const char *s, unsigned *mode)
 /* parse_queue_workers() - queue-workers=A+B+...: one worker (0..15) per queue pair. */
 static int parse_queue_workers(struct port_config *pc, struct port_parse *pp, const char *value)
 {
-	char buf[64], *save = NULL;
+	char buf[64], *w = buf, *plus;
 	unsigned long v;
 
 	pc->n_queue_workers = 0;
 	if (strlen(value) >= sizeof(buf))
 		return bad_value(pp, "queue-workers", value, "W+W+..., one worker per queue pair");
 	strcpy(buf, value);
-	for (char *w = strtok_r(buf, "+", &save); w; w = strtok_r(NULL, "+", &save)) {
+	for (;; w = plus + 1) { /* strict: no empty item ("0++1", "+0", "0+") */
+		plus = strchr(w, '+');
+		if (plus)
+			*plus = '\0';
 		if (pc->n_queue_workers == VNET_MAX_QUEUE_PAIRS || !port_spec_parse_ulong(w, 0, 15, &v))
 			return bad_value(pp, "queue-workers", value,
 					 "W+W+..., one worker (0..15) per queue pair");
 		pc->queue_workers[pc->n_queue_workers++] = (uint8_t)v;
+		if (!plus)
+			return 0;
 	}
-	if (!pc->n_queue_workers)
-		return bad_value(pp, "queue-workers", value, "W+W+..., one worker per queue pair");
-	return 0;
 }
 
 /* parse_trunk() - trunk=N+M+...: 1..PORT_MAX_TRUNK distinct VLAN IDs of 1..4094. */
