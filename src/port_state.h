@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "coalesce.h"
+#include "port_state_rss.h"
 #include "vnet_dev.h"
 
 #define PORT_STATE_MAX (64 * 1024) /* larger state files are refused */
@@ -23,7 +24,8 @@
 #define PORT_STATE_WRITE_INTERVAL_NS 1000000000ull
 #define PORT_STATE_WRITE_BATCH_NS 100000000ull
 
-#define PORT_STATE_VERSION 2 /* written; version 1 files (coalescing only) are still read */
+/* Written; version 1 (coalescing only) and 2 (no RSS) files are still read. */
+#define PORT_STATE_VERSION 3
 
 /* RX mode bits of port_state_rx.mode: the VIRTIO_NET_CTRL_RX commands. */
 enum {
@@ -60,6 +62,7 @@ struct port_state {
 		uint8_t setter; /* enum coal_setter */
 	} q[VNET_MAX_QUEUES];
 	struct port_state_rx rx;
+	struct port_state_rss rss; /* version 3 */
 };
 
 /*
@@ -81,8 +84,8 @@ int port_state_parse(const char *text, size_t len, const char *socket, unsigned 
 		     struct port_state *out, char *err, size_t err_len);
 
 /*
- * port_state_format() - *st as the JSON port_state_parse() reads (version 2 with st->rx.present,
- * else 1); malloc'd, NULL if no memory.
+ * port_state_format() - *st as the JSON port_state_parse() reads (version 3 with
+ * st->rss.present, 2 with st->rx.present, else 1); malloc'd, NULL if no memory.
  */
 char *port_state_format(const struct port_state *st, const char *socket);
 
