@@ -341,6 +341,41 @@ static void test_lane_sends_as_the_port(void **state)
 	assert_int_equal(seq, 20);
 }
 
+/* Frames queued at S's lane (its pair 1 has no buffers left) are dropped when S's device resets:
+ * they were for the guest that is gone (the home resets it, the lane's worker parked). */
+static void test_reset_drops_the_lanes_queue(void **state)
+{
+	uint32_t flow = 0, seq, n = 0, f, s;
+
+	(void)state;
+	assert_true(tx_queue(&S, 1, bcast, 0, 0)); /* S is learnt */
+	tx_kick(&S, 1);
+	round_end(0);
+	worker_rx(1);
+	while (rx_next(&A, 0, &f, &s) || rx_next(&B, 0, &f, &s))
+		;
+	while (pair_of(flow) != 1)
+		flow++;
+	/* 200 frames of a flow on pair 1: 128 buffers there, the rest waits in the lane's queue. */
+	for (seq = 1; seq <= 200; seq++) {
+		if (!tx_queue(&A, 1, S.mac, flow, seq)) {
+			tx_kick(&A, 1);
+			round_end(0);
+			worker_rx(1);
+			assert_true(tx_queue(&A, 1, S.mac, flow, seq));
+		}
+	}
+	tx_kick(&A, 1);
+	round_end(0);
+	worker_rx(1);
+	assert_int_equal(switch_port_queued(lane_be), 200 - NBUF / 2);
+	while (rx_next(&S, 2, &f, &s))
+		n++;
+	assert_int_equal(n, NBUF / 2);
+	vnet_dev_reset(S.td->dev);
+	assert_int_equal(switch_port_queued(lane_be), 0);
+}
+
 /* ---- Two threads, one per worker: A and S's home on 0, B and S's lane on 1 ---- */
 
 #define T_FRAMES 4000u
@@ -436,6 +471,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_frames_reach_the_pair_the_device_picks, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_lane_sends_as_the_port, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reset_drops_the_lanes_queue, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_threads, setup, teardown),
 	};
 
