@@ -142,6 +142,95 @@ def qemu_case(kit, wd):
             vd.stop()
 
 
+def traffic(fe, vd, seconds=1):
+    """flowgen for `seconds`: (frames testpmd sent, frames it received, vnetd's TX-ring and
+    RX-ring packet counts over the run)."""
+    fe.cmd('clear port stats all')
+    before = vd.stats()
+    fe.cmd('start')
+    time.sleep(seconds)
+    fe.cmd('stop')
+    time.sleep(0.5)
+    st = fe.port_stats()
+    after = vd.stats()
+    moved = {k: sum(after[n][q]['packets'] - before[n][q]['packets']
+                    for n in after for q in after[n] if after[n][q]['kind'] == k)
+             for k in ('rx', 'tx')}
+    return (sum(p['tx_packets'] for p in st.values()), sum(p['rx_packets'] for p in st.values()),
+            moved)
+
+
+def check_traffic(what, sent, got, moved):
+    print('%s: testpmd sent %d, received %d; vnetd took %d from TX rings, put %d into RX rings'
+          % (what, sent, got, moved['tx'], moved['rx']), flush=True)
+    check(moved['tx'] <= sent and got <= moved['rx'] <= moved['tx'] and got > 0,
+          '%s: every frame received went through vnetd\'s rings (none made up or used twice)' % what)
+    check(sent > 1000 and got >= sent // 2, '%s: most frames delivered (%d of %d)' % (what, got, sent))
+
+
+def dpdk_case(wd, vu_extra, want_io):
+    """testpmd virtio-user (server=1, vu_extra) on two client-mode switch ports; vnetd SIGTERMed
+    and then SIGKILLed, restarted each time with --state-dir; traffic before and after."""
+    sys.path.insert(0, os.path.join(TOP, 'bench'))
+    import dp_procs as P
+    tag = 'io%d' % want_io
+    socks = [os.path.join(wd, '%s-sw%d.sock' % (tag, i)) for i in range(2)]
+    state = os.path.join(wd, 'state-' + tag)
+    os.mkdir(state)
+    spec = ['socket=%s,client,switch,mac=%s,allowed-macs=00:01:02:03:04:00,packed=on,in-order=on'
+            % (s, m) for s, m in zip(socks, (SW_MAC0, SW_MAC1))]
+    extra = ['--state-dir', state]
+    pfx = 'vnetd-e2e-pkrs-%s-%d' % (tag, os.getpid())
+    # virtio-user server=1 waits in its probe for the client: vnetd (client ports) goes first.
+    vd = start(NoNs(), spec, wd, tag + '-v1', extra)
+    fe = None
+    try:
+        fe = P.Testpmd('virtio-user', P.eal_args(pfx, 0, [
+            'net_virtio_user%d,path=%s,queues=1,mac=%s,server=1%s' % (i, s, m, vu_extra)
+            for i, (s, m) in enumerate(zip(socks, (SW_MAC0, SW_MAC1)))], mem_mb=512),
+            ['--forward-mode=flowgen', '--total-num-mbufs=8192', '--eth-peer=0,%s' % SW_MAC1,
+             '--eth-peer=1,%s' % SW_MAC0], os.path.join(wd, 'testpmd-%s.log' % tag))
+        fe.wait_ready(120)
+        check(wait_connected(vd, ['p0', 'p1'], 60), 'testpmd%s: vnetd connected to both '
+              'virtio-user sockets' % vu_extra)
+        info = vd.port_info()
+        check(all(info[n]['ring'] == 'packed' and info[n]['in_order'] == want_io
+                  for n in ('p0', 'p1')), 'testpmd%s: ring packed, in_order %s on both ports'
+              % (vu_extra, want_io))
+        check_traffic('testpmd%s before the restarts' % vu_extra, *traffic(fe, vd))
+        for n, how in enumerate(('SIGTERM', 'SIGKILL')):
+            if how == 'SIGTERM':
+                check(vd.stop() == 0, 'testpmd%s: vnetd stopped (SIGTERM)' % vu_extra)
+                files = state_files(state)
+                check(len(files) == 2 and all(f['version'] == 3 and any(f['packed'])
+                                              for f in files),
+                      'testpmd%s: both state files keep where the packed rings stopped' % vu_extra)
+            else:
+                os.killpg(vd.proc.pid, signal.SIGKILL)
+                vd.proc.wait()
+                vd.stop()
+                files = state_files(state)
+                check(not any(f.get('packed') and any(f['packed']) for f in files),
+                      'testpmd%s: vnetd SIGKILLed while the rings ran: no stale position kept'
+                      % vu_extra)
+            vd = start(NoNs(), spec, wd, '%s-v%d' % (tag, n + 2), extra)
+            check(wait_connected(vd, ['p0', 'p1'], 60), 'testpmd%s: virtio-user reconnected '
+                  'to the new vnetd (after %s)' % (vu_extra, how))
+            if how == 'SIGTERM':
+                # The kept position is not taken: virtio-user reset its rings (base 0x8000).
+                log = vd.log_tail(100000)
+                check('stands' in log and 'resumes where it stopped' not in log,
+                      'testpmd%s: virtio-user\'s own base stands (it resets packed rings on '
+                      'reconnect)' % vu_extra)
+            check_traffic('testpmd%s after %s and restart' % (vu_extra, how), *traffic(fe, vd))
+        check(vd.alive(), 'vnetd still running')
+    finally:
+        if fe:
+            fe.quit()
+        P.JANITOR.clean()
+        vd.stop()
+
+
 def main():
     require_root_and_tun()
     require_program('qemu-system-x86_64', 'qemu-system-x86')
@@ -152,6 +241,10 @@ def main():
     t0 = time.monotonic()
     qemu_case(kit, wd)
     print('QEMU case %.1f s' % (time.monotonic() - t0), flush=True)
+    require_program('dpdk-testpmd', 'dpdk')
+    for extra, want_io in ((',packed_vq=1,in_order=0', False), (',packed_vq=1,in_order=1', True)):
+        dpdk_case(wd, extra, want_io)
+    print('total %.1f s' % (time.monotonic() - t0), flush=True)
 
 
 if __name__ == '__main__':
