@@ -8,7 +8,10 @@
    the base of its last start), so the stopped vnetd kept where each packed ring stopped in its
    state file (version 3, "packed") and the new one resumes there: the download finishes
    byte-exact, the guest's driver reports no bad descriptor id (nothing used twice, nothing
-   handed back that was not the driver's), and the guest pings the host afterwards.
+   handed back that was not the driver's), and the guest pings the host afterwards. Then a
+   reconnect to the same vnetd: a second download, the port removed (port-del) and added again
+   (port-add) in the middle of it; QEMU reconnects, the rings resume where the removal stopped
+   them, the download finishes byte-exact.
 2. DPDK testpmd virtio-user packed_vq=1 (then packed_vq=1,in_order=1), server=1, on two switch
    ports of a client-mode vnetd: traffic, vnetd SIGKILLed and started again, virtio-user
    reconnects (it resets its packed rings; its base, the avail half only, stands), and traffic
@@ -71,6 +74,40 @@ def start(ns, spec, wd, name, extra):
     return vd.__enter__()
 
 
+def reconnect_mid_download(vd, g, sha, port_spec):
+    """The same vnetd drops QEMU's connection mid-download (port-del) and takes it again
+    (port-add, the same spec): QEMU resends its stale base, the port resumes the packed rings
+    where the removal stopped them (kept in the state file), the download finishes byte-exact."""
+    name = 'p0'
+    b0 = vd.stats()[name][0]['bytes']
+    g.run('rm -f /tmp/sha; (wget -q -O - http://%s:8000/blob | sha256sum > /tmp/sha; echo done '
+          '>> /tmp/sha) >/dev/null 2>&1 &' % HOST_IP, check=True)
+    deadline = time.monotonic() + 120
+    while vd.stats()[name][0]['bytes'] - b0 < KILL_AFTER:
+        if time.monotonic() > deadline:
+            fail('second download did not start; vnetd log:\n' + vd.log_tail())
+        time.sleep(0.005)
+    vd.ctl('port-del', name)
+    resumed = vd.log_tail(1000000).count('resumes where it stopped')
+    name = vd.ctl('port-add', port_spec).stdout.strip().split()[-1]
+    check(wait_connected(vd, [name], 60), 'port-del then port-add mid-download: QEMU reconnected '
+          '(port %s)' % name)
+    deadline = time.monotonic() + 300
+    out = ''
+    while time.monotonic() < deadline:
+        rc, out = g.run('cat /tmp/sha 2>/dev/null', timeout=60)
+        if 'done' in out:
+            break
+        time.sleep(1)
+    check(vd.log_tail(1000000).count('resumes where it stopped') >= resumed + 2,
+          'after the reconnect both packed rings resumed where the removal stopped them')
+    check(out.split()[:1] == [sha], 'the download across the reconnect finished byte-exact '
+          '(sha256 %s)' % (out.split()[:1] or ['none'])[0][:16])
+    rc, _ = g.run('ping -c 3 -W 10 %s' % HOST_IP, timeout=60)
+    check(rc == 0, 'guest pings the host after the reconnect')
+    return name
+
+
 def qemu_case(kit, wd):
     sock = os.path.join(wd, 'qemu-vhost.sock')
     state = os.path.join(wd, 'state-qemu')
@@ -127,15 +164,16 @@ def qemu_case(kit, wd):
                       'the new vnetd resumed the packed rings where the old one stopped')
                 check(out.split()[:1] == [sha], 'the download finished byte-exact across the '
                       'restart (sha256 %s)' % (out.split()[:1] or ['none'])[0][:16])
+                rc, _ = g.run('ping -c 3 -W 10 %s' % HOST_IP, timeout=60)
+                check(rc == 0, 'guest still pings the host')
+                port = reconnect_mid_download(vd, g, sha, spec[0])
                 rc, dmesg = g.run('dmesg | grep -i -E "virtio|virtqueue" | grep -i -E '
                                   '"not a head|id .* out of range|wrong|broken|unexpected" || true')
                 check(dmesg.strip() == '', 'the guest driver saw no bad used descriptor (%s)'
                       % dmesg.strip()[:200])
-                rc, _ = g.run('ping -c 3 -W 10 %s' % HOST_IP, timeout=60)
-                check(rc == 0, 'guest still pings the host')
-                st = vd.stats()['p0']
-                print('after the restart p0:', {i: (q['kind'], q['packets']) for i, q in st.items()},
-                      flush=True)
+                st = vd.stats()[port]
+                print('after the restart and reconnect %s:' % port,
+                      {i: (q['kind'], q['packets']) for i, q in st.items()}, flush=True)
                 check(not any(q.get('broken') for q in st.values()), 'no queue broken')
         finally:
             http.kill()
