@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
 """Packed rings across a vnetd restart and a frontend reconnect, with real frontends.
 
-1. QEMU virtio-net-pci packed=on on a tap port with packed=on, vnetd the vhost-user client
+1. QEMU virtio-net-pci packed=on on a tap port with packed=on (QEMU 7.2, Linux 6.1 guest; then
+   QEMU 11.1 in_order=on with a Linux 7.2 guest on a packed=on,in-order=on port: IN_ORDER on
+   packed rings), vnetd the vhost-user client
    (QEMU listens, as in test_restart.py) with --state-dir. The guest downloads a blob; vnetd is
    stopped (SIGTERM) in the middle of it and started again with the same arguments. QEMU keeps
    no packed position it could send back (GET_VRING_BASE failed on the closed socket: it resends
@@ -19,6 +21,7 @@
    rings (none made up) and most frames were delivered.
 """
 
+import hashlib
 import json
 import os
 import signal
@@ -27,7 +30,7 @@ import sys
 import time
 
 from harness import (Netns, NoNs, QemuGuest, Vnetd, check, fail, guest_addr, guest_kit,
-                     make_blob, require_program, require_root_and_tun, workdir, TOP)
+                     make_blob, new_qemu, require_program, require_root_and_tun, workdir, TOP)
 
 HOST_IP, GUEST_IP = '10.79.34.1', '10.79.34.2'
 TAP = 'vpr0'
@@ -58,6 +61,14 @@ def wait_connected(vd, ports, timeout):
             pass
         time.sleep(0.1)
     return False
+
+
+def file_sha(path):
+    h = hashlib.sha256()
+    with open(path, 'rb') as f:
+        for chunk in iter(lambda: f.read(1 << 20), b''):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def state_files(state):
@@ -108,25 +119,31 @@ def reconnect_mid_download(vd, g, sha, port_spec):
     return name
 
 
-def qemu_case(kit, wd):
-    sock = os.path.join(wd, 'qemu-vhost.sock')
-    state = os.path.join(wd, 'state-qemu')
+def qemu_case(kit, wd, tag='', qemu=None, in_order=False):
+    """The QEMU case; in_order: port in-order=on and virtio-net-pci in_order=on (QEMU >= 9.1
+    with a guest driver that has IN_ORDER: Linux >= 6.17)."""
+    sock = os.path.join(wd, 'qemu-vhost%s.sock' % tag)
+    state = os.path.join(wd, 'state-qemu' + tag)
     os.mkdir(state)
-    sha = make_blob(os.path.join(wd, 'blob'), BLOB_MB)
-    spec = ['socket=%s,client,tap=%s,packed=on' % (sock, TAP)]
+    if not os.path.exists(os.path.join(wd, 'blob')):
+        make_blob(os.path.join(wd, 'blob'), BLOB_MB)
+    sha = file_sha(os.path.join(wd, 'blob'))
+    spec = ['socket=%s,client,tap=%s,packed=on%s' % (sock, TAP, ',in-order=on' if in_order else '')]
     extra = ['--state-dir', state]
+    dev = ',vectors=0,packed=on' + (',in_order=on' if in_order else '')
     with Netns('vnetd-e2e-pkrs') as ns:
         ns.add_tap(TAP, HOST_IP + '/24')
         http = ns.popen(['python3', '-m', 'http.server', '8000', '--bind', HOST_IP,
                          '--directory', wd], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        vd = start(ns, spec, wd, 'v1', extra)
+        vd = start(ns, spec, wd, 'v1' + tag, extra)
         try:
-            with ServerQemu(kit, vhost_socket=sock, mac=MAC, device_opts=',vectors=0,packed=on',
-                            log_path=os.path.join(wd, 'qemu.log')) as g:
+            with ServerQemu(kit, vhost_socket=sock, mac=MAC, device_opts=dev, qemu=qemu,
+                            log_path=os.path.join(wd, 'qemu%s.log' % tag)) as g:
                 check(wait_connected(vd, ['p0'], 60), 'vnetd (client) connected to QEMU')
                 info = vd.port_info()['p0']
-                check(info['ring'] == 'packed', 'QEMU packed=on: vnetctl ring %s (features %s)'
-                      % (info['ring'], info['features']))
+                check(info['ring'] == 'packed' and info['in_order'] == in_order,
+                      'QEMU%s: vnetctl ring %s, in_order %s (features %s)'
+                      % (dev, info['ring'], info['in_order'], info['features']))
                 guest_addr(g, GUEST_IP)
                 rc, _ = g.run('ping -c 3 -W 10 %s' % HOST_IP, timeout=120)
                 check(rc == 0, 'guest pings the host over packed rings')
@@ -146,10 +163,11 @@ def qemu_case(kit, wd):
                 kept = files[0].get('packed', []) if files else []
                 print('state file after the stop:', json.dumps(files), flush=True)
                 check(len(files) == 1 and files[0]['version'] == 3 and
-                      sum(1 for e in kept if e) >= 2,
+                      sum(1 for e in kept if e) >= 2 and
+                      all(e['in_order'] == in_order for e in kept if e),
                       'the state file (version 3) keeps where the packed rings stopped')
 
-                vd = start(ns, spec, wd, 'v2', extra)
+                vd = start(ns, spec, wd, 'v2' + tag, extra)
                 check(wait_connected(vd, ['p0'], 60), 'the new vnetd reconnected to QEMU')
                 deadline = time.monotonic() + 300
                 out = ''
@@ -278,7 +296,11 @@ def main():
     wd = workdir('packed-restart')
     t0 = time.monotonic()
     qemu_case(kit, wd)
-    print('QEMU case %.1f s' % (time.monotonic() - t0), flush=True)
+    print('QEMU 7.2 case %.1f s' % (time.monotonic() - t0), flush=True)
+    # IN_ORDER on packed rings: sid's QEMU 11 (in_order=on) and sid's Linux 7.2 guest kernel.
+    qemu11 = new_qemu('sid')
+    qemu_case(guest_kit('sid'), wd, '-io', qemu11, in_order=True)
+    print('QEMU 11 in_order case %.1f s' % (time.monotonic() - t0), flush=True)
     require_program('dpdk-testpmd', 'dpdk')
     for extra, want_io in ((',packed_vq=1,in_order=0', False), (',packed_vq=1,in_order=1', True)):
         dpdk_case(wd, extra, want_io)
