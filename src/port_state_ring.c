@@ -10,6 +10,8 @@
 
 #include <string.h>
 
+#include <jansson.h>
+
 #include "err_msg.h"
 
 #define RING_MAX 32768u

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <jansson.h>
+struct json_t; /* jansson's; only port_state*.c see its header */
 
 /*
  * Where a packed queue stopped when its frontend went away (a clean stop: held completions
@@ -41,14 +41,14 @@ int port_state_ring_check(const struct port_state_ring *r, char *err, size_t err
  * port_state_ring_parse() - the file's "packed" array (one entry per queue, null for a queue
  * with nothing kept) into out[0..nqueues): at most nqueues entries, each checked. 0 or -1 (err).
  */
-int port_state_ring_parse(json_t *v, unsigned nqueues, struct port_state_ring *out, char *err,
-			  size_t err_len);
+int port_state_ring_parse(struct json_t *v, unsigned nqueues, struct port_state_ring *out,
+			  char *err, size_t err_len);
 
 /* port_state_ring_any() - does any of r[0..n) hold a position (the file then has "packed")? */
 bool port_state_ring_any(const struct port_state_ring *r, unsigned n);
 
 /* port_state_ring_format() - r[0..n) as the "packed" array; NULL if out of memory. */
-json_t *port_state_ring_format(const struct port_state_ring *r, unsigned n);
+struct json_t *port_state_ring_format(const struct port_state_ring *r, unsigned n);
 
 /*
  * port_state_ring_resume() - the base a packed queue starting after a restart resumes at, in
