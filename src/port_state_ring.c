@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* port_state_ring.c - the state file's packed ring positions: kept at a clean stop, checked, resumed. */
+/* port_state_ring.c - packed ring positions in the state file: kept at a clean stop, resumed. */
 /*
  * In a version 3 file, "packed" is one entry per queue (null: nothing kept):
  *   {"size":256,"avail":32773,"used":32773,"in_order":false,"from":2147516416,"desc":4096}

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* port_state_ring.h - the state file's packed ring positions: kept at a clean stop, checked, resumed. */
+/* port_state_ring.h - packed ring positions in the state file: kept at a clean stop, resumed. */
 #ifndef VNETD_PORT_STATE_RING_H
 #define VNETD_PORT_STATE_RING_H
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_packed_stop.c - a device's packed queue stops without loss: given-back chains, held completions, the base, the restart. */
+/* test_packed_stop.c - a packed queue stops without loss: chains given back, held completions. */
 #include "coal_helpers.h"
 #include "vq_packed_driver.h"
 

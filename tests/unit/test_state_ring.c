@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_state_ring.c - the state file's packed ring positions: round trip, old files, hostile entries, resume rule. */
+/* test_state_ring.c - packed positions in the state file: round trip, refusals, resume rule. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,9 +13,10 @@
 #include "port_state.h"
 
 #define SOCK "/run/pk.sock"
-#define HEAD "{\"version\":3,\"socket\":\"/run/pk.sock\",\"queues\":[],\"rx\":{\"mode\":[\"promisc\"]," \
-	     "\"mac\":null,\"unicast\":[],\"multicast\":[],\"unicast_overflow\":false," \
-	     "\"multicast_overflow\":false},\"packed\":"
+#define HEAD                                                                                    \
+	"{\"version\":3,\"socket\":\"/run/pk.sock\",\"queues\":[],\"rx\":{\"mode\":[\"promisc\"],"   \
+	"\"mac\":null,\"unicast\":[],\"multicast\":[],\"unicast_overflow\":false,"                   \
+	"\"multicast_overflow\":false},\"packed\":"
 
 /* A 256-slot ring stopped at slot 5 of its second lap (wrap 0), started by QEMU's fresh base. */
 static struct port_state_ring ring5(void)
