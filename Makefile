@@ -41,10 +41,18 @@ asan: $(ASAN_BUILD)/build.ninja
 	VNETD_BUILD=$(abspath $(ASAN_BUILD)) VNETD_EXTRA_ARGS=--no-sandbox \
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		$(PYTHON) tests/e2e/test_hostile_frontend.py
+	# The same for packed rings (a packed driver in Python against three packed switch ports).
+	VNETD_BUILD=$(abspath $(ASAN_BUILD)) VNETD_EXTRA_ARGS=--no-sandbox \
+		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		$(PYTHON) tests/e2e/test_hostile_packed.py
 	# The migration protocol paths (dirty log, device-state streams, SIGBUS on the log) likewise.
 	VNETD_BUILD=$(abspath $(ASAN_BUILD)) VNETD_EXTRA_ARGS=--no-sandbox \
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		$(PYTHON) tests/e2e/test_device_state.py
+	# RSS settings through DEVICE_STATE and --state-dir, hostile ones too, likewise.
+	VNETD_BUILD=$(abspath $(ASAN_BUILD)) VNETD_EXTRA_ARGS=--no-sandbox \
+		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		$(PYTHON) tests/e2e/test_rss_persist.py
 
 $(FUZZ_BUILD)/build.ninja:
 	CC=clang meson setup $(FUZZ_BUILD) -Dfuzz=true

@@ -153,7 +153,7 @@ static __attribute__((noinline)) int rx_place(struct vnet_dev *dev, struct vnet_
 	bool mergeable = dev_has(dev, VIRTIO_NET_F_MRG_RXBUF);
 	size_t total = dev->hdr_len + frame_len, placed = 0;
 	struct iovec hdr_iov[VNET_HDR_HASH_LEN] = {{0}}; /* [0, nhdr_iov) set below */
-	unsigned nslots = 0, nhdr_iov = 0;
+	unsigned nslots = 0, nhdr_iov = 0, ndesc = 0;
 
 	while (placed < total) {
 		struct vq_chain *c = q->chain;
@@ -165,13 +165,20 @@ static __attribute__((noinline)) int rx_place(struct vnet_dev *dev, struct vnet_
 		if (r == 0 || nslots == VNET_RX_MAX_BUFFERS) {
 			/* Give back every chain taken for this packet, the one just popped too. */
 			vq_unpop(&q->vq, nslots + (r > 0));
-			/* Waiting helps unless the packet already had the whole ring. */
-			if (r == 0 && nslots < q->vq.num)
+			/*
+			 * Waiting helps unless the packet already had the whole ring: every entry
+			 * (buffers of one descriptor) or every descriptor or slot (buffers of
+			 * several: the driver has none left to add one more). ndesc counts indirect
+			 * entries too, so a ring of indirect buffers may count as full early: a
+			 * drop, never a queue that waits for ever (and a switch port behind it).
+			 */
+			if (r == 0 && nslots < q->vq.num && ndesc < q->vq.num)
 				return 0;
 			log_guest("queue %u: packet needs more than %u RX buffers; dropped",
-				  q->vq.index, r == 0 ? (unsigned)q->vq.num : VNET_RX_MAX_BUFFERS);
+				  q->vq.index, r == 0 ? nslots : VNET_RX_MAX_BUFFERS);
 			return -1;
 		}
+		ndesc += c->ndesc;
 		const struct iovec *w = &c->iov[c->nread];
 		room = c->write_len;
 		if (!mergeable && room < total) {

@@ -49,6 +49,7 @@ struct port {
 	bool restore_pending;
 	bool restored[VNET_MAX_QUEUES];
 	bool rx_restored;        /* the receive filter, RX mode and MAC (saved.rx) */
+	bool rss_restored;       /* the driver's RSS settings (saved.rss) */
 	struct port_state saved;
 	/* A guest's changes are written by a timer, at most once a second (port_persist_mark). */
 	int state_timer_fd;      /* timerfd; -1 without --state-dir */

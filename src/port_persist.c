@@ -49,12 +49,15 @@ static void state_load(struct port *p)
 		p->rings[i].kept = p->saved.ring[i];
 	if (port_state_ring_any(p->saved.ring, VNET_MAX_QUEUES))
 		log_info("%s: packed ring positions kept from a clean stop", p->name);
-	p->restore_pending = r == 0 && (p->saved.nqueues > 0 || p->saved.rx.present);
+	p->rss_restored = !p->saved.rss.cfg.table_len;
+	p->restore_pending = r == 0 && (p->saved.nqueues > 0 || p->saved.rx.present ||
+					!p->rss_restored);
 	p->rx_restored = !p->saved.rx.present;
 	if (p->restore_pending)
-		log_info("%s: coalescing of %u queue(s)%s restored once the frontend is back",
+		log_info("%s: coalescing of %u queue(s)%s%s restored once the frontend is back",
 			 p->name, p->saved.nqueues,
-			 p->saved.rx.present ? ", receive filter, RX mode and MAC" : "");
+			 p->saved.rx.present ? ", receive filter, RX mode and MAC" : "",
+			 p->rss_restored ? "" : ", RSS settings");
 }
 
 /**
@@ -116,6 +119,27 @@ static bool state_restore_rx(struct port *p)
 	return true;
 }
 
+/*
+ * state_restore_rss() - the driver's RSS settings (RSS_CONFIG / HASH_CONFIG) back, checked as
+ * hostile input against the device, once its features are negotiated and queue 0 runs. True
+ * when done (restored, or refused and logged).
+ */
+static bool state_restore_rss(struct port *p)
+{
+	const struct vnet_queue *q = vnet_dev_queue(p->dev, 0);
+	const struct port_state_rss *rss = &p->saved.rss;
+	const char *why;
+
+	if (p->rss_restored)
+		return true;
+	if (!q || !q->enabled || !q->vq.started)
+		return false;
+	if (vnet_dev_restore_rss(p->dev, &rss->cfg, rss->steer, &why) < 0)
+		log_warn("%s: saved RSS settings not restored: %s", p->name, why);
+	p->rss_restored = true;
+	return true;
+}
+
 /**
  * port_persist_restore() - the frontend's queues run again: give each its saved parameters once.
  * @p: the port, with a restore pending (p->restore_pending)
@@ -125,6 +149,8 @@ static bool state_restore_rx(struct port *p)
 void port_persist_restore(struct port *p)
 {
 	bool pending = !state_restore_rx(p);
+
+	pending |= !state_restore_rss(p);
 
 	for (unsigned i = 0; i < p->saved.nqueues; i++) {
 		const struct vnet_queue *q = vnet_dev_queue(p->dev, i);
@@ -143,6 +169,15 @@ void port_persist_restore(struct port *p)
 		p->restored[i] = true;
 	}
 	p->restore_pending = pending;
+}
+
+/* state_rss_from() - what the file keeps of the device's RSS settings now. */
+static void state_rss_from(struct port *p, struct port_state_rss *out)
+{
+	bool steer, report;
+	const struct rss_config *c = vnet_dev_rss(p->dev, &steer, &report);
+
+	port_state_rss_from(out, c, steer);
 }
 
 /* state_write() - write the file if the port's state differs from it; 0 nothing to write,
@@ -170,6 +205,7 @@ static int state_write(struct port *p)
 		now.q[i].setter = (uint8_t)q->coal.setter;
 	}
 	port_state_rx_from(&now.rx, vnet_dev_rx_filter(p->dev), vnet_dev_mac(p->dev), p->cfg.dev.mac);
+	state_rss_from(p, &now.rss);
 write:
 	if (memcmp(&now, &p->saved, sizeof(now)) == 0)
 		return 0;

@@ -703,6 +703,8 @@ int port_spec_parse(const char *spec, unsigned index, struct port_config *pc, ch
 		.event_idx = true,
 		.indirect = true,
 		.mrg_rxbuf = true,
+		.packed = true,
+		.in_order = true,
 		.err = err,
 		.err_len = err_len,
 	};

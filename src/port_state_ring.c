@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* port_state_ring.c - packed ring positions in the state file: kept at a clean stop, resumed. */
 /*
- * In a version 3 file, "packed" is one entry per queue (null: nothing kept):
+ * In a version 4 file, "packed" is one entry per queue (null: nothing kept):
  *   {"size":256,"avail":32773,"used":32773,"in_order":false,"from":2147516416,"desc":4096}
  * avail and used are the vhost-user packed encoding (bits 0-14 slot, bit 15 wrap counter),
  * from the 32-bit SET_VRING_BASE value the frontend started the ring with.
@@ -115,7 +115,7 @@ int port_state_ring_parse(json_t *v, unsigned nqueues, struct port_state_ring *o
  * @r: the entries
  * @n: how many
  *
- * Return: true when one is present (the file is then written as version 3).
+ * Return: true when one is present (the file is then written as version 4).
  */
 bool port_state_ring_any(const struct port_state_ring *r, unsigned n)
 {

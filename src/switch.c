@@ -382,7 +382,7 @@ static void port_dequeue(struct switch_port *p)
 }
 
 /**
- * switch_queue_clear() - drop every packet queued for p's guest (switch_detach()).
+ * switch_queue_clear() - drop every packet queued for p's guest (switch_detach(), device reset).
  * @p: the port, on its worker's thread or with it parked
  */
 void switch_queue_clear(struct switch_port *p)
@@ -673,6 +673,17 @@ static bool switch_rx_resume(struct vnet_backend *be)
 	return port_drain(port_of(be), VNET_BUDGET_PACKETS, VNET_BUDGET_BYTES) > 0;
 }
 
+/* The port's device was reset: frames queued for the guest that is gone are dropped. */
+static void switch_reset(struct vnet_backend *be)
+{
+	struct switch_port *p = port_of(be);
+
+	if (p->q_len)
+		log_guest("switch: port %s: %u frames queued for its guest dropped at device reset",
+			  p->name, p->q_len);
+	switch_queue_clear(p);
+}
+
 /* switch_backend_ops - the ops table the device model calls (every port on one worker). */
 const struct vnet_backend_ops switch_backend_ops = {
 	.kind = "switch",
@@ -680,12 +691,14 @@ const struct vnet_backend_ops switch_backend_ops = {
 	.transmit = switch_transmit,
 	.set_offloads = switch_set_offloads,
 	.rx_resume = switch_rx_resume,
+	.reset = switch_reset,
 };
 
 #define SW_OPS(fn)                                                                                 \
 	{                                                                                          \
 		.kind = "switch", .offload_features = 0, .transmit = fn,                           \
 		.set_offloads = switch_set_offloads, .rx_resume = switch_rx_resume,                \
+		.reset = switch_reset,                                                             \
 	}
 
 /*

@@ -43,6 +43,7 @@ struct worker {
 	unsigned fault_gen;      /* guest_fault_generation() last looked at */
 	unsigned nports;         /* ports it owns (for placing new ones) */
 	unsigned poll_us;        /* --poll-us: its ports' TX poll window (vnet_dev_set_poll_us) */
+	uint64_t look_ns;        /* poll mode: when a round with queued work last looked at fds */
 	struct worker_pool *pool;
 	pthread_t thread;
 	bool started;

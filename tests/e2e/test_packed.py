@@ -17,7 +17,7 @@ from harness import (HostServers, Netns, UmlGuest, Vnetd, check, guest_addr, hos
 SIZE_MB = 4
 RING_PACKED, IN_ORDER = 34, 35
 GUESTS = (  # (port keys, tap, mac, host ip, guest ip, expect in_order)
-    ('packed=on', 'vtap0', '52:54:00:34:00:02', '10.34.0.1', '10.34.0.2', False),
+    ('packed=on,in-order=off', 'vtap0', '52:54:00:34:00:02', '10.34.0.1', '10.34.0.2', False),
     ('packed=on,in-order=on', 'vtap1', '52:54:00:35:00:02', '10.35.0.1', '10.35.0.2', True),
 )
 SW_MAC0, SW_MAC1 = '02:00:00:00:34:01', '02:00:00:00:34:02'

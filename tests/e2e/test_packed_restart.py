@@ -8,7 +8,7 @@
    stopped (SIGTERM) in the middle of it and started again with the same arguments. QEMU keeps
    no packed position it could send back (GET_VRING_BASE failed on the closed socket: it resends
    the base of its last start), so the stopped vnetd kept where each packed ring stopped in its
-   state file (version 3, "packed") and the new one resumes there: the download finishes
+   state file (version 4, "packed") and the new one resumes there: the download finishes
    byte-exact, the guest's driver reports no bad descriptor id (nothing used twice, nothing
    handed back that was not the driver's), and the guest pings the host afterwards. Then a
    reconnect to the same vnetd: a second download, the port removed (port-del) and added again
@@ -162,10 +162,10 @@ def qemu_case(kit, wd, tag='', qemu=None, in_order=False):
                 files = state_files(state)
                 kept = files[0].get('packed', []) if files else []
                 print('state file after the stop:', json.dumps(files), flush=True)
-                check(len(files) == 1 and files[0]['version'] == 3 and
+                check(len(files) == 1 and files[0]['version'] == 4 and
                       sum(1 for e in kept if e) >= 2 and
                       all(e['in_order'] == in_order for e in kept if e),
-                      'the state file (version 3) keeps where the packed rings stopped')
+                      'the state file (version 4) keeps where the packed rings stopped')
 
                 vd = start(ns, spec, wd, 'v2' + tag, extra)
                 check(wait_connected(vd, ['p0'], 60), 'the new vnetd reconnected to QEMU')
@@ -258,7 +258,7 @@ def dpdk_case(wd, vu_extra, want_io):
             if how == 'SIGTERM':
                 check(vd.stop() == 0, 'testpmd%s: vnetd stopped (SIGTERM)' % vu_extra)
                 files = state_files(state)
-                check(len(files) == 2 and all(f['version'] == 3 and any(f['packed'])
+                check(len(files) == 2 and all(f['version'] == 4 and any(f['packed'])
                                               for f in files),
                       'testpmd%s: both state files keep where the packed rings stopped' % vu_extra)
             else:

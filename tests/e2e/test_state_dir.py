@@ -4,7 +4,7 @@ guest's ethtool -C is) comes back after vnetd is SIGKILLed and restarted and the
 its rings up again without resending it; host coalescing likewise; so do the frontend's RX
 mode (VIRTIO_NET_CTRL_RX), MAC filter table (CTRL_MAC_TABLE_SET) and MAC (CTRL_MAC_ADDR_SET),
 shown by vnetctl ports; a state file that is garbage, too big or for another socket is ignored
-(logged) and vnetd starts anyway, as is one whose packed ring positions (version 3) name a
+(logged) and vnetd starts anyway, as is one whose packed ring positions (version 4) name a
 slot outside the ring or have wrap counters that disagree. Python frontends
 (tests/e2e/vhost_user_client.py), no guest kernel."""
 
@@ -138,7 +138,7 @@ def main():
         check(vd.alive(), 'vnetd still running')
         vd.stop()
 
-        # Hostile packed ring positions (version 3): a slot outside the ring, wrap counters
+        # Hostile packed ring positions (version 4): a slot outside the ring, wrap counters
         # that disagree. Each file is ignored whole, with the reason; the ports start from reset.
         rx = ('"rx":{"mode":[],"mac":null,"unicast":[],"multicast":[],"unicast_overflow":false,'
               '"multicast_overflow":false}')
@@ -146,7 +146,7 @@ def main():
                '{"size":256,"avail":32773,"used":32774,"in_order":false,"from":2147516416,"desc":4096}')
         for sock, entry in zip(socks, bad):
             with open(os.path.join(state, state_file_name(sock)), 'w') as fh:
-                fh.write('{"version":3,"socket":"%s","queues":[[9,9,"host"]],%s,"packed":[%s]}'
+                fh.write('{"version":4,"socket":"%s","queues":[[9,9,"host"]],%s,"rss":null,"packed":[%s]}'
                          % (sock, rx, entry))
         vd = start(wd, 'v4', ports, state)
         log = vd.log_tail(20000)

@@ -51,6 +51,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (memcmp(&rx, &st.rx, sizeof(rx)) != 0)
 			__builtin_trap();
 	}
+	if (st.rss.present) {
+		/* Accepted RSS settings are what the device's own check accepts (2 pairs). */
+		const struct rss_limits lim = {2, RSS_TABLE_MAX, RSS_KEY_MAX, RSS_HASH_TYPES_SUPPORTED};
+		const char *why;
+
+		if (rss_config_check(&st.rss.cfg, st.rss.steer, &lim, &why) < 0)
+			__builtin_trap();
+	}
 	/* What parses formats back to the same state. */
 	text = port_state_format(&st, sock);
 	if (!text)

@@ -14,9 +14,9 @@
 
 #define SOCK "/run/pk.sock"
 #define HEAD                                                                                    \
-	"{\"version\":3,\"socket\":\"/run/pk.sock\",\"queues\":[],\"rx\":{\"mode\":[\"promisc\"],"   \
+	"{\"version\":4,\"socket\":\"/run/pk.sock\",\"queues\":[],\"rx\":{\"mode\":[\"promisc\"],"   \
 	"\"mac\":null,\"unicast\":[],\"multicast\":[],\"unicast_overflow\":false,"                   \
-	"\"multicast_overflow\":false},\"packed\":"
+	"\"multicast_overflow\":false},\"rss\":null,\"packed\":"
 
 /* A 256-slot ring stopped at slot 5 of its second lap (wrap 0), started by QEMU's fresh base. */
 static struct port_state_ring ring5(void)
@@ -41,7 +41,7 @@ static int parse(const char *text, struct port_state *st)
 	return r;
 }
 
-static void test_round_trip_v3(void **state)
+static void test_round_trip_v4(void **state)
 {
 	struct port_state st, back;
 	char *text;
@@ -53,6 +53,7 @@ static void test_round_trip_v3(void **state)
 	st.q[0].setter = COAL_SET_HOST;
 	st.rx.present = true;
 	st.rx.mode = PORT_RX_PROMISC;
+	st.rss.present = true; /* RSS off: "rss":null */
 	st.ring[0] = ring5();
 	st.ring[1] = ring5();
 	st.ring[1].avail = st.ring[1].used = 0x8000 | 200; /* wrap 1 */
@@ -60,7 +61,7 @@ static void test_round_trip_v3(void **state)
 	st.ring[1].from = 0x8000; /* avail half only */
 	text = port_state_format(&st, SOCK);
 	assert_non_null(text);
-	assert_non_null(strstr(text, "\"version\":3"));
+	assert_non_null(strstr(text, "\"version\":4"));
 	assert_non_null(strstr(text, "\"packed\":["));
 	assert_int_equal(parse(text, &back), 0);
 	assert_memory_equal(&st, &back, sizeof(st));
@@ -72,10 +73,10 @@ static void test_round_trip_v3(void **state)
 	assert_int_equal(parse(text, &back), 0);
 	assert_memory_equal(&st, &back, sizeof(st));
 	free(text);
-	/* Nothing kept: version 2, as before packed rings. */
+	/* Nothing kept: version 3, as before packed rings. */
 	memset(&st.ring[1], 0, sizeof(st.ring[1]));
 	text = port_state_format(&st, SOCK);
-	assert_non_null(strstr(text, "\"version\":2"));
+	assert_non_null(strstr(text, "\"version\":3"));
 	assert_null(strstr(text, "packed"));
 	assert_int_equal(parse(text, &back), 0);
 	assert_memory_equal(&st, &back, sizeof(st));
@@ -96,13 +97,24 @@ static void test_old_files_still_load(void **state)
 			       "\"unicast_overflow\":false,\"multicast_overflow\":false}}", &back), 0);
 	assert_true(back.rx.present);
 	assert_false(port_state_ring_any(back.ring, VNET_MAX_QUEUES));
-	/* A version 2 file with "packed", a version 3 one without: not what they claim. */
-	assert_int_equal(parse("{\"version\":2,\"socket\":\"/run/pk.sock\",\"queues\":[],\"packed\":[]}",
-			       &back), -1);
+	/* Version 3 (RSS, before packed positions) still loads. */
 	assert_int_equal(parse("{\"version\":3,\"socket\":\"/run/pk.sock\",\"queues\":[],\"rx\":{"
 			       "\"mode\":[],\"mac\":null,\"unicast\":[],\"multicast\":[],"
-			       "\"unicast_overflow\":false,\"multicast_overflow\":false}}", &back), -1);
-	assert_int_equal(parse("{\"version\":4,\"socket\":\"/run/pk.sock\",\"queues\":[]}", &back), -1);
+			       "\"unicast_overflow\":false,\"multicast_overflow\":false},\"rss\":null}",
+			       &back), 0);
+	assert_true(back.rss.present);
+	assert_false(port_state_ring_any(back.ring, VNET_MAX_QUEUES));
+	/* A version 3 file with "packed" instead of "rss", a version 4 one without "packed",
+	 * version 5: not what they claim. */
+	assert_int_equal(parse("{\"version\":3,\"socket\":\"/run/pk.sock\",\"queues\":[],\"rx\":{"
+			       "\"mode\":[],\"mac\":null,\"unicast\":[],\"multicast\":[],"
+			       "\"unicast_overflow\":false,\"multicast_overflow\":false},\"packed\":[]}",
+			       &back), -1);
+	assert_int_equal(parse("{\"version\":4,\"socket\":\"/run/pk.sock\",\"queues\":[],\"rx\":{"
+			       "\"mode\":[],\"mac\":null,\"unicast\":[],\"multicast\":[],"
+			       "\"unicast_overflow\":false,\"multicast_overflow\":false},\"rss\":null}",
+			       &back), -1);
+	assert_int_equal(parse("{\"version\":5,\"socket\":\"/run/pk.sock\",\"queues\":[]}", &back), -1);
 }
 
 static void test_hostile_entries_refused(void **state)
@@ -186,7 +198,7 @@ static void test_resume_rule(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_round_trip_v3),
+	    cmocka_unit_test(test_round_trip_v4),
 	    cmocka_unit_test(test_old_files_still_load),
 	    cmocka_unit_test(test_hostile_entries_refused),
 	    cmocka_unit_test(test_resume_rule),
