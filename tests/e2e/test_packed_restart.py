@@ -274,8 +274,14 @@ def dpdk_case(wd, vu_extra, want_io):
                   'to the new vnetd (after %s)' % (vu_extra, how))
             if how == 'SIGTERM':
                 # The kept position is not taken: virtio-user reset its rings (base 0x8000).
+                # Connected comes before the rings start: wait (bounded) for the four starts.
+                deadline = time.monotonic() + 60
                 log = vd.log_tail(100000)
-                check('stands' in log and 'resumes where it stopped' not in log,
+                while log.count('base 0x00008000 stands') < 4 and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                    log = vd.log_tail(100000)
+                check(log.count('base 0x00008000 stands') >= 4 and
+                      'resumes where it stopped' not in log,
                       'testpmd%s: virtio-user\'s own base stands (it resets packed rings on '
                       'reconnect)' % vu_extra)
             check_traffic('testpmd%s after %s and restart' % (vu_extra, how), *traffic(fe, vd))
