@@ -55,6 +55,13 @@ struct port {
 	int state_timer_fd;      /* timerfd; -1 without --state-dir */
 	bool state_pending;      /* the timer is armed for a change that may be unwritten */
 	uint64_t state_last_ns;  /* the last write attempt (CLOCK_MONOTONIC); 0: none yet */
+	/* --state-dir, packed rings (port_persist.c): per queue, what the file keeps of it (a
+	 * clean stop; cleared when it starts again) and the frontend's SET_VRING_BASE. */
+	struct port_ring_keep {
+		struct port_state_ring kept;
+		uint32_t from;
+		bool from_set;
+	} rings[VNET_MAX_QUEUES];
 	/* A tap trunk (uplink=NAME,trunk=N+...; port_trunk.c): the tap's side of each VLAN. */
 	struct port_uplink {
 		struct port *p;
