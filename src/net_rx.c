@@ -41,28 +41,6 @@ static inline bool rx_filter_accepts(const struct vnet_dev *dev, const uint8_t *
 }
 
 /*
- * Spread flows over the active queue pairs by a hash of the IPv4 addresses and ports. FNV-1a's
- * low bits depend only on the inputs' low bits, so without the final mix (murmur3's) every flow
- * whose ports share a parity - Linux gives connect() even ports - would land on one of 2 pairs.
- */
-static inline __attribute__((always_inline)) unsigned rx_pick_pair(const struct vnet_dev *dev,
-								    const uint8_t *frame, size_t len)
-{
-	uint32_t h = 2166136261u;
-
-	if (dev->active_pairs <= 1 || len < 14 + 24 || frame[12] != 0x08 || frame[13] != 0x00)
-		return 0;
-	for (size_t i = 14 + 12; i < 14 + 24; i++)
-		h = (h ^ frame[i]) * 16777619u;
-	h ^= h >> 16;
-	h *= 0x85ebca6bu;
-	h ^= h >> 13;
-	h *= 0xc2b2ae35u;
-	h ^= h >> 16;
-	return h % dev->active_pairs;
-}
-
-/*
  * RSS or hash reporting is on: hash the frame as the driver's hash types say, fill the hash
  * fields of the header (HASH_REPORT), and pick the pair from the indirection table (RSS;
  * unhashed packets: the unclassified queue), else as without RSS. Out of line: with RSS off
@@ -120,7 +98,7 @@ void vnet_dev_rx_flush(struct vnet_dev *dev)
 	if (__builtin_expect(dev->rx_rate.on, 0))
 		net_rate_rx_refill(dev); /* once per round: the packets refill only when empty */
 	for (unsigned i = 0; i < dev->nqueues; i++)
-		if (dev->queues[i].rx_unflushed)
+		if ((dev->qmask >> i & 1u) && dev->queues[i].rx_unflushed)
 			net_rx_flush_queue(dev, &dev->queues[i]);
 }
 
@@ -222,11 +200,10 @@ static __attribute__((noinline)) int rx_place(struct vnet_dev *dev, struct vnet_
 	return 1;
 }
 
-/* rx_place() for the common case, always inlined (into each receive entry point): the next chain
- * is one buffer holding the packet. */
-static inline __attribute__((always_inline)) int
-rx_place_one(struct vnet_dev *dev, struct vnet_queue *q, struct virtio_net_hdr_v1_hash *hdr,
-	     const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len)
+/* rx_place() for the common case, inline: the next chain is one buffer holding the packet. */
+static inline __attribute__((always_inline)) int rx_place_one(struct vnet_dev *dev, struct vnet_queue *q,
+			       struct virtio_net_hdr_v1_hash *hdr, const struct iovec *iov,
+			       unsigned iovcnt, size_t off, size_t frame_len)
 {
 	struct vq_chain *c = q->chain;
 	size_t total = dev->hdr_len + frame_len;
@@ -276,14 +253,12 @@ static inline void rx_delivered(struct vnet_dev *dev, struct vnet_queue *q, size
 }
 
 /*
- * Deliver one bare frame (copying receive): vnet_dev_receive_frame(), with the queue pair the
- * backend read it for (hint; -1: none, constant for the callers that have none, so they pay
- * nothing for it). Picks the pair: with RSS steering the driver's indirection table, else the
- * hint while that pair is active, else the flow hash.
+ * The receive path: into queue pair `forced` (>= 0: a constant of the one caller that picked it,
+ * vnet_dev_receive_frame_on()), else the pair the flow hash or RSS picks.
  */
 static inline __attribute__((always_inline)) int
-rx_frame(struct vnet_dev *dev, int hint, const struct virtio_net_hdr_v1 *hdr_in,
-	 const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len)
+receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 *hdr_in, const struct iovec *iov,
+	      unsigned iovcnt, size_t off, size_t frame_len, const int forced)
 {
 	const uint8_t *eth = dev->rx_eth;
 	struct virtio_net_hdr_v1_hash *hdr = &dev->rx_hdr;
@@ -315,12 +290,12 @@ rx_frame(struct vnet_dev *dev, int hint, const struct virtio_net_hdr_v1 *hdr_in,
 		eth = (const uint8_t *)iov[0].iov_base + off;
 	else
 		got = iov_copy_from(iov, iovcnt, off, dev->rx_eth, need);
-	if (__builtin_expect(dev->rss_on, 0)) {
+	if (forced >= 0) {
+		pair = (unsigned)forced;
+		if (__builtin_expect(dev->rss.report, 0))
+			(void)rx_rss(dev, iov, iovcnt, off, frame_len); /* the header's hash */
+	} else if (__builtin_expect(dev->rss_on, 0)) {
 		pair = rx_rss(dev, iov, iovcnt, off, frame_len);
-		if (hint >= 0 && (unsigned)hint < dev->active_pairs && !dev->rss.steer)
-			pair = (unsigned)hint; /* hash reporting only: the backend's queue */
-	} else if (hint >= 0 && (unsigned)hint < dev->active_pairs) {
-		pair = (unsigned)hint;
 	} else {
 		pair = rx_pick_pair(dev, eth, got);
 	}
@@ -373,27 +348,32 @@ rx_frame(struct vnet_dev *dev, int hint, const struct virtio_net_hdr_v1 *hdr_in,
 int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 *hdr_in,
 			   const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len)
 {
-	return rx_frame(dev, -1, hdr_in, iov, iovcnt, off, frame_len);
+	return receive_frame(dev, hdr_in, iov, iovcnt, off, frame_len, -1);
 }
 
-/* The checks and the header copy vnet_dev_receive() and vnet_dev_receive_pair() share. */
-static inline __attribute__((always_inline)) int
-rx_packet(struct vnet_dev *dev, int hint, const struct iovec *iov, unsigned iovcnt)
+/**
+ * vnet_dev_receive_frame_on() - vnet_dev_receive_frame() into a given queue pair
+ * @dev: the device, or the lane (vnet_dev_lane.c) that runs @pair
+ * @pair: the pair the caller picked (vnet_dev_rx_pair()); one the device lacks: pair 0 (an
+ *        unusable one: dropped, counted)
+ * @hdr_in: the backend's virtio-net header; NULL: all zero
+ * @iov: the buffers holding the frame
+ * @iovcnt: entries of @iov
+ * @off: byte offset of the frame in @iov
+ * @frame_len: frame bytes
+ *
+ * For a port whose pairs live on several workers: the switch picks the pair on the sender's
+ * thread and hands the frame to the pair's worker. With HASH_REPORT the header still carries the
+ * frame's hash. Context: the thread that runs @pair.
+ * Return: as vnet_dev_receive_frame().
+ */
+int vnet_dev_receive_frame_on(struct vnet_dev *dev, unsigned pair,
+			      const struct virtio_net_hdr_v1 *hdr_in, const struct iovec *iov,
+			      unsigned iovcnt, size_t off, size_t frame_len)
 {
-	struct virtio_net_hdr_v1 hdr;
-	size_t total = iov_length(iov, iovcnt);
-
-	if (total < VNET_HDR_LEN + 14 || total - VNET_HDR_LEN > VNET_MAX_FRAME) {
-		if (dev->rx_cache.n)
-			net_rx_cache_release(dev, &dev->queues[0]);
-		stat_inc(&dev->queues[0].stats.dropped);
-		return 1;
-	}
-	iov_copy_from(iov, iovcnt, 0, &hdr, sizeof(hdr));
-	if (hint < 0)
-		return vnet_dev_receive_frame(dev, &hdr, iov, iovcnt, VNET_HDR_LEN,
-					      total - VNET_HDR_LEN);
-	return rx_frame(dev, hint, &hdr, iov, iovcnt, VNET_HDR_LEN, total - VNET_HDR_LEN);
+	if (2u * pair + 1u >= dev->nqueues)
+		pair = 0;
+	return receive_frame(dev, hdr_in, iov, iovcnt, off, frame_len, (int)pair);
 }
 
 /**
@@ -407,7 +387,17 @@ rx_packet(struct vnet_dev *dev, int hint, const struct iovec *iov, unsigned iovc
  */
 int vnet_dev_receive(struct vnet_dev *dev, const struct iovec *iov, unsigned iovcnt)
 {
-	return rx_packet(dev, -1, iov, iovcnt);
+	struct virtio_net_hdr_v1 hdr;
+	size_t total = iov_length(iov, iovcnt);
+
+	if (total < VNET_HDR_LEN + 14 || total - VNET_HDR_LEN > VNET_MAX_FRAME) {
+		if (dev->rx_cache.n)
+			net_rx_cache_release(dev, &dev->queues[0]);
+		stat_inc(&dev->queues[0].stats.dropped);
+		return 1;
+	}
+	iov_copy_from(iov, iovcnt, 0, &hdr, sizeof(hdr));
+	return vnet_dev_receive_frame(dev, &hdr, iov, iovcnt, VNET_HDR_LEN, total - VNET_HDR_LEN);
 }
 
 /**
@@ -426,7 +416,19 @@ int vnet_dev_receive(struct vnet_dev *dev, const struct iovec *iov, unsigned iov
 int vnet_dev_receive_pair(struct vnet_dev *dev, unsigned pair, const struct iovec *iov,
 			  unsigned iovcnt)
 {
-	return rx_packet(dev, pair < VNET_MAX_QUEUE_PAIRS ? (int)pair : -1, iov, iovcnt);
+	struct virtio_net_hdr_v1 hdr;
+	size_t total = iov_length(iov, iovcnt);
+
+	if (pair >= dev->active_pairs || dev->rss.steer)
+		return vnet_dev_receive(dev, iov, iovcnt);
+	if (total < VNET_HDR_LEN + 14 || total - VNET_HDR_LEN > VNET_MAX_FRAME) {
+		if (dev->rx_cache.n)
+			net_rx_cache_release(dev, &dev->queues[0]);
+		stat_inc(&dev->queues[0].stats.dropped);
+		return 1;
+	}
+	iov_copy_from(iov, iovcnt, 0, &hdr, sizeof(hdr));
+	return receive_frame(dev, &hdr, iov, iovcnt, VNET_HDR_LEN, total - VNET_HDR_LEN, (int)pair);
 }
 
 /* ---- Direct receive: the backend reads straight into reserved guest buffers ---------------- */

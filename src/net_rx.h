@@ -33,6 +33,14 @@ int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 
 			   const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len);
 
 /*
+ * vnet_dev_receive_frame_on() - the same into queue pair `pair` (picked by vnet_dev_rx_pair() on
+ * another thread; one the device lacks: pair 0), on the thread that runs that pair.
+ */
+int vnet_dev_receive_frame_on(struct vnet_dev *dev, unsigned pair,
+			      const struct virtio_net_hdr_v1 *hdr, const struct iovec *iov,
+			      unsigned iovcnt, size_t off, size_t frame_len);
+
+/*
  * vnet_dev_receive_pair() - vnet_dev_receive() for a packet the backend read for queue pair
  * `pair` (a multi-queue tap's queue): that pair's RX queue takes it while the pair is active,
  * unless RSS steers (then the indirection table picks, as for any frame).

@@ -78,6 +78,8 @@ static void try_start(struct vu_conn *c, unsigned qidx, struct vnet_queue *q)
 {
 	if (q->vq.started || !ring_ready(c, q))
 		return;
+	if (c->ops && c->ops->queue_starting)
+		c->ops->queue_starting(c->ctx, qidx);
 	if (vnet_dev_queue_start(c->dev, qidx, &c->mem) < 0) {
 		log_guest("vhost-user: queue %u: rings not usable, queue stays stopped", qidx);
 		vu_ring_signal_error(c, qidx);
@@ -235,6 +237,8 @@ enum vu_result vu_ring_set_base(struct vu_conn *c, const struct vu_msg *m)
 	}
 	was = stop_if_started(c, qidx, q);
 	vq_set_base(&q->vq, base);
+	if (c->ops && c->ops->ring_base)
+		c->ops->ring_base(c->ctx, qidx, base);
 	if (was)
 		try_start(c, qidx, q);
 	return VU_OK;

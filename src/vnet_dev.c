@@ -132,6 +132,7 @@ struct vnet_dev *vnet_dev_create(const struct vnet_dev_params *params, const str
 	dev->env_ctx = env_ctx;
 	dev->nqueues = nqueues;
 	dev->queues = map;
+	dev->qmask = ~0ull;
 	coal_policy_init(dev);
 	net_rate_init(dev);
 	vnet_dev_queue_init_all(dev);
