@@ -114,32 +114,43 @@ struct pvirtq_desc {
 #define VRING_PACKED_EVENT_F_DISABLE 1
 #define VRING_PACKED_EVENT_F_DESC 2
 
-/* One popped buffer of a packed ring: where its list starts, how many slots, its id. */
+/*
+ * One popped buffer of a packed ring: its id and how many slots its list takes. Where it starts
+ * is not kept: buffers complete in the order popped, so buffer used_published starts at the
+ * used position and each later one nslots further on.
+ */
 struct vq_packed_rec {
-	uint16_t slot;
-	uint16_t nslots;
 	uint16_t id;
-	uint16_t wrap; /* the slot's wrap counter (driver's = device's, buffers complete in order) */
+	uint16_t nslots;
 };
+
+#define VQ_PACKED_IDS 65536u /* in_flight[] covers every 16-bit id: ids >= num stay marked */
 
 struct vq_packed_state {
 	uint16_t next_slot;    /* where the buffer last_avail starts */
 	uint16_t far_slot;     /* where the buffer shadow_avail starts (the farthest looked at): */
 			       /* valid only while buffers are given back (last_avail != shadow_avail) */
-	uint16_t used_slot;    /* where the next used descriptor goes (after used_published) */
+	uint16_t used_slot;    /* where the next used descriptor goes (buffer used_published) */
+	uint16_t next_want;    /* AVAIL/USED bits of an available descriptor at next_slot */
 	bool next_wrap, far_wrap, used_wrap;
 	uint32_t next_lin, used_lin, sig_lin; /* free-running slot counts (in-flight, EVENT_IDX) */
+	uint32_t lin_limit;    /* used_lin + num: next_lin never passes it (slots in flight) */
 	unsigned cap;          /* power of 2 >= num: rec[] and the shadow used ring */
 	struct vq_packed_rec *rec; /* per popped buffer, indexed by its buffer count & (cap - 1) */
-	uint8_t *in_flight;    /* per buffer id: popped and not yet published */
+	uint8_t *in_flight;    /* per buffer id (VQ_PACKED_IDS): popped and not yet published, */
+			       /* or >= num (so one test covers the id's range too) */
 	void *mem_block;       /* rec, shadow used ring and in_flight in one allocation */
 	uint64_t desc_gpa;     /* the descriptor ring's GPA (dirty log); 0: unknown */
 	uint16_t *dev_event;   /* Device Event Suppression (we write), NULL for split */
 	const uint32_t *drv_event; /* Driver Event Suppression, read as one 32-bit snapshot */
 };
 
-/* vq->ready: 0 (not started or broken), or the layout vq_pop()'s inline fast path is for. */
-enum { VQ_FAST_NONE, VQ_FAST_SPLIT, VQ_FAST_PACKED, VQ_FAST_SPLIT_IN_ORDER };
+/*
+ * vq->ready: 0 (not started or broken), or the layout vq_pop()'s inline fast path is for;
+ * VQ_FAST_PACKED_BACK: a packed queue with buffers given back (vq_unpop()), which take the
+ * slow path until they are popped again (VQ_FAST_PACKED means none is).
+ */
+enum { VQ_FAST_NONE, VQ_FAST_SPLIT, VQ_FAST_PACKED, VQ_FAST_SPLIT_IN_ORDER, VQ_FAST_PACKED_BACK };
 
 /* One virtqueue as the device sees it; split unless `packed`. */
 struct virtqueue {
@@ -274,9 +285,10 @@ int vq_pop_slow(struct virtqueue *vq, struct vq_chain *chain);
 /*
  * vq_packed_pop_one() - the packed walker's fast path: the list at the next slot is one
  * available descriptor (no NEXT, not INDIRECT, not empty) inside the hot region, with an id
- * below num and not in flight, and the ring has room: it becomes chain's one iovec and its
- * record. False: anything else (nothing taken), for vq_packed_pop()'s full checks.
- * Only for a ready packed queue whose looked-at buffers are all popped (no vq_unpop() pending).
+ * below num and not in flight (one test: ids >= num are marked in flight), and the ring has
+ * room: it becomes chain's one iovec and its record. False: anything else (nothing taken), for
+ * vq_packed_pop()'s full checks. Only for a queue whose ready is VQ_FAST_PACKED (no buffer
+ * given back).
  */
 static inline __attribute__((always_inline)) bool vq_packed_pop_one(struct virtqueue *vq, struct vq_chain *chain)
 {
@@ -284,7 +296,6 @@ static inline __attribute__((always_inline)) bool vq_packed_pop_one(struct virtq
 	const struct pvirtq_desc *p = (const struct pvirtq_desc *)(const void *)vq->desc +
 				      pk->next_slot;
 	const struct guest_mem_region *r = &vq->mem->hot;
-	uint16_t want = pk->next_wrap ? VRING_PACKED_DESC_F_AVAIL : VRING_PACKED_DESC_F_USED;
 	uint16_t flags = le16toh(__atomic_load_n(&p->flags, __ATOMIC_ACQUIRE));
 	struct pvirtq_desc d;
 	uint64_t off;
@@ -292,7 +303,7 @@ static inline __attribute__((always_inline)) bool vq_packed_pop_one(struct virtq
 
 	/* Available (AVAIL == wrap != USED), and neither NEXT nor INDIRECT, in one compare. */
 	if ((flags & (VRING_PACKED_DESC_F_AVAIL | VRING_PACKED_DESC_F_USED | VRING_DESC_F_NEXT |
-		      VRING_DESC_F_INDIRECT)) != want)
+		      VRING_DESC_F_INDIRECT)) != pk->next_want)
 		return false;
 	memcpy(&d, p, sizeof(d));
 	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* the copy is taken once, here */
@@ -300,8 +311,8 @@ static inline __attribute__((always_inline)) bool vq_packed_pop_one(struct virtq
 	d.len = le32toh(d.len);
 	d.id = le16toh(d.id);
 	off = d.addr - r->gpa;
-	if (!d.len || off >= r->size || d.len > r->size - off || d.id >= vq->num ||
-	    pk->in_flight[d.id] || pk->next_lin + 1 - pk->used_lin > vq->num)
+	if (!d.len || off >= r->size || d.len > r->size - off || pk->in_flight[d.id] ||
+	    pk->next_lin == pk->lin_limit)
 		return false;
 	w = flags & VRING_DESC_F_WRITE;
 	chain->iov[0].iov_base = r->host + off;
@@ -313,11 +324,11 @@ static inline __attribute__((always_inline)) bool vq_packed_pop_one(struct virtq
 	chain->ndesc = 1;
 	chain->head = d.id;
 	pk->in_flight[d.id] = 1;
-	pk->rec[vq->last_avail & (pk->cap - 1)] = (struct vq_packed_rec){
-		.slot = pk->next_slot, .nslots = 1, .id = d.id, .wrap = pk->next_wrap};
+	pk->rec[vq->last_avail & vq->mask] = (struct vq_packed_rec){.id = d.id, .nslots = 1};
 	if (++pk->next_slot >= vq->num) {
 		pk->next_slot = 0;
 		pk->next_wrap = !pk->next_wrap;
+		pk->next_want ^= VRING_PACKED_DESC_F_AVAIL | VRING_PACKED_DESC_F_USED;
 	}
 	pk->next_lin++;
 	vq->shadow_avail = ++vq->last_avail;
@@ -368,7 +379,7 @@ static inline __attribute__((always_inline)) int vq_pop(struct virtqueue *vq,
 		if (vq_split_pop_one(vq, chain, false))
 			return 1;
 	} else if (vq->ready == VQ_FAST_PACKED) {
-		if (vq->shadow_avail == vq->last_avail && vq_packed_pop_one(vq, chain))
+		if (vq_packed_pop_one(vq, chain))
 			return 1;
 	} else if (vq->ready == VQ_FAST_SPLIT_IN_ORDER) {
 		if (vq_split_pop_one(vq, chain, true))
