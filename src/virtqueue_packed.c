@@ -473,6 +473,69 @@ static inline void pk_write_used(struct pvirtq_desc *d, uint16_t id, uint32_t le
 	__atomic_store_n(&d->len, htole32(len), __ATOMIC_RELAXED);
 }
 
+/*
+ * vq_packed_publish()'s common case: every buffer of the batch takes one slot, so their used
+ * descriptors go to consecutive slots from the used position; ids and lengths come from the
+ * shadow vq_push() wrote (the ids popped). All flags but the first's are stored; that one is
+ * returned. The position after the batch goes to *slot and *wbits. Runs between the ends of
+ * the shadow and of the ring need no wrap checks.
+ */
+static uint16_t pk_publish_single(struct virtqueue *vq, uint16_t from, unsigned n, unsigned *slot,
+				  uint16_t *wbits)
+{
+	struct pvirtq_desc *ring = pk_ring(vq), *d = ring + *slot, *dend = ring + vq->num;
+	const struct vring_used_elem *e = &vq->used->ring[from & vq->mask];
+	const struct vring_used_elem *eend = vq->used->ring + vq->pk.cap;
+	uint8_t *in_flight = vq->pk.in_flight;
+	uint16_t w = *wbits, first_flags;
+
+	{
+		uint16_t id = (uint16_t)le32toh(e->id);
+		uint32_t len = le32toh(e->len);
+
+		pk_write_used(d, id, len);
+		first_flags = len ? (uint16_t)(w | VRING_DESC_F_WRITE) : w; /* stored last, by the caller */
+		in_flight[id] = 0;
+		n--;
+		if (++e == eend)
+			e = vq->used->ring;
+		if (++d == dend) {
+			d = ring;
+			w ^= VRING_PACKED_DESC_F_AVAIL | VRING_PACKED_DESC_F_USED;
+		}
+	}
+	while (n) {
+		unsigned m = n, room_e = (unsigned)(eend - e), room_d = (unsigned)(dend - d);
+		const uint16_t wf = w | VRING_DESC_F_WRITE;
+
+		if (m > room_e)
+			m = room_e;
+		if (m > room_d)
+			m = room_d;
+		for (unsigned j = 0; j < m; j++) {
+			uint16_t id = (uint16_t)le32toh(e[j].id);
+			uint32_t len = le32toh(e[j].len);
+			uint16_t f = len ? wf : w;
+
+			pk_write_used(&d[j], id, len);
+			__atomic_store_n(&d[j].flags, htole16(f), __ATOMIC_RELAXED);
+			in_flight[id] = 0;
+		}
+		n -= m;
+		e += m;
+		d += m;
+		if (e == eend)
+			e = vq->used->ring;
+		if (d == dend) {
+			d = ring;
+			w ^= VRING_PACKED_DESC_F_AVAIL | VRING_PACKED_DESC_F_USED;
+		}
+	}
+	*slot = (unsigned)(d - ring);
+	*wbits = w;
+	return first_flags;
+}
+
 /**
  * vq_packed_publish() - turn the pushed elements into used descriptors the driver sees.
  * @vq: a packed queue
@@ -527,6 +590,9 @@ void vq_packed_publish(struct virtqueue *vq)
 			slot -= num;
 			wbits ^= VRING_PACKED_DESC_F_AVAIL | VRING_PACKED_DESC_F_USED;
 		}
+	} else if (to == vq->last_avail && pk->next_lin - pk->used_lin == n) {
+		first_flags = pk_publish_single(vq, from, n, &slot, &wbits);
+		slots = n;
 	} else {
 		for (uint16_t k = from;;) {
 			const struct vq_packed_rec rec = recs[k & mask];
