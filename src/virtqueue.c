@@ -508,6 +508,7 @@ void vq_publish(struct virtqueue *vq)
 	}
 	/* Release: the used elements are visible before the index that covers them. */
 	__atomic_store_n(&vq->uring->idx, htole16(vq->used_idx), __ATOMIC_RELEASE);
+	vq->unsignalled += (uint16_t)(vq->used_idx - from);
 	vq->used_published = vq->used_idx;
 	if (__builtin_expect(vq->log != NULL, 0))
 		vq_log_published(vq, from);
@@ -531,7 +532,7 @@ bool vq_driver_wants_notify(struct virtqueue *vq)
 	vq->signalled_used = vq->used_published;
 	vq->pk.sig_lin = vq->pk.used_lin;
 	vq->signalled_valid = true;
-	vq->unsignalled = (uint16_t)(vq->used_idx - vq->used_published);
+	vq->unsignalled = 0;
 	return wants;
 }
 

@@ -184,7 +184,7 @@ struct virtqueue {
 	uint16_t used_published; /* used index the driver can see (last vq_publish()) */
 	uint16_t signalled_used; /* used index at the last notification decision */
 	bool signalled_valid;
-	uint32_t unsignalled; /* used entries since the last decision (wrap guard) */
+	uint32_t unsignalled; /* used entries published since the last decision (wrap guard) */
 	const struct guest_mem *mem;
 	/*
 	 * Dirty logging (live migration): NULL when off, and then the only cost is one branch per
@@ -418,7 +418,6 @@ static inline void vq_push(struct virtqueue *vq, uint16_t head, uint32_t len)
 	VQ_WRITE_ONCE_U32(&e->id, head);
 	VQ_WRITE_ONCE_U32(&e->len, len);
 	vq->used_idx++;
-	vq->unsignalled++;
 }
 
 /* vq_publish() - make every pushed used element visible with one index store. */

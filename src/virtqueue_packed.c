@@ -624,6 +624,7 @@ void vq_packed_publish(struct virtqueue *vq)
 	pk->lin_limit = pk->used_lin + num;
 	pk->used_slot = (uint16_t)slot;
 	pk->used_wrap = wbits != 0;
+	vq->unsignalled += n;
 	vq->used_published = to;
 	vq->used_idx = to;
 }
