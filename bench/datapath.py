@@ -337,9 +337,9 @@ def one_measurement(args, b, impl, s, rep, wd, tools, k, total, layout='split'):
     run['wall_s'] = round(time.monotonic() - t0, 1)
     run['contended'] = run.get('others_cores', 0) >= QUIET_CORES
     if 'error' in run:
-        log('[%d/%d] %-6s %-13s %5d B  ERROR %s' % (k, total, p, impl, s, run['error'][:400]))
+        log('[%d/%d] %-15s %-13s %5d B  ERROR %s' % (k, total, p, impl, s, run['error'][:400]))
     else:
-        log('[%d/%d] %-6s %-13s %5d B  %7.3f Mpps %7.2f Gbit/s  loss %5.1f %%  backend %.2f cores '
+        log('[%d/%d] %-15s %-13s %5d B  %7.3f Mpps %7.2f Gbit/s  loss %5.1f %%  backend %.2f cores '
             '%7.3f Mpps/core  (others %.2f cores, load %.2f)%s'
             % (k, total, p, impl, s, run['mpps'], run['gbps'], 100 * (run['loss'] or 0),
                run['backend_cores'], run['mpps_per_core'] or 0, run['others_cores'],
