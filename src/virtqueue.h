@@ -136,7 +136,8 @@ struct vq_packed_state {
 	uint32_t next_lin, used_lin, sig_lin; /* free-running slot counts (in-flight, EVENT_IDX) */
 	uint32_t lin_limit;    /* used_lin + num: next_lin never passes it (slots in flight) */
 	unsigned cap;          /* power of 2 >= num: rec[] and the shadow used ring */
-	struct vq_packed_rec *rec; /* per popped buffer, indexed by its buffer count & (cap - 1) */
+	struct vq_packed_rec *rec; /* per popped list, at the slot it starts at (and, of several */
+				   /* slots, at its last one: vq_packed_unpop() walks back) */
 	uint8_t *in_flight;    /* per buffer id (VQ_PACKED_IDS): popped and not yet published, */
 			       /* or >= num (so one test covers the id's range too) */
 	void *mem_block;       /* rec, shadow used ring and in_flight in one allocation */
@@ -324,7 +325,7 @@ static inline __attribute__((always_inline)) bool vq_packed_pop_one(struct virtq
 	chain->ndesc = 1;
 	chain->head = d.id;
 	pk->in_flight[d.id] = 1;
-	pk->rec[vq->last_avail & vq->mask] = (struct vq_packed_rec){.id = d.id, .nslots = 1};
+	pk->rec[pk->next_slot] = (struct vq_packed_rec){.id = d.id, .nslots = 1};
 	if (++pk->next_slot >= vq->num) {
 		pk->next_slot = 0;
 		pk->next_wrap = !pk->next_wrap;

@@ -25,9 +25,10 @@ static inline struct pvirtq_desc *pk_ring(const struct virtqueue *vq)
 	return (struct pvirtq_desc *)(void *)vq->desc;
 }
 
-static inline struct vq_packed_rec *pk_rec(const struct virtqueue *vq, uint16_t n)
+/* The record of the list that starts (or, of several slots, ends) at slot. */
+static inline struct vq_packed_rec *pk_rec(const struct virtqueue *vq, unsigned slot)
 {
-	return &vq->pk.rec[n & (vq->pk.cap - 1)];
+	return &vq->pk.rec[slot];
 }
 
 /* Acquire load of a slot's flags: the rest of the descriptor is read after it. */
@@ -383,10 +384,12 @@ take:
 		goto broken;
 	}
 	pk->in_flight[chain->head] = 1;
-	rec = pk_rec(vq, vq->last_avail);
+	rec = pk_rec(vq, pk->next_slot);
 	rec->nslots = (uint16_t)nslots;
 	rec->id = chain->head;
 	pk_advance(vq->num, &pk->next_slot, &pk->next_wrap, nslots);
+	if (nslots > 1) /* at the list's last slot too, for vq_packed_unpop() */
+		*pk_rec(vq, pk->next_slot ? pk->next_slot - 1u : vq->num - 1u) = *rec;
 	pk->next_want = pk_want(pk->next_wrap);
 	pk->next_lin += nslots;
 	vq->last_avail++;
@@ -415,8 +418,11 @@ void vq_packed_unpop(struct virtqueue *vq, unsigned n)
 		pk->far_wrap = pk->next_wrap;
 	}
 	while (n-- && vq->last_avail != vq->used_idx) {
-		const struct vq_packed_rec *rec = pk_rec(vq, --vq->last_avail);
+		/* The last list given back ends right before next_slot. */
+		const struct vq_packed_rec *rec =
+			pk_rec(vq, pk->next_slot ? pk->next_slot - 1u : vq->num - 1u);
 
+		vq->last_avail--;
 		pk->in_flight[rec->id] = 0;
 		pk_retreat(vq->num, &pk->next_slot, &pk->next_wrap, rec->nslots);
 		pk->next_lin -= rec->nslots;
@@ -439,7 +445,7 @@ static void pk_log_buffers(struct virtqueue *vq, uint16_t from, unsigned n)
 	bool wrap = vq->pk.used_wrap;
 
 	for (unsigned i = 0; i < n; i++) {
-		const struct vq_packed_rec *rec = pk_rec(vq, (uint16_t)(from + i));
+		const struct vq_packed_rec *rec = pk_rec(vq, slot);
 		uint32_t len = le32toh(vq->used->ring[(uint16_t)(from + i) & vq->mask].len);
 		unsigned nslots;
 
@@ -451,7 +457,7 @@ static void pk_log_buffers(struct virtqueue *vq, uint16_t from, unsigned n)
 }
 
 /* Mark the descriptor slots of the used elements [from, from + n) dirty (just written). */
-static void pk_log_slots(struct virtqueue *vq, uint16_t from, unsigned n, bool batch)
+static void pk_log_slots(struct virtqueue *vq, unsigned n, bool batch)
 {
 	uint16_t slot = vq->pk.used_slot;
 	bool wrap = vq->pk.used_wrap;
@@ -462,7 +468,7 @@ static void pk_log_slots(struct virtqueue *vq, uint16_t from, unsigned n, bool b
 		dirty_log_gpa(vq->log, vq->pk.desc_gpa + 16ull * slot, 16);
 		if (batch)
 			return; /* one descriptor covers the batch */
-		pk_advance(vq->num, &slot, &wrap, pk_rec(vq, (uint16_t)(from + i))->nslots);
+		pk_advance(vq->num, &slot, &wrap, pk_rec(vq, slot)->nslots);
 	}
 }
 
@@ -577,25 +583,28 @@ void vq_packed_publish(struct virtqueue *vq)
 		const struct vring_used_elem *e = &shadow[(uint16_t)(to - 1) & mask];
 		uint32_t len = le32toh(e->len);
 
-		pk_write_used(first, recs[(uint16_t)(to - 1) & mask].id, len);
+		uint16_t last_id = 0;
+
 		first_flags = wbits | (len ? VRING_DESC_F_WRITE : 0);
-		for (uint16_t k = from; k != to; k++) {
-			const struct vq_packed_rec rec = recs[k & mask];
+		for (unsigned i = 0; i < n; i++) {
+			const struct vq_packed_rec rec = recs[slot];
 
 			in_flight[rec.id] = 0;
+			last_id = rec.id;
 			slots += rec.nslots;
+			slot += rec.nslots;
+			if (slot >= num) {
+				slot -= num;
+				wbits ^= VRING_PACKED_DESC_F_AVAIL | VRING_PACKED_DESC_F_USED;
+			}
 		}
-		slot += slots;
-		if (slot >= num) {
-			slot -= num;
-			wbits ^= VRING_PACKED_DESC_F_AVAIL | VRING_PACKED_DESC_F_USED;
-		}
+		pk_write_used(first, last_id, len);
 	} else if (to == vq->last_avail && pk->next_lin - pk->used_lin == n) {
 		first_flags = pk_publish_single(vq, from, n, &slot, &wbits);
 		slots = n;
 	} else {
 		for (uint16_t k = from;;) {
-			const struct vq_packed_rec rec = recs[k & mask];
+			const struct vq_packed_rec rec = recs[slot];
 			uint32_t len = le32toh(shadow[k & mask].len);
 			struct pvirtq_desc *d = &ring[slot];
 			uint16_t f = wbits | (len ? VRING_DESC_F_WRITE : 0);
@@ -619,7 +628,7 @@ void vq_packed_publish(struct virtqueue *vq)
 	/* Release: every store above is visible before the batch's first flags. */
 	__atomic_store_n(&first->flags, htole16(first_flags), __ATOMIC_RELEASE);
 	if (__builtin_expect(logging, 0))
-		pk_log_slots(vq, from, n, vq->batch_used);
+		pk_log_slots(vq, n, vq->batch_used);
 	pk->used_lin += slots;
 	pk->lin_limit = pk->used_lin + num;
 	pk->used_slot = (uint16_t)slot;

@@ -125,6 +125,50 @@ static void test_unpop_walks_again(void **state)
 	assert_false(p->vq.broken);
 }
 
+/*
+ * Records are kept per slot (a list of several slots at its first and last one): give back a
+ * batch of one-slot buffers and a list across the ring end, walk them again, and publish a
+ * batch that mixes both (the one-pass publish of a mixed batch).
+ */
+static void test_unpop_list_across_ring_end_mixed_batch(void **state)
+{
+	struct pd *p = *state; /* 5 slots */
+	struct fake_buf b[3] = {{p->data, 10, false}, {p->data + 100, 20, false},
+				{p->data + 200, 30, false}};
+	uint16_t id;
+	uint32_t len;
+
+	complete(p, 2);            /* slots 0, 1 used once: the next list starts at 2 */
+	pd_add1(p, 1, 64, false);  /* slot 2 */
+	pd_add(p, b, 3, 4);        /* slots 3, 4, 0 (wrap flips) */
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(vq_pop(&p->vq, &p->chain), 1);
+		assert_int_equal(p->chain.head, 1);
+		assert_int_equal(vq_pop(&p->vq, &p->chain), 1);
+		assert_int_equal(p->chain.head, 4);
+		assert_int_equal(p->chain.read_len, 60);
+		assert_int_equal(p->vq.pk.next_slot, 1);
+		if (!round)
+			vq_unpop(&p->vq, 2); /* both again: back at slot 2, same wrap */
+		else
+			break;
+		assert_int_equal(p->vq.pk.next_slot, 2);
+		assert_true(p->vq.pk.next_wrap);
+	}
+	/* In flight from slot 2: the base's avail half points there. */
+	assert_int_equal(vq_get_base(&p->vq) & 0xffff, 0x8002u);
+	vq_push(&p->vq, 1, 0);
+	vq_push(&p->vq, 4, 0);
+	vq_publish(&p->vq);
+	assert_true(pd_get_used(p, &id, &len, NULL));
+	assert_int_equal(id, 1);
+	assert_true(pd_get_used(p, &id, &len, NULL));
+	assert_int_equal(id, 4);
+	assert_false(pd_get_used(p, &id, &len, NULL));
+	assert_int_equal(vq_get_base(&p->vq), 0x00010001u); /* slot 1, both wraps 0 */
+	assert_false(p->vq.broken);
+}
+
 static void test_start_any_size_up_to_32768(void **state)
 {
 	struct pd *p = pd_new(3, false, false);
@@ -222,6 +266,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pop_push_wraps_many_laps, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_batch_publishes_first_flags_last, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_chain_across_ring_end, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unpop_list_across_ring_end_mixed_batch, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_indirect_table, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unpop_walks_again, setup, teardown),
 		cmocka_unit_test(test_start_any_size_up_to_32768),
