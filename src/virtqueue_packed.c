@@ -481,10 +481,12 @@ static inline void pk_write_used(struct pvirtq_desc *d, uint16_t id, uint32_t le
 
 /*
  * vq_packed_publish()'s common case: every buffer of the batch takes one slot, so their used
- * descriptors go to consecutive slots from the used position; ids and lengths come from the
- * shadow vq_push() wrote (the ids popped). All flags but the first's are stored; that one is
- * returned. The position after the batch goes to *slot and *wbits. Runs between the ends of
- * the shadow and of the ring need no wrap checks.
+ * descriptors go to consecutive slots from the used position, lengths from the shadow vq_push()
+ * wrote. A one-slot list's descriptor already holds its buffer id (the driver wrote it there,
+ * the device read it there): only len and flags are written, and the ids in the shadow (the
+ * ids popped) leave in_flight. All flags but the first's are stored; that one is returned. The
+ * position after the batch goes to *slot and *wbits. Runs between the ends of the shadow and
+ * of the ring need no wrap checks.
  */
 static uint16_t pk_publish_single(struct virtqueue *vq, uint16_t from, unsigned n, unsigned *slot,
 				  uint16_t *wbits)
@@ -499,7 +501,7 @@ static uint16_t pk_publish_single(struct virtqueue *vq, uint16_t from, unsigned 
 		uint16_t id = (uint16_t)le32toh(e->id);
 		uint32_t len = le32toh(e->len);
 
-		pk_write_used(d, id, len);
+		__atomic_store_n(&d->len, htole32(len), __ATOMIC_RELAXED);
 		first_flags = len ? (uint16_t)(w | VRING_DESC_F_WRITE) : w; /* stored last, by the caller */
 		in_flight[id] = 0;
 		n--;
@@ -523,7 +525,7 @@ static uint16_t pk_publish_single(struct virtqueue *vq, uint16_t from, unsigned 
 			uint32_t len = le32toh(e[j].len);
 			uint16_t f = len ? wf : w;
 
-			pk_write_used(&d[j], id, len);
+			__atomic_store_n(&d[j].len, htole32(len), __ATOMIC_RELAXED);
 			__atomic_store_n(&d[j].flags, htole16(f), __ATOMIC_RELAXED);
 			in_flight[id] = 0;
 		}
