@@ -123,6 +123,7 @@ struct vq_packed_rec {
 	uint16_t id;
 	uint16_t nslots;
 };
+_Static_assert(sizeof(struct vq_packed_rec) == 4, "vq_packed_pop_one() stores it as 32 bits");
 
 #define VQ_PACKED_IDS 65536u /* in_flight[] covers every 16-bit id: ids >= num stay marked */
 
@@ -325,7 +326,16 @@ static inline __attribute__((always_inline)) bool vq_packed_pop_one(struct virtq
 	chain->ndesc = 1;
 	chain->head = d.id;
 	pk->in_flight[d.id] = 1;
-	pk->rec[pk->next_slot] = (struct vq_packed_rec){.id = d.id, .nslots = 1};
+	{
+		/* The record {id, nslots 1} as one 32-bit store (compilers store the struct's two
+		 * halves one by one). */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		const uint32_t rec = (uint32_t)d.id | 1u << 16;
+#else
+		const uint32_t rec = (uint32_t)d.id << 16 | 1u;
+#endif
+		memcpy(&pk->rec[pk->next_slot], &rec, sizeof(rec));
+	}
 	if (++pk->next_slot >= vq->num) {
 		pk->next_slot = 0;
 		pk->next_wrap = !pk->next_wrap;
