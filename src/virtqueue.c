@@ -249,6 +249,8 @@ refuse:
  */
 void vq_stop(struct virtqueue *vq)
 {
+	if (vq->ready == VQ_FAST_PACKED)
+		vq->shadow_avail = vq->last_avail; /* kept from now (virtqueue.h) */
 	if (vq->started && vq->packed) {
 		/* A packed ring has no index in memory: the next start resumes from here. */
 		vq->base = vq_packed_get_base(vq);
@@ -275,6 +277,8 @@ void vq_mark_broken(struct virtqueue *vq, const char *what)
 	if (vq->broken)
 		return;
 	log_guest("queue %u: %s; queue stopped until the device is reset", vq->index, what);
+	if (vq->ready == VQ_FAST_PACKED)
+		vq->shadow_avail = vq->last_avail; /* kept from now (virtqueue.h) */
 	vq->broken = true;
 	vq->ready = VQ_FAST_NONE;
 	if (vq->on_broken)

@@ -181,7 +181,8 @@ struct virtqueue {
 	struct vring_used *uring; /* split: the guest's used ring (== used unless batch_used) */
 	struct vq_packed_state pk;
 	uint16_t last_avail;  /* next avail ring entry to consume */
-	uint16_t shadow_avail; /* driver's avail index as last read (vq_pop reads it once per batch) */
+	uint16_t shadow_avail; /* driver's avail index as last read (vq_pop reads it once per batch); */
+			       /* packed: not kept while ready is VQ_FAST_PACKED (= last_avail then) */
 	uint16_t used_idx;    /* next used ring entry to write (published or not) */
 	uint16_t used_published; /* used index the driver can see (last vq_publish()) */
 	uint16_t signalled_used; /* used index at the last notification decision */
@@ -342,7 +343,7 @@ static inline __attribute__((always_inline)) bool vq_packed_pop_one(struct virtq
 		pk->next_want ^= VRING_PACKED_DESC_F_AVAIL | VRING_PACKED_DESC_F_USED;
 	}
 	pk->next_lin++;
-	vq->shadow_avail = ++vq->last_avail;
+	vq->last_avail++; /* shadow_avail is last_avail while ready is VQ_FAST_PACKED */
 	return true;
 }
 
@@ -411,7 +412,7 @@ uint16_t vq_avail_idx(struct virtqueue *vq);
  */
 static inline uint16_t vq_avail_seen(const struct virtqueue *vq)
 {
-	return vq->shadow_avail;
+	return vq->ready == VQ_FAST_PACKED ? vq->last_avail : vq->shadow_avail;
 }
 
 /* vq_has_avail() - whether the driver made chains available that we have not popped. */

@@ -31,6 +31,12 @@ static inline struct vq_packed_rec *pk_rec(const struct virtqueue *vq, unsigned 
 	return &vq->pk.rec[slot];
 }
 
+/* The buffer count at the farthest position looked at (shadow_avail, see virtqueue.h). */
+static inline uint16_t pk_seen(const struct virtqueue *vq)
+{
+	return vq->ready == VQ_FAST_PACKED ? vq->last_avail : vq->shadow_avail;
+}
+
 /* Acquire load of a slot's flags: the rest of the descriptor is read after it. */
 static inline uint16_t pk_flags(const struct pvirtq_desc *d)
 {
@@ -334,7 +340,7 @@ int vq_packed_pop(struct virtqueue *vq, struct vq_chain *chain)
 	enum vq_walk_error err;
 	unsigned nslots = 1;
 	uint16_t flags;
-	bool fresh = vq->last_avail == vq->shadow_avail;
+	bool fresh = vq->last_avail == pk_seen(vq);
 
 	if (vq->broken)
 		return -1;
@@ -413,6 +419,8 @@ void vq_packed_unpop(struct virtqueue *vq, unsigned n)
 {
 	struct vq_packed_state *pk = &vq->pk;
 
+	if (vq->ready == VQ_FAST_PACKED)
+		vq->shadow_avail = vq->last_avail; /* kept from now on */
 	if (n && vq->last_avail == vq->shadow_avail) { /* the farthest position: kept from now */
 		pk->far_slot = pk->next_slot;
 		pk->far_wrap = pk->next_wrap;
@@ -684,7 +692,7 @@ bool vq_packed_would_notify(const struct virtqueue *vq)
 /* The farthest position looked at: next_slot unless buffers were given back. */
 static inline void pk_far(const struct virtqueue *vq, uint16_t *slot, bool *wrap)
 {
-	bool back = vq->last_avail != vq->shadow_avail;
+	bool back = vq->last_avail != pk_seen(vq);
 
 	*slot = back ? vq->pk.far_slot : vq->pk.next_slot;
 	*wrap = back ? vq->pk.far_wrap : vq->pk.next_wrap;
@@ -704,7 +712,7 @@ static inline bool pk_slot_avail(const struct virtqueue *vq, uint16_t slot, bool
  */
 bool vq_packed_has_avail(struct virtqueue *vq)
 {
-	return vq->last_avail != vq->shadow_avail ||
+	return vq->last_avail != pk_seen(vq) ||
 	       pk_slot_avail(vq, vq->pk.next_slot, vq->pk.next_wrap);
 }
 
@@ -723,7 +731,7 @@ uint16_t vq_packed_avail_idx(struct virtqueue *vq)
 	bool wrap;
 
 	pk_far(vq, &slot, &wrap);
-	return (uint16_t)(vq->shadow_avail + pk_slot_avail(vq, slot, wrap));
+	return (uint16_t)(pk_seen(vq) + pk_slot_avail(vq, slot, wrap));
 }
 
 /**
