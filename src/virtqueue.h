@@ -253,15 +253,14 @@ static inline bool vq_chain_one(const struct guest_mem *mem, const struct vring_
 }
 
 /*
- * vq_prefetch_next() - hint the CPU to fetch the first 128 bytes the next announced chain's
- * head descriptor points at (inside the hot region): the data arrives while the current
- * packet is copied. Call only when the batch announced a chain (shadow_avail != last_avail).
- * Trusts nothing it reads: a wrong guess costs a cache miss, and prefetching never faults.
+ * vq_prefetch_head() - hint the CPU to fetch the first 128 bytes descriptor head points at
+ * (inside the hot region): the data arrives while the current packet is copied. Trusts nothing
+ * it reads: a wrong guess costs a cache miss, and prefetching never faults.
  */
-static inline void vq_prefetch_next(const struct virtqueue *vq)
+static inline __attribute__((always_inline)) void vq_prefetch_head(const struct virtqueue *vq,
+								   unsigned head)
 {
 	const struct guest_mem_region *r = &vq->mem->hot; /* size 0: nothing to prefetch */
-	uint16_t head = VQ_READ_ONCE_U16(&vq->avail->ring[vq->last_avail & (vq->num - 1)]);
 	uint64_t off;
 
 	if (head >= vq->num)
@@ -271,6 +270,15 @@ static inline void vq_prefetch_next(const struct virtqueue *vq)
 		return;
 	__builtin_prefetch(r->host + off);
 	__builtin_prefetch(r->host + off + 64);
+}
+
+/*
+ * vq_prefetch_next() - vq_prefetch_head() for the next announced chain's head (split, from the
+ * avail ring). Call only when the batch announced a chain (shadow_avail != last_avail).
+ */
+static inline void vq_prefetch_next(const struct virtqueue *vq)
+{
+	vq_prefetch_head(vq, VQ_READ_ONCE_U16(&vq->avail->ring[vq->last_avail & (vq->num - 1)]));
 }
 
 /* vq_start() - translate and check ring addresses; 0, or -1 (logged) if bad. */
@@ -373,8 +381,9 @@ static inline __attribute__((always_inline)) bool vq_split_pop_one(struct virtqu
 		/* One descriptor: IN_ORDER's next chain starts right after it. */
 		vq->io_next = (uint16_t)((head + 1) & mask);
 	}
-	if (vq->shadow_avail != vq->last_avail)
-		vq_prefetch_next(vq);
+	if (vq->shadow_avail != vq->last_avail) /* IN_ORDER: the next chain's head is known */
+		vq_prefetch_head(vq, in_order ? vq->io_next :
+				 VQ_READ_ONCE_U16(&vq->avail->ring[vq->last_avail & mask]));
 	return true;
 }
 
