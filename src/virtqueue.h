@@ -134,8 +134,8 @@ struct vq_packed_state {
 	uint16_t used_slot;    /* where the next used descriptor goes (buffer used_published) */
 	uint16_t next_want;    /* AVAIL/USED bits of an available descriptor at next_slot */
 	bool next_wrap, far_wrap, used_wrap;
-	uint32_t next_lin, used_lin, sig_lin; /* free-running slot counts (in-flight, EVENT_IDX) */
-	uint32_t lin_limit;    /* used_lin + num: next_lin never passes it (slots in flight) */
+	uint32_t used_lin, sig_lin; /* free-running slot counts (EVENT_IDX) */
+	uint32_t room;         /* slots not in flight: num - slots popped and not published */
 	unsigned cap;          /* power of 2 >= num: rec[] and the shadow used ring */
 	struct vq_packed_rec *rec; /* per popped list, at the slot it starts at (and, of several */
 				   /* slots, at its last one: vq_packed_unpop() walks back) */
@@ -323,7 +323,7 @@ static inline __attribute__((always_inline)) bool vq_packed_pop_one(struct virtq
 	d.id = le16toh(d.id);
 	off = d.addr - r->gpa;
 	if (!d.len || off >= r->size || d.len > r->size - off || pk->in_flight[d.id] ||
-	    pk->next_lin == pk->lin_limit)
+	    !pk->room)
 		return false;
 	w = flags & VRING_DESC_F_WRITE;
 	chain->iov[0].iov_base = r->host + off;
@@ -350,7 +350,7 @@ static inline __attribute__((always_inline)) bool vq_packed_pop_one(struct virtq
 		pk->next_wrap = !pk->next_wrap;
 		pk->next_want ^= VRING_PACKED_DESC_F_AVAIL | VRING_PACKED_DESC_F_USED;
 	}
-	pk->next_lin++;
+	pk->room--;
 	vq->last_avail++; /* shadow_avail is last_avail while ready is VQ_FAST_PACKED */
 	return true;
 }

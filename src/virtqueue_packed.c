@@ -273,8 +273,8 @@ int vq_packed_start(struct virtqueue *vq, const struct guest_mem *mem)
 	pk->next_want = pk_want(used_wrap);
 	pk->used_slot = used_slot;
 	pk->used_wrap = used_wrap;
-	pk->next_lin = pk->used_lin = pk->sig_lin = 0;
-	pk->lin_limit = vq->num;
+	pk->used_lin = pk->sig_lin = 0;
+	pk->room = vq->num;
 	vq->last_avail = vq->shadow_avail = 0;
 	vq->used_idx = vq->used_published = vq->signalled_used = 0;
 	vq->signalled_valid = false;
@@ -352,7 +352,7 @@ int vq_packed_pop(struct virtqueue *vq, struct vq_chain *chain)
 	if (err != VQ_WALK_OK)
 		goto broken;
 take:
-	if (pk->next_lin + nslots - pk->used_lin > vq->num) {
+	if (nslots > pk->room) {
 		err = VQ_WALK_OVERRUN; /* a lie about the wrap made our own slots look new */
 		goto broken;
 	}
@@ -368,7 +368,7 @@ take:
 	if (nslots > 1) /* at the list's last slot too, for vq_packed_unpop() */
 		*pk_rec(vq, pk->next_slot ? pk->next_slot - 1u : vq->num - 1u) = *rec;
 	pk->next_want = pk_want(pk->next_wrap);
-	pk->next_lin += nslots;
+	pk->room -= nslots;
 	vq->last_avail++;
 	if (fresh)
 		vq->shadow_avail = vq->last_avail; /* the farthest position is next_slot again */
@@ -404,7 +404,7 @@ void vq_packed_unpop(struct virtqueue *vq, unsigned n)
 		vq->last_avail--;
 		pk->in_flight[rec->id] = 0;
 		pk_retreat(vq->num, &pk->next_slot, &pk->next_wrap, rec->nslots);
-		pk->next_lin -= rec->nslots;
+		pk->room += rec->nslots;
 	}
 	pk->next_want = pk_want(pk->next_wrap);
 	if (vq->last_avail != vq->shadow_avail && vq->ready == VQ_FAST_PACKED)

@@ -174,7 +174,7 @@ void vq_packed_publish(struct virtqueue *vq)
 			}
 		}
 		pk_write_used(first, last_id, len);
-	} else if (to == vq->last_avail && pk->next_lin - pk->used_lin == n) {
+	} else if (to == vq->last_avail && vq->num - pk->room == n) {
 		first_flags = pk_publish_single(vq, from, n, &slot, &wbits);
 		slots = n;
 	} else {
@@ -205,7 +205,7 @@ void vq_packed_publish(struct virtqueue *vq)
 	if (__builtin_expect(logging, 0))
 		pk_log_slots(vq, n, vq->batch_used);
 	pk->used_lin += slots;
-	pk->lin_limit = pk->used_lin + num;
+	pk->room += slots;
 	pk->used_slot = (uint16_t)slot;
 	pk->used_wrap = wbits != 0;
 	vq->unsignalled += n;
