@@ -41,10 +41,18 @@ asan: $(ASAN_BUILD)/build.ninja
 	VNETD_BUILD=$(abspath $(ASAN_BUILD)) VNETD_EXTRA_ARGS=--no-sandbox \
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		$(PYTHON) tests/e2e/test_hostile_frontend.py
+	# The same for packed rings (a packed driver in Python against three packed switch ports).
+	VNETD_BUILD=$(abspath $(ASAN_BUILD)) VNETD_EXTRA_ARGS=--no-sandbox \
+		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		$(PYTHON) tests/e2e/test_hostile_packed.py
 	# The migration protocol paths (dirty log, device-state streams, SIGBUS on the log) likewise.
 	VNETD_BUILD=$(abspath $(ASAN_BUILD)) VNETD_EXTRA_ARGS=--no-sandbox \
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		$(PYTHON) tests/e2e/test_device_state.py
+	# RSS settings through DEVICE_STATE and --state-dir, hostile ones too, likewise.
+	VNETD_BUILD=$(abspath $(ASAN_BUILD)) VNETD_EXTRA_ARGS=--no-sandbox \
+		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		$(PYTHON) tests/e2e/test_rss_persist.py
 
 $(FUZZ_BUILD)/build.ninja:
 	CC=clang meson setup $(FUZZ_BUILD) -Dfuzz=true
@@ -96,9 +104,12 @@ bench-scale: build
 # Two busy tap ports: aggregate TX frames/s with --workers 1 vs 2 (about a minute); then two
 # switch port pairs (a->b, c->d): frames/s received, --workers 1 vs 2 with each pair on one
 # worker and each pair across the two (about two minutes; results/workers-switch-latest.*).
+# Then one switch port's 2 queue pairs on 2 workers vs on 1 (queue-workers=), driven by DPDK
+# testpmd virtio-user queues=2 (results/workers-qpairs-latest.json).
 bench-workers: build
 	$(PYTHON) bench/workers.py $(WORKERS_ARGS)
 	$(PYTHON) bench/workers.py --switch $(WORKERS_ARGS)
+	$(PYTHON) bench/workers.py --queue-pairs $(WORKERS_ARGS)
 
 # A switch pair's throughput while another port sends from random source MACs (FDB_FLOOD_ARGS,
 # e.g. --before DIR to run an older build alongside); results/fdb-flood-latest.{json,png}.

@@ -25,11 +25,11 @@ NET_TAP_MAX_FRAME = 1522
 FE_MAIN, BE_MAIN = 0, 1          # frontend forwards on lcore 1, DPDK backend on lcore 0 (= vnetd's CPU)
 
 # Ring layouts (switch path): (virtio-user devargs on every frontend port, vnetd port keys).
-# 'split' is the set-up as it always was (virtio-user's and vnetd's defaults, packed=off and
-# in-order=off: were vnetd's to change, this entry would need its keys; vnetd refuses a key
-# given twice, so the VNETD_DP_* extras below can still choose the layout of a 'split' run).
-# DPDK's vhost PMD takes whatever virtio-user negotiates.
-LAYOUTS = {'split': ('', ''),
+# vnetd's keys are explicit for every layout: its defaults are packed=on, in-order=on (the driver
+# chooses), and virtio-user offers what its devargs say. So VNETD_DP_PORT_EXTRA (below) must not
+# name packed= or in-order= (vnetd refuses a key given twice): --layouts chooses them. DPDK's
+# vhost PMD takes whatever virtio-user negotiates.
+LAYOUTS = {'split': ('', ',packed=off,in-order=off'),
            'packed': (',packed_vq=1', ',packed=on,in-order=off'),
            'in-order': (',in_order=1', ',packed=off,in-order=on'),
            'packed+in-order': (',packed_vq=1,in_order=1', ',packed=on,in-order=on')}

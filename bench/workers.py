@@ -37,6 +37,10 @@ all 1-worker runs. Four spinners and up to two vnetd threads on a 2-core machine
 compete with vnetd for the cores, and the ratio there says more about the machine than vnetd.
 Outputs: results/workers-switch-<date>.json, results/workers-switch-latest.{json,dat,png} (the
 tap files are left alone).
+
+--queue-pairs: one switch port's two queue pairs on two workers vs on one (queue-workers=0+1 vs
+0+0), driven by DPDK testpmd virtio-user queues=2: bench/workers_qpairs.py says how. --quick:
+one rep of 1 s (a smoke test).
 """
 
 import argparse
@@ -364,7 +368,16 @@ def main():
                     help='--switch: receivers\' RX ring (2 KiB buffers)')
     ap.add_argument('--rx-idle-us', type=int, default=50,
                     help='--switch: the receivers\' ringspin sleeps this long when nothing came')
+    ap.add_argument('--queue-pairs', action='store_true',
+                    help='one switch port\'s 2 queue pairs on 2 workers vs on 1 (queue-workers=), '
+                         'driven by DPDK testpmd virtio-user queues=2 (bench/workers_qpairs.py)')
+    ap.add_argument('--quick', action='store_true', help='one rep of 1 s: a smoke test')
     args = ap.parse_args()
+    if args.quick:
+        args.seconds, args.reps = 1.0, 1
+    if args.queue_pairs:
+        import workers_qpairs
+        return workers_qpairs.main(args)
     if args.switch:
         return main_switch(args)
     common.require('bench-workers', root=True, tun=True, why_root='network namespace, taps')

@@ -36,6 +36,12 @@ struct vnet_backend_ops {
 	 * most one budget (VNET_BUDGET_*). True: packets are left; call again later.
 	 */
 	bool (*rx_resume)(struct vnet_backend *be);
+	/*
+	 * The device was reset (the driver's reset, or its frontend went away): drop what the
+	 * backend holds for the guest's RX. Those frames were meant for a guest that is gone, and
+	 * must not reach the next one on this port. May be NULL (nothing held).
+	 */
+	void (*reset)(struct vnet_backend *be);
 };
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "control_json.h"
+#include "port_lanes.h"
 #include "port_trunk.h"
 #include "virtio_net_defs.h"
 
@@ -66,8 +67,27 @@ static void add_trunk(json_t *o, struct port *p)
 /* The worker (event-loop thread) serving the port. */
 static void add_worker(json_t *o, struct port *p)
 {
-	if (o)
-		json_object_set_new(o, "worker", json_integer((json_int_t)port_worker(p)));
+	const struct port_config *cfg = port_config(p);
+	json_t *qw;
+
+	uint64_t fr[4];
+
+	if (!o)
+		return;
+	json_object_set_new(o, "worker", json_integer((json_int_t)port_worker(p)));
+	if (port_switch_frames(p, fr))
+		json_object_set_new(o, "switch_frames",
+				    json_pack("{s:o,s:o,s:o,s:o}", "forwarded", control_json_u64(fr[0]),
+					      "flooded", control_json_u64(fr[1]), "dropped",
+					      control_json_u64(fr[2]), "crossed",
+					      control_json_u64(fr[3])));
+	if (!cfg->n_queue_workers)
+		return;
+	/* queue-workers=: the worker running each queue pair (its RX queue's) */
+	qw = json_array();
+	for (unsigned i = 0; i < cfg->n_queue_workers; i++)
+		json_array_append_new(qw, json_integer((json_int_t)port_queue_worker(p, 2 * i)));
+	json_object_set_new(o, "queue_workers", qw);
 }
 
 /* The driver's RX mode and MAC filter tables (VIRTIO_NET_CTRL_RX, CTRL_MAC). */

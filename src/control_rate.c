@@ -70,6 +70,10 @@ json_t *control_rate_set(const struct control_call *call, json_t *req)
 			return err;
 		if (rp.burst_kb && !rp.mbit)
 			return control_json_error("\"burst_kb\" needs a \"mbit\" above 0");
+		/* One bucket per port, and its pairs on several threads: not supported (yet). */
+		if (rp.mbit && port_config(p)->n_queue_workers)
+			return control_json_error("%s has queue-workers=: its pairs run on several "
+						  "workers, which a rate limit does not span", port_name(p));
 		vnet_dev_set_rate(port_dev(p), dir, &rp);
 	} else if (json_object_get(req, "mbit") || json_object_get(req, "burst_kb")) {
 		return control_json_error("rate needs \"dir\": \"tx\" or \"rx\"");

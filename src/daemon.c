@@ -29,6 +29,7 @@
 #include "sandbox.h"
 #include "switch.h"
 #include "tap.h"
+#include "port_lanes.h"
 #include "worker.h"
 
 struct daemon {
@@ -57,8 +58,10 @@ static void control_sync_leave(void *ctx)
 {
 	struct daemon *d = ctx;
 
-	for (unsigned i = 0; i < port_table_nlive(&d->pt); i++)
+	for (unsigned i = 0; i < port_table_nlive(&d->pt); i++) {
 		port_state_sync(port_table_live(&d->pt)[i]); /* e.g. vnetctl coalesce: keep it */
+		port_lanes_sync(port_table_live(&d->pt)[i]); /* what the lanes read of the device */
+	}
 	worker_pool_unpark(&d->pool);
 }
 
@@ -197,7 +200,7 @@ static void dispatch(void *ctx, struct worker *w, struct ev_ref ref, uint32_t ev
 		break;
 	case EV_PORT_FLUSH:
 		if ((p = port_table_port(&d->pt, ref.port)))
-			port_flush_rx(p);
+			port_flush_rx(p, ref.queue);
 		break;
 	case EV_SWITCH_RX:
 		switch_rx(d, w, true);

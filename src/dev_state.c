@@ -6,14 +6,15 @@
 #include <string.h>
 
 #include "le_bytes.h"
+#include "net_rss.h"
 #include "queue_view.h"
 #include "vnet_dev_core.h"
 
 /*
- * The state stream, version 1 (little-endian; every field checked on load):
+ * The state stream, version 2 (little-endian; every field checked on load):
  *
  *   0  "VNDS"        magic
- *   4  u16 version   1
+ *   4  u16 version   2 (1: the same without the RSS section; still loaded, RSS off)
  *   6  u16 nqueues   must equal the destination's
  *   8  u16 pairs     queue pairs the device was created with (must match)
  *  10  u16 active    active queue pairs, 1 .. pairs
@@ -26,19 +27,27 @@
  *  62  nqueues queues: {u8 who, u8 flags (bit 0: notify once when enabled), u32 max_packets,
  *      u32 max_usecs}; who 0 none, 1 guest, 2 host (kind settings too), 3 adaptive (queues
  *      only; the values must be one of the controller's profiles, which it resumes from)
- *      then n_uc + n_mc MAC addresses of 6 bytes; nothing after them.
+ *      then n_uc + n_mc MAC addresses of 6 bytes;
+ *      then (version 2) the RSS section, 12 + key_len + 2 * table_len bytes (rss_put()):
+ *      {u8 flags (bit 0: steering), u32 hash_types, u16 table_len (0: no settings, all zero),
+ *      u16 unclassified_queue, u16 max_tx_vq (0: set by HASH_CONFIG), u8 key_len,
+ *      key[key_len], u16 table[table_len]}, checked by rss_config_check();
+ *      nothing after it.
  *
  * A newer version is refused rather than half understood.
  */
 #define STATE_MAGIC "VNDS"
-#define STATE_VERSION 1
+#define STATE_VERSION 2
+#define STATE_RSS_HDR 12u
+#define RSS_FLAG_STEER 1u
 #define STATE_HDR 22u
 #define STATE_KIND 10u
 #define STATE_QUEUE 10u
 #define QFLAG_NOTIFY 1u
 
 _Static_assert(STATE_HDR + 4 * STATE_KIND + VNET_MAX_QUEUES * STATE_QUEUE +
-		       2 * VNET_MAC_TABLE_SIZE * 6 <= VNET_STATE_MAX,
+		       2 * VNET_MAC_TABLE_SIZE * 6 + STATE_RSS_HDR + RSS_KEY_MAX +
+		       2 * RSS_TABLE_MAX <= VNET_STATE_MAX,
 	       "the largest state fits VNET_STATE_MAX");
 
 static uint8_t rxmode_bits(const struct vnet_rx_filter *f)
@@ -54,6 +63,55 @@ static void put_kind(uint8_t *p, const struct vnet_kind_coal *k)
 	p[1] = k->set ? (uint8_t)k->who : 0;
 	le_put32(p + 2, k->set ? k->params.max_packets : 0);
 	le_put32(p + 6, k->set ? k->params.max_usecs : 0);
+}
+
+/* The RSS section (version 2): the driver's RSS_CONFIG / HASH_CONFIG settings. */
+static size_t rss_put(uint8_t *p, const struct vnet_dev *dev)
+{
+	const struct rss_config *c = &dev->rss.cfg;
+
+	p[0] = dev->rss.steer ? RSS_FLAG_STEER : 0;
+	le_put32(p + 1, c->hash_types);
+	le_put16(p + 5, c->table_len);
+	le_put16(p + 7, c->unclassified);
+	le_put16(p + 9, c->max_tx_vq);
+	p[11] = c->key_len;
+	memcpy(p + STATE_RSS_HDR, c->key, c->key_len);
+	p += STATE_RSS_HDR + c->key_len;
+	for (unsigned i = 0; i < c->table_len; i++)
+		le_put16(p + 2 * i, c->table[i]);
+	return STATE_RSS_HDR + c->key_len + 2u * c->table_len;
+}
+
+/* The RSS section of p[0..len) into *c: exactly its length; checked later. */
+static int rss_get(const uint8_t *p, size_t len, struct rss_config *c, bool *steer,
+		   const char **why)
+{
+	size_t n;
+
+	memset(c, 0, sizeof(*c));
+	if (len < STATE_RSS_HDR)
+		return *why = "device state length does not match its contents", -1;
+	if (p[0] & ~RSS_FLAG_STEER)
+		return *why = "bad RSS flags", -1;
+	*steer = p[0] & RSS_FLAG_STEER;
+	c->hash_types = le_get32(p + 1);
+	n = le_get16(p + 5);
+	c->unclassified = le_get16(p + 7);
+	c->max_tx_vq = le_get16(p + 9);
+	c->key_len = p[11];
+	if (n > RSS_TABLE_MAX)
+		return *why = "indirection table longer than the maximum", -1;
+	if (c->key_len > RSS_KEY_MAX)
+		return *why = "key longer than rss_max_key_size", -1;
+	if (len != STATE_RSS_HDR + c->key_len + 2 * n)
+		return *why = "device state length does not match its contents", -1;
+	c->table_len = (uint16_t)n;
+	memcpy(c->key, p + STATE_RSS_HDR, c->key_len);
+	p += STATE_RSS_HDR + c->key_len;
+	for (size_t i = 0; i < n; i++)
+		c->table[i] = le_get16(p + 2 * i);
+	return 0;
 }
 
 /**
@@ -100,7 +158,8 @@ size_t dev_state_save(const struct vnet_dev *dev, uint8_t *buf, size_t cap)
 	memcpy(buf + off, f->uc, f->n_uc * 6u);
 	off += f->n_uc * 6u;
 	memcpy(buf + off, f->mc, f->n_mc * 6u);
-	return off + f->n_mc * 6u;
+	off += f->n_mc * 6u;
+	return off + rss_put(buf + off, dev);
 }
 
 static bool valid_who(uint8_t who)
@@ -138,6 +197,8 @@ struct state_in {
 	struct vnet_kind_coal kinds[4];
 	struct coal_params qp[VNET_MAX_QUEUES];
 	uint8_t qwho[VNET_MAX_QUEUES], qflags[VNET_MAX_QUEUES];
+	struct rss_config rss; /* table_len 0: off (version 1: always) */
+	bool rss_steer;
 };
 
 static int state_parse(const struct vnet_dev *dev, const uint8_t *buf, size_t len,
@@ -146,13 +207,15 @@ static int state_parse(const struct vnet_dev *dev, const uint8_t *buf, size_t le
 	struct vnet_rx_filter *f = &in->filter;
 	unsigned nq, n_uc, n_mc;
 	size_t off, need;
+	unsigned version;
 	uint8_t mode;
 
 	if (len < STATE_HDR)
 		return *why = "state shorter than its header", -1;
 	if (memcmp(buf, STATE_MAGIC, 4))
 		return *why = "not a vnetd device state", -1;
-	if (le_get16(buf + 4) != STATE_VERSION)
+	version = le_get16(buf + 4);
+	if (version < 1 || version > STATE_VERSION)
 		return *why = "unknown device state version", -1;
 	nq = le_get16(buf + 6);
 	if (nq != dev->nqueues || le_get16(buf + 8) != dev->params.queue_pairs)
@@ -167,8 +230,12 @@ static int state_parse(const struct vnet_dev *dev, const uint8_t *buf, size_t le
 	if (n_uc > VNET_MAC_TABLE_SIZE || n_mc > VNET_MAC_TABLE_SIZE || buf[21])
 		return *why = "bad MAC table sizes", -1;
 	need = STATE_HDR + 4 * STATE_KIND + nq * STATE_QUEUE + (n_uc + n_mc) * 6u;
-	if (len != need)
+	if (version == 1 ? len != need : len < need)
 		return *why = "device state length does not match its contents", -1;
+	memset(&in->rss, 0, sizeof(in->rss));
+	in->rss_steer = false;
+	if (version >= 2 && rss_get(buf + need, len - need, &in->rss, &in->rss_steer, why) < 0)
+		return -1;
 
 	off = STATE_HDR;
 	for (unsigned k = 0; k < 4; k++, off += STATE_KIND)
@@ -220,6 +287,9 @@ int dev_state_load(struct vnet_dev *dev, const uint8_t *buf, size_t len, const c
 		if (dev->queues[i].vq.started)
 			return *why = "device state loaded into a running device", -1;
 	if (state_parse(dev, buf, len, &in, why) < 0)
+		return -1;
+	/* Checked against this device's limits; applied first, as the only step that can fail. */
+	if (net_rss_restore(dev, &in.rss, in.rss_steer, why) < 0)
 		return -1;
 	/* All checked: apply. */
 	dev->active_pairs = in.active;

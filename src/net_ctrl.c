@@ -8,6 +8,7 @@
 #include "coal_policy.h"
 #include "le_bytes.h"
 #include "log.h"
+#include "net_rss.h"
 #include "notify.h"
 #include "vnet_dev_core.h"
 
@@ -114,44 +115,10 @@ int net_ctrl_restore_rx(struct vnet_dev *dev, const struct vnet_rx_filter *f, co
 	return 0;
 }
 
-/**
- * net_ctrl_rss_set() - put RSS and hash settings in effect, or switch them off
- * @dev: the device
- * @c: validated settings (rss_cmd_parse()); NULL: all off
- * @steer: whether the indirection table picks the RX queue (RSS_CONFIG with hash types)
- *
- * Hashing happens only while it matters: steering, or HASH_REPORT with hash types set. When
- * it stops, the hash fields of the RX header go back to zero (report NONE).
- */
-void net_ctrl_rss_set(struct vnet_dev *dev, const struct rss_config *c, bool steer)
-{
-	struct vnet_rss *r = &dev->rss;
-
-	if (c) {
-		r->cfg = *c;
-		toeplitz_key_init(&r->key, c->key, c->key_len);
-	} else {
-		memset(&r->cfg, 0, sizeof(r->cfg));
-	}
-	r->steer = c && steer && c->hash_types;
-	r->report = c && c->hash_types && dev_has(dev, VIRTIO_NET_F_HASH_REPORT);
-	dev->rss_on = r->steer || r->report;
-	if (!dev->rss_on) {
-		dev->rx_hdr.hash_value = 0;
-		dev->rx_hdr.hash_report = 0;
-		dev->rx_hdr.padding_reserved = 0;
-	}
-}
-
 /* RSS_CONFIG (with RSS) or HASH_CONFIG (with HASH_REPORT): all or nothing. */
 static uint8_t ctrl_rss(struct vnet_dev *dev, bool hash_config, const uint8_t *p, size_t len)
 {
-	const struct rss_limits lim = {
-	    .max_pairs = dev->params.queue_pairs,
-	    .max_table_len = RSS_TABLE_MAX,
-	    .max_key_len = RSS_KEY_MAX,
-	    .supported = RSS_HASH_TYPES_SUPPORTED,
-	};
+	const struct rss_limits lim = net_rss_limits(dev);
 	struct rss_config c;
 	const char *why;
 
@@ -163,7 +130,7 @@ static uint8_t ctrl_rss(struct vnet_dev *dev, bool hash_config, const uint8_t *p
 	}
 	if (!hash_config)
 		dev->active_pairs = c.max_tx_vq; /* as QEMU: the pairs in use */
-	net_ctrl_rss_set(dev, &c, !hash_config);
+	net_rss_set(dev, &c, !hash_config);
 	return VIRTIO_NET_OK;
 }
 
@@ -180,7 +147,7 @@ static uint8_t ctrl_mq(struct vnet_dev *dev, uint8_t cmd, const uint8_t *p, size
 		return VIRTIO_NET_ERR;
 	dev->active_pairs = pairs;
 	if (dev->rss_on || dev->rss.cfg.key_len)
-		net_ctrl_rss_set(dev, NULL, false); /* as QEMU: a pair count ends RSS */
+		net_rss_set(dev, NULL, false); /* as QEMU: a pair count ends RSS */
 	return VIRTIO_NET_OK;
 }
 

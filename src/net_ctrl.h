@@ -10,7 +10,6 @@
 struct vnet_dev;
 struct vnet_queue;
 struct vnet_rx_filter;
-struct rss_config;
 
 /* net_ctrl_process() - execute pending control commands, at most VNET_BUDGET_CTRL; true: more. */
 bool net_ctrl_process(struct vnet_dev *dev, struct vnet_queue *q);
@@ -21,8 +20,5 @@ uint8_t net_ctrl_execute(struct vnet_dev *dev, const uint8_t *in, size_t in_len,
 
 /* net_ctrl_restore_rx() - vnet_dev_restore_rx(): what CTRL_RX / CTRL_MAC set, put back. */
 int net_ctrl_restore_rx(struct vnet_dev *dev, const struct vnet_rx_filter *f, const uint8_t *mac);
-
-/* net_ctrl_rss_set() - RSS / hash settings into effect (NULL: off); steer: the table picks. */
-void net_ctrl_rss_set(struct vnet_dev *dev, const struct rss_config *c, bool steer);
 
 #endif

@@ -41,28 +41,6 @@ static inline bool rx_filter_accepts(const struct vnet_dev *dev, const uint8_t *
 }
 
 /*
- * Spread flows over the active queue pairs by a hash of the IPv4 addresses and ports. FNV-1a's
- * low bits depend only on the inputs' low bits, so without the final mix (murmur3's) every flow
- * whose ports share a parity - Linux gives connect() even ports - would land on one of 2 pairs.
- */
-static inline __attribute__((always_inline)) unsigned rx_pick_pair(const struct vnet_dev *dev,
-								    const uint8_t *frame, size_t len)
-{
-	uint32_t h = 2166136261u;
-
-	if (dev->active_pairs <= 1 || len < 14 + 24 || frame[12] != 0x08 || frame[13] != 0x00)
-		return 0;
-	for (size_t i = 14 + 12; i < 14 + 24; i++)
-		h = (h ^ frame[i]) * 16777619u;
-	h ^= h >> 16;
-	h *= 0x85ebca6bu;
-	h ^= h >> 13;
-	h *= 0xc2b2ae35u;
-	h ^= h >> 16;
-	return h % dev->active_pairs;
-}
-
-/*
  * RSS or hash reporting is on: hash the frame as the driver's hash types say, fill the hash
  * fields of the header (HASH_REPORT), and pick the pair from the indirection table (RSS;
  * unhashed packets: the unclassified queue), else as without RSS. Out of line: with RSS off
@@ -120,7 +98,7 @@ void vnet_dev_rx_flush(struct vnet_dev *dev)
 	if (__builtin_expect(dev->rx_rate.on, 0))
 		net_rate_rx_refill(dev); /* once per round: the packets refill only when empty */
 	for (unsigned i = 0; i < dev->nqueues; i++)
-		if (dev->queues[i].rx_unflushed)
+		if ((dev->qmask >> i & 1u) && dev->queues[i].rx_unflushed)
 			net_rx_flush_queue(dev, &dev->queues[i]);
 }
 
@@ -153,7 +131,7 @@ static __attribute__((noinline)) int rx_place(struct vnet_dev *dev, struct vnet_
 	bool mergeable = dev_has(dev, VIRTIO_NET_F_MRG_RXBUF);
 	size_t total = dev->hdr_len + frame_len, placed = 0;
 	struct iovec hdr_iov[VNET_HDR_HASH_LEN] = {{0}}; /* [0, nhdr_iov) set below */
-	unsigned nslots = 0, nhdr_iov = 0;
+	unsigned nslots = 0, nhdr_iov = 0, ndesc = 0;
 
 	while (placed < total) {
 		struct vq_chain *c = q->chain;
@@ -165,13 +143,20 @@ static __attribute__((noinline)) int rx_place(struct vnet_dev *dev, struct vnet_
 		if (r == 0 || nslots == VNET_RX_MAX_BUFFERS) {
 			/* Give back every chain taken for this packet, the one just popped too. */
 			vq_unpop(&q->vq, nslots + (r > 0));
-			/* Waiting helps unless the packet already had the whole ring. */
-			if (r == 0 && nslots < q->vq.num)
+			/*
+			 * Waiting helps unless the packet already had the whole ring: every entry
+			 * (buffers of one descriptor) or every descriptor or slot (buffers of
+			 * several: the driver has none left to add one more). ndesc counts indirect
+			 * entries too, so a ring of indirect buffers may count as full early: a
+			 * drop, never a queue that waits for ever (and a switch port behind it).
+			 */
+			if (r == 0 && nslots < q->vq.num && ndesc < q->vq.num)
 				return 0;
 			log_guest("queue %u: packet needs more than %u RX buffers; dropped",
-				  q->vq.index, r == 0 ? (unsigned)q->vq.num : VNET_RX_MAX_BUFFERS);
+				  q->vq.index, r == 0 ? nslots : VNET_RX_MAX_BUFFERS);
 			return -1;
 		}
+		ndesc += c->ndesc;
 		const struct iovec *w = &c->iov[c->nread];
 		room = c->write_len;
 		if (!mergeable && room < total) {
@@ -216,7 +201,7 @@ static __attribute__((noinline)) int rx_place(struct vnet_dev *dev, struct vnet_
 }
 
 /* rx_place() for the common case, inline: the next chain is one buffer holding the packet. */
-static inline int rx_place_one(struct vnet_dev *dev, struct vnet_queue *q,
+static inline __attribute__((always_inline)) int rx_place_one(struct vnet_dev *dev, struct vnet_queue *q,
 			       struct virtio_net_hdr_v1_hash *hdr, const struct iovec *iov,
 			       unsigned iovcnt, size_t off, size_t frame_len)
 {
@@ -267,26 +252,13 @@ static inline void rx_delivered(struct vnet_dev *dev, struct vnet_queue *q, size
 		net_rx_flush_queue(dev, q);
 }
 
-/**
- * vnet_dev_receive_frame() - deliver one bare frame to the guest (copying receive)
- * @dev: the device
- * @hdr_in: the backend's virtio-net header; NULL: all zero (no checksum or GSO information)
- * @iov: the buffers holding the frame
- * @iovcnt: entries of @iov
- * @off: byte offset of the frame in @iov
- * @frame_len: frame bytes
- *
- * Picks the queue pair by flow hash (with RSS: the driver's Toeplitz key and indirection
- * table; with HASH_REPORT the header carries the hash), applies the receive filter and the port's RX rate limit
- * (over it: dropped, counted), copies into as many guest
- * buffers as the packet needs. Visible to the guest at the next publication (every
- * VNET_RX_PUBLISH_BATCH packets, and vnet_dev_rx_flush()).
- * Context: the thread that owns the device.
- * Return: 1 delivered (or dropped and counted, or filtered), 0 no guest buffers now: keep the
- * packet; the backend's rx_resume() is called once the guest posts buffers.
+/*
+ * The receive path: into queue pair `forced` (>= 0: a constant of the one caller that picked it,
+ * vnet_dev_receive_frame_on()), else the pair the flow hash or RSS picks.
  */
-int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 *hdr_in,
-			   const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len)
+static inline __attribute__((always_inline)) int
+receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 *hdr_in, const struct iovec *iov,
+	      unsigned iovcnt, size_t off, size_t frame_len, const int forced)
 {
 	const uint8_t *eth = dev->rx_eth;
 	struct virtio_net_hdr_v1_hash *hdr = &dev->rx_hdr;
@@ -318,10 +290,15 @@ int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 
 		eth = (const uint8_t *)iov[0].iov_base + off;
 	else
 		got = iov_copy_from(iov, iovcnt, off, dev->rx_eth, need);
-	if (__builtin_expect(dev->rss_on, 0))
+	if (forced >= 0) {
+		pair = (unsigned)forced;
+		if (__builtin_expect(dev->rss.report, 0))
+			(void)rx_rss(dev, iov, iovcnt, off, frame_len); /* the header's hash */
+	} else if (__builtin_expect(dev->rss_on, 0)) {
 		pair = rx_rss(dev, iov, iovcnt, off, frame_len);
-	else
+	} else {
 		pair = rx_pick_pair(dev, eth, got);
+	}
 	q = &dev->queues[2 * pair];
 	if (!dev_queue_usable(q) || !dev->be) {
 		stat_inc(&q->stats.dropped);
@@ -348,6 +325,55 @@ int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 
 	}
 	rx_delivered(dev, q, frame_len);
 	return 1;
+}
+
+/**
+ * vnet_dev_receive_frame() - deliver one bare frame to the guest (copying receive)
+ * @dev: the device
+ * @hdr_in: the backend's virtio-net header; NULL: all zero (no checksum or GSO information)
+ * @iov: the buffers holding the frame
+ * @iovcnt: entries of @iov
+ * @off: byte offset of the frame in @iov
+ * @frame_len: frame bytes
+ *
+ * Picks the queue pair by flow hash (with RSS: the driver's Toeplitz key and indirection
+ * table; with HASH_REPORT the header carries the hash), applies the receive filter and the port's RX rate limit
+ * (over it: dropped, counted), copies into as many guest
+ * buffers as the packet needs. Visible to the guest at the next publication (every
+ * VNET_RX_PUBLISH_BATCH packets, and vnet_dev_rx_flush()).
+ * Context: the thread that owns the device.
+ * Return: 1 delivered (or dropped and counted, or filtered), 0 no guest buffers now: keep the
+ * packet; the backend's rx_resume() is called once the guest posts buffers.
+ */
+int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 *hdr_in,
+			   const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len)
+{
+	return receive_frame(dev, hdr_in, iov, iovcnt, off, frame_len, -1);
+}
+
+/**
+ * vnet_dev_receive_frame_on() - vnet_dev_receive_frame() into a given queue pair
+ * @dev: the device, or the lane (vnet_dev_lane.c) that runs @pair
+ * @pair: the pair the caller picked (vnet_dev_rx_pair()); one the device lacks: pair 0 (an
+ *        unusable one: dropped, counted)
+ * @hdr_in: the backend's virtio-net header; NULL: all zero
+ * @iov: the buffers holding the frame
+ * @iovcnt: entries of @iov
+ * @off: byte offset of the frame in @iov
+ * @frame_len: frame bytes
+ *
+ * For a port whose pairs live on several workers: the switch picks the pair on the sender's
+ * thread and hands the frame to the pair's worker. With HASH_REPORT the header still carries the
+ * frame's hash. Context: the thread that runs @pair.
+ * Return: as vnet_dev_receive_frame().
+ */
+int vnet_dev_receive_frame_on(struct vnet_dev *dev, unsigned pair,
+			      const struct virtio_net_hdr_v1 *hdr_in, const struct iovec *iov,
+			      unsigned iovcnt, size_t off, size_t frame_len)
+{
+	if (2u * pair + 1u >= dev->nqueues)
+		pair = 0;
+	return receive_frame(dev, hdr_in, iov, iovcnt, off, frame_len, (int)pair);
 }
 
 /**

@@ -33,6 +33,14 @@ int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 
 			   const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len);
 
 /*
+ * vnet_dev_receive_frame_on() - the same into queue pair `pair` (picked by vnet_dev_rx_pair() on
+ * another thread; one the device lacks: pair 0), on the thread that runs that pair.
+ */
+int vnet_dev_receive_frame_on(struct vnet_dev *dev, unsigned pair,
+			      const struct virtio_net_hdr_v1 *hdr, const struct iovec *iov,
+			      unsigned iovcnt, size_t off, size_t frame_len);
+
+/*
  * vnet_dev_rx_reserve() - guest RX buffers for one packet the backend will write straight into
  * (12-byte virtio_net_hdr_v1 first, then the frame), holding at least max_len bytes. Returns
  * the iovec count (*iov points at them), 0 when the guest has no buffers (rx_resume() is

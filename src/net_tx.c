@@ -179,6 +179,7 @@ bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 	/* No kicks while we work: vq_kick_enable() re-checks before the queue goes idle. */
 	vq_kick_disable(&q->vq);
 	q->polling = false;
+	dev->tx_pair = (uint16_t)(q->vq.index >> 1); /* the backend may ask (vnet_dev_rx_pair()) */
 	if (__builtin_expect(limited, 0))
 		net_rate_tx_refill(dev);
 	for (;;) {

@@ -106,6 +106,8 @@ static const char usage_text[] =
 	"  in-order=on|off      offer VIRTIO_F_IN_ORDER (default off)\n"
 	"  worker=N             the --workers thread that owns the port (default: a tap port the\n"
 	"                       one with the fewest ports; switch ports stay on one worker)\n"
+	"  queue-workers=A+B+.. switch: queue pair i on worker A, B, ... (one per pair; the port's\n"
+	"                       home, its vhost-user and control queue, is worker 0; default: off)\n"
 	"  max-mem=SIZE         guest memory the frontend may map: its memory table (each region\n"
 	"                       with its mmap offset) and dirty log; K/M/G/T suffixes (default 2T)\n"
 	"  max-macs=N           switch: MACs the port may hold in the switch's table, 1..4096\n"
@@ -211,6 +213,13 @@ static int check_ports(struct vnetd_options *o)
 				"0..%u)\n", i, o->ports[i].worker, o->workers, o->workers - 1);
 			return -1;
 		}
+		for (unsigned k = 0; k < o->ports[i].n_queue_workers; k++)
+			if (o->ports[i].queue_workers[k] >= o->workers || o->workers < 2) {
+				fprintf(stderr, "vnetd: --port %u: queue-workers= names worker %u, but "
+					"--workers is %u (queue-workers= needs 2 or more)\n", i,
+					o->ports[i].queue_workers[k], o->workers);
+				return -1;
+			}
 		if (port_spec_check(&o->ports[i], i, others, index, i, err, sizeof(err)) < 0) {
 			fprintf(stderr, "%s\n", err);
 			return -1;

@@ -16,6 +16,7 @@
 #include "peer_io.h"
 #include "port_core.h"
 #include "port_internal.h"
+#include "port_lanes.h"
 #include "port_persist.h"
 #include "port_sock.h"
 #include "port_trunk.h"
@@ -162,6 +163,25 @@ uint64_t port_rarps(const struct port *p)
 }
 
 /**
+ * port_switch_frames() - the switch's frame counters of port p, its lanes' included.
+ * @p: the port
+ * @out: [0] forwarded, [1] flooded, [2] dropped, [3] crossed (switch_port_stats(),
+ * switch_port_crossed())
+ *
+ * Plain reads of the workers' counters: with them parked (the "ports" request).
+ *
+ * Return: false (out untouched) for a tap port.
+ */
+bool port_switch_frames(const struct port *p, uint64_t out[4])
+{
+	if (p->cfg.backend != PORT_BACKEND_SWITCH || !p->be)
+		return false;
+	switch_port_stats(p->be, &out[0], &out[1], &out[2]);
+	out[3] = switch_port_crossed(p->be);
+	return true;
+}
+
+/**
  * port_switch_counters() - the switch's counters of port p (lock-free, switch_port_counters()).
  * @p: the port
  * @out: filled for a switch port
@@ -207,8 +227,12 @@ static void env_arm_timer(void *ctx, unsigned qidx, uint64_t deadline_ns)
 static bool env_schedule(void *ctx, unsigned qidx)
 {
 	struct port *p = ctx;
+	/* A queue a lane runs (a start or enable on the home): that worker's run queue, parked. */
+	struct run_queue *rq = qidx < VNET_MAX_QUEUES && p->lane_of_q[qidx]
+				       ? p->lanes[p->lane_of_q[qidx] - 1].rq
+				       : p->rq;
 
-	if (run_queue_push(p->rq, port_ref(p, EV_QUEUE_RUN, qidx, -1)))
+	if (run_queue_push(rq, port_ref(p, EV_QUEUE_RUN, qidx, -1)))
 		return true;
 	log_err("%s: run queue full; queue %u waits for its next kick", p->name, qidx);
 	return false;
@@ -400,9 +424,10 @@ void port_destroy(struct port *p)
 	}
 	for (unsigned i = 0; i < VNET_MAX_QUEUES; i++)
 		if (p->timer_fd[i] >= 0) {
-			event_loop_del(p->epfd, p->timer_fd[i]);
+			event_loop_del(port_q_epfd(p, i), p->timer_fd[i]);
 			close(p->timer_fd[i]);
 		}
+	port_lanes_free(p);
 	port_persist_close(p);
 	vnet_dev_destroy(p->dev);
 	free(p);
@@ -430,6 +455,8 @@ static void drain_kick(struct port *p, unsigned qidx, int fd)
 			  strerror(errno));
 }
 
+static void handle_event(struct port *p, struct ev_ref ref, uint32_t events);
+
 /**
  * port_handle_event() - one epoll event (or run-queue entry) that belongs to this port.
  * @p: the port
@@ -439,6 +466,20 @@ static void drain_kick(struct port *p, unsigned qidx, int fd)
  * On the port's worker.
  */
 void port_handle_event(struct port *p, struct ev_ref ref, uint32_t events)
+{
+	/* A port with lanes: whatever may change what they read runs with them parked. */
+	if (__builtin_expect(p->nlanes != 0, 0) && port_lanes_is_home(p, ref)) {
+		bool parked = port_lanes_park(p);
+
+		handle_event(p, ref, events);
+		port_lanes_unpark(p, parked);
+		return;
+	}
+	handle_event(p, ref, events);
+}
+
+/* port_handle_event()'s work; a data queue's events on the device view that runs it. */
+static void handle_event(struct port *p, struct ev_ref ref, uint32_t events)
 {
 	switch (ref.kind) {
 	case EV_VU_LISTEN:
@@ -470,7 +511,7 @@ void port_handle_event(struct port *p, struct ev_ref ref, uint32_t events)
 			break;
 		}
 		drain_kick(p, ref.queue, ref.fd);
-		vnet_dev_kick(p->dev, ref.queue);
+		vnet_dev_kick(port_q_dev(p, ref.queue), ref.queue);
 		if (ref.queue == vnet_dev_ctrl_queue_index(p->dev))
 			port_persist_mark(p); /* the guest may have changed its coalescing or filter */
 		break;
@@ -482,10 +523,10 @@ void port_handle_event(struct port *p, struct ev_ref ref, uint32_t events)
 		break;
 	case EV_QUEUE_TIMER:
 		drain_fd(ref.fd);
-		vnet_dev_timer_expired(p->dev, ref.queue);
+		vnet_dev_timer_expired(port_q_dev(p, ref.queue), ref.queue);
 		break;
 	case EV_QUEUE_RUN:
-		vnet_dev_queue_run(p->dev, ref.queue);
+		vnet_dev_queue_run(port_q_dev(p, ref.queue), ref.queue);
 		if (ref.queue == vnet_dev_ctrl_queue_index(p->dev))
 			port_persist_mark(p); /* commands left over from a kick past its budget */
 		break;
@@ -511,11 +552,16 @@ void port_handle_event(struct port *p, struct ev_ref ref, uint32_t events)
 /**
  * port_flush_rx() - publish received packets (the port asked for it on the flush list).
  * @p: the port
+ * @lane: 0, or which of its lanes (port_lanes.c) asked, on that lane's worker
  *
  * On the port's worker.
  */
-void port_flush_rx(struct port *p)
+void port_flush_rx(struct port *p, unsigned lane)
 {
+	if (lane) {
+		port_lanes_flush(p, lane);
+		return;
+	}
 	if (p->cfg.backend == PORT_BACKEND_XDP)
 		port_xdp_flush(p);
 	vnet_dev_rx_flush(p->dev);
@@ -530,8 +576,11 @@ void port_flush_rx(struct port *p)
 void port_check_fault(struct port *p)
 {
 	if (p->connected && p->conn.mem_fault) {
+		bool parked = port_lanes_park(p);
+
 		log_warn("%s: the frontend shrank guest memory under us (SIGBUS); dropping it",
 			 p->name);
 		port_sock_disconnect(p);
+		port_lanes_unpark(p, parked);
 	}
 }

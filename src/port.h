@@ -35,6 +35,13 @@ uint64_t port_dirty_log_dropped(const struct port *p);
 uint64_t port_rarps(const struct port *p);
 
 struct switch_port_counters;
+/*
+ * port_switch_frames() - a switch port's frame counters, its lanes' included: out[0] forwarded,
+ * [1] flooded, [2] dropped, [3] crossed to another worker. On its workers' threads or with them
+ * parked; false (out untouched) for a tap port.
+ */
+bool port_switch_frames(const struct port *p, uint64_t out[4]);
+
 /* port_switch_counters() - a switch port's counters (any thread); false for a tap port. */
 bool port_switch_counters(const struct port *p, struct switch_port_counters *out);
 

@@ -26,6 +26,10 @@ struct port_config {
 	bool client;    /* vhost-user client: connect to socket_path (and reconnect) */
 	bool mac_given; /* mac= was in the spec (else derived from index and socket) */
 	int worker;     /* worker= (0..), or -1: the worker with the fewest ports */
+	/* switch: queue-workers=A+B+...: queue pair i on worker queue_workers[i] (its home, the
+	 * vhost-user connection and control queue, is worker 0); 0: the port on one worker */
+	unsigned n_queue_workers;
+	uint8_t queue_workers[VNET_MAX_QUEUE_PAIRS];
 	uint64_t max_mem; /* max-mem=: guest memory the frontend may map (mem_cap.h); 0 default */
 	struct vnet_dev_params dev;
 	unsigned max_macs;   /* switch: max-macs=, MACs the port may hold in the FDB (0: default) */

@@ -49,11 +49,19 @@ struct port {
 	bool restore_pending;
 	bool restored[VNET_MAX_QUEUES];
 	bool rx_restored;        /* the receive filter, RX mode and MAC (saved.rx) */
+	bool rss_restored;       /* the driver's RSS settings (saved.rss) */
 	struct port_state saved;
 	/* A guest's changes are written by a timer, at most once a second (port_persist_mark). */
 	int state_timer_fd;      /* timerfd; -1 without --state-dir */
 	bool state_pending;      /* the timer is armed for a change that may be unwritten */
 	uint64_t state_last_ns;  /* the last write attempt (CLOCK_MONOTONIC); 0: none yet */
+	/* --state-dir, packed rings (port_persist.c): per queue, what the file keeps of it (a
+	 * clean stop; cleared when it starts again) and the frontend's SET_VRING_BASE. */
+	struct port_ring_keep {
+		struct port_state_ring kept;
+		uint32_t from;
+		bool from_set;
+	} rings[VNET_MAX_QUEUES];
 	/* A tap trunk (uplink=NAME,trunk=N+...; port_trunk.c): the tap's side of each VLAN. */
 	struct port_uplink {
 		struct port *p;
@@ -62,7 +70,37 @@ struct port {
 	} uplinks[PORT_MAX_TRUNK];
 	unsigned n_uplinks;
 	uint64_t trunk_dropped; /* stat_atomic.h: tagged frames of no trunk VLAN, and failed sends */
+	/*
+	 * queue-workers= (port_lanes.c): the pairs other workers run, one lane per such worker.
+	 * The port itself (its home, worker 0) keeps the vhost-user connection, the control queue
+	 * and the device-wide state; lane_of_q[q] is 0 for its own queues, else 1 + the lane.
+	 */
+	struct port_lane {
+		struct port *p;
+		unsigned worker;
+		int epfd;
+		struct run_queue *rq, *flushq; /* that worker's */
+		struct vnet_dev *dev;	       /* its view of the device (vnet_dev_lane.c) */
+		struct vnet_backend *be;       /* its switch lane (switch_attach_lane()) */
+	} lanes[VNET_MAX_QUEUE_PAIRS];
+	unsigned nlanes;
+	uint8_t lane_of_q[VNET_MAX_QUEUES];
+	struct worker_pool *pool; /* with lanes: parked around whatever changes the device */
 };
+
+/* port_q_epfd() - the epoll set queue qidx's fds belong in (its worker's). */
+static inline int port_q_epfd(const struct port *p, unsigned qidx)
+{
+	return qidx < VNET_MAX_QUEUES && p->lane_of_q[qidx] ? p->lanes[p->lane_of_q[qidx] - 1].epfd
+							    : p->epfd;
+}
+
+/* port_q_dev() - the device view that runs queue qidx (the port's device, or a lane's). */
+static inline struct vnet_dev *port_q_dev(const struct port *p, unsigned qidx)
+{
+	return qidx < VNET_MAX_QUEUES && p->lane_of_q[qidx] ? p->lanes[p->lane_of_q[qidx] - 1].dev
+							    : p->dev;
+}
 
 _Static_assert(VNET_MAX_QUEUES <= UINT8_MAX, "a queue index must fit ev_ref.queue");
 _Static_assert(VNETD_MAX_PORTS <= UINT16_MAX + 1, "a port index must fit ev_ref.port");

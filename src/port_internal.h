@@ -26,8 +26,9 @@ void port_destroy(struct port *p);
 /* port_handle_event() - dispatch one epoll event that belongs to this port. */
 void port_handle_event(struct port *p, struct ev_ref ref, uint32_t events);
 
-/* port_flush_rx() - publish received packets (the port asked for it on flushq). */
-void port_flush_rx(struct port *p);
+/* port_flush_rx() - publish received packets (the port, or its lane `lane` (1..), asked for it
+ * on a flush list: the EV_PORT_FLUSH entry's queue field). */
+void port_flush_rx(struct port *p, unsigned lane);
 
 /* port_check_fault() - drop the frontend if its guest memory faulted (SIGBUS). */
 void port_check_fault(struct port *p);

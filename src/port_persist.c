@@ -12,6 +12,8 @@
 #include "log.h"
 #include "port_core.h"
 #include "port_state.h"
+#include "virtio_net_defs.h"
+#include "vnet_dev_queue.h"
 
 /*
  * What the port keeps across a vnetd restart (port_state.c has the file's format): read when
@@ -43,12 +45,19 @@ static void state_load(struct port *p)
 			    err, sizeof(err));
 	if (r < 0)
 		log_warn("%s: state file ignored: %s", p->name, err);
-	p->restore_pending = r == 0 && (p->saved.nqueues > 0 || p->saved.rx.present);
+	for (unsigned i = 0; i < VNET_MAX_QUEUES; i++)
+		p->rings[i].kept = p->saved.ring[i];
+	if (port_state_ring_any(p->saved.ring, VNET_MAX_QUEUES))
+		log_info("%s: packed ring positions kept from a clean stop", p->name);
+	p->rss_restored = !p->saved.rss.cfg.table_len;
+	p->restore_pending = r == 0 && (p->saved.nqueues > 0 || p->saved.rx.present ||
+					!p->rss_restored);
 	p->rx_restored = !p->saved.rx.present;
 	if (p->restore_pending)
-		log_info("%s: coalescing of %u queue(s)%s restored once the frontend is back",
+		log_info("%s: coalescing of %u queue(s)%s%s restored once the frontend is back",
 			 p->name, p->saved.nqueues,
-			 p->saved.rx.present ? ", receive filter, RX mode and MAC" : "");
+			 p->saved.rx.present ? ", receive filter, RX mode and MAC" : "",
+			 p->rss_restored ? "" : ", RSS settings");
 }
 
 /**
@@ -110,6 +119,27 @@ static bool state_restore_rx(struct port *p)
 	return true;
 }
 
+/*
+ * state_restore_rss() - the driver's RSS settings (RSS_CONFIG / HASH_CONFIG) back, checked as
+ * hostile input against the device, once its features are negotiated and queue 0 runs. True
+ * when done (restored, or refused and logged).
+ */
+static bool state_restore_rss(struct port *p)
+{
+	const struct vnet_queue *q = vnet_dev_queue(p->dev, 0);
+	const struct port_state_rss *rss = &p->saved.rss;
+	const char *why;
+
+	if (p->rss_restored)
+		return true;
+	if (!q || !q->enabled || !q->vq.started)
+		return false;
+	if (vnet_dev_restore_rss(p->dev, &rss->cfg, rss->steer, &why) < 0)
+		log_warn("%s: saved RSS settings not restored: %s", p->name, why);
+	p->rss_restored = true;
+	return true;
+}
+
 /**
  * port_persist_restore() - the frontend's queues run again: give each its saved parameters once.
  * @p: the port, with a restore pending (p->restore_pending)
@@ -119,6 +149,8 @@ static bool state_restore_rx(struct port *p)
 void port_persist_restore(struct port *p)
 {
 	bool pending = !state_restore_rx(p);
+
+	pending |= !state_restore_rss(p);
 
 	for (unsigned i = 0; i < p->saved.nqueues; i++) {
 		const struct vnet_queue *q = vnet_dev_queue(p->dev, i);
@@ -139,6 +171,15 @@ void port_persist_restore(struct port *p)
 	p->restore_pending = pending;
 }
 
+/* state_rss_from() - what the file keeps of the device's RSS settings now. */
+static void state_rss_from(struct port *p, struct port_state_rss *out)
+{
+	bool steer, report;
+	const struct rss_config *c = vnet_dev_rss(p->dev, &steer, &report);
+
+	port_state_rss_from(out, c, steer);
+}
+
 /* state_write() - write the file if the port's state differs from it; 0 nothing to write,
  * 1 written, -1 the write failed (logged). */
 static int state_write(struct port *p)
@@ -146,8 +187,13 @@ static int state_write(struct port *p)
 	struct port_state now = p->saved;
 	unsigned n = vnet_dev_num_queues(p->dev);
 
-	if (!p->connected || p->restore_pending)
+	if (!p->connected)
 		return 0;
+	/* Packed positions are written even before the coalescing is restored (the file's stays). */
+	for (unsigned i = 0; i < VNET_MAX_QUEUES; i++)
+		now.ring[i] = p->rings[i].kept;
+	if (p->restore_pending)
+		goto write;
 	now.nqueues = n;
 	for (unsigned i = 0; i < n; i++) {
 		const struct vnet_queue *q = vnet_dev_queue(p->dev, i);
@@ -159,6 +205,8 @@ static int state_write(struct port *p)
 		now.q[i].setter = (uint8_t)q->coal.setter;
 	}
 	port_state_rx_from(&now.rx, vnet_dev_rx_filter(p->dev), vnet_dev_mac(p->dev), p->cfg.dev.mac);
+	state_rss_from(p, &now.rss);
+write:
 	if (memcmp(&now, &p->saved, sizeof(now)) == 0)
 		return 0;
 	if (port_state_save(state_dir, p->cfg.socket_path, &now) < 0)
@@ -221,5 +269,114 @@ void port_state_sync(struct port *p)
 void port_persist_timer(struct port *p)
 {
 	if (p->state_pending)
+		port_state_sync(p);
+}
+
+/* ---- Packed ring positions: kept at a clean stop, resumed when the frontend lost track ---- */
+
+/*
+ * A packed ring has no index in guest memory: a frontend that lost its backend mid-run (QEMU:
+ * GET_VRING_BASE failed on the closed socket) can only resend the base it last gave, which the
+ * rings left behind long ago. When the frontend goes away vnetd stops each running packed
+ * queue cleanly and keeps where it stopped (in the file with --state-dir, so a restarted vnetd
+ * has it too); the next start of that ring resumes there if the frontend repeats that base
+ * (port_state_ring_resume() has the rule). A start drops the kept position at once: a ring
+ * that runs has none, and a SIGKILL must not leave one behind that is no longer true.
+ */
+
+/**
+ * port_persist_ring_base() - the frontend's own SET_VRING_BASE for a queue.
+ * @p: the port
+ * @qidx: the queue (checked by the caller)
+ * @base: the value
+ *
+ * On the port's worker.
+ */
+void port_persist_ring_base(struct port *p, unsigned qidx, uint32_t base)
+{
+	if (qidx >= VNET_MAX_QUEUES)
+		return;
+	p->rings[qidx].from = base;
+	p->rings[qidx].from_set = true;
+}
+
+/**
+ * port_persist_ring_starting() - a queue is about to start: resume a packed ring kept at a stop.
+ * @p: the port
+ * @qidx: the queue (fully configured, not started)
+ *
+ * On the port's worker.
+ */
+void port_persist_ring_starting(struct port *p, unsigned qidx)
+{
+	struct vnet_queue *q = vnet_dev_queue(p->dev, qidx);
+	struct port_ring_keep *k;
+	uint32_t base;
+	bool packed, io;
+
+	if (!q || qidx >= VNET_MAX_QUEUES)
+		return;
+	k = &p->rings[qidx];
+	if (!k->kept.present)
+		return;
+	packed = (vnet_dev_features(p->dev) >> VIRTIO_F_RING_PACKED) & 1;
+	io = (vnet_dev_features(p->dev) >> VIRTIO_F_IN_ORDER) & 1;
+	if (packed && port_state_ring_resume(&k->kept, q->vq.num, q->vq.desc_addr, io,
+					     k->from_set, k->from, &base)) {
+		q->vq.packed = true;
+		vq_set_base(&q->vq, base);
+		log_info("%s: queue %u: packed ring resumes where it stopped (avail 0x%04x, used "
+			 "0x%04x), not at the frontend's stale base 0x%08x", p->name, qidx,
+			 base & 0xffff, base >> 16, k->from);
+	} else {
+		log_info("%s: queue %u: the frontend's base 0x%08x stands (the ring kept at 0x%04x "
+			 "is not this one, or the frontend knows where it is)", p->name, qidx,
+			 k->from_set ? k->from : 0, k->kept.used);
+	}
+	memset(&k->kept, 0, sizeof(k->kept));
+	port_state_sync(p);
+}
+
+/**
+ * port_persist_rings_stop() - the frontend goes: stop running packed queues, keep where.
+ * @p: the port, connected
+ *
+ * Each running, unbroken packed queue is stopped as GET_VRING_BASE would (nothing the driver
+ * handed over is lost: held completions are published, taken chains given back) and its
+ * position kept with the frontend's base; the file is written at once. On the port's worker,
+ * or on the main thread with it parked.
+ */
+void port_persist_rings_stop(struct port *p)
+{
+	bool any = false;
+
+	for (unsigned i = 0; i < vnet_dev_num_queues(p->dev) && i < VNET_MAX_QUEUES; i++) {
+		struct vnet_queue *q = vnet_dev_queue(p->dev, i);
+		struct port_ring_keep *k = &p->rings[i];
+		struct port_state_ring r = {0};
+		char err[160];
+		uint32_t base;
+
+		if (!q || !q->vq.started || !q->vq.packed || q->vq.broken || !k->from_set ||
+		    q->vq.desc_addr > INT64_MAX)
+			continue;
+		base = vnet_dev_queue_stop(p->dev, i);
+		r.desc = q->vq.desc_addr;
+		r.from = k->from;
+		r.size = q->vq.num;
+		r.avail = (uint16_t)base;
+		r.used = (uint16_t)(base >> 16);
+		r.in_order = q->vq.in_order;
+		r.present = true;
+		if (port_state_ring_check(&r, err, sizeof(err)) < 0) {
+			log_guest("%s: queue %u: stop position not kept: %s", p->name, i, err);
+			continue;
+		}
+		k->kept = r;
+		any = true;
+	}
+	for (unsigned i = 0; i < VNET_MAX_QUEUES; i++)
+		p->rings[i].from_set = false; /* the next frontend gives its own */
+	if (any)
 		port_state_sync(p);
 }

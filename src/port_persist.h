@@ -3,6 +3,8 @@
 #ifndef VNETD_PORT_PERSIST_H
 #define VNETD_PORT_PERSIST_H
 
+#include <stdint.h>
+
 struct port;
 
 /* port_set_state_dir() - the --state-dir directory (an fd) for every port created after. */
@@ -31,5 +33,24 @@ void port_persist_mark(struct port *p);
 
 /* port_persist_timer() - the write timer fired: write what the guest changed meanwhile. */
 void port_persist_timer(struct port *p);
+
+/* ---- Packed ring positions (port_persist.c, its own section) ---- */
+
+/* port_persist_ring_base() - the frontend's SET_VRING_BASE for queue qidx (its own value). */
+void port_persist_ring_base(struct port *p, unsigned qidx, uint32_t base);
+
+/*
+ * port_persist_ring_starting() - queue qidx is about to start: resume a packed ring where it
+ * stopped cleanly when the frontend repeats the base it gave then; the kept position is
+ * dropped (written at once: a running ring has none).
+ */
+void port_persist_ring_starting(struct port *p, unsigned qidx);
+
+/*
+ * port_persist_rings_stop() - the frontend is going away: stop each running packed queue
+ * cleanly (held completions published, taken chains given back) and keep where it stopped;
+ * written at once.
+ */
+void port_persist_rings_stop(struct port *p);
 
 #endif

@@ -27,10 +27,12 @@ static void port_kick_changed(void *ctx, unsigned qidx, int old_fd, int new_fd)
 {
 	struct port *p = ctx;
 
-	event_loop_del(p->epfd, old_fd);
+	/* A pair another worker runs (queue-workers=): its kicks go to that worker. */
+	event_loop_del(port_q_epfd(p, qidx), old_fd);
 	if (new_fd < 0)
 		return;
-	if (event_loop_add(p->epfd, new_fd, EPOLLIN, port_ref(p, EV_KICK, qidx, new_fd)) < 0)
+	if (event_loop_add(port_q_epfd(p, qidx), new_fd, EPOLLIN,
+			   port_ref(p, EV_KICK, qidx, new_fd)) < 0)
 		log_err("%s: cannot watch kick fd of queue %u", p->name, qidx);
 }
 
@@ -53,10 +55,22 @@ static uint64_t port_mem_cap(void *ctx)
 	return p->cfg.max_mem;
 }
 
+static void port_ring_base(void *ctx, unsigned qidx, uint32_t base)
+{
+	port_persist_ring_base(ctx, qidx, base);
+}
+
+static void port_queue_starting(void *ctx, unsigned qidx)
+{
+	port_persist_ring_starting(ctx, qidx);
+}
+
 static const struct vu_owner_ops port_vu_ops = {
 	.kick_changed = port_kick_changed,
 	.state_fd_changed = port_state_fd_changed,
 	.mem_cap = port_mem_cap,
+	.ring_base = port_ring_base,
+	.queue_starting = port_queue_starting,
 };
 
 /* port_attach_conn() - serve the frontend on connected socket fd (accepted or connected). */
@@ -425,6 +439,7 @@ void port_sock_disconnect(struct port *p)
 		return;
 	if (p->state_pending)
 		port_state_sync(p); /* a change still waiting for the timer, before the queues reset */
+	port_persist_rings_stop(p); /* where packed rings stopped: the frontend may not know */
 	event_loop_del(p->epfd, p->conn.sock);
 	vu_conn_close(&p->conn);
 	__atomic_store_n(&p->connected, false, __ATOMIC_RELAXED); /* stats read it unparked */

@@ -70,6 +70,7 @@ enum port_key {
 	K_TRUNK,
 	K_XDP,
 	K_XDP_QUEUE,
+	K_QUEUE_WORKERS,
 	K_COUNT,
 };
 
@@ -101,6 +102,7 @@ static const char *const port_key_names[K_COUNT] = {
 	[K_VLAN] = "vlan",
 	[K_UPLINK] = "uplink",	       [K_TRUNK] = "trunk",
 	[K_XDP] = "xdp",	       [K_XDP_QUEUE] = "queue",
+	[K_QUEUE_WORKERS] = "queue-workers",
 };
 
 #define OFFLOAD_BITS                                                                               \
@@ -343,6 +345,29 @@ bool port_spec_parse_mode(const char *s, unsigned *mode)
 	return true;
 }
 
+/* parse_queue_workers() - queue-workers=A+B+...: one worker (0..15) per queue pair. */
+static int parse_queue_workers(struct port_config *pc, struct port_parse *pp, const char *value)
+{
+	char buf[64], *w = buf, *plus;
+	unsigned long v;
+
+	pc->n_queue_workers = 0;
+	if (strlen(value) >= sizeof(buf))
+		return bad_value(pp, "queue-workers", value, "W+W+..., one worker per queue pair");
+	strcpy(buf, value);
+	for (;; w = plus + 1) { /* strict: no empty item ("0++1", "+0", "0+") */
+		plus = strchr(w, '+');
+		if (plus)
+			*plus = '\0';
+		if (pc->n_queue_workers == VNET_MAX_QUEUE_PAIRS || !port_spec_parse_ulong(w, 0, 15, &v))
+			return bad_value(pp, "queue-workers", value,
+					 "W+W+..., one worker (0..15) per queue pair");
+		pc->queue_workers[pc->n_queue_workers++] = (uint8_t)v;
+		if (!plus)
+			return 0;
+	}
+}
+
 /* parse_trunk() - trunk=N+M+...: 1..PORT_MAX_TRUNK distinct VLAN IDs of 1..4094. */
 static int parse_trunk(struct port_config *pc, struct port_parse *pp, const char *value)
 {
@@ -566,6 +591,8 @@ static int apply_port_key(struct port_config *pc, struct port_parse *pp, enum po
 		return 0;
 	case K_TRUNK:
 		return parse_trunk(pc, pp, value);
+	case K_QUEUE_WORKERS:
+		return parse_queue_workers(pc, pp, value);
 	case K_COUNT:
 		break;
 	}
@@ -648,6 +675,13 @@ static int finish_port(struct port_config *pc, struct port_parse *pp, unsigned i
 		return err_msg(pp->err, pp->err_len,
 			       "vnetd: --port p%u: uplink=NAME and trunk=N+... go together, on a tap "
 			       "port", index);
+	if (pp->seen[K_QUEUE_WORKERS] &&
+	    (!pp->seen[K_SWITCH] || pc->n_queue_workers != d->queue_pairs || pc->worker > 0 ||
+	     d->tx_rate.mbit || d->rx_rate.mbit || pc->vlan))
+		return err_msg(pp->err, pp->err_len,
+			       "vnetd: --port p%u: queue-workers= is for a switch port, one worker "
+			       "per queue pair (queues=%u), its home worker=0, without tx-rate=, "
+			       "rx-rate= or vlan=", index, d->queue_pairs);
 	if (pp->seen[K_TRUNK]) /* the switch carries fully formed frames: no offloads */
 		pp->offloads = false;
 	if (pp->seen[K_VQ_NOTF_COAL] && pp->vq_notf_coal && !pp->notf_coal)
@@ -703,6 +737,8 @@ int port_spec_parse(const char *spec, unsigned index, struct port_config *pc, ch
 		.event_idx = true,
 		.indirect = true,
 		.mrg_rxbuf = true,
+		.packed = true,
+		.in_order = true,
 		.err = err,
 		.err_len = err_len,
 	};

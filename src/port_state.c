@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* port_state.c - the --state-dir file of a port: JSON (jansson), parsed as hostile input. */
 /*
- * Version 2 (version 1 lacks "rx"; both are read):
- *   {"version":2,"socket":"/run/vm1.sock","queues":[[32,64,"host"],[0,0,"none"],[0,0,"none"]],
+ * Version 3 (version 1 lacks "rx" and "rss", version 2 "rss"; all three are read):
+ *   {"version":3,"socket":"/run/vm1.sock","queues":[[32,64,"host"],[0,0,"none"],[0,0,"none"]],
  *    "rx":{"mode":["promisc"],"mac":null,"unicast":["52:54:00:12:34:56"],"multicast":[],
- *          "unicast_overflow":false,"multicast_overflow":false}}
+ *          "unicast_overflow":false,"multicast_overflow":false},
+ *    "rss":null}
+ * "rss" (port_state_rss.c): null, or the driver's RSS settings.
+ * Version 4 adds "packed": where packed queues stopped (port_state_ring.c); written only when
+ * one did, so a port without packed rings still writes version 3 or less.
  */
 #include "port_state.h"
 
@@ -20,6 +24,7 @@
 
 #include "err_msg.h"
 #include "log.h"
+#include "port_state_ring.h"
 
 static bool get_u32(json_t *v, uint32_t *out)
 {
@@ -143,15 +148,23 @@ int port_state_parse(const char *text, size_t len, const char *socket, unsigned 
 		return err_msg(err, err_len, "line %d column %d: %s", jerr.line, jerr.column,
 			       jerr.text);
 	v = json_object_get(root, "version");
-	/* Version 1: version, socket, queues; version 2 adds rx. */
+	/* Version 1: version, socket, queues; version 2 adds rx, 3 rss, 4 packed. */
 	if (!json_is_object(root) || !json_is_integer(v) || json_integer_value(v) < 1 ||
 	    json_integer_value(v) > PORT_STATE_VERSION ||
 	    json_object_size(root) != (size_t)(2 + json_integer_value(v))) {
-		err_msg(err, err_len, "not a version 1 or 2 state object");
+		err_msg(err, err_len, "not a version 1, 2, 3 or 4 state object");
 		goto out;
 	}
-	if (json_integer_value(v) == 2 &&
+	if (json_integer_value(v) >= 2 &&
 	    parse_rx(json_object_get(root, "rx"), &out->rx, err, err_len) < 0)
+		goto out;
+	if (json_integer_value(v) >= 3 &&
+	    port_state_rss_parse(json_object_get(root, "rss"), nqueues / 2, &out->rss, err,
+				 err_len) < 0)
+		goto out;
+	if (json_integer_value(v) >= 4 &&
+	    port_state_ring_parse(json_object_get(root, "packed"), nqueues, out->ring, err,
+				  err_len) < 0)
 		goto out;
 	sock = json_object_get(root, "socket");
 	if (!json_is_string(sock) || strcmp(json_string_value(sock), socket) != 0) {
@@ -274,7 +287,8 @@ void port_state_rx_filter(const struct port_state_rx *in, struct vnet_rx_filter 
 
 /**
  * port_state_format() - the JSON port_state_parse() reads.
- * @st: the state: version 2 with st->rx.present, else version 1
+ * @st: the state: version 4 when a packed position is kept (st->ring), 3 with
+ *      st->rss.present, 2 with st->rx.present, else 1
  * @socket: the port's socket (named in the file)
  *
  * Return: the text, malloc'd (the caller frees it), or NULL if out of memory.
@@ -282,6 +296,7 @@ void port_state_rx_filter(const struct port_state_rx *in, struct vnet_rx_filter 
 char *port_state_format(const struct port_state *st, const char *socket)
 {
 	json_t *queues = json_array(), *root;
+	bool rings = port_state_ring_any(st->ring, VNET_MAX_QUEUES);
 	char *text;
 
 	for (unsigned i = 0; i < st->nqueues && queues; i++)
@@ -289,9 +304,21 @@ char *port_state_format(const struct port_state *st, const char *socket)
 							(json_int_t)st->q[i].params.max_packets,
 							(json_int_t)st->q[i].params.max_usecs,
 							coal_setter_name(st->q[i].setter)));
-	root = json_pack("{s:i,s:s,s:o}", "version", st->rx.present ? 2 : 1, "socket", socket,
+	root = json_pack("{s:i,s:s,s:o}", "version",
+			 rings ? 4 : st->rss.present ? 3 : st->rx.present ? 2 : 1, "socket", socket,
 			 "queues", queues);
-	if (root && st->rx.present && json_object_set_new(root, "rx", format_rx(&st->rx)) < 0) {
+	if (root && (st->rx.present || st->rss.present || rings) &&
+	    json_object_set_new(root, "rx", format_rx(&st->rx)) < 0) {
+		json_decref(root);
+		root = NULL;
+	}
+	if (root && (st->rss.present || rings) &&
+	    json_object_set_new(root, "rss", port_state_rss_format(&st->rss)) < 0) {
+		json_decref(root);
+		root = NULL;
+	}
+	if (root && rings &&
+	    json_object_set_new(root, "packed", port_state_ring_format(st->ring, VNET_MAX_QUEUES)) < 0) {
 		json_decref(root);
 		root = NULL;
 	}

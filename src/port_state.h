@@ -8,6 +8,8 @@
 #include <stdint.h>
 
 #include "coalesce.h"
+#include "port_state_ring.h"
+#include "port_state_rss.h"
 #include "vnet_dev.h"
 
 #define PORT_STATE_MAX (64 * 1024) /* larger state files are refused */
@@ -23,7 +25,10 @@
 #define PORT_STATE_WRITE_INTERVAL_NS 1000000000ull
 #define PORT_STATE_WRITE_BATCH_NS 100000000ull
 
-#define PORT_STATE_VERSION 2 /* written; version 1 files (coalescing only) are still read */
+/* The newest version written (4: with packed ring positions); versions 1 (coalescing only),
+ * 2 (and the RX filter) and 3 (and RSS) are still read, and written when there is nothing
+ * newer to keep. */
+#define PORT_STATE_VERSION 4
 
 /* RX mode bits of port_state_rx.mode: the VIRTIO_NET_CTRL_RX commands. */
 enum {
@@ -50,7 +55,8 @@ struct port_state_rx {
 /*
  * Settings a frontend cannot resend after a restart: the coalescing parameters each queue used
  * and who set them (the host with vnetctl coalesce, or the guest's driver, which believes its
- * ethtool -C values still hold), and the driver's receive filter, RX mode and MAC.
+ * ethtool -C values still hold), the driver's receive filter, RX mode and MAC, and where
+ * each packed queue stopped cleanly (the frontend may not know: port_state_ring.h).
  * Zero-initialise before filling: structs are compared whole.
  */
 struct port_state {
@@ -60,6 +66,8 @@ struct port_state {
 		uint8_t setter; /* enum coal_setter */
 	} q[VNET_MAX_QUEUES];
 	struct port_state_rx rx;
+	struct port_state_rss rss; /* version 3 */
+	struct port_state_ring ring[VNET_MAX_QUEUES]; /* version 4; by queue index */
 };
 
 /*
@@ -81,8 +89,8 @@ int port_state_parse(const char *text, size_t len, const char *socket, unsigned 
 		     struct port_state *out, char *err, size_t err_len);
 
 /*
- * port_state_format() - *st as the JSON port_state_parse() reads (version 2 with st->rx.present,
- * else 1); malloc'd, NULL if no memory.
+ * port_state_format() - *st as the JSON port_state_parse() reads (version 4 with a packed
+ * position, 3 with st->rss.present, 2 with st->rx.present, else 1); malloc'd, NULL if no memory.
  */
 char *port_state_format(const struct port_state *st, const char *socket);
 

@@ -12,6 +12,7 @@
 #include "config_file.h"
 #include "log.h"
 #include "port_internal.h"
+#include "port_lanes.h"
 #include "port_spec.h"
 #include "switch.h"
 #include "vnet_dev.h"
@@ -173,7 +174,19 @@ int port_table_add(struct port_table *t, unsigned slot, const struct port_config
 	 * several times a direct copy, so unpinned switch ports stay together (as talking guests
 	 * should) and the operator spreads groups with worker=.
 	 */
-	if (cfg->worker >= 0) { /* < pool->n: options_parse() and port_table_add_spec() checked */
+	if (cfg->n_queue_workers) {
+		/* queue-workers=: its home is worker 0, the main thread, which alone can park the
+		 * others around what changes the device (port_lanes.c) */
+		for (unsigned i = 0; i < cfg->n_queue_workers; i++)
+			if (cfg->queue_workers[i] >= pool->n || pool->n < 2) {
+				log_err("queue-workers=: worker %u, but vnetd runs %u worker(s)",
+					cfg->queue_workers[i], pool->n);
+				if (seg)
+					segment_put(t, (unsigned)si);
+				trunk_put(t, t->trunk_of[slot], ntrunk);
+				return -1;
+			}
+	} else if (cfg->worker >= 0) { /* < pool->n: options_parse(), port_table_add_spec() */
 		w = &pool->w[cfg->worker];
 	} else if (seg && seg->home >= 0) {
 		w = &pool->w[seg->home];
@@ -194,6 +207,10 @@ int port_table_add(struct port_table *t, unsigned slot, const struct port_config
 	for (unsigned v = 0; v < ntrunk; v++)
 		sws[v] = t->segments[t->trunk_of[slot][v]].sw;
 	p = port_create(slot, cfg, w->id, w->epfd, &w->rq, &w->flushq, sws);
+	if (p && port_lanes_setup(p, pool) < 0) {
+		port_destroy(p);
+		p = NULL;
+	}
 	if (!p) {
 		if (seg)
 			segment_put(t, (unsigned)si);
@@ -308,9 +325,12 @@ void port_table_reap(struct port_table *t)
 
 		log_info("%s: removed", port_name(t->ports[i]));
 		port_destroy(t->ports[i]);
-		/* Entries the port (or its teardown) queued must not reach the slot's next port. */
-		run_queue_drop_port(&w->rq, i);
-		run_queue_drop_port(&w->flushq, i);
+		/* Entries the port (or its teardown) queued must not reach the slot's next port: on
+		 * every worker, as one with queue-workers= has entries on several. */
+		for (unsigned k = 0; k < t->pool->n; k++) {
+			run_queue_drop_port(&t->pool->w[k].rq, i);
+			run_queue_drop_port(&t->pool->w[k].flushq, i);
+		}
 		w->nports--;
 		t->ports[i] = NULL;
 		if (sw)

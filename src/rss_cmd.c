@@ -101,3 +101,58 @@ int rss_cmd_parse(const uint8_t *p, size_t len, bool hash_config, const struct r
 	*out = c;
 	return 0;
 }
+
+/**
+ * rss_config_check() - validate settings saved elsewhere (a migration stream, a state file)
+ * @c: the settings, as rss_cmd_parse() or net_rss_set(NULL) could have left them
+ * @steer: whether they are said to steer (an RSS_CONFIG with hash types)
+ * @lim: what the device allows
+ * @why: on failure, what was wrong (a constant string)
+ *
+ * Hostile input. table_len 0 means no settings: every field zero. Otherwise what the parser
+ * accepts: a power-of-two table of at most the maximum naming queues below max_pairs, the
+ * unclassified queue too, supported hash types (none without a key), a key of at most
+ * max_key_len; max_tx_vq 1..max_pairs after an RSS_CONFIG, or 0 with the one-entry table a
+ * HASH_CONFIG leaves. Steering needs an RSS_CONFIG with hash types. Table entries past
+ * table_len and key bytes past key_len must be zero (one encoding per state). Pure.
+ * Return: 0, or -1 with @why set.
+ */
+int rss_config_check(const struct rss_config *c, bool steer, const struct rss_limits *lim,
+		     const char **why)
+{
+	size_t n = c->table_len;
+
+	if (!n) {
+		if (c->hash_types || c->unclassified || c->max_tx_vq || c->key_len || steer)
+			return fail(why, "RSS settings without an indirection table");
+	} else {
+		if (n & (n - 1))
+			return fail(why, "indirection table length not a power of two");
+		if (n > lim->max_table_len || n > RSS_TABLE_MAX)
+			return fail(why, "indirection table longer than the maximum");
+		if (c->hash_types & ~lim->supported)
+			return fail(why, "unsupported hash types");
+		if (c->key_len > lim->max_key_len || c->key_len > RSS_KEY_MAX)
+			return fail(why, "key longer than rss_max_key_size");
+		if (!c->key_len && c->hash_types)
+			return fail(why, "hash types without a key");
+		if (c->unclassified >= lim->max_pairs)
+			return fail(why, "unclassified queue out of range");
+		for (size_t i = 0; i < n; i++)
+			if (c->table[i] >= lim->max_pairs)
+				return fail(why, "indirection table names a queue out of range");
+		if (c->max_tx_vq > lim->max_pairs)
+			return fail(why, "max_tx_vq out of range");
+		if (!c->max_tx_vq && (n != 1 || c->table[0] || c->unclassified || steer))
+			return fail(why, "HASH_CONFIG settings with a table");
+		if (steer && !c->hash_types)
+			return fail(why, "steering without hash types");
+	}
+	for (size_t i = n; i < RSS_TABLE_MAX; i++)
+		if (c->table[i])
+			return fail(why, "indirection table entries past its length");
+	for (size_t i = c->key_len; i < RSS_KEY_MAX; i++)
+		if (c->key[i])
+			return fail(why, "key bytes past its length");
+	return 0;
+}

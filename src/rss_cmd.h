@@ -46,4 +46,12 @@ struct rss_config {
 int rss_cmd_parse(const uint8_t *p, size_t len, bool hash_config, const struct rss_limits *lim,
 		  struct rss_config *out, const char **why);
 
+/*
+ * rss_config_check() - settings saved in a migration stream or a state file (hostile), as the
+ * parser or a switch-off (table_len 0, all zero) leaves them, checked against lim; steer: they
+ * are said to steer. 0, or -1 with *why set. Pure.
+ */
+int rss_config_check(const struct rss_config *c, bool steer, const struct rss_limits *lim,
+		     const char **why);
+
 #endif

@@ -21,6 +21,7 @@
 #include "switch_xq.h"
 #include "virtio_net_defs.h"
 #include "vnet_dev.h"
+#include "vnet_dev_lane.h"
 
 /*
  * An L2 learning switch forwarding frames between vnetd ports: what runs for every frame, on
@@ -39,6 +40,7 @@ _Static_assert(SWITCH_MAX_PORTS < SW_FLOOD, "a port slot is never the flood tag"
 /* A frame copied for a port whose guest had no RX buffers (the header is a zeroed one). */
 struct sw_packet {
 	size_t len;
+	int pair;		 /* the queue pair it is for (a spread port's), or -1: the device picks */
 	size_t cap;		 /* SW_SMALL_CAP or SW_MAX_FRAME */
 	struct sw_packet *next; /* in a free list */
 	uint8_t data[];
@@ -83,7 +85,7 @@ static __attribute__((noinline)) void learn_miss(struct vnet_switch *sw, struct 
 		return;
 	stat_inc(&p->cache_misses);
 	p->src_retry_ns = 0;
-	p->src_hit = fdb_learn(&sw->fdb, p->slot, mac, now, &p->src_ver, &why, &p->src_retry_ns);
+	p->src_hit = fdb_learn(&sw->fdb, p->home->slot, mac, now, &p->src_ver, &why, &p->src_retry_ns);
 	memcpy(p->src_mac, mac, SW_ETH_ALEN);
 	if (why != FDB_LEARNT && !p->refusal_logged[why == FDB_OVER_RATE])
 		learn_refused(p, why);
@@ -352,7 +354,7 @@ void switch_pool_free(struct sw_worker *w)
  * holds in memory is SWITCH_QUEUE_BYTES at most (a 2049-byte frame takes a 64 KiB buffer).
  */
 static void port_enqueue(struct switch_port *dst, const struct iovec *iov, unsigned iovcnt,
-			 size_t off, size_t len)
+			 size_t off, size_t len, int pair)
 {
 	struct sw_packet *pkt;
 
@@ -366,6 +368,7 @@ static void port_enqueue(struct switch_port *dst, const struct iovec *iov, unsig
 		return;
 	}
 	pkt->len = iov_copy_from(iov, iovcnt, off, pkt->data, len);
+	pkt->pair = pair;
 	dst->queue[(dst->q_head + dst->q_len) % SWITCH_QUEUE_PACKETS] = pkt;
 	dst->q_len++;
 	dst->q_bytes += pkt->cap;
@@ -382,7 +385,7 @@ static void port_dequeue(struct switch_port *p)
 }
 
 /**
- * switch_queue_clear() - drop every packet queued for p's guest (switch_detach()).
+ * switch_queue_clear() - drop every packet queued for p's guest (switch_detach(), device reset).
  * @p: the port, on its worker's thread or with it parked
  */
 void switch_queue_clear(struct switch_port *p)
@@ -413,7 +416,9 @@ static int port_drain(struct switch_port *p, unsigned max_pkts, size_t max_bytes
 			r = 1;
 			break;
 		}
-		if (!vnet_dev_receive_frame(p->dev, NULL, &iov, 1, 0, pkt->len)) {
+		if (!(pkt->pair < 0 ? vnet_dev_receive_frame(p->dev, NULL, &iov, 1, 0, pkt->len)
+				    : vnet_dev_receive_frame_on(p->dev, (unsigned)pkt->pair, NULL, &iov,
+								1, 0, pkt->len))) {
 			r = -1;
 			break;
 		}
@@ -432,16 +437,48 @@ static int port_drain(struct switch_port *p, unsigned max_pkts, size_t max_bytes
  * is kept and the port returns to the one-copy path as soon as its guest has buffers again;
  * only what still does not fit is queued (a copy). Runs on dst's worker.
  */
-static inline void port_deliver(struct switch_port *dst, const struct iovec *iov, unsigned iovcnt,
-				size_t off, size_t len)
+static inline __attribute__((always_inline)) void
+port_deliver(struct switch_port *dst, const struct iovec *iov, unsigned iovcnt, size_t off,
+	     size_t len, const int pair)
 {
 	if (dst->q_len && port_drain(dst, SWITCH_QUEUE_PACKETS, SWITCH_QUEUE_BYTES) != 0) {
-		port_enqueue(dst, iov, iovcnt, off, len);
+		port_enqueue(dst, iov, iovcnt, off, len, pair);
 		return;
 	}
-	if (vnet_dev_receive_frame(dst->dev, NULL, iov, iovcnt, off, len))
+	if (pair < 0 ? vnet_dev_receive_frame(dst->dev, NULL, iov, iovcnt, off, len)
+		     : vnet_dev_receive_frame_on(dst->dev, (unsigned)pair, NULL, iov, iovcnt, off, len))
 		return;
-	port_enqueue(dst, iov, iovcnt, off, len);
+	port_enqueue(dst, iov, iovcnt, off, len, pair);
+}
+
+/* A frame for one pair of a spread port, on the worker running it (its home or a lane). */
+static __attribute__((noinline)) void port_deliver_pair(struct switch_port *dst, unsigned pair,
+							const struct iovec *iov, unsigned iovcnt,
+							size_t off, size_t len)
+{
+	port_deliver(dst, iov, iovcnt, off, len, (int)pair);
+}
+
+/* The cross-worker tag of a frame for port p (its slot and serial; a pair + 1, or 0). */
+static inline uint64_t port_tag(const struct switch_port *p, unsigned pair_plus1)
+{
+	return (uint64_t)pair_plus1 << 48 | (uint64_t)p->serial << 16 | p->slot;
+}
+
+/*
+ * A frame for a port spread over workers (dst its home), on worker `worker`: the pair its device
+ * picks (RSS's table, else the flow hash), run here or by one of its lanes. Here: delivered at
+ * once. Elsewhere: queued for that worker; when full, a flood (`src` NULL) is dropped and a
+ * unicast back-pressures its sender (-EAGAIN: cross_unicast()).
+ */
+static int spread_deliver(struct switch_port *src, unsigned worker, unsigned from_pair,
+			  struct switch_port *dst, const struct iovec *iov, unsigned iovcnt,
+			  size_t off, size_t len);
+
+/* The pair of the sender's TX queue (a spread destination's pick without MQ), 0 for uplinks. */
+static inline unsigned sender_pair(const struct switch_port *src)
+{
+	return src->dev ? vnet_dev_tx_pair(src->dev) : 0u;
 }
 
 /*
@@ -457,7 +494,18 @@ static inline __attribute__((always_inline)) void sw_deliver(struct switch_port 
 		dst->up->deliver(dst->up_ctx, iov, iovcnt, off, len);
 		return;
 	}
-	port_deliver(dst, iov, iovcnt, off, len);
+	port_deliver(dst, iov, iovcnt, off, len, -1);
+}
+
+/* sw_deliver() on a switch spread over workers: a spread port's pair may be another's. */
+static inline __attribute__((always_inline)) void
+xw_deliver(unsigned worker, unsigned from_pair, struct switch_port *dst, const struct iovec *iov,
+	   unsigned iovcnt, size_t off, size_t len, const bool guarded)
+{
+	if (__builtin_expect(dst->npairs != 0, 0))
+		(void)spread_deliver(NULL, worker, from_pair, dst, iov, iovcnt, off, len);
+	else
+		sw_deliver(dst, iov, iovcnt, off, len, guarded);
 }
 
 /* One frame another worker queued for worker `worker` (xq_deliver_fn). */
@@ -467,17 +515,28 @@ static unsigned xq_deliver(void *ctx, unsigned worker, uint64_t tag, const uint8
 	struct vnet_switch *sw = ctx;
 	struct sw_worker *w = &sw->w[worker];
 	struct iovec iov = {.iov_base = (void *)frame, .iov_len = len};
-	unsigned slot = (unsigned)(tag & 0xffff);
+	unsigned slot = (unsigned)(tag & 0xffff), pair_plus1 = (unsigned)(tag >> 48 & 0xff);
 	struct switch_port *dst;
 
 	if (slot == SW_FLOOD) {
-		for (unsigned i = 0; i < w->nports; i++)
-			sw_deliver(w->ports[i], &iov, 1, 0, len, true);
+		/* Not back to the sender: a spread port's home may be here, its lane the sender. */
+		unsigned from = (unsigned)(tag >> 16 & 0xffff), from_pair = (unsigned)(tag >> 32 & 0xff);
+
+		for (unsigned i = 0; i < w->nports; i++) {
+			dst = w->ports[i];
+			if (dst->is_lane || dst->slot + 1u == from)
+				continue;
+			xw_deliver(worker, from_pair, dst, &iov, 1, 0, len, true);
+		}
 		return w->nports;
 	}
 	dst = slot < SWITCH_MAX_PORTS ? sw->ports[slot] : NULL;
 	/* Detached since (and the slot perhaps reused): the frame was for nobody here now. */
-	if (dst && dst->serial == (uint32_t)(tag >> 16) && dst->worker == worker)
+	if (!dst || dst->serial != (uint32_t)(tag >> 16) || dst->worker != worker)
+		return 1;
+	if (pair_plus1)
+		port_deliver_pair(dst, pair_plus1 - 1, &iov, 1, 0, len);
+	else
 		sw_deliver(dst, &iov, 1, 0, len, true);
 	return 1;
 }
@@ -488,7 +547,10 @@ static unsigned xq_deliver(void *ctx, unsigned worker, uint64_t tag, const uint8
 static void cross_send(struct switch_port *src, unsigned to, const struct switch_port *dst,
 		       const struct iovec *iov, unsigned iovcnt, size_t off, size_t len)
 {
-	uint64_t tag = dst ? (uint64_t)dst->serial << 16 | dst->slot : SW_FLOOD;
+	/* a flood names its sender (not back to it) and the sender's pair (a spread port's pick) */
+	uint64_t tag = dst ? port_tag(dst, 0)
+			   : SW_FLOOD | (uint64_t)(src->home->slot + 1u) << 16 |
+				     (uint64_t)sender_pair(src) << 32;
 
 	if (xq_push(src->sw->xq, src->worker, to, tag, iov, iovcnt, off, len) == 0)
 		src->crossed++;
@@ -502,16 +564,15 @@ static void cross_send(struct switch_port *src, unsigned to, const struct switch
  * sending it. The receiving worker drains its rings whatever its guests do, and wakes this one
  * when it gave bytes back (xq_block()); switch_worker_rx() then resumes the port.
  */
-static int cross_unicast(struct switch_port *src, const struct switch_port *dst,
+static int cross_unicast(struct switch_port *src, unsigned to, uint64_t tag,
 			 const struct iovec *iov, unsigned iovcnt, size_t off, size_t len)
 {
-	uint64_t tag = (uint64_t)dst->serial << 16 | dst->slot;
 	struct xq *q = src->sw->xq;
 	int r;
 
-	while ((r = xq_push(q, src->worker, dst->worker, tag, iov, iovcnt, off, len)) == -ENOSPC) {
-		if (xq_block(q, src->worker, dst->worker, len)) {
-			src->xq_wait = (uint16_t)(dst->worker + 1);
+	while ((r = xq_push(q, src->worker, to, tag, iov, iovcnt, off, len)) == -ENOSPC) {
+		if (xq_block(q, src->worker, to, len)) {
+			src->xq_wait = (uint16_t)(to + 1);
 			src->sw->w[src->worker].xq_waiting = true;
 			return -EAGAIN;
 		}
@@ -520,6 +581,25 @@ static int cross_unicast(struct switch_port *src, const struct switch_port *dst,
 		src->crossed++;
 	else
 		src->dropped++;
+	return 0;
+}
+
+static int spread_deliver(struct switch_port *src, unsigned worker, unsigned from_pair,
+			  struct switch_port *dst, const struct iovec *iov, unsigned iovcnt,
+			  size_t off, size_t len)
+{
+	unsigned pair = vnet_dev_rx_pair(dst->dev, from_pair, iov, iovcnt, off, len);
+	struct switch_port *run = dst->pair_port[pair < dst->npairs ? pair : 0];
+	uint64_t tag = port_tag(run, pair + 1u);
+
+	if (run->worker == worker) {
+		port_deliver_pair(run, pair, iov, iovcnt, off, len);
+		return 0;
+	}
+	if (src)
+		return cross_unicast(src, run->worker, tag, iov, iovcnt, off, len);
+	if (xq_push(dst->sw->xq, worker, run->worker, tag, iov, iovcnt, off, len) != 0)
+		__atomic_fetch_add(&dst->spread_dropped, 1, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -535,6 +615,8 @@ transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size
 {
 	struct switch_port *src = port_of(be), *dst;
 	struct vnet_switch *sw = src->sw;
+	/* The FDB's port of the sender: a lane's frames are its home's (no lanes on one worker). */
+	const struct switch_port *self = xw ? src->home : src;
 	const struct sw_worker *own = &sw->w[xw ? src->worker : 0];
 	const uint8_t *dst_mac = src->macs, *src_mac = src->macs + SW_ETH_ALEN;
 	int deliveries = 0;
@@ -585,11 +667,18 @@ transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size
 		dst = lookup_cached(sw, src, dst_mac, now);
 		if (dst) {
 			/* Known: one port. Behind the sender itself: filtered, as on any bridge. */
-			if (dst != src) {
+			if (dst != self) {
 				src->forwarded++;
-				if (!xw || dst->worker == src->worker) {
+				if (xw && __builtin_expect(dst->npairs != 0, 0)) {
+					if (spread_deliver(src, src->worker, sender_pair(src), dst,
+							   iov, iovcnt, off, len) < 0) {
+						src->forwarded--; /* sent again on resume */
+						return -EAGAIN;
+					}
+				} else if (!xw || dst->worker == src->worker) {
 					sw_deliver(dst, iov, iovcnt, off, len, storm);
-				} else if (cross_unicast(src, dst, iov, iovcnt, off, len) < 0) {
+				} else if (cross_unicast(src, dst->worker, port_tag(dst, 0), iov, iovcnt,
+							 off, len) < 0) {
 					src->forwarded--; /* sent again on resume */
 					return -EAGAIN;
 				}
@@ -603,9 +692,14 @@ transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size
 	src->flooded++;
 	for (unsigned i = 0, k = 0; i < own->nports; i++) {
 		dst = own->ports[i];
-		if (dst != src)
+		if (dst == self || (xw && dst->is_lane))
+			continue;
+		if (xw)
+			xw_deliver(src->worker, sender_pair(src), dst, iov, iovcnt, off, len,
+				   storm);
+		else
 			sw_deliver(dst, iov, iovcnt, off, len, storm);
-		if (dst != src && k++)
+		if (k++)
 			deliveries++;
 	}
 	if (xw) {
@@ -613,7 +707,9 @@ transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size
 		unsigned copies = own->nports - 1;
 
 		for (unsigned wi = 0; wi < sw->nworkers; wi++) {
-			if (wi == src->worker || !sw->w[wi].nports)
+			/* none there but lanes, or but the sender's own home (its lane sends) */
+			if (wi == src->worker || !sw->w[wi].nflood ||
+			    (sw->w[wi].nflood == 1 && self->worker == wi))
 				continue;
 			cross_send(src, wi, NULL, iov, iovcnt, off, len);
 			copies++;
@@ -673,6 +769,21 @@ static bool switch_rx_resume(struct vnet_backend *be)
 	return port_drain(port_of(be), VNET_BUDGET_PACKETS, VNET_BUDGET_BYTES) > 0;
 }
 
+/* The port's device was reset: frames queued for the guest that is gone are dropped. */
+static void switch_reset(struct vnet_backend *be)
+{
+	struct switch_port *p = port_of(be);
+
+	if (p->q_len)
+		log_guest("switch: port %s: %u frames queued for its guest dropped at device reset",
+			  p->name, p->q_len);
+	switch_queue_clear(p);
+	/* A spread port's lanes queue for the same guest (their workers are parked: the home's
+	 * vhost-user handling parks them). */
+	for (unsigned i = 0; i < p->nlanes; i++)
+		switch_queue_clear(p->lanes[i]);
+}
+
 /* switch_backend_ops - the ops table the device model calls (every port on one worker). */
 const struct vnet_backend_ops switch_backend_ops = {
 	.kind = "switch",
@@ -680,12 +791,14 @@ const struct vnet_backend_ops switch_backend_ops = {
 	.transmit = switch_transmit,
 	.set_offloads = switch_set_offloads,
 	.rx_resume = switch_rx_resume,
+	.reset = switch_reset,
 };
 
 #define SW_OPS(fn)                                                                                 \
 	{                                                                                          \
 		.kind = "switch", .offload_features = 0, .transmit = fn,                           \
 		.set_offloads = switch_set_offloads, .rx_resume = switch_rx_resume,                \
+		.reset = switch_reset,                                                             \
 	}
 
 /*

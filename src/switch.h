@@ -76,6 +76,23 @@ void switch_detach(struct vnet_backend *be);
 const struct vnet_backend_ops *switch_port_ops(const struct vnet_backend *be);
 
 /*
+ * switch_attach_lane() - run some of port be's queue pairs on worker `worker` (not its own),
+ * through dev (vnet_dev_lane_create()): a lane, a switch port of that worker whose frames are
+ * learnt as be's; switch_detach(be) detaches it too. NULL (logged) with one worker. With the
+ * workers parked.
+ */
+struct vnet_backend *switch_attach_lane(struct vnet_backend *be, struct vnet_dev *dev,
+					unsigned worker);
+
+/*
+ * switch_port_set_pairs() - runs[i] (be itself or one of its lanes) runs be's queue pair i:
+ * frames for be go to the pair its device picks (vnet_dev_rx_pair()), on that handle's worker.
+ * 0, or -1 for a bad handle or count. With the workers parked.
+ */
+int switch_port_set_pairs(struct vnet_backend *be, struct vnet_backend *const *runs,
+			  unsigned npairs);
+
+/*
  * switch_port_stats() - the port's counters (any pointer may be NULL):
  * forwarded - frames the port sent to one known port;
  * flooded   - frames the port sent to every other port (broadcast, multicast, unknown);

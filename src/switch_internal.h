@@ -96,12 +96,29 @@ struct switch_port {
 	unsigned n_ips; /* 0: no list */
 	struct switch_ip_net ips[SWITCH_IPS];
 	uint64_t ip_spoofed; /* stat_atomic.h: frames dropped by IP anti-spoofing */
+	/*
+	 * A port whose queue pairs live on several workers (switch_attach_lane()): its *home*
+	 * port is the one the FDB knows and floods visit; each other worker running some of its
+	 * pairs has a *lane*, a switch port of its own (slot, serial, flow cache, queue, counters,
+	 * back-pressure) on that worker, whose frames are learnt and filtered as the home's. A
+	 * frame for the port goes to the pair the device picks (vnet_dev_rx_pair(): RSS, else the
+	 * flow hash), on that pair's worker: directly, or through the cross-worker ring.
+	 */
+	struct switch_port *home; /* the FDB's port: itself, but for a lane */
+	bool is_lane;		  /* a lane: in its worker's list for resumes only, never flooded */
+	uint8_t npairs;		  /* home: entries of pair_port; 0: not spread */
+	uint8_t nlanes;
+	struct switch_port *pair_port[SWITCH_MAX_PAIRS]; /* home: who runs pair i (itself or a lane) */
+	struct switch_port *lanes[SWITCH_MAX_PAIRS];	 /* home: its lanes */
+	uint64_t spread_dropped; /* home: atomic adds, any thread: frames a full ring refused on
+				  * their way to one of its lanes (relayed floods) */
 };
 
 /* What one worker's thread keeps: its ports (floods visit these), clock and buffer pool. */
 struct sw_worker {
 	struct switch_port *ports[SWITCH_MAX_PORTS]; /* densely packed */
 	unsigned nports;
+	unsigned nflood; /* ports a flood visits: not lanes (no copy for a worker without one) */
 	bool xq_waiting; /* some port's xq_wait is set (switch_worker_rx() resumes them) */
 	unsigned xq_next; /* the port xq_resume() looks at first (in turn) */
 	uint64_t now_ns; /* learning and aging clock (switch_tick()) */

@@ -177,10 +177,12 @@ struct vnet_backend *switch_attach(struct vnet_switch *sw, struct vnet_dev *dev,
 	p->dev = dev;
 	snprintf(p->name, sizeof(p->name), "%s", name);
 	p->psec_mac = p->own_mac;
+	p->home = p;
 	p->src_ver = p->dst_ver = fdb_ver_none(&sw->fdb);
 	fdb_set_limits(&sw->fdb, p->slot, SWITCH_FDB_PORT_MAX, SWITCH_LEARN_RATE);
 	sw->ports[slot] = p;
 	sw->w[worker].ports[sw->w[worker].nports++] = p;
+	sw->w[worker].nflood++;
 	log_info("switch: port %s attached", p->name);
 	return (struct vnet_backend *)p;
 }
@@ -234,7 +236,13 @@ void switch_detach(struct vnet_backend *be)
 	p = port_of(be);
 	sw = p->sw;
 	w = &sw->w[p->worker];
-	fdb_forget_port(&sw->fdb, p->slot); /* and every flow cache that named it goes stale */
+	while (p->nlanes) /* a spread port's lanes first: nothing names them once it is gone */
+		switch_detach((struct vnet_backend *)p->lanes[--p->nlanes]);
+	p->npairs = 0;
+	if (!p->is_lane) {
+		fdb_forget_port(&sw->fdb, p->slot); /* and every flow cache that named it goes stale */
+		w->nflood--;
+	}
 	switch_queue_clear(p);
 	sw->ports[p->slot] = NULL;
 	for (unsigned i = 0; i < w->nports; i++)
@@ -261,13 +269,93 @@ void switch_port_stats(const struct vnet_backend *be, uint64_t *forwarded, uint6
 		       uint64_t *dropped)
 {
 	const struct switch_port *p = port_of_const(be);
+	uint64_t fw = p->forwarded, fl = p->flooded,
+		 dr = p->dropped + __atomic_load_n(&p->spread_dropped, __ATOMIC_RELAXED);
 
+	for (unsigned i = 0; i < p->nlanes; i++) { /* a spread port: its lanes' too */
+		fw += p->lanes[i]->forwarded;
+		fl += p->lanes[i]->flooded;
+		dr += p->lanes[i]->dropped;
+	}
 	if (forwarded)
-		*forwarded = p->forwarded;
+		*forwarded = fw;
 	if (flooded)
-		*flooded = p->flooded;
+		*flooded = fl;
 	if (dropped)
-		*dropped = p->dropped;
+		*dropped = dr;
+}
+
+/**
+ * switch_attach_lane() - run some of a port's queue pairs on another worker.
+ * @be: the port (its home: switch_attach(), its settings made)
+ * @dev: the device view that runs those pairs there (vnet_dev_lane_create())
+ * @worker: that worker, not the port's own
+ *
+ * The lane is a switch port of its own on @worker (its TX's flow cache, counters, queue for
+ * guest RX buffers and cross-worker back-pressure), whose frames the FDB learns as the home's;
+ * it copies the home's port security, flood rate and ips= list. Name the pairs it runs with
+ * switch_port_set_pairs(). Only on a switch spread over workers, with them parked.
+ *
+ * Return: the lane's handle (for the device view's backend), or NULL (logged).
+ */
+struct vnet_backend *switch_attach_lane(struct vnet_backend *be, struct vnet_dev *dev,
+					unsigned worker)
+{
+	struct switch_port *home = port_of(be), *l;
+	struct vnet_backend *lb;
+	char name[40];
+
+	if (!home->sw->xq || home->is_lane || worker == home->worker ||
+	    home->nlanes == SWITCH_MAX_PAIRS) {
+		log_err("switch: %s: cannot run queue pairs on worker %u", home->name, worker);
+		return NULL;
+	}
+	snprintf(name, sizeof(name), "%.24s/w%u", home->name, worker);
+	lb = switch_attach(home->sw, dev, name, worker);
+	if (!lb)
+		return NULL;
+	l = port_of(lb);
+	l->home = home;
+	l->is_lane = true;
+	home->sw->w[worker].nflood--; /* floods reach the port through its home */
+	l->psec = home->psec;
+	l->psec_mac = home->psec_mac == home->own_mac ? l->own_mac : home->psec_mac;
+	memcpy(l->own_mac, home->own_mac, sizeof(l->own_mac));
+	l->n_allowed = home->n_allowed;
+	memcpy(l->allowed, home->allowed, sizeof(l->allowed));
+	l->flood_rate = home->flood_rate;
+	l->flood_credit = home->flood_credit;
+	l->n_ips = home->n_ips;
+	memcpy(l->ips, home->ips, sizeof(l->ips));
+	home->lanes[home->nlanes++] = l;
+	return lb;
+}
+
+/**
+ * switch_port_set_pairs() - which of a port's handles runs each of its queue pairs.
+ * @be: the port (its home)
+ * @runs: per pair, the home's handle or one of its lanes' (switch_attach_lane())
+ * @npairs: pairs, 1..SWITCH_MAX_PAIRS
+ *
+ * From then on a frame for the port goes to the pair its device picks, on the worker of the
+ * handle that runs it. With the workers parked.
+ *
+ * Return: 0, or -1 when a handle is neither the port nor one of its lanes.
+ */
+int switch_port_set_pairs(struct vnet_backend *be, struct vnet_backend *const *runs,
+			  unsigned npairs)
+{
+	struct switch_port *home = port_of(be);
+
+	if (!npairs || npairs > SWITCH_MAX_PAIRS)
+		return -1;
+	for (unsigned i = 0; i < npairs; i++)
+		if (port_of(runs[i]) != home && port_of(runs[i])->home != home)
+			return -1;
+	for (unsigned i = 0; i < npairs; i++)
+		home->pair_port[i] = port_of(runs[i]);
+	home->npairs = (uint8_t)npairs;
+	return 0;
 }
 
 /**
@@ -438,7 +526,12 @@ void switch_port_counters(const struct vnet_backend *be, struct switch_port_coun
  */
 uint64_t switch_port_crossed(const struct vnet_backend *be)
 {
-	return port_of_const(be)->crossed;
+	const struct switch_port *p = port_of_const(be);
+	uint64_t n = p->crossed;
+
+	for (unsigned i = 0; i < p->nlanes; i++) /* a spread port: its lanes' too */
+		n += p->lanes[i]->crossed;
+	return n;
 }
 
 /**

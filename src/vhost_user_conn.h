@@ -30,6 +30,13 @@ struct vu_owner_ops {
 	 * connection may map: the port's max-mem=. NULL or 0: MEM_CAP_PORT_DEFAULT.
 	 */
 	uint64_t (*mem_cap)(void *ctx);
+	/* SET_VRING_BASE gave queue qidx `base` (before any start it leads to). NULL: not told. */
+	void (*ring_base)(void *ctx, unsigned qidx, uint32_t base);
+	/*
+	 * Queue qidx is about to start (fully configured, nothing processed yet): the owner may
+	 * set where it resumes (vq_set_base()). NULL: not told.
+	 */
+	void (*queue_starting)(void *ctx, unsigned qidx);
 };
 
 /* A device-state transfer over a pipe (SET_DEVICE_STATE_FD ... CHECK_DEVICE_STATE). */

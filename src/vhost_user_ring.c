@@ -78,6 +78,8 @@ static void try_start(struct vu_conn *c, unsigned qidx, struct vnet_queue *q)
 {
 	if (q->vq.started || !ring_ready(c, q))
 		return;
+	if (c->ops && c->ops->queue_starting)
+		c->ops->queue_starting(c->ctx, qidx);
 	if (vnet_dev_queue_start(c->dev, qidx, &c->mem) < 0) {
 		log_guest("vhost-user: queue %u: rings not usable, queue stays stopped", qidx);
 		vu_ring_signal_error(c, qidx);
@@ -150,26 +152,29 @@ void vu_ring_resume_all(struct vu_conn *c, const bool was_started[VNET_MAX_QUEUE
 /* ---- ring requests ---- */
 
 /**
- * vu_ring_set_num() - SET_VRING_NUM: the ring's size (a power of two up to VQ_MAX_SIZE).
+ * vu_ring_set_num() - SET_VRING_NUM: the ring's size (1..VQ_MAX_SIZE; a power of two unless
+ * VIRTIO_F_RING_PACKED is negotiated: packed rings may have any size).
  * @c: the connection
  * @m: the message
  *
- * A running queue is stopped for the change and restarted.
+ * A running queue is stopped for the change and restarted. (Features changed to split later
+ * with a size that is not a power of two: vq_start() refuses the ring.)
  *
  * Return: VU_OK, or VU_FAIL (logged) for a bad queue index or size.
  */
 enum vu_result vu_ring_set_num(struct vu_conn *c, const struct vu_msg *m)
 {
 	uint32_t num = m->p.state.num;
+	bool packed = (vnet_dev_features(c->dev) >> VIRTIO_F_RING_PACKED) & 1;
 	struct vnet_queue *q;
 	unsigned qidx;
 	bool was;
 
 	if (!(q = conn_queue(c, m, &qidx)))
 		return VU_FAIL;
-	if (num == 0 || num > VQ_MAX_SIZE || (num & (num - 1)) != 0) {
-		log_guest("vhost-user: queue %u: bad size %u (power of two, 1..%u)", qidx, num,
-			  VQ_MAX_SIZE);
+	if (num == 0 || num > VQ_MAX_SIZE || (!packed && (num & (num - 1)) != 0)) {
+		log_guest("vhost-user: queue %u: bad size %u (%s1..%u)", qidx, num,
+			  packed ? "" : "power of two, ", VQ_MAX_SIZE);
 		return VU_FAIL;
 	}
 	was = stop_if_started(c, qidx, q);
@@ -232,6 +237,8 @@ enum vu_result vu_ring_set_base(struct vu_conn *c, const struct vu_msg *m)
 	}
 	was = stop_if_started(c, qidx, q);
 	vq_set_base(&q->vq, base);
+	if (c->ops && c->ops->ring_base)
+		c->ops->ring_base(c->ctx, qidx, base);
 	if (was)
 		try_start(c, qidx, q);
 	return VU_OK;

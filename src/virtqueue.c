@@ -596,6 +596,9 @@ bool vq_kick_enable(struct virtqueue *vq)
 /**
  * vq_kick_disable() - tell the driver kicks are not needed now (best effort).
  * @vq: the queue; only without EVENT_IDX (VRING_USED_F_NO_NOTIFY), and only started, not broken
+ *
+ * Writes only when the flag is not set yet: a polling queue disables kicks on every run, and a
+ * store each time would take the cache line from the driver, which reads it before each kick.
  */
 void vq_kick_disable(struct virtqueue *vq)
 {
@@ -603,7 +606,8 @@ void vq_kick_disable(struct virtqueue *vq)
 		vq_packed_kick_disable(vq);
 		return;
 	}
-	if (vq->started && !vq->broken && !vq->event_idx) {
+	if (vq->started && !vq->broken && !vq->event_idx &&
+	    VQ_READ_ONCE_U16(&vq->uring->flags) != VRING_USED_F_NO_NOTIFY) {
 		VQ_WRITE_ONCE_U16(&vq->uring->flags, VRING_USED_F_NO_NOTIFY);
 		if (__builtin_expect(vq->log != NULL, 0))
 			vq_log_used_range(vq, 0, sizeof(uint16_t));

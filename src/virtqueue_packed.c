@@ -539,6 +539,10 @@ void vq_packed_kick_disable(struct virtqueue *vq)
 {
 	if (!vq->started || vq->broken || vq->event_idx)
 		return;
+	/* Only when it changes: a polling queue comes here on every run (see vq_kick_disable()). */
+	if (__atomic_load_n(&vq->pk.dev_event[1], __ATOMIC_RELAXED) ==
+	    htole16(VRING_PACKED_EVENT_F_DISABLE))
+		return;
 	__atomic_store_n(&vq->pk.dev_event[1], htole16(VRING_PACKED_EVENT_F_DISABLE),
 			 __ATOMIC_RELAXED);
 	if (__builtin_expect(vq->log != NULL, 0) && vq->log_used)

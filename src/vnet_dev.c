@@ -11,6 +11,7 @@
 #include "dev_state.h"
 #include "log.h"
 #include "net_ctrl.h"
+#include "net_rss.h"
 #include "net_rate.h"
 #include "net_rx.h"
 #include "queue_view.h"
@@ -131,6 +132,7 @@ struct vnet_dev *vnet_dev_create(const struct vnet_dev_params *params, const str
 	dev->env_ctx = env_ctx;
 	dev->nqueues = nqueues;
 	dev->queues = map;
+	dev->qmask = ~0ull;
 	coal_policy_init(dev);
 	net_rate_init(dev);
 	vnet_dev_queue_init_all(dev);
@@ -206,6 +208,7 @@ int vnet_dev_set_features(struct vnet_dev *dev, uint64_t features)
 	else
 		dev->hdr_len = VNET_HDR_LEN - 2;
 	dev->guest_offloads = features & VNET_GUEST_OFFLOAD_MASK;
+	net_rss_features(dev);
 	vnet_dev_queue_assign_kinds(dev);
 	for (unsigned i = 0; i < dev->nqueues; i++) {
 		dev->queues[i].vq.event_idx = dev_has(dev, VIRTIO_RING_F_EVENT_IDX);
@@ -313,7 +316,7 @@ int vnet_dev_config_write(struct vnet_dev *dev, uint32_t offset, const void *buf
  *
  * Started queues stop (held completions signalled first); features, MAC, receive filter and
  * every coalescing parameter go back to their initial values (host defaults come back only
- * with coal_persist).
+ * with coal_persist). Frames the backend held for the guest's RX are dropped (ops->reset).
  */
 void vnet_dev_reset(struct vnet_dev *dev)
 {
@@ -321,6 +324,8 @@ void vnet_dev_reset(struct vnet_dev *dev)
 	for (unsigned i = 0; i < dev->nqueues; i++)
 		if (dev->queues[i].vq.started)
 			vnet_dev_queue_stop(dev, i);
+	if (dev->be_ops && dev->be_ops->reset)
+		dev->be_ops->reset(dev->be);
 	dev->features = 0;
 	dev->hdr_len = VNET_HDR_LEN;
 	dev->guest_offloads = 0;
@@ -328,7 +333,7 @@ void vnet_dev_reset(struct vnet_dev *dev)
 	memcpy(dev->mac, dev->params.mac, 6);
 	memset(&dev->filter, 0, sizeof(dev->filter));
 	dev->filter.promisc = true;
-	net_ctrl_rss_set(dev, NULL, false); /* spec: every hash type off, report NONE */
+	net_rss_set(dev, NULL, false); /* spec: every hash type off, report NONE */
 	coal_policy_reset(dev);
 	vnet_dev_queue_assign_kinds(dev);
 	for (unsigned i = 0; i < dev->nqueues; i++)
@@ -380,22 +385,6 @@ bool vnet_dev_link_up(const struct vnet_dev *dev)
 uint16_t vnet_dev_active_pairs(const struct vnet_dev *dev)
 {
 	return dev->active_pairs;
-}
-
-/**
- * vnet_dev_rss() - the RSS and hash settings the driver made
- * @dev: the device
- * @steering: set to whether the indirection table picks the RX queue
- * @reporting: set to whether received packets carry their hash (HASH_REPORT)
- *
- * Context: the device's thread, or a reader accepting a torn view (the control socket).
- * Return: the last RSS_CONFIG / HASH_CONFIG in effect (all zero: none).
- */
-const struct rss_config *vnet_dev_rss(const struct vnet_dev *dev, bool *steering, bool *reporting)
-{
-	*steering = dev->rss.steer;
-	*reporting = dev->rss.report;
-	return &dev->rss.cfg;
 }
 
 /**

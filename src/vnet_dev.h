@@ -9,6 +9,7 @@
 
 #include "guest_mem.h"
 #include "net_rate.h"
+#include "net_rss.h"
 #include "net_rx.h"
 #include "queue_view.h"
 #include "rss_cmd.h"
@@ -154,8 +155,7 @@ bool vnet_dev_coal_persist(const struct vnet_dev *dev);
 const uint8_t *vnet_dev_mac(const struct vnet_dev *dev);
 bool vnet_dev_link_up(const struct vnet_dev *dev);
 uint16_t vnet_dev_active_pairs(const struct vnet_dev *dev);
-/* vnet_dev_rss() - the driver's RSS / hash settings; whether they steer and are reported. */
-const struct rss_config *vnet_dev_rss(const struct vnet_dev *dev, bool *steering, bool *reporting);
+/* vnet_dev_rss(), vnet_dev_restore_rss(): net_rss.h. */
 const char *vnet_queue_kind_name(enum vnet_queue_kind kind);
 
 /*

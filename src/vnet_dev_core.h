@@ -109,7 +109,14 @@ struct vnet_dev {
 	struct virtio_net_hdr_v1 tx_hdr;
 	struct vq_chain chain;     /* chain scratch of every queue (vnet_queue.chain points here) */
 	uint64_t poll_ns;          /* poll mode window (vnet_dev_set_poll_us()); 0: kicks only */
+	/* The queues this device view runs (rx flush, TX resume): all, but for a port spread over
+	 * workers, where each worker's view (vnet_dev_lane.c) runs its own pairs. */
+	uint64_t qmask;
+	uint16_t tx_pair;          /* the pair of the TX queue being processed (net_tx.c) */
+	bool lane;                 /* a lane view (vnet_dev_lane_create()): shares dev's queues */
 };
+
+_Static_assert(VNET_MAX_QUEUES <= 64, "a queue mask fits 64 bits");
 
 /* dev_now() - the injected clock. */
 static inline uint64_t dev_now(const struct vnet_dev *dev)
@@ -140,6 +147,28 @@ static inline struct coal_adapt_counters dev_adapt_counters(const struct vnet_de
 	if (peer < dev->nqueues && dev->queues[peer].kind != VNET_QUEUE_CTRL)
 		c.peer_packets = dev->queues[peer].stats.packets;
 	return c;
+}
+
+/*
+ * Spread flows over the active queue pairs by a hash of the IPv4 addresses and ports. FNV-1a's
+ * low bits depend only on the inputs' low bits, so without the final mix (murmur3's) every flow
+ * whose ports share a parity - Linux gives connect() even ports - would land on one of 2 pairs.
+ */
+static inline __attribute__((always_inline)) unsigned rx_pick_pair(const struct vnet_dev *dev,
+								    const uint8_t *frame, size_t len)
+{
+	uint32_t h = 2166136261u;
+
+	if (dev->active_pairs <= 1 || len < 14 + 24 || frame[12] != 0x08 || frame[13] != 0x00)
+		return 0;
+	for (size_t i = 14 + 12; i < 14 + 24; i++)
+		h = (h ^ frame[i]) * 16777619u;
+	h ^= h >> 16;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35u;
+	h ^= h >> 16;
+	return h % dev->active_pairs;
 }
 
 /* dev_queue_usable() - enabled, started and not broken. */

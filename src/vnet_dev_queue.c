@@ -328,6 +328,13 @@ void vnet_dev_kick(struct vnet_dev *dev, unsigned qidx)
 	/* Already waiting in the run queue: that run sees whatever this kick announced. */
 	if (q->scheduled || !dev_queue_usable(q))
 		return;
+	/* Another view's queue (vnet_dev_lane.c; a start or enable on the home's thread): it runs
+	 * on its own thread, from that thread's run queue (the owner's schedule() routes it). */
+	if (__builtin_expect(!(dev->qmask >> qidx & 1u), 0)) {
+		if (dev->env->schedule)
+			q->scheduled = dev->env->schedule(dev->env_ctx, qidx);
+		return;
+	}
 	queue_work(dev, q);
 }
 
@@ -399,8 +406,8 @@ void vnet_dev_tx_resume(struct vnet_dev *dev)
 	for (unsigned i = 0; i < dev->nqueues; i++) {
 		struct vnet_queue *q = &dev->queues[i];
 
-		if (q->kind == VNET_QUEUE_TX && q->tx_blocked && dev_queue_usable(q) &&
-		    !q->scheduled)
+		if ((dev->qmask >> i & 1u) && q->kind == VNET_QUEUE_TX && q->tx_blocked &&
+		    dev_queue_usable(q) && !q->scheduled)
 			tx_run(dev, q);
 	}
 }

@@ -390,7 +390,7 @@ static void print_rss(json_t *p)
 static int cmd_ports(const char *path, int argc, char **argv)
 {
 	struct table t = {.ncols = 15, .align = "lrrlllllrllllll"};
-	char idx[24], worker[24], conn[48], pairs[48], adapt[16];
+	char idx[24], worker[64], conn[48], pairs[48], adapt[16];
 	json_t *reply, *p;
 	size_t i;
 	int ret;
@@ -430,8 +430,21 @@ static int cmd_ports(const char *path, int argc, char **argv)
 			 json_is_true(json_object_get(p, "rx_adaptive"))
 				 ? (json_is_true(json_object_get(p, "tx_adaptive")) ? "rx+tx" : "rx")
 				 : (json_is_true(json_object_get(p, "tx_adaptive")) ? "tx" : "off"));
+		fmt_int(worker, sizeof(worker), p, "worker");
+		if (json_is_array(json_object_get(p, "queue_workers"))) { /* queue-workers= */
+			json_t *qw = json_object_get(p, "queue_workers"), *w;
+			size_t k, len = strlen(worker);
+
+			json_array_foreach(qw, k, w) {
+				if (len + 8 >= sizeof(worker))
+					break;
+				len += (size_t)snprintf(worker + len, sizeof(worker) - len,
+							"%s%" JSON_INTEGER_FORMAT, k ? "+" : "/q",
+							json_integer_value(w) & 0xff);
+			}
+		}
 		table_row(&t, str_field(p, "name"), fmt_int(idx, sizeof(idx), p, "index"),
-			  fmt_int(worker, sizeof(worker), p, "worker"), backend,
+			  worker, backend,
 			  segment, str_field(p, "mac"), conn,
 			  json_is_true(json_object_get(p, "link_up")) ? "up" : "down", pairs,
 			  notf ? (vq ? "notf+vq" : "notf") : "off",
@@ -441,7 +454,8 @@ static int cmd_ports(const char *path, int argc, char **argv)
 	table_print_free(&t);
 	json_array_foreach(json_object_get(reply, "ports"), i, p)
 		print_rss(p);
-	printf("(WORKER: the event-loop thread serving the port (--workers); SEGMENT: a switch port's"
+	printf("(WORKER: the event-loop thread serving the port (--workers), W/qA+B+... with "
+	       "queue-workers=:\n queue pair i on worker A, B, ...; SEGMENT: a switch port's"
 	       "\n L2 segment (switch=NAME), NAME/vlanN for an access port (vlan=N); PAIRS: active/"
 	       "configured\n queue pairs; COAL and FEATURES: what the guest negotiated; GUARD: stall "
 	       "guard;\n ADAPTIVE: queue kinds in adaptive mode)\n");

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "guest_fault.h"
@@ -55,11 +56,36 @@ int worker_pool_init(struct worker_pool *p, unsigned n, unsigned rq_cap,
 	return 0;
 }
 
+/*
+ * A polling worker's rounds are short (its queues find their rings empty and stay queued), and
+ * an epoll_wait() per round would be a system call per few packets. It looks at its fds at most
+ * every WORKER_LOOK_NS while it has queued work: other ports' kicks, the wake eventfd and
+ * signals wait that long at most. Event-driven workers (poll_us 0) look every round.
+ */
+#define WORKER_LOOK_NS 20000u
+
+/* worker_look_due() - with work queued: whether this round looks at the fds (poll mode: rarely). */
+static bool worker_look_due(struct worker *w)
+{
+	struct timespec ts;
+	uint64_t now;
+
+	if (!w->poll_us)
+		return true;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	if (now - w->look_ns < WORKER_LOOK_NS)
+		return false;
+	w->look_ns = now;
+	return true;
+}
+
 /**
  * worker_round() - one round of a worker's event loop.
  * @w: the worker; called on its own thread (worker 0: the main thread)
  *
- * Waits for events (without waiting while work is queued), calls ops->round_begin, dispatches the
+ * Waits for events (without waiting while work is queued; a polling worker with queued work looks at
+ * its fds at most every WORKER_LOOK_NS), calls ops->round_begin, dispatches the
  * events (the wake eventfd is read here and reported through ops->woken), gives one budget to each
  * run-queue entry queued before the round, dispatches the flush list (received packets published
  * once per round), calls ops->round_end, then ops->fault if a guest memory fault happened since
@@ -75,7 +101,10 @@ int worker_round(struct worker *w)
 	/* Work left over from budgets: look at the other fds without sleeping, then run it. */
 	unsigned pending = run_queue_len(&w->rq);
 	unsigned gen;
-	int n = epoll_wait(w->epfd, events, MAX_EVENTS, pending ? 0 : -1);
+	int n = 0;
+
+	if (!pending || worker_look_due(w))
+		n = epoll_wait(w->epfd, events, MAX_EVENTS, pending ? 0 : -1);
 
 	if (n < 0) {
 		if (errno == EINTR)

@@ -32,7 +32,10 @@ struct worker_ops {
  * socket); workers 1.. run on their own threads, created before the sandbox. A port belongs to
  * one worker for its whole life: its fds are in that worker's epoll set, its queues yield to
  * that worker's run queue, so its device is only ever touched by that thread — except while
- * the worker is parked (worker_pool_park()), when the main thread may read and change it.
+ * the worker is parked (worker_pool_park()), when the main thread may read and change it. The
+ * one exception, a switch port with queue-workers= (port_lanes.c): its home is worker 0 and
+ * each pair's queues belong to the pair's worker, which runs them through a view of its own
+ * (vnet_dev_lane.c); the home parks the others around whatever changes the device.
  */
 struct worker {
 	unsigned id;
@@ -43,6 +46,7 @@ struct worker {
 	unsigned fault_gen;      /* guest_fault_generation() last looked at */
 	unsigned nports;         /* ports it owns (for placing new ones) */
 	unsigned poll_us;        /* --poll-us: its ports' TX poll window (vnet_dev_set_poll_us) */
+	uint64_t look_ns;        /* poll mode: when a round with queued work last looked at fds */
 	struct worker_pool *pool;
 	pthread_t thread;
 	bool started;

@@ -259,13 +259,15 @@ class QemuGuest(_Guest):
     full_device=True (QEMU >= 10.2, vhost_socket needed): vhost-user-test-device-pci instead of
     virtio-net-pci + -netdev vhost-user, so every queue (the control queue too) and the config
     space belong to the backend; num_vqs = 2 * queue pairs + 1, config_size 12 (mac, status,
-    max_virtqueue_pairs, mtu).  mac is then the backend's (vnetd's mac=), not QEMU's."""
+    max_virtqueue_pairs, mtu; 24 adds speed, duplex and the RSS fields).  mac is then the
+    backend's (vnetd's mac=), not QEMU's."""
 
     boot_timeout = 180
 
     def __init__(self, kit_dir, vhost_socket=None, tap=None, mem='512M', netns=None,
                  mac='52:54:00:12:34:56', smp=1, device_opts='', append='', extra_args=(),
-                 log_path=None, qemu=None, full_device=False, num_vqs=3, vq_size=256, accel='tcg'):
+                 log_path=None, qemu=None, full_device=False, num_vqs=3, vq_size=256, accel='tcg',
+                 config_size=12):
         super().__init__(log_path)
         self.accel = accel                  # 'kvm' only for make doctor's measurement
         if vhost_socket and tap:
@@ -275,6 +277,7 @@ class QemuGuest(_Guest):
         self.qemu = qemu or 'qemu-system-x86_64'
         self.full_device = full_device
         self.num_vqs = num_vqs
+        self.config_size = config_size
         self.vq_size = vq_size
         self.kit_dir = kit_dir
         self.vhost_socket = vhost_socket
@@ -300,7 +303,8 @@ class QemuGuest(_Guest):
                   '-numa', 'node,memdev=mem', '-nic', 'none',
                   '-chardev', 'socket,id=c0,path=%s' % self.vhost_socket,
                   '-device', 'vhost-user-test-device-pci,chardev=c0,virtio-id=1,num_vqs=%d,'
-                  'config_size=12,vq_size=%d%s' % (self.num_vqs, self.vq_size, self.device_opts)]
+                  'config_size=%d,vq_size=%d%s' % (self.num_vqs, self.config_size, self.vq_size,
+                                                    self.device_opts)]
         elif self.vhost_socket:
             a += ['-object', 'memory-backend-memfd,id=mem,size=%s,share=on' % self.mem,
                   '-numa', 'node,memdev=mem',

@@ -1564,7 +1564,10 @@ def storm_control(env, res):
     dt = time.monotonic() - t0
     after = switch_counters(env, 'p0')
     dropped = after['storm_dropped'] - before['storm_dropped']
-    allowed = rate * (1 + dt) + 1  # a full bucket, then the rate for the time it took
+    # A full bucket, then the rate for the time it took; vnetd's switch reads a coarse clock
+    # once per round (CLOCK_MONOTONIC_COARSE: a few ms a tick, more on a loaded host), so its
+    # refills may run up to 50 ms ahead of this process's clock.
+    allowed = rate * (1 + dt + 0.05) + 2
     res.check(after['flood_rate'] == rate, 'p0: flood_rate %d in stats' % after['flood_rate'])
     res.check(dropped >= n - allowed and dropped > 0,
               'p0: %d of %d floods dropped in %.2f s (at least %d)' % (dropped, n, dt, n - allowed))

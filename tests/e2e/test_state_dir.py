@@ -4,8 +4,9 @@ guest's ethtool -C is) comes back after vnetd is SIGKILLed and restarted and the
 its rings up again without resending it; host coalescing likewise; so do the frontend's RX
 mode (VIRTIO_NET_CTRL_RX), MAC filter table (CTRL_MAC_TABLE_SET) and MAC (CTRL_MAC_ADDR_SET),
 shown by vnetctl ports; a state file that is garbage, too big or for another socket is ignored
-(logged) and vnetd starts anyway. Python frontends (tests/e2e/vhost_user_client.py), no guest
-kernel."""
+(logged) and vnetd starts anyway, as is one whose packed ring positions (version 4) name a
+slot outside the ring or have wrap counters that disagree. Python frontends
+(tests/e2e/vhost_user_client.py), no guest kernel."""
 
 import os
 import signal
@@ -45,6 +46,14 @@ def rx_filter_is_back(info):
     return (info['rx_mode'] == ['allmulti', 'nobcast'] and info['mac'] == GUEST_MAC and
             t['unicast'] == [UC_ENTRY] and t['multicast'] == [MC_ENTRY] and
             not t['unicast_overflow'] and not t['multicast_overflow'])
+
+
+def state_file_name(sock):
+    """The port's file in the state directory: FNV-1a 64 of its socket (port_state.c)."""
+    h = 1469598103934665603
+    for b in sock.encode():
+        h = ((h ^ b) * 1099511628211) & (2**64 - 1)
+    return 'port-%016x.json' % h
 
 
 def start(wd, name, ports, state):
@@ -123,6 +132,28 @@ def main():
         vd = start(wd, 'v3', ports, state)
         log = vd.log_tail(20000)
         check(log.count('state file ignored') == 2, 'both bad state files are ignored (logged)')
+        f = VirtioNetFrontend(socks[0]).setup()
+        check(vd.stats()['p0'][0]['set_by'] == 'none', 'and the port starts from reset values')
+        f.close()
+        check(vd.alive(), 'vnetd still running')
+        vd.stop()
+
+        # Hostile packed ring positions (version 4): a slot outside the ring, wrap counters
+        # that disagree. Each file is ignored whole, with the reason; the ports start from reset.
+        rx = ('"rx":{"mode":[],"mac":null,"unicast":[],"multicast":[],"unicast_overflow":false,'
+              '"multicast_overflow":false}')
+        bad = ('{"size":256,"avail":300,"used":300,"in_order":false,"from":2147516416,"desc":4096}',
+               '{"size":256,"avail":32773,"used":32774,"in_order":false,"from":2147516416,"desc":4096}')
+        for sock, entry in zip(socks, bad):
+            with open(os.path.join(state, state_file_name(sock)), 'w') as fh:
+                fh.write('{"version":4,"socket":"%s","queues":[[9,9,"host"]],%s,"rss":null,"packed":[%s]}'
+                         % (sock, rx, entry))
+        vd = start(wd, 'v4', ports, state)
+        log = vd.log_tail(20000)
+        check(log.count('state file ignored') == 2 and 'outside the ring' in log and
+              'wrap counters disagree' in log,
+              'packed positions out of range or with disagreeing wrap counters: both files '
+              'ignored, the reason logged')
         f = VirtioNetFrontend(socks[0]).setup()
         check(vd.stats()['p0'][0]['set_by'] == 'none', 'and the port starts from reset values')
         f.close()

@@ -3,7 +3,10 @@
 the newest driver's coalescing commands as vnetd sees them — global ethtool -C (TX_SET/RX_SET),
 per-queue VQ_SET on both pairs (rx and tx on the named virtqueue), what the driver sends for a
 pair that ethtool -L made inactive, DIM's VQ_SETs under a ping flood (adaptive-rx), ethtool -G,
-traffic on both pairs, byte-exact transfers both ways.
+traffic on both pairs, byte-exact transfers both ways — all on packed rings with IN_ORDER
+(the port offers packed=on,in-order=on; the test checks the guest negotiated bits 34 and 35, so
+the control queue, VQ_SET and DIM are shown on packed rings). VNETD_UML72_RING=split runs the same
+checks on split rings.
 VNETD_UML_SUITE=trixie runs the same checks against trixie's Linux 6.12 (not part of make check)."""
 
 import hashlib
@@ -18,6 +21,9 @@ MAC = '52:54:00:72:00:02'
 HOST, GUEST = '10.72.0.1', '10.72.0.2'
 SIZE_MB = 8
 DIM_USECS = (1, 8, 64, 128, 256)      # Linux DIM's default RX profiles, all with 256 packets
+RING = os.environ.get('VNETD_UML72_RING', 'packed')
+RING_KEYS = {'packed': ',packed=on,in-order=on', 'split': ',packed=off,in-order=off'}
+RING_PACKED, IN_ORDER = 34, 35
 
 
 def coal(st, q):
@@ -56,7 +62,9 @@ def main():
     wd = workdir('uml72')
     sock = os.path.join(wd, 'p0.sock')
     blob_sha = make_blob(os.path.join(wd, 'blob'), SIZE_MB)
-    port = 'socket=%s,tap=vtap0,mac=%s,queues=2' % (sock, MAC)
+    if RING not in RING_KEYS:
+        fail('VNETD_UML72_RING must be one of %s' % ', '.join(RING_KEYS))
+    port = 'socket=%s,tap=vtap0,mac=%s,queues=2%s' % (sock, MAC, RING_KEYS[RING])
     with Netns('vnetd-e2e-uml72') as ns, Vnetd(ns, [port], wd) as vd:
         host_addr(ns, 'vtap0', HOST)
         with HostServers(ns, HOST, wd), \
@@ -65,9 +73,25 @@ def main():
         check(vd.alive(), 'vnetd still running')
 
 
+def check_ring(g, vd):
+    """The ring layout both sides negotiated: the guest's feature bits (sysfs, one character
+    per bit) and vnetctl's ring / in_order for the port."""
+    rc, out = g.run('cat /sys/class/net/eth0/device/features')
+    bits = {i for i, c in enumerate(out.strip()) if c == '1'}
+    info = vd.port_info()['p0']
+    print('ring: vnetd features %s ring %s in_order %s; guest bits %s' % (
+        info['features'], info['ring'], info['in_order'], sorted(bits)), flush=True)
+    want = RING == 'packed'
+    check(rc == 0 and (RING_PACKED in bits) == want and (info['ring'] == 'packed') == want,
+          'ring layout %s: guest bit 34 %s, vnetctl ring=%s' % (RING, RING_PACKED in bits, info['ring']))
+    check((IN_ORDER in bits) == want and info['in_order'] == want,
+          'IN_ORDER (bit 35) negotiated: guest %s, vnetd %s' % (IN_ORDER in bits, info['in_order']))
+
+
 def run_guest(g, vd, ns, blob_sha):
     rc, out = g.run('uname -r')
     check(rc == 0 and out.strip().startswith(KERNEL[SUITE]), 'the guest runs Linux %s' % out.strip())
+    check_ring(g, vd)
     guest_addr(g, GUEST)
     rc, _ = g.run('ping -c 2 -W 5 %s' % HOST, timeout=60)
     check(rc == 0, 'guest pings the host through vnetd')

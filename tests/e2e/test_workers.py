@@ -4,7 +4,10 @@ one per worker): both tap guests download a blob at the same time, byte-exact, w
 stats is read over and over; the switch guests, whose ports are pinned on different workers
 (worker=0, worker=1; vnetctl ports and stats say so), ping each other and move files both ways at once, byte-exact, through
 the switch's cross-worker queues; a tap port added at run time goes to a worker and works;
-every thread of vnetd runs under the seccomp filter."""
+every thread of vnetd runs under the seccomp filter. Ring layouts are mixed: one tap port and
+both switch ports offer packed rings (one switch port with IN_ORDER too), so frames cross
+workers between a packed and a packed+IN_ORDER ring, and the other tap port is split with
+IN_ORDER."""
 
 import json
 import os
@@ -26,14 +29,25 @@ def tap_guest(kit, wd, sock, i):
     return g
 
 
+def check_rings(vd, rings, names):
+    """Each port's negotiated ring layout (vnetctl ports --json) is the one its keys offered."""
+    info = vd.port_info()
+    for n in names:
+        got = (info[n]['ring'], info[n]['in_order'])
+        check(got == rings[n], '%s on worker %d: ring %s, in_order %s' % (n, info[n]['worker'], *got))
+
+
 def main():
     kit, wd = uml_start('workers')
     blob = os.path.join(wd, 'blob')
     sha = make_blob(blob, BLOB_MB)
     socks = [os.path.join(wd, 'p%d.sock' % i) for i in range(5)]
-    ports = ['socket=%s,tap=%s' % (socks[0], TAPS[0]), 'socket=%s,tap=%s' % (socks[1], TAPS[1]),
-             'socket=%s,switch,mac=52:54:00:80:09:01,worker=0' % socks[2],
-             'socket=%s,switch,mac=52:54:00:80:09:02,worker=1' % socks[3]]
+    ports = ['socket=%s,tap=%s,packed=on,in-order=off' % (socks[0], TAPS[0]),
+             'socket=%s,tap=%s,packed=off' % (socks[1], TAPS[1]),
+             'socket=%s,switch,mac=52:54:00:80:09:01,worker=0,packed=on,in-order=off' % socks[2],
+             'socket=%s,switch,mac=52:54:00:80:09:02,worker=1,packed=on,in-order=on' % socks[3]]
+    rings = {'p0': ('packed', False), 'p1': ('split', True), 'p2': ('packed', False),
+             'p3': ('packed', True)}
     with Netns('vnetd-e2e-workers') as ns, \
             Vnetd(ns, ports, wd, extra=['--workers', '2']) as vd:
         pid = vd.proc.pid
@@ -67,6 +81,7 @@ def main():
             for i, g in enumerate(guests):
                 rc, _ = g.run('ping -c 2 -W 5 %s.1' % NETS[i], timeout=60)
                 check(rc == 0, 'tap guest %d pings the host' % i)
+            check_rings(vd, rings, ('p0', 'p1'))
             results = {}
 
             def fetch(i):
@@ -100,6 +115,7 @@ def main():
                 UmlGuest(kit, socks[3], log_path=os.path.join(wd, 'sw-b.log')) as b:
             for g, ip in ((a, '10.88.9.1'), (b, '10.88.9.2')):
                 guest_addr(g, ip)
+            check_rings(vd, rings, ('p2', 'p3'))
             rc, _ = a.run('ping -c 3 -W 5 10.88.9.2', timeout=60)
             check(rc == 0, 'switch guests reach each other with 2 workers')
             rc, _ = b.run('ping -c 3 -W 5 10.88.9.1', timeout=60)

@@ -9,6 +9,8 @@ Three layers, each usable on its own:
   SplitRing          a split virtqueue laid out in GuestMemory: descriptor table, avail ring,
                      used ring, plus its kick and call eventfds. add_chain() builds well-formed
                      chains; set_desc()/put_avail()/set_avail_idx() write anything at all.
+                     Its packed twin, with the same API, is vu_packed.PackedRing: the frontend
+                     uses it when VIRTIO_F_RING_PACKED is among the features it wants.
   VhostUserClient    the socket: send any message (any request, flags, size, fds), read replies,
                      REPLY_ACK handling, one method per request.
   VirtioNetFrontend  a well-behaved VMM + virtio-net driver built from the three: full device
@@ -92,6 +94,8 @@ VIRTIO_RING_F_INDIRECT_DESC = 28
 VIRTIO_RING_F_EVENT_IDX = 29
 VHOST_USER_F_PROTOCOL_FEATURES = 30
 VIRTIO_F_VERSION_1 = 32
+VIRTIO_F_RING_PACKED = 34
+VIRTIO_F_IN_ORDER = 35
 
 DEFAULT_FEATURES = ((1 << VIRTIO_F_VERSION_1) | (1 << VIRTIO_NET_F_CTRL_VQ) |
                     (1 << VIRTIO_NET_F_NOTF_COAL) | (1 << VIRTIO_NET_F_MAC) |
@@ -193,6 +197,8 @@ class GuestMemory:
 # =============================================================================================
 class SplitRing:
     """One split virtqueue in guest memory, with its kick and call eventfds."""
+
+    base = 0  # SET_VRING_BASE: the next avail index
 
     def __init__(self, mem, index, num=64):
         self.mem = mem
@@ -485,6 +491,7 @@ class VirtioNetFrontend:
         self.rings = {}
         self.features = None
         self.protocol = 0
+        self.ctrl_q = CTRL_Q        # 2 * pairs with MQ
 
     # -- setup, step by step (hostile tests stop anywhere in between) --
     def negotiate(self):
@@ -510,7 +517,14 @@ class VirtioNetFrontend:
             ok(self.vu.set_mem_table([self.mem.region()], [self.mem.fd]), 'SET_MEM_TABLE')
 
     def make_ring(self, idx, num=None):
-        r = SplitRing(self.mem, idx, num or self.queue_size)
+        """A split ring, or a packed one (vu_packed.PackedRing) if RING_PACKED is wanted."""
+        num = num or self.queue_size
+        if self.want_features & (1 << VIRTIO_F_RING_PACKED):
+            import vu_packed  # it imports this module: loaded only when needed
+            r = vu_packed.PackedRing(self.mem, idx, num,
+                                     bool(self.want_features & (1 << VIRTIO_F_IN_ORDER)))
+        else:
+            r = SplitRing(self.mem, idx, num)
         self.rings[idx] = r
         return r
 
@@ -519,7 +533,7 @@ class VirtioNetFrontend:
         vu, m = self.vu, self.mem
         i = ring.index
         ok(vu.set_vring_num(i, ring.num), 'SET_VRING_NUM')
-        ok(vu.set_vring_base(i, 0), 'SET_VRING_BASE')
+        ok(vu.set_vring_base(i, ring.base), 'SET_VRING_BASE')
         ok(vu.set_vring_addr(i, m.uva(ring.desc) if desc is None else desc,
                              m.uva(ring.used) if used is None else used,
                              m.uva(ring.avail) if avail is None else avail), 'SET_VRING_ADDR')
@@ -540,7 +554,7 @@ class VirtioNetFrontend:
     def ctrl(self, cls, cmd, payload=b'', timeout=2.0):
         """Send one control command (header, payload, ack: three descriptors); returns the ack
         byte, or None if the device did not complete the command within timeout."""
-        ring = self.rings[CTRL_Q]
+        ring = self.rings[self.ctrl_q]
         hdr = self.mem.alloc(2)
         self.mem.write(hdr, bytes([cls, cmd]))
         bufs = [(hdr, 2, False)]

@@ -13,6 +13,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /*
  * Byte 0: bit 0 HASH_CONFIG, bits 1-4 the device's pairs - 1; the rest is the payload. The
  * payload also goes through toeplitz_frame() as a frame, under the key and types it set.
+ * Accepted settings must pass rss_config_check() (the check of saved ones), steering as
+ * net_rss_set() would make them.
  */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -40,6 +42,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (unsigned i = 0; i < c.table_len; i++)
 			if (c.table[i] >= lim.max_pairs)
 				__builtin_trap();
+		/* What a command may set, a migration stream or state file may carry. */
+		if (rss_config_check(&c, !(data[0] & 1) && c.hash_types, &lim, &why) < 0)
+			__builtin_trap();
 	}
 	toeplitz_key_init(&key, c.key, c.key_len);
 	report = toeplitz_frame(&key, c.hash_types, data + 1, size - 1, &hash);

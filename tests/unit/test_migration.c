@@ -449,7 +449,7 @@ static void test_state_hostile(void **state)
 		uint8_t val;
 		const char *what;
 	} flips[] = {
-		{0, 'X', "magic"},         {4, 2, "version"},      {6, 9, "nqueues"},
+		{0, 'X', "magic"},         {4, 3, "version"},      {6, 9, "nqueues"},
 		{8, 3, "pairs"},           {10, 0, "active 0"},    {10, 3, "active > pairs"},
 		{19, 65, "n_uc > 64"},     {21, 1, "reserved"},    {22, 2, "kind set"},
 		{23, 1, "host set by guest"}, {23 + 10 * 2, 0, "kind set by none"},

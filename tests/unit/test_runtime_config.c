@@ -120,6 +120,53 @@ static void test_worker_key(void **state)
 	assert_int_equal(options_parse(7, bad, &o), -1);
 }
 
+/* queue-workers=A+B: one worker per pair of a switch port, home worker 0, no rate limit. */
+static void test_queue_workers_key(void **state)
+{
+	static struct vnetd_options o;
+	static const char *const bad[] = {
+	    "socket=/c,switch,queues=2,queue-workers=0",	   /* fewer workers than pairs */
+	    "socket=/c,switch,queue-workers=0+1",		   /* more (queues=1) */
+	    "socket=/c,tap=t0,queues=2,queue-workers=0+1",	   /* not a switch port */
+	    "socket=/c,switch,queues=2,queue-workers=0+16",	   /* no worker 16 */
+	    "socket=/c,switch,queues=2,queue-workers=0++1",	   /* empty item */
+	    "socket=/c,switch,queues=2,queue-workers=0+1+",	   /* empty item */
+	    "socket=/c,switch,queues=2,queue-workers=+",	   /* nothing */
+	    "socket=/c,switch,queues=2,queue-workers=0+x",	   /* not a number */
+	    "socket=/c,switch,queues=2,queue-workers=0+1,worker=1", /* home is worker 0 */
+	    "socket=/c,switch,queues=2,queue-workers=0+1,tx-rate=100",
+	    "socket=/c,switch,queues=2,queue-workers=0+1,vlan=5",
+	};
+	struct port_config c;
+	char err[256];
+	char *ok[] = {"vnetd", "--control", "/c", "--workers", "2", "--port",
+		      "socket=/a,switch,queues=2,queue-workers=1+0", NULL};
+	char *beyond[] = {"vnetd", "--control", "/c", "--workers", "2", "--port",
+			  "socket=/a,switch,queues=2,queue-workers=0+2", NULL};
+	char *one[] = {"vnetd", "--control", "/c", "--port",
+		       "socket=/a,switch,queues=2,queue-workers=0+0", NULL};
+
+	(void)state;
+	assert_int_equal(port_spec_runtime("socket=/c,switch,queues=3,queue-workers=0+1+1", 7, &c,
+					   NULL, NULL, 0, err, sizeof(err)), 0);
+	assert_int_equal(c.n_queue_workers, 3);
+	assert_int_equal(c.queue_workers[0], 0);
+	assert_int_equal(c.queue_workers[1], 1);
+	assert_int_equal(c.queue_workers[2], 1);
+	assert_int_equal(port_spec_runtime("socket=/c,switch,queues=2", 7, &c, NULL, NULL, 0, err,
+					   sizeof(err)), 0);
+	assert_int_equal(c.n_queue_workers, 0); /* default: the port on one worker */
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(port_spec_runtime(bad[i], 7, &c, NULL, NULL, 0, err, sizeof(err)), -1);
+		assert_non_null(strstr(err, "queue-workers"));
+	}
+	assert_int_equal(options_parse(7, ok, &o), 0);
+	assert_int_equal(o.ports[0].n_queue_workers, 2);
+	assert_int_equal(o.ports[0].queue_workers[0], 1);
+	assert_int_equal(options_parse(7, beyond, &o), -1);
+	assert_int_equal(options_parse(5, one, &o), -1); /* --workers 1 */
+}
+
 /* max-macs=N and learn-rate=N: a switch port's FDB limits, with defaults, ranges, switch only. */
 static void test_switch_limit_keys(void **state)
 {
@@ -438,6 +485,7 @@ int main(void)
 	    cmocka_unit_test(test_runtime_port_checks_against_live_ports),
 	    cmocka_unit_test(test_runtime_port_default_mac_is_unique),
 	    cmocka_unit_test(test_worker_key),
+	    cmocka_unit_test(test_queue_workers_key),
 	    cmocka_unit_test(test_switch_limit_keys),
 	    cmocka_unit_test(test_port_security_keys),
 	    cmocka_unit_test(test_socket_owner_keys),

@@ -44,6 +44,28 @@ static void test_no_rx_buffers_queues_in_order(void **state)
 	assert_int_equal(dropped(a), 0);
 }
 
+/*
+ * (7a') Frames queued for a guest that has no buffers are dropped when its device resets (the
+ * driver's reset, or its frontend gone): the next guest on the port never sees them.
+ */
+static void test_device_reset_drops_queued_frames(void **state)
+{
+	struct port *a = &ports[0], *b = &ports[1];
+
+	(void)state;
+	two_ports_b_learned();
+	send_many(a, b->mac, 60, 0, 5);
+	assert_int_equal(switch_port_queued(b->be), 5);
+	td_recycle(b->td, b->td->features); /* device reset, a new driver negotiates again */
+	assert_int_equal(switch_port_queued(b->be), 0);
+	td_start_queues(b->td, QSIZE);
+	rx_post(b, 8, 1526);
+	expect_nothing(b);
+	tx_send(a, b->mac, 60, 7); /* the new guest gets what is sent to it from now on */
+	expect_from(b, a, b->mac, 60, 7);
+	expect_nothing(b);
+}
+
 /* (7b) Beyond SWITCH_QUEUE_PACKETS frames are dropped and counted; the rest keep their order. */
 static void test_full_queue_drops_and_counts(void **state)
 {
@@ -248,6 +270,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    T(test_no_rx_buffers_queues_in_order),
+	    T(test_device_reset_drops_queued_frames),
 	    T(test_full_queue_drops_and_counts),
 	    T(test_queue_byte_limit_and_resume_over_budgets),
 	    T(test_queue_bytes_count_buffer_capacity),

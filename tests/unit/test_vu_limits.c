@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_vu_limits.c - guest memory caps (max-mem=, --max-guest-mem) and fds that hang up, per connection. */
+/* test_vu_limits.c - guest memory caps (max-mem=, --max-guest-mem), ring sizes, and fds that hang up, per connection. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,6 +21,7 @@
 #include "port_spec.h"
 #include "vhost_user.h"
 #include "vhost_user_msg.h"
+#include "virtio_net_defs.h"
 #include "vnet_dev.h"
 
 #define MIB (1ull << 20)
@@ -260,6 +261,43 @@ static void test_dead_kick_fd_breaks_the_queue_once(void **state)
 	side_close(&s);
 }
 
+/* ---- SET_VRING_NUM: any size for a packed ring, a power of two for a split one ---- */
+
+static uint64_t set_vring_num(struct side *s, uint32_t idx, uint32_t num)
+{
+	struct vu_vring_state st = {.index = idx, .num = num};
+
+	send_msg(s, VU_SET_VRING_NUM, &st, sizeof(st), NULL, 0);
+	return reply(s);
+}
+
+static void test_vring_num_packed_any_size(void **state)
+{
+	struct side s;
+
+	(void)state;
+	side_open(&s, 0);
+	negotiate(&s);
+	/* Split (features without RING_PACKED): powers of two only. */
+	assert_int_equal(request_u64(&s, VU_SET_FEATURES, 1ull << VIRTIO_F_VERSION_1), 0);
+	assert_int_not_equal(set_vring_num(&s, 1, 200), 0);
+	assert_int_not_equal(set_vring_num(&s, 1, 3), 0);
+	assert_int_equal(set_vring_num(&s, 1, 256), 0);
+	/* Packed: any size 1..32768 (VIRTIO 1.3 "Packed Virtqueues": no power of two needed). */
+	assert_int_equal(request_u64(&s, VU_SET_FEATURES,
+				     (1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_F_RING_PACKED)),
+			 0);
+	assert_int_equal(set_vring_num(&s, 1, 200), 0);
+	assert_int_equal(vnet_dev_queue(s.dev, 1)->vq.num, 200);
+	assert_int_equal(set_vring_num(&s, 0, 3), 0);
+	assert_int_equal(set_vring_num(&s, 2, 1), 0);
+	assert_int_equal(set_vring_num(&s, 1, 32768), 0);
+	assert_int_not_equal(set_vring_num(&s, 1, 0), 0);
+	assert_int_not_equal(set_vring_num(&s, 1, 32769), 0);
+	assert_int_equal(vnet_dev_queue(s.dev, 1)->vq.num, 32768);
+	side_close(&s);
+}
+
 /* ---- a device-state fd that hangs up without an EOF or error to read ---- */
 
 static void state_fd_changed(void *ctx, int old_fd, int new_fd, uint32_t events)
@@ -309,6 +347,7 @@ int main(void)
 		cmocka_unit_test(test_port_cap_refuses_and_keeps_the_old_table),
 		cmocka_unit_test(test_daemon_cap_across_ports),
 		cmocka_unit_test(test_dead_kick_fd_breaks_the_queue_once),
+		cmocka_unit_test(test_vring_num_packed_any_size),
 		cmocka_unit_test(test_state_fd_hangup_ends_the_transfer),
 	};
 

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: MIT */
+/* test_packed_stop.c - a packed queue stops without loss: chains given back, held completions. */
+#include "coal_helpers.h"
+#include "vq_packed_driver.h"
+
+#include "virtio_net_defs.h"
+#include "vnet_dev_core.h"
+
+#define FRAME 64
+
+struct pk_dev {
+	struct test_dev *td;
+	struct pd *p; /* the TX ring's driver side, in its own guest memory */
+};
+
+static struct pk_dev *pk_new(bool in_order)
+{
+	struct pk_dev *k = calloc(1, sizeof(*k));
+	struct vnet_dev_params prm;
+	struct vnet_queue *q;
+
+	assert_non_null(k);
+	td_default_params(&prm, 1);
+	prm.features_mask = ~0ull;
+	k->td = td_create(&prm, TD_BASE_FEATURES | BIT_ULL(VIRTIO_F_RING_PACKED) |
+				(in_order ? BIT_ULL(VIRTIO_F_IN_ORDER) : 0));
+	assert_true(k->td->features & BIT_ULL(VIRTIO_F_RING_PACKED));
+	k->p = pd_new(8, false, true);
+	q = vnet_dev_queue(k->td->dev, TXQ);
+	q->vq.num = k->p->num;
+	q->vq.desc_addr = k->p->ring_gpa;
+	q->vq.avail_addr = k->p->drv_gpa;
+	q->vq.used_addr = k->p->dev_gpa;
+	q->vq.ring_space = GUEST_ADDR_GPA;
+	assert_int_equal(vnet_dev_queue_start(k->td->dev, TXQ, &k->p->mem.gm), 0);
+	vnet_dev_queue_enable(k->td->dev, TXQ, true);
+	assert_true(q->vq.packed && q->vq.in_order == in_order);
+	return k;
+}
+
+static void pk_free(struct pk_dev *k)
+{
+	td_free(k->td);
+	fake_mem_free(&k->p->mem);
+	free(k->p);
+	free(k);
+}
+
+/* The driver sends frame `marker` (12-byte header, FRAME bytes) as buffer id `id`. */
+static void pk_send(struct pk_dev *k, uint16_t id, uint8_t marker)
+{
+	uint8_t *d = fake_mem_host(&k->p->mem, k->p->data + 256u * id);
+
+	memset(d, 0, VNET_HDR_LEN + FRAME);
+	d[VNET_HDR_LEN] = marker;
+	pd_add1(k->p, id, VNET_HDR_LEN + FRAME, false);
+}
+
+static void restart_at(struct pk_dev *k, uint32_t base)
+{
+	struct vnet_queue *q = vnet_dev_queue(k->td->dev, TXQ);
+
+	assert_int_equal(vq_set_base(&q->vq, base), 0);
+	assert_int_equal(vnet_dev_queue_start(k->td->dev, TXQ, &k->p->mem.gm), 0);
+	vnet_dev_kick(k->td->dev, TXQ);
+}
+
+static int eagain_on_second_attempt(struct test_dev *td)
+{
+	if (td->tx_attempts == 2)
+		td->tx_eagain = 1;
+	return 0;
+}
+
+/*
+ * The backend refuses the second frame: GET_VRING_BASE's base points at it, the driver sees only
+ * the first used, and a restart at that base sends the other two, each once, in order. With
+ * IN_ORDER the restart's batch is one used descriptor, the last id, at the batch's first slot.
+ */
+static void stop_gives_back(bool in_order)
+{
+	struct pk_dev *k = pk_new(in_order);
+	struct test_dev *td = k->td;
+	uint16_t id;
+	uint32_t len, base;
+
+	td->tx_hook = eagain_on_second_attempt;
+	for (uint16_t i = 0; i < 3; i++)
+		pk_send(k, i, (uint8_t)(0xa0 + i));
+	vnet_dev_kick(td->dev, TXQ);
+	assert_int_equal(td->npkts, 1);
+	assert_true(vnet_dev_queue(td->dev, TXQ)->tx_blocked);
+	base = vnet_dev_queue_stop(td->dev, TXQ);
+	/* Slot 1, wrap 1, both halves: the refused chain is not marked used, not lost. */
+	assert_int_equal(base, 0x80018001u);
+	assert_true(pd_get_used(k->p, &id, &len, NULL));
+	assert_int_equal(id, 0);
+	assert_false(pd_get_used(k->p, &id, &len, NULL));
+	restart_at(k, base);
+	assert_int_equal(td->npkts, 3);
+	for (unsigned i = 0; i < 3; i++)
+		assert_int_equal(td->pkts[i].data[VNET_HDR_LEN], 0xa0 + i);
+	assert_true(pd_get_used(k->p, &id, &len, NULL));
+	if (in_order) {
+		assert_int_equal(id, 2); /* covers ids 1 and 2 */
+		k->p->used = 3;
+	} else {
+		assert_int_equal(id, 1);
+		assert_true(pd_get_used(k->p, &id, &len, NULL));
+		assert_int_equal(id, 2);
+	}
+	assert_false(pd_get_used(k->p, &id, &len, NULL));
+	assert_int_equal(vnet_dev_queue_stop(td->dev, TXQ), 0x80038003u);
+	assert_int_equal(stats(td, TXQ)->dropped, 0);
+	pk_free(k);
+}
+
+static void test_stop_gives_back_refused_chain(void **state)
+{
+	(void)state;
+	stop_gives_back(false);
+}
+
+static void test_stop_gives_back_refused_chain_in_order(void **state)
+{
+	(void)state;
+	stop_gives_back(true);
+}
+
+/*
+ * Completions coalescing holds are published and signalled at the stop: the base is past them
+ * and a restart there walks nothing again (nothing used twice), over a ring lap too.
+ */
+static void test_stop_publishes_held_completions_across_a_lap(void **state)
+{
+	struct pk_dev *k = pk_new(false);
+	struct test_dev *td = k->td;
+	uint16_t id;
+	uint32_t len, base = 0;
+
+	(void)state;
+	assert_int_equal(td_coal_cmd(td, TX_SET, 100, 1000000), VIRTIO_NET_OK);
+	for (unsigned round = 0; round < 3; round++) {
+		for (uint16_t i = 0; i < 5; i++)
+			pk_send(k, i, (uint8_t)(round * 5 + i));
+		vnet_dev_kick(td->dev, TXQ);
+		assert_int_equal(td->notifies[TXQ], round); /* held: 5 of 100 frames */
+		base = vnet_dev_queue_stop(td->dev, TXQ);
+		assert_int_equal(td->notifies[TXQ], round + 1); /* signalled at the stop */
+		for (uint16_t i = 0; i < 5; i++) {
+			assert_true(pd_get_used(k->p, &id, &len, NULL));
+			assert_int_equal(id, i);
+		}
+		assert_false(pd_get_used(k->p, &id, &len, NULL));
+		/* Base: the driver's next slot and wrap, both halves. */
+		assert_int_equal(base, ((uint32_t)k->p->avail | (k->p->avail_wrap ? 0x8000u : 0)) *
+					       0x10001u);
+		restart_at(k, base);
+		assert_int_equal(td->npkts, (round + 1) * 5); /* nothing walked again */
+	}
+	assert_int_equal(stats(td, TXQ)->stop_notifications, 3);
+	for (unsigned i = 0; i < 15; i++)
+		assert_int_equal(td->pkts[i].data[VNET_HDR_LEN], i);
+	pk_free(k);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_stop_gives_back_refused_chain),
+	    cmocka_unit_test(test_stop_gives_back_refused_chain_in_order),
+	    cmocka_unit_test(test_stop_publishes_held_completions_across_a_lap),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
