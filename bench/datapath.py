@@ -16,10 +16,17 @@
 # forwarding lcore via --main-lcore 1). Backend CPU = utime+stime delta of the backend process
 # only (/proc/PID/stat) over the measured interval; DPDK's vhost PMD busy-polls, so it is ~1 core.
 # Repetitions are interleaved (vnetd, dpdk, vnetd, dpdk, ...); medians and min-max are reported.
-# A deterministic figure: callgrind instructions per packet of vnetd (bench/dp_callgrind.py).
+# Ring layouts (--layouts, dp_stacks.LAYOUTS): the switch path is measured split and, for
+# vnetd and DPDK's vhost PMD at --layout-sizes, with each other layout (default packed: both
+# backends driven by virtio-user packed_vq=1), each run right after the same backend's split
+# run; such a path is named 'switch-packed' in the JSON (summary, ratios) and has its own rows
+# and chart column. A deterministic figure: callgrind instructions per packet of vnetd
+# (bench/dp_callgrind.py), on the switch path for each of --cg-layouts (default all four).
 #
 # VNETD_BUILD=/path/to/build selects the vnetd under test (default: this tree's build/). Writes
-# results/datapath-<date>.json, results/datapath-latest.{json,md,png}. Needs root for the tap
+# results/datapath-<date>.json, results/datapath-latest.{json,md,png}; --callgrind-only writes
+# results/datapath-cg-<date>.json and datapath-cg-latest.{json,md} instead (a full run's
+# datapath-latest.* stay as they were). Needs root for the tap
 # set-up, dpdk-testpmd (Debian dpdk-dev), valgrind for the callgrind figure, gnuplot for the chart.
 
 import argparse
@@ -30,7 +37,6 @@ import os
 import platform
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -43,35 +49,13 @@ import dp_callgrind  # noqa: E402
 import dp_procs as P  # noqa: E402
 from dp_procs import BenchError, JANITOR, log  # noqa: E402
 import dp_stacks  # noqa: E402
-from dp_stacks import NET_TAP_MAX_FRAME, Stack, measure  # noqa: E402
-import gnuplot  # noqa: E402 (bench/gnuplot.py)
+from dp_stacks import LAYOUTS, NET_TAP_MAX_FRAME, Stack, measure, path_name  # noqa: E402
+from dp_report import (IMPLS, LAYOUT_IMPLS, XDP_MAX_FRAME, chart, impls_of,  # noqa: E402
+                       paths_of, summarize, table_md, table_term, targets_datapath)
 
 QUIET_CORES = 0.25
 BUILD = os.path.abspath(os.environ.get('VNETD_BUILD', os.path.join(TOP, 'build')))
 # vnetd event-driven, vnetd --poll-us N, DPDK's vhost PMD, OVS-DPDK (the switch path only).
-IMPLS = ('vnetd', 'vnetd-poll50', 'vnetd-poll200', 'dpdk', 'ovs')
-SWITCH_ONLY = ('vnetd-poll50', 'vnetd-poll200', 'ovs')
-LABEL = {'vnetd': 'vnetd', 'vnetd-poll50': 'vnetd --poll-us 50',
-         'vnetd-poll200': 'vnetd --poll-us 200', 'dpdk': 'DPDK vhost', 'ovs': 'OVS-DPDK'}
-COLOR = {'vnetd': '#1f77b4', 'vnetd-poll50': '#6baed6', 'vnetd-poll200': '#08306b',
-         'dpdk': '#ff7f0e', 'ovs': '#2ca02c', 'tap': '#9467bd'}
-# The xdp path compares two vnetd backends on one veth: AF_XDP ('vnetd') and the tap ('tap').
-XDP_IMPLS = ('vnetd', 'tap')
-XDP_MAX_FRAME = 3840  # src/xdp.h XDP_PORT_MAX_FRAME
-
-
-def impls_of(b, impls=IMPLS):
-    """The implementations measured on path b, of impls (the xdp path: its own pair, whose
-    second one is what its ratios divide by)."""
-    if b == 'xdp':
-        return XDP_IMPLS
-    return tuple(i for i in impls if b == 'switch' or i not in SWITCH_ONLY)
-
-
-def impl_label(b, impl):
-    if b == 'xdp':
-        return {'vnetd': 'vnetd xdp', 'tap': 'vnetd tap'}[impl]
-    return LABEL[impl]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -131,148 +115,6 @@ def probe_virtio_user(wd, tools):
 # ---------------------------------------------------------------------------------------------
 # summaries
 
-METRICS = ('mpps', 'gbps', 'accepted_mpps', 'loss', 'backend_cores', 'mpps_per_core',
-           'frontend_cores', 'others_cores', 'ring_full')
-
-
-def agg(vals):
-    vals = [v for v in vals if v is not None]
-    if not vals:
-        return None
-    return {'median': statistics.median(vals), 'min': min(vals), 'max': max(vals), 'n': len(vals)}
-
-
-def summarize(runs, backends, sizes, keep_contended=False):
-    """Median/min/max per (backend, size, impl) over the runs no other work disturbed (all runs
-    when every one was disturbed, or with keep_contended)."""
-    summary, ratios = {}, {}
-    for b in backends:
-        for s in sizes:
-            key = '%s/%d' % (b, s)
-            for impl in impls_of(b):
-                rs = [r for r in runs if (r['backend'], r['size'], r['impl']) == (b, s, impl)
-                      and 'mpps' in r]
-                clean = [r for r in rs if not r['contended']] if not keep_contended else rs
-                if rs:
-                    x = {m: agg(r.get(m) for r in clean or rs) for m in METRICS}
-                    x['runs_used'], x['runs'] = len(clean or rs), len(rs)
-                    x['contended_used'] = not clean
-                    summary.setdefault(key, {})[impl] = x
-            v, d = (summary.get(key, {}).get(i)
-                    for i in (XDP_IMPLS if b == 'xdp' else ('vnetd', 'dpdk')))
-            if v and d:
-                rat = {}
-                for m in ('mpps', 'mpps_per_core'):
-                    if v[m] and d[m] and d[m]['median']:
-                        rat[m] = v[m]['median'] / d[m]['median']
-                ratios[key] = rat
-            # every other vnetd variant against DPDK, and every vnetd against OVS-DPDK
-            for impl in IMPLS:
-                x = summary.get(key, {}).get(impl)
-                for peer, name in (('dpdk', '%s/dpdk'), ('ovs', '%s/ovs')):
-                    y = summary.get(key, {}).get(peer)
-                    if not impl.startswith('vnetd') or not x or not y or \
-                            (impl, peer) == ('vnetd', 'dpdk'):
-                        continue
-                    for m in ('mpps', 'mpps_per_core'):
-                        if x[m] and y[m] and y[m]['median']:
-                            ratios.setdefault(key, {})[name % impl + ' ' + m] = \
-                                x[m]['median'] / y[m]['median']
-    return summary, ratios
-
-
-def cell(x, spec, pct=False):
-    if not x:
-        return '-'
-    k = 100 if pct else 1
-    if x['n'] > 1:
-        return ('%s [%s..%s]' % (spec, spec, spec)) % (k * x['median'], k * x['min'], k * x['max'])
-    return spec % (k * x['median'])
-
-
-def table_md(summary, ratios, backends, sizes):
-    lines = ['| backend | frame B | impl | Mpps | Gbit/s | loss % | backend cores | Mpps/core | '
-             '/DPDK Mpps | /DPDK per core | ring full % | others\' cores | runs |',
-             '|---|---:|---|---|---|---|---|---|---:|---:|---:|---:|---:|']
-    for b in backends:
-        for s in sizes:
-            key = '%s/%d' % (b, s)
-            for impl in impls_of(b):
-                x = summary.get(key, {}).get(impl)
-                if not x:
-                    continue
-                r = ratios.get(key, {}) if impl == 'vnetd' else {}
-                if impl.startswith('vnetd-'):  # the poll variants against DPDK
-                    r = {m: ratios[key][k] for m in ('mpps', 'mpps_per_core')
-                         for k in ['%s/dpdk %s' % (impl, m)] if k in ratios.get(key, {})}
-                lines.append('| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |' % (
-                    b, s, impl_label(b, impl), cell(x['mpps'], '%.3f'), cell(x['gbps'], '%.2f'),
-                    cell(x['loss'], '%.1f', pct=True), cell(x['backend_cores'], '%.2f'),
-                    cell(x['mpps_per_core'], '%.3f'),
-                    '%.2f' % r['mpps'] if 'mpps' in r else '', '%.2f' % r['mpps_per_core']
-                    if 'mpps_per_core' in r else '',
-                    '%.0f' % (100 * x['ring_full']['median']) if x['ring_full'] else '-',
-                    '%.2f' % x['others_cores']['median'] if x['others_cores'] else '-',
-                    '%d/%d%s' % (x['runs_used'], x['runs'], '*' if x['contended_used'] else '')))
-    return '\n'.join(lines)
-
-
-def table_term(md):
-    """The markdown table, aligned for a terminal."""
-    rows = [[c.strip() for c in l.strip('|').split('|')] for l in md.splitlines()]
-    rows = [r for r in rows if not set(''.join(r)) <= set('-:')]
-    w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    out = ['  '.join(c.ljust(w[i]) for i, c in enumerate(r)) for r in rows]
-    return '\n'.join([out[0], '-' * len(out[0])] + out[1:])
-
-
-def chart(summary, backends, sizes, path_png, path_dat):
-    """Mpps per core (top) and Mpps (bottom), vnetd vs DPDK, per frame size; one column per backend."""
-    if shutil.which('gnuplot') is None:
-        return False
-    metrics = [('mpps_per_core', 'Mpps per backend core'), ('mpps', 'Mpps (delivered)')]
-    have = set()
-    with open(path_dat, 'w') as f:
-        for b in backends:
-            f.write('# %s: size then per metric, per impl (%s): med min max\n'
-                    % (b, ' '.join(IMPLS)))
-            for s in sizes:
-                cols = []
-                for m, _ in metrics:
-                    for impl in impls_of(b):
-                        x = summary.get('%s/%d' % (b, s), {}).get(impl, {}).get(m)
-                        cols += ['%g' % x['median'], '%g' % x['min'], '%g' % x['max']] if x else \
-                            ['NaN'] * 3
-                        if x:
-                            have.add((b, m, impl))
-                f.write('%d %s\n' % (s, ' '.join(cols)))
-            f.write('\n\n')
-    gp = ['set terminal pngcairo size %d,800 font "sans,10"' % (560 * len(backends) + 80),
-          'set output "%s"' % path_png,
-          'set multiplot layout 2,%d title "vnetd vs DPDK vhost PMD and OVS-DPDK, virtio-user source (testpmd); '
-          'median, bars = min-max"' % len(backends),
-          'set style data histogram', 'set style histogram errorbars gap 1 lw 1',
-          'set style fill solid 0.6 border -1', 'set boxwidth 0.9',
-          'set grid ytics', 'set key top right', 'set xlabel "frame size (bytes)"']
-    for mi, (m, title) in enumerate(metrics):
-        for bi, b in enumerate(backends):
-            plots = []
-            for ii, impl in enumerate(impls_of(b)):
-                c = 2 + 3 * len(impls_of(b)) * mi + 3 * ii
-                if (b, m, impl) in have:
-                    plots.append('"%s" index %d using %d:%d:%d:xtic(1) title "%s" lc rgb "%s"'
-                                 % (path_dat, bi, c, c + 1, c + 2, impl_label(b, impl),
-                                    COLOR[impl]))
-            top = [summary.get('%s/%d' % (b, s), {}).get(impl, {}).get(m) for s in sizes
-                   for impl in impls_of(b)]
-            top = max([x['max'] for x in top if x] + [1e-3])
-            gp += ['set yrange [0:%g]' % (1.15 * top), 'set title "%s path: %s"' % (b, title),
-                   'plot ' + ', '.join(plots) if plots else 'set multiplot next']
-    gp.append('unset multiplot')
-    return gnuplot.run(gp, log)
-
-
-# ---------------------------------------------------------------------------------------------
 
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
@@ -312,8 +154,19 @@ def parse_args():
     ap.add_argument('--cg-packets', type=int, help='packets per callgrind run (default 200000)')
     ap.add_argument('--cg-runs', type=int, help='callgrind runs per path (default 3)')
     ap.add_argument('--cg-size', type=int, default=64, help='frame size for callgrind (default 64)')
-    ap.add_argument('--out', help='JSON output (default results/datapath-<date>.json); the '
-                    'datapath-latest.* files go next to it')
+    ap.add_argument('--layouts', default='split,packed',
+                    help='ring layouts of the switch path\'s throughput rows, of %s (default '
+                         'split,packed; split is always measured; the others for vnetd and '
+                         'DPDK vhost at --layout-sizes)' % ','.join(LAYOUTS))
+    ap.add_argument('--layout-sizes', default='64,1500',
+                    help='frame sizes of the rows with another ring layout than split (default '
+                         '64,1500; those of --sizes only)')
+    ap.add_argument('--cg-layouts', default=','.join(LAYOUTS),
+                    help='ring layouts of the switch path\'s callgrind figure (default all: %s)'
+                    % ','.join(LAYOUTS))
+    ap.add_argument('--out', help='JSON output (default results/datapath-<date>.json, with '
+                    '--callgrind-only results/datapath-cg-<date>.json); the datapath-latest.* '
+                    '(datapath-cg-latest.*) files go next to it')
     args = ap.parse_args()
     # --quick changes only the defaults: explicit options win
     defaults = dict(reps=3, duration=5, warmup=1, slices=5, cg_packets=200000, cg_runs=3,
@@ -342,7 +195,22 @@ def parse_args():
             ap.error('frame size %r: 60..65407 or max' % s)
     if args.callgrind_only:
         args.callgrind = True
+    for opt in ('layouts', 'cg_layouts'):
+        lays = [x.strip() for x in getattr(args, opt).split(',') if x.strip()]
+        for x in lays:
+            if x not in LAYOUTS:
+                ap.error('unknown ring layout %r (%s)' % (x, ', '.join(LAYOUTS)))
+        setattr(args, opt, lays)
+    args.layout_sizes = [int(x) for x in args.layout_sizes.split(',') if x.strip().isdigit()]
+    # every path measured: each backend split, then the switch with each other layout
+    args.paths = paths_of(args.backends, args.layouts)
     return args
+
+
+def layouts_for(args, b, impl, s):
+    """The ring layouts one (backend, impl, size) is measured with: split first."""
+    return ['split'] + [lay for lay in args.layouts if lay != 'split' and b == 'switch' and
+                        impl in LAYOUT_IMPLS and s in args.layout_sizes]
 
 
 def main():
@@ -350,7 +218,8 @@ def main():
     check_prereqs(args)
     t_start = time.monotonic()
     now = datetime.datetime.now()
-    out = args.out or os.path.join(TOP, 'results', 'datapath-%s.json' % now.strftime('%Y%m%d-%H%M%S'))
+    out = args.out or os.path.join(TOP, 'results', 'datapath-%s%s.json' % (
+        'cg-' if args.callgrind_only else '', now.strftime('%Y%m%d-%H%M%S')))
     resdir = os.path.dirname(os.path.abspath(out))
     os.makedirs(resdir, exist_ok=True)
     prov = provenance()
@@ -382,31 +251,36 @@ def main():
             % (vu.get('max_rx_pktlen'), max_len))
         if not args.callgrind_only:
             impls = [i for i in IMPLS if i in args.impls]
-            total = args.reps * len(sizes) * sum(len(impls_of(b, impls)) for b in args.backends)
+            total = args.reps * sum(len(layouts_for(args, b, i, s)) for b in args.backends
+                                    for s in sizes for i in impls_of(b, impls))
             k = 0
             for rep in range(args.reps):
                 for b in args.backends:
                     for s in sizes:
                         for impl in impls_of(b, impls):
-                            k += 1
-                            for attempt in range(1 + args.retries):
-                                r = one_measurement(args, b, impl, s, rep, wd, tools, k, total)
-                                runs.append(r)
-                                if not r.get('contended'):
-                                    break
+                            for lay in layouts_for(args, b, impl, s):
+                                k += 1
+                                for attempt in range(1 + args.retries):
+                                    r = one_measurement(args, b, impl, s, rep, wd, tools, k,
+                                                        total, lay)
+                                    runs.append(r)
+                                    if not r.get('contended'):
+                                        break
         if args.callgrind:
-            for b in args.backends:
-                log('datapath: callgrind, %s path, %d x %d packets of %d B ...'
-                    % (b, args.cg_runs, args.cg_packets, args.cg_size))
+            for b, lay in [(b, lay) for b in args.backends
+                           for lay in (args.cg_layouts if b == 'switch' else ['split'])]:
+                p = path_name(b, lay)
+                log('datapath: callgrind, %s path, %s rings, %d x %d packets of %d B ...'
+                    % (b, lay, args.cg_runs, args.cg_packets, args.cg_size))
                 try:
-                    cg[b] = dp_callgrind.measure(b, args.cg_size, args.cg_packets, args.cg_runs,
-                                                 wd, tools)
+                    cg[p] = dp_callgrind.measure(b, args.cg_size, args.cg_packets, args.cg_runs,
+                                                 wd, tools, lay)
                     log('  %.1f instructions per packet (runs: %s)' % (
-                        cg[b]['ir_per_packet_median'],
-                        ', '.join('%.1f' % r['ir_per_packet'] for r in cg[b]['runs'])))
+                        cg[p]['ir_per_packet_median'],
+                        ', '.join('%.1f' % r['ir_per_packet'] for r in cg[p]['runs'])))
                 except BenchError as e:
-                    log('datapath: callgrind %s failed: %s' % (b, e))
-                    cg[b] = {'error': str(e)[:3000]}
+                    log('datapath: callgrind %s failed: %s' % (p, e))
+                    cg[p] = {'error': str(e)[:3000]}
     except KeyboardInterrupt:
         log('datapath: interrupted; cleaning up')
         info['interrupted'] = True
@@ -435,8 +309,10 @@ def wait_quiet(limit):
         time.sleep(1)
 
 
-def one_measurement(args, b, impl, s, rep, wd, tools, k, total):
-    run = {'backend': b, 'impl': impl, 'size': s, 'rep': rep, 'loadavg': os.getloadavg()}
+def one_measurement(args, b, impl, s, rep, wd, tools, k, total, layout='split'):
+    p = path_name(b, layout)
+    run = {'backend': b, 'layout': layout, 'path': p, 'impl': impl, 'size': s, 'rep': rep,
+           'loadavg': os.getloadavg()}
     if (b, impl) == ('tap', 'dpdk') and s > NET_TAP_MAX_FRAME:
         run['skipped'] = ('DPDK net_tap takes frames of at most %d B (max_rx_pktlen; its TX drops '
                           'longer ones)' % NET_TAP_MAX_FRAME)
@@ -451,7 +327,7 @@ def one_measurement(args, b, impl, s, rep, wd, tools, k, total):
     t0 = time.monotonic()
     st = None
     try:
-        st = Stack(b, impl, s, wd, tools, '%s/%s/%d' % (b, impl, s))
+        st = Stack(b, impl, s, wd, tools, '%s/%s/%d' % (p, impl, s), layout=layout)
         run.update(measure(st, args.warmup, args.duration, args.slices))
     except BenchError as e:
         run['error'] = str(e)[:3000]
@@ -461,55 +337,18 @@ def one_measurement(args, b, impl, s, rep, wd, tools, k, total):
     run['wall_s'] = round(time.monotonic() - t0, 1)
     run['contended'] = run.get('others_cores', 0) >= QUIET_CORES
     if 'error' in run:
-        log('[%d/%d] %-6s %-13s %5d B  ERROR %s' % (k, total, b, impl, s, run['error'][:400]))
+        log('[%d/%d] %-15s %-13s %5d B  ERROR %s' % (k, total, p, impl, s, run['error'][:400]))
     else:
-        log('[%d/%d] %-6s %-13s %5d B  %7.3f Mpps %7.2f Gbit/s  loss %5.1f %%  backend %.2f cores '
+        log('[%d/%d] %-15s %-13s %5d B  %7.3f Mpps %7.2f Gbit/s  loss %5.1f %%  backend %.2f cores '
             '%7.3f Mpps/core  (others %.2f cores, load %.2f)%s'
-            % (k, total, b, impl, s, run['mpps'], run['gbps'], 100 * (run['loss'] or 0),
+            % (k, total, p, impl, s, run['mpps'], run['gbps'], 100 * (run['loss'] or 0),
                run['backend_cores'], run['mpps_per_core'] or 0, run['others_cores'],
                run['loadavg'][0], '  DISTURBED' if run['contended'] else ''))
     return run
 
 
-def targets_datapath(summary, ratios, resdir):
-    """The goals as numbers: vnetd (event-driven) / OVS-DPDK per core, vnetd --poll-us 200 /
-    DPDK vhost absolute at 64 B (and per core), AF_XDP / tap per core at 64 B (same-run ratio
-    of medians), and the cross-worker ratio, which
-    bench/workers.py --switch measures (taken from its latest results file, with its date)."""
-    def med(key, impl, m):
-        x = summary.get(key, {}).get(impl, {}).get(m)
-        return x['median'] if x else None
-
-    def ratio(a, b):
-        return round(a / b, 3) if a and b else None
-
-    t = {}
-    for s in (64, 1500):
-        t['switch_vs_ovs_per_core_%d' % s] = ratio(med('switch/%d' % s, 'vnetd', 'mpps_per_core'),
-                                                   med('switch/%d' % s, 'ovs', 'mpps_per_core'))
-        t['switch_vs_ovs_abs_%d' % s] = ratio(med('switch/%d' % s, 'vnetd', 'mpps'),
-                                              med('switch/%d' % s, 'ovs', 'mpps'))
-    for n in (50, 200):
-        t['switch_vs_dpdk_abs_64_poll%s' % ('' if n == 200 else '%d' % n)] = ratio(
-            med('switch/64', 'vnetd-poll%d' % n, 'mpps'), med('switch/64', 'dpdk', 'mpps'))
-        t['switch_vs_dpdk_per_core_64_poll%s' % ('' if n == 200 else '%d' % n)] = ratio(
-            med('switch/64', 'vnetd-poll%d' % n, 'mpps_per_core'),
-            med('switch/64', 'dpdk', 'mpps_per_core'))
-    t['xdp_vs_tap_per_core_64'] = ratios.get('xdp/64', {}).get('mpps_per_core')
-    try:
-        with open(os.path.join(resdir, 'workers-switch-latest.json')) as f:
-            w = json.load(f)
-        same, cross = w['summary']['same']['median'], w['summary']['cross']['median']
-        t['cross_worker_ratio'] = ratio(cross, same)
-        t['cross_worker_ratio_source'] = 'workers-switch-latest.json (bench/workers.py ' \
-            '--switch, %s, frame %s B)' % (w.get('date'), w.get('frame'))
-    except (OSError, KeyError, ValueError, TypeError):
-        t['cross_worker_ratio'] = None
-    return t
-
-
 def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, sizes):
-    summary, ratios = summarize(runs, args.backends, sizes, args.keep_contended)
+    summary, ratios = summarize(runs, args.paths, sizes, args.keep_contended)
     load1 = os.getloadavg()
     cpu_model = common.cpu_model()
     meta = dict(prov, date=now.isoformat(timespec='seconds'), host=platform.node(),
@@ -522,12 +361,12 @@ def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, 
                                     'vx1 in a peer namespace), by AF_XDP or by the tap + tc '
                                     'mirred'},
                 clk_tck=P.CLK_TCK)
-    targets = targets_datapath(summary, ratios, resdir)
+    targets = targets_datapath(summary, ratios, resdir, cg)
     result = {'meta': meta, 'info': info, 'summary': summary, 'ratios': ratios, 'callgrind': cg,
               'targets_datapath': targets, 'runs': runs}
     md = ['### vnetd data path vs DPDK vhost PMD (virtio-user source)', '']
     if summary:
-        md += [table_md(summary, ratios, args.backends, sizes), '',
+        md += [table_md(summary, ratios, args.paths, sizes), '',
                'Mpps = frames delivered per second (switch: received by the source on both '
                'virtio-user ports; tap: the tap\'s rx_packets); Gbit/s = Mpps x frame bytes x 8 '
                '(L2 frame, no FCS/preamble); loss = 1 - delivered / frames the source got into '
@@ -563,6 +402,15 @@ def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, 
     if errs:
         md += ['', '%d run(s) failed: %s' % (len(errs), '; '.join(
             '%s/%s/%d: %s' % (r['backend'], r['impl'], r['size'], r['error'][:200]) for r in errs))]
+        if len(args.paths) > len(args.backends):
+            md += ['', 'Ring layouts: "switch packed" (and the like) rows are the switch path '
+                   'with both virtio-user ports and vnetd\'s ports set to that layout '
+                   '(bench/dp_stacks.py LAYOUTS; DPDK\'s vhost PMD takes what virtio-user '
+                   'negotiates), measured right after the same backend\'s split run; their '
+                   'ratio columns are vnetd / DPDK vhost on that layout.']
+    lay = dp_callgrind.layouts_md(cg)
+    if lay:
+        md += [''] + lay
     for b, s in cg.items():
         md += ['']
         md += (dp_callgrind.report(s) if 'error' not in s else
@@ -578,19 +426,21 @@ def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, 
     if info.get('error'):
         md += ['', 'stopped early: ' + info['error'][:800]]
     md = '\n'.join(md) + '\n'
-    for path in (out, os.path.join(resdir, 'datapath-latest.json')):
+    # A callgrind-only run has files of its own: a full run's latest throughput rows stay.
+    latest = 'datapath-cg-latest' if args.callgrind_only else 'datapath-latest'
+    for path in (out, os.path.join(resdir, latest + '.json')):
         with open(path, 'w') as f:
             json.dump(result, f, indent=1, default=str)
-    with open(os.path.join(resdir, 'datapath-latest.md'), 'w') as f:
+    with open(os.path.join(resdir, latest + '.md'), 'w') as f:
         f.write(md)
-    png = os.path.join(resdir, 'datapath-latest.png')
-    have_png = summary and chart(summary, args.backends, sizes, png,
-                                 os.path.join(resdir, 'datapath-latest.dat'))
+    png = os.path.join(resdir, latest + '.png')
+    have_png = summary and chart(summary, args.paths, sizes, png,
+                                 os.path.join(resdir, latest + '.dat'))
     if summary:
-        log('\n' + table_term(table_md(summary, ratios, args.backends, sizes)))
+        log('\n' + table_term(table_md(summary, ratios, args.paths, sizes)))
     log('\n' + md)
-    log('wrote %s, datapath-latest.json, datapath-latest.md%s in %s'
-        % (out, ', datapath-latest.png' if have_png else '', resdir))
+    log('wrote %s, %s.json, %s.md%s in %s'
+        % (out, latest, latest, ', %s.png' % latest if have_png else '', resdir))
     if info.get('error') and not runs and not cg:
         sys.exit(1)
 

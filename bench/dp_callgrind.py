@@ -60,11 +60,12 @@ def top_functions(path, total, inclusive, n=14):
     return sorted(costs.items(), key=lambda kv: -kv[1])[:n]
 
 
-def one_run(kind, size, n_packets, wd, tools, k):
-    out = os.path.join(wd, 'callgrind-%s-%d.out' % (kind, k))
+def one_run(kind, size, n_packets, wd, tools, k, layout='split'):
+    out = os.path.join(wd, 'callgrind-%s-%s-%d.out' % (kind, layout, k))
     for f in glob.glob(out + '*'):
         os.unlink(f)
-    st = Stack(kind, 'vnetd', size, wd, tools, 'callgrind %s' % kind, queue_size=QUEUE_SIZE,
+    st = Stack(kind, 'vnetd', size, wd, tools, 'callgrind %s %s' % (kind, layout),
+               queue_size=QUEUE_SIZE, layout=layout,
                wrapper=['valgrind', '--tool=callgrind', '--callgrind-out-file=' + out])
     try:
         pid = st.vd.pid
@@ -96,11 +97,13 @@ def one_run(kind, size, n_packets, wd, tools, k):
             'window_s': round(t1 - t0, 2), 'dump': dumps[0]}
 
 
-def measure(kind, size, n_packets, runs, wd, tools):
-    res = [one_run(kind, size, n_packets, wd, tools, k) for k in range(runs)]
+def measure(kind, size, n_packets, runs, wd, tools, layout='split'):
+    """callgrind's figure for one path and ring layout (dp_stacks.LAYOUTS): `runs` runs."""
+    res = [one_run(kind, size, n_packets, wd, tools, k, layout) for k in range(runs)]
     per = [r['ir_per_packet'] for r in res]
     last = res[-1]
-    summary = {'kind': kind, 'size': size, 'packets_target': n_packets, 'runs': res,
+    summary = {'kind': kind, 'layout': layout, 'size': size, 'packets_target': n_packets,
+               'runs': res,
                'ir_per_packet_median': statistics.median(per), 'ir_per_packet_min': min(per),
                'ir_per_packet_max': max(per),
                'spread_pct': 100 * (max(per) - min(per)) / statistics.median(per),
@@ -123,9 +126,10 @@ def report(s):
     if s['kind'] == 'switch':
         what += (' (with 256, an RX ring runs dry within one 256-packet batch now and then, and '
                  'the switch\'s queue-and-copy fallback makes the count vary by ~6 % run to run)')
-    lines = ['callgrind, %s path, %d B frames: **%.0f user-space instructions per packet** '
+    lines = ['callgrind, %s path%s, %d B frames: **%.0f user-space instructions per packet** '
              '(median of %d runs of ~%dk packets: %s; spread %.2f %%)'
-             % (s['kind'], s['size'], s['ir_per_packet_median'], len(s['runs']),
+             % (s['kind'], '' if s.get('layout', 'split') == 'split' else ', %s rings'
+                % s['layout'], s['size'], s['ir_per_packet_median'], len(s['runs']),
                 s['packets_target'] // 1000,
                 ', '.join('%.1f' % r['ir_per_packet'] for r in s['runs']), s['spread_pct']),
              'per packet = %s; the window\'s last run delivered %d of %d' % (
@@ -134,4 +138,22 @@ def report(s):
     n, tot = s['top_packets'], s['top_ir']
     for f, c in s['top_self']:
         lines.append('| %s | %.0f | %.1f |' % (f, c / n, 100 * c / tot))
+    return lines
+
+
+def layouts_md(cg):
+    """The ring layouts of one run side by side: [lines] (empty with fewer than two)."""
+    rows = [(s.get('layout', 'split'), s) for s in cg.values()
+            if 'error' not in s and s.get('kind') == 'switch']
+    if len(rows) < 2:
+        return []
+    split = next((s['ir_per_packet_median'] for lay, s in rows if lay == 'split'), None)
+    lines = ['callgrind, switch path, per ring layout (virtio-user devargs and vnetd keys: '
+             'bench/dp_stacks.py LAYOUTS):', '', '| ring layout | Ir/packet | runs | vs split |',
+             '|---|---:|---|---:|']
+    for lay, s in rows:
+        lines.append('| %s | %.1f | %s | %s |' % (
+            lay, s['ir_per_packet_median'], ', '.join('%.1f' % r['ir_per_packet']
+                                                      for r in s['runs']),
+            '%+.1f' % (s['ir_per_packet_median'] - split) if split and lay != 'split' else ''))
     return lines

@@ -24,6 +24,27 @@ TAP_PEER = '02:00:00:00:00:99'   # not the tap's MAC: the kernel counts the fram
 NET_TAP_MAX_FRAME = 1522
 FE_MAIN, BE_MAIN = 0, 1          # frontend forwards on lcore 1, DPDK backend on lcore 0 (= vnetd's CPU)
 
+# Ring layouts (switch path): (virtio-user devargs on every frontend port, vnetd port keys).
+# vnetd's keys are explicit for every layout: its defaults are packed=on, in-order=on (the driver
+# chooses), and virtio-user offers what its devargs say. So VNETD_DP_PORT_EXTRA (below) must not
+# name packed= or in-order= (vnetd refuses a key given twice): --layouts chooses them. DPDK's
+# vhost PMD takes whatever virtio-user negotiates.
+LAYOUTS = {'split': ('', ',packed=off,in-order=off'),
+           'packed': (',packed_vq=1', ',packed=on,in-order=off'),
+           'in-order': (',in_order=1', ',packed=off,in-order=on'),
+           'packed+in-order': (',packed_vq=1,in_order=1', ',packed=on,in-order=on')}
+
+
+def path_name(backend, layout):
+    """A measured path: the backend, with its ring layout unless split ('switch-packed')."""
+    return backend if layout == 'split' else '%s-%s' % (backend, layout)
+
+
+def path_parts(path):
+    """(backend, layout) of a path_name()."""
+    b, _, layout = path.partition('-')
+    return b, layout or 'split'
+
 
 def vnetd_args(impl):
     """The daemon options of a vnetd variant: 'vnetd-pollN' runs with --poll-us N."""
@@ -33,11 +54,17 @@ def vnetd_args(impl):
 class Stack:
     """One backend with its virtio-user traffic source, started and torn down as a unit."""
 
-    def __init__(self, kind, impl, size, wd, tools, tag, wrapper=(), queue_size=None, seq=[0]):
+    def __init__(self, kind, impl, size, wd, tools, tag, wrapper=(), queue_size=None,
+                 layout='split', seq=[0]):
         seq[0] += 1
         self.vu_opts = ',queue_size=%d' % queue_size if queue_size else ''
-        # VNETD_DP_VU_EXTRA: virtio-user devargs for every frontend port (',packed_vq=1').
-        self.vu_opts += os.environ.get('VNETD_DP_VU_EXTRA', '')
+        # The ring layout (switch path only), then VNETD_DP_VU_EXTRA: virtio-user devargs for
+        # every frontend port (',packed_vq=1'), VNETD_DP_PORT_EXTRA: keys for vnetd's ports.
+        if kind != 'switch' and layout != 'split':
+            raise BenchError('ring layout %s: switch path only' % layout)
+        self.vu_opts += LAYOUTS[layout][0] + os.environ.get('VNETD_DP_VU_EXTRA', '')
+        self.port_opts = (LAYOUTS[layout][1] if kind == 'switch' else '') + \
+            os.environ.get('VNETD_DP_PORT_EXTRA', '')
         self.kind, self.impl, self.size, self.wd, self.tools = kind, impl, size, wd, tools
         self.pfx = 'vnetd-dp-%d-%d' % (os.getpid(), seq[0])
         self.tag = tag
@@ -76,8 +103,8 @@ class Stack:
         a, b = self._sock('a'), self._sock('b')
         srv = ''
         if self.impl.startswith('vnetd'):
-            # VNETD_DP_PORT_EXTRA: keys appended to both port specs (bench/rate.py: limits on).
-            extra = os.environ.get('VNETD_DP_PORT_EXTRA', '')
+            # the layout's keys and VNETD_DP_PORT_EXTRA (bench/rate.py: limits on)
+            extra = self.port_opts
             self.vd = Vnetd(self.tools['vnetd'], self.tools['vnetctl'],
                             ['socket=%s,switch,mac=%s%s%s' % (a, MAC0, SWITCH_KEYS, extra),
                              'socket=%s,switch,mac=%s%s%s' % (b, MAC1, SWITCH_KEYS, extra)],

@@ -105,7 +105,8 @@ def callgrind(extra, args, wd):
     env = dict(os.environ, VNETD_DP_PORT_EXTRA=extra)
     cmd = [sys.executable, os.path.join(TOP, 'bench', 'datapath.py'), '--callgrind-only',
            '--no-peer', '--backends', 'switch', '--cg-runs', str(args.cg_runs),
-           '--cg-packets', str(args.cg_packets), '--quiet-wait', '0', '--out', out]
+           '--cg-packets', str(args.cg_packets), '--cg-layouts', 'split', '--quiet-wait', '0',
+           '--out', out]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if r.returncode != 0 or not os.path.exists(out):
         log('callgrind (%s) failed:\n%s%s' % (extra or 'no limit', r.stdout[-2000:],

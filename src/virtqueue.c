@@ -249,6 +249,8 @@ refuse:
  */
 void vq_stop(struct virtqueue *vq)
 {
+	if (vq->ready == VQ_FAST_PACKED)
+		vq->shadow_avail = vq->last_avail; /* kept from now (virtqueue.h) */
 	if (vq->started && vq->packed) {
 		/* A packed ring has no index in memory: the next start resumes from here. */
 		vq->base = vq_packed_get_base(vq);
@@ -275,6 +277,8 @@ void vq_mark_broken(struct virtqueue *vq, const char *what)
 	if (vq->broken)
 		return;
 	log_guest("queue %u: %s; queue stopped until the device is reset", vq->index, what);
+	if (vq->ready == VQ_FAST_PACKED)
+		vq->shadow_avail = vq->last_avail; /* kept from now (virtqueue.h) */
 	vq->broken = true;
 	vq->ready = VQ_FAST_NONE;
 	if (vq->on_broken)
@@ -508,6 +512,7 @@ void vq_publish(struct virtqueue *vq)
 	}
 	/* Release: the used elements are visible before the index that covers them. */
 	__atomic_store_n(&vq->uring->idx, htole16(vq->used_idx), __ATOMIC_RELEASE);
+	vq->unsignalled += (uint16_t)(vq->used_idx - from);
 	vq->used_published = vq->used_idx;
 	if (__builtin_expect(vq->log != NULL, 0))
 		vq_log_published(vq, from);
@@ -531,7 +536,7 @@ bool vq_driver_wants_notify(struct virtqueue *vq)
 	vq->signalled_used = vq->used_published;
 	vq->pk.sig_lin = vq->pk.used_lin;
 	vq->signalled_valid = true;
-	vq->unsignalled = (uint16_t)(vq->used_idx - vq->used_published);
+	vq->unsignalled = 0;
 	return wants;
 }
 

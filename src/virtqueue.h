@@ -114,32 +114,45 @@ struct pvirtq_desc {
 #define VRING_PACKED_EVENT_F_DISABLE 1
 #define VRING_PACKED_EVENT_F_DESC 2
 
-/* One popped buffer of a packed ring: where its list starts, how many slots, its id. */
+/*
+ * One popped buffer of a packed ring: its id and how many slots its list takes. Where it starts
+ * is not kept: buffers complete in the order popped, so buffer used_published starts at the
+ * used position and each later one nslots further on.
+ */
 struct vq_packed_rec {
-	uint16_t slot;
-	uint16_t nslots;
 	uint16_t id;
-	uint16_t wrap; /* the slot's wrap counter (driver's = device's, buffers complete in order) */
+	uint16_t nslots;
 };
+_Static_assert(sizeof(struct vq_packed_rec) == 4, "vq_packed_pop_one() stores it as 32 bits");
+
+#define VQ_PACKED_IDS 65536u /* in_flight[] covers every 16-bit id: ids >= num stay marked */
 
 struct vq_packed_state {
 	uint16_t next_slot;    /* where the buffer last_avail starts */
 	uint16_t far_slot;     /* where the buffer shadow_avail starts (the farthest looked at): */
 			       /* valid only while buffers are given back (last_avail != shadow_avail) */
-	uint16_t used_slot;    /* where the next used descriptor goes (after used_published) */
+	uint16_t used_slot;    /* where the next used descriptor goes (buffer used_published) */
+	uint16_t next_want;    /* AVAIL/USED bits of an available descriptor at next_slot */
 	bool next_wrap, far_wrap, used_wrap;
-	uint32_t next_lin, used_lin, sig_lin; /* free-running slot counts (in-flight, EVENT_IDX) */
+	uint32_t used_lin, sig_lin; /* free-running slot counts (EVENT_IDX) */
+	uint32_t room;         /* slots not in flight: num - slots popped and not published */
 	unsigned cap;          /* power of 2 >= num: rec[] and the shadow used ring */
-	struct vq_packed_rec *rec; /* per popped buffer, indexed by its buffer count & (cap - 1) */
-	uint8_t *in_flight;    /* per buffer id: popped and not yet published */
+	struct vq_packed_rec *rec; /* per popped list, at the slot it starts at (and, of several */
+				   /* slots, at its last one: vq_packed_unpop() walks back) */
+	uint8_t *in_flight;    /* per buffer id (VQ_PACKED_IDS): popped and not yet published, */
+			       /* or >= num (so one test covers the id's range too) */
 	void *mem_block;       /* rec, shadow used ring and in_flight in one allocation */
 	uint64_t desc_gpa;     /* the descriptor ring's GPA (dirty log); 0: unknown */
 	uint16_t *dev_event;   /* Device Event Suppression (we write), NULL for split */
 	const uint32_t *drv_event; /* Driver Event Suppression, read as one 32-bit snapshot */
 };
 
-/* vq->ready: 0 (not started or broken), or the layout vq_pop()'s inline fast path is for. */
-enum { VQ_FAST_NONE, VQ_FAST_SPLIT, VQ_FAST_PACKED, VQ_FAST_SPLIT_IN_ORDER };
+/*
+ * vq->ready: 0 (not started or broken), or the layout vq_pop()'s inline fast path is for;
+ * VQ_FAST_PACKED_BACK: a packed queue with buffers given back (vq_unpop()), which take the
+ * slow path until they are popped again (VQ_FAST_PACKED means none is).
+ */
+enum { VQ_FAST_NONE, VQ_FAST_SPLIT, VQ_FAST_PACKED, VQ_FAST_SPLIT_IN_ORDER, VQ_FAST_PACKED_BACK };
 
 /* One virtqueue as the device sees it; split unless `packed`. */
 struct virtqueue {
@@ -168,12 +181,13 @@ struct virtqueue {
 	struct vring_used *uring; /* split: the guest's used ring (== used unless batch_used) */
 	struct vq_packed_state pk;
 	uint16_t last_avail;  /* next avail ring entry to consume */
-	uint16_t shadow_avail; /* driver's avail index as last read (vq_pop reads it once per batch) */
+	uint16_t shadow_avail; /* driver's avail index as last read (vq_pop reads it once per batch); */
+			       /* packed: not kept while ready is VQ_FAST_PACKED (= last_avail then) */
 	uint16_t used_idx;    /* next used ring entry to write (published or not) */
 	uint16_t used_published; /* used index the driver can see (last vq_publish()) */
 	uint16_t signalled_used; /* used index at the last notification decision */
 	bool signalled_valid;
-	uint32_t unsignalled; /* used entries since the last decision (wrap guard) */
+	uint32_t unsignalled; /* used entries published since the last decision (wrap guard) */
 	const struct guest_mem *mem;
 	/*
 	 * Dirty logging (live migration): NULL when off, and then the only cost is one branch per
@@ -239,15 +253,14 @@ static inline bool vq_chain_one(const struct guest_mem *mem, const struct vring_
 }
 
 /*
- * vq_prefetch_next() - hint the CPU to fetch the first 128 bytes the next announced chain's
- * head descriptor points at (inside the hot region): the data arrives while the current
- * packet is copied. Call only when the batch announced a chain (shadow_avail != last_avail).
- * Trusts nothing it reads: a wrong guess costs a cache miss, and prefetching never faults.
+ * vq_prefetch_head() - hint the CPU to fetch the first 128 bytes descriptor head points at
+ * (inside the hot region): the data arrives while the current packet is copied. Trusts nothing
+ * it reads: a wrong guess costs a cache miss, and prefetching never faults.
  */
-static inline void vq_prefetch_next(const struct virtqueue *vq)
+static inline __attribute__((always_inline)) void vq_prefetch_head(const struct virtqueue *vq,
+								   unsigned head)
 {
 	const struct guest_mem_region *r = &vq->mem->hot; /* size 0: nothing to prefetch */
-	uint16_t head = VQ_READ_ONCE_U16(&vq->avail->ring[vq->last_avail & (vq->num - 1)]);
 	uint64_t off;
 
 	if (head >= vq->num)
@@ -257,6 +270,15 @@ static inline void vq_prefetch_next(const struct virtqueue *vq)
 		return;
 	__builtin_prefetch(r->host + off);
 	__builtin_prefetch(r->host + off + 64);
+}
+
+/*
+ * vq_prefetch_next() - vq_prefetch_head() for the next announced chain's head (split, from the
+ * avail ring). Call only when the batch announced a chain (shadow_avail != last_avail).
+ */
+static inline void vq_prefetch_next(const struct virtqueue *vq)
+{
+	vq_prefetch_head(vq, VQ_READ_ONCE_U16(&vq->avail->ring[vq->last_avail & (vq->num - 1)]));
 }
 
 /* vq_start() - translate and check ring addresses; 0, or -1 (logged) if bad. */
@@ -274,9 +296,10 @@ int vq_pop_slow(struct virtqueue *vq, struct vq_chain *chain);
 /*
  * vq_packed_pop_one() - the packed walker's fast path: the list at the next slot is one
  * available descriptor (no NEXT, not INDIRECT, not empty) inside the hot region, with an id
- * below num and not in flight, and the ring has room: it becomes chain's one iovec and its
- * record. False: anything else (nothing taken), for vq_packed_pop()'s full checks.
- * Only for a ready packed queue whose looked-at buffers are all popped (no vq_unpop() pending).
+ * below num and not in flight (one test: ids >= num are marked in flight), and the ring has
+ * room: it becomes chain's one iovec and its record. False: anything else (nothing taken), for
+ * vq_packed_pop()'s full checks. Only for a queue whose ready is VQ_FAST_PACKED (no buffer
+ * given back).
  */
 static inline __attribute__((always_inline)) bool vq_packed_pop_one(struct virtqueue *vq, struct vq_chain *chain)
 {
@@ -284,7 +307,6 @@ static inline __attribute__((always_inline)) bool vq_packed_pop_one(struct virtq
 	const struct pvirtq_desc *p = (const struct pvirtq_desc *)(const void *)vq->desc +
 				      pk->next_slot;
 	const struct guest_mem_region *r = &vq->mem->hot;
-	uint16_t want = pk->next_wrap ? VRING_PACKED_DESC_F_AVAIL : VRING_PACKED_DESC_F_USED;
 	uint16_t flags = le16toh(__atomic_load_n(&p->flags, __ATOMIC_ACQUIRE));
 	struct pvirtq_desc d;
 	uint64_t off;
@@ -292,7 +314,7 @@ static inline __attribute__((always_inline)) bool vq_packed_pop_one(struct virtq
 
 	/* Available (AVAIL == wrap != USED), and neither NEXT nor INDIRECT, in one compare. */
 	if ((flags & (VRING_PACKED_DESC_F_AVAIL | VRING_PACKED_DESC_F_USED | VRING_DESC_F_NEXT |
-		      VRING_DESC_F_INDIRECT)) != want)
+		      VRING_DESC_F_INDIRECT)) != pk->next_want)
 		return false;
 	memcpy(&d, p, sizeof(d));
 	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* the copy is taken once, here */
@@ -300,8 +322,8 @@ static inline __attribute__((always_inline)) bool vq_packed_pop_one(struct virtq
 	d.len = le32toh(d.len);
 	d.id = le16toh(d.id);
 	off = d.addr - r->gpa;
-	if (!d.len || off >= r->size || d.len > r->size - off || d.id >= vq->num ||
-	    pk->in_flight[d.id] || pk->next_lin + 1 - pk->used_lin > vq->num)
+	if (!d.len || off >= r->size || d.len > r->size - off || pk->in_flight[d.id] ||
+	    !pk->room)
 		return false;
 	w = flags & VRING_DESC_F_WRITE;
 	chain->iov[0].iov_base = r->host + off;
@@ -313,14 +335,23 @@ static inline __attribute__((always_inline)) bool vq_packed_pop_one(struct virtq
 	chain->ndesc = 1;
 	chain->head = d.id;
 	pk->in_flight[d.id] = 1;
-	pk->rec[vq->last_avail & (pk->cap - 1)] = (struct vq_packed_rec){
-		.slot = pk->next_slot, .nslots = 1, .id = d.id, .wrap = pk->next_wrap};
+	{
+		/* The record {id, nslots 1} as one 32-bit store (compilers store the struct's two
+		 * halves one by one). */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		const uint32_t rec = (uint32_t)d.id | 1u << 16;
+#else
+		const uint32_t rec = (uint32_t)d.id << 16 | 1u;
+#endif
+		memcpy(&pk->rec[pk->next_slot], &rec, sizeof(rec));
+	}
 	if (++pk->next_slot >= vq->num) {
 		pk->next_slot = 0;
 		pk->next_wrap = !pk->next_wrap;
+		pk->next_want ^= VRING_PACKED_DESC_F_AVAIL | VRING_PACKED_DESC_F_USED;
 	}
-	pk->next_lin++;
-	vq->shadow_avail = ++vq->last_avail;
+	pk->room--;
+	vq->last_avail++; /* shadow_avail is last_avail while ready is VQ_FAST_PACKED */
 	return true;
 }
 
@@ -350,8 +381,9 @@ static inline __attribute__((always_inline)) bool vq_split_pop_one(struct virtqu
 		/* One descriptor: IN_ORDER's next chain starts right after it. */
 		vq->io_next = (uint16_t)((head + 1) & mask);
 	}
-	if (vq->shadow_avail != vq->last_avail)
-		vq_prefetch_next(vq);
+	if (vq->shadow_avail != vq->last_avail) /* IN_ORDER: the next chain's head is known */
+		vq_prefetch_head(vq, in_order ? vq->io_next :
+				 VQ_READ_ONCE_U16(&vq->avail->ring[vq->last_avail & mask]));
 	return true;
 }
 
@@ -368,7 +400,7 @@ static inline __attribute__((always_inline)) int vq_pop(struct virtqueue *vq,
 		if (vq_split_pop_one(vq, chain, false))
 			return 1;
 	} else if (vq->ready == VQ_FAST_PACKED) {
-		if (vq->shadow_avail == vq->last_avail && vq_packed_pop_one(vq, chain))
+		if (vq_packed_pop_one(vq, chain))
 			return 1;
 	} else if (vq->ready == VQ_FAST_SPLIT_IN_ORDER) {
 		if (vq_split_pop_one(vq, chain, true))
@@ -389,7 +421,7 @@ uint16_t vq_avail_idx(struct virtqueue *vq);
  */
 static inline uint16_t vq_avail_seen(const struct virtqueue *vq)
 {
-	return vq->shadow_avail;
+	return vq->ready == VQ_FAST_PACKED ? vq->last_avail : vq->shadow_avail;
 }
 
 /* vq_has_avail() - whether the driver made chains available that we have not popped. */
@@ -407,7 +439,6 @@ static inline void vq_push(struct virtqueue *vq, uint16_t head, uint32_t len)
 	VQ_WRITE_ONCE_U32(&e->id, head);
 	VQ_WRITE_ONCE_U32(&e->len, len);
 	vq->used_idx++;
-	vq->unsignalled++;
 }
 
 /* vq_publish() - make every pushed used element visible with one index store. */

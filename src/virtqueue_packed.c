@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* virtqueue_packed.c - device side of a packed virtqueue: the packed walker, used writes, events. */
+/* virtqueue_packed.c - device side of a packed virtqueue: the packed walker, pops, events, base. */
 #include <endian.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -11,28 +11,19 @@
 /*
  * The model (spec "Packed Virtqueues"): the driver makes a list available at slot s by
  * writing its descriptors, the first one's flags last, AVAIL = its wrap counter and USED = the
- * inverse. The device walks lists in ring order, keeps a record per popped buffer (start slot,
- * slots, id), and completes them in the order popped: the used descriptor of a buffer goes to
- * its list's first slot, with AVAIL = USED = that slot's wrap counter. vq_push() writes
- * (id, len) into a private shadow; vq_publish() turns a batch into descriptors, the batch's
- * first flags last. The buffer counters of struct virtqueue mean what they mean on a split
+ * inverse. The device walks lists in ring order, keeps a record per popped buffer (id, slots),
+ * and completes them in the order popped: the used descriptor of a buffer goes to its list's
+ * first slot, with AVAIL = USED = that slot's wrap counter; the used position (used_slot,
+ * used_wrap) is where the oldest unpublished buffer starts, each later one its predecessor's
+ * slots further on. vq_push() writes (id, len) into a private shadow; vq_publish() turns a
+ * batch into descriptors in one pass, the batch's first flags last. The buffer counters of struct virtqueue mean what they mean on a split
  * ring, so notify.c, coalescing and layer 4 do not know the layout.
  */
 
-static inline struct pvirtq_desc *pk_ring(const struct virtqueue *vq)
+/* The buffer count at the farthest position looked at (shadow_avail, see virtqueue.h). */
+static inline uint16_t pk_seen(const struct virtqueue *vq)
 {
-	return (struct pvirtq_desc *)(void *)vq->desc;
-}
-
-static inline struct vq_packed_rec *pk_rec(const struct virtqueue *vq, uint16_t n)
-{
-	return &vq->pk.rec[n & (vq->pk.cap - 1)];
-}
-
-/* Acquire load of a slot's flags: the rest of the descriptor is read after it. */
-static inline uint16_t pk_flags(const struct pvirtq_desc *d)
-{
-	return le16toh(__atomic_load_n(&d->flags, __ATOMIC_ACQUIRE));
+	return vq->ready == VQ_FAST_PACKED ? vq->last_avail : vq->shadow_avail;
 }
 
 /* Available for the device at a position whose wrap counter is wrap: AVAIL == wrap != USED. */
@@ -56,16 +47,21 @@ static inline struct pvirtq_desc pk_desc_read(const struct pvirtq_desc *p, uint1
 	return d;
 }
 
-/* Advance a position by n slots (n <= num): an advance onto or past the end flips the wrap. */
-static inline void pk_advance(uint16_t num, uint16_t *slot, bool *wrap, unsigned n)
+/* Move a position back by n slots (n <= num): the inverse of pk_advance(). */
+static inline void pk_retreat(uint16_t num, uint16_t *slot, bool *wrap, unsigned n)
 {
-	unsigned s = *slot + n;
-
-	if (s >= num) {
-		s -= num;
+	if (*slot < n) {
+		*slot = (uint16_t)(*slot + num - n);
 		*wrap = !*wrap;
+	} else {
+		*slot = (uint16_t)(*slot - n);
 	}
-	*slot = (uint16_t)s;
+}
+
+/* The AVAIL/USED bits of a descriptor available at a position whose wrap counter is wrap. */
+static inline uint16_t pk_want(bool wrap)
+{
+	return wrap ? VRING_PACKED_DESC_F_AVAIL : VRING_PACKED_DESC_F_USED;
 }
 
 /* An indirect table of a packed ring: sequential entries, only WRITE valid, no nesting. */
@@ -251,7 +247,7 @@ int vq_packed_start(struct virtqueue *vq, const struct guest_mem *mem)
 		size_t shadow = sizeof(struct vring_used) + (size_t)cap * sizeof(struct vring_used_elem);
 
 		free(pk->mem_block);
-		pk->mem_block = calloc(1, rec + shadow + VQ_MAX_SIZE);
+		pk->mem_block = calloc(1, rec + shadow + VQ_PACKED_IDS);
 		if (!pk->mem_block) {
 			log_warn("queue %u: no memory for the packed ring's records", vq->index);
 			goto refuse;
@@ -265,6 +261,7 @@ int vq_packed_start(struct virtqueue *vq, const struct guest_mem *mem)
 						 (size_t)cap * sizeof(struct vq_packed_rec));
 	}
 	memset(pk->in_flight, 0, vq->num);
+	memset(pk->in_flight + vq->num, 1, VQ_PACKED_IDS - vq->num); /* out of range: never free */
 	r = guest_mem_find_host(mem, vq->desc, &off);
 	pk->desc_gpa = r ? r->gpa + off : 0;
 	vq->avail = NULL;
@@ -273,9 +270,11 @@ int vq_packed_start(struct virtqueue *vq, const struct guest_mem *mem)
 	vq->mem = mem;
 	pk->next_slot = pk->far_slot = used_slot;
 	pk->next_wrap = pk->far_wrap = used_wrap;
+	pk->next_want = pk_want(used_wrap);
 	pk->used_slot = used_slot;
 	pk->used_wrap = used_wrap;
-	pk->next_lin = pk->used_lin = pk->sig_lin = 0;
+	pk->used_lin = pk->sig_lin = 0;
+	pk->room = vq->num;
 	vq->last_avail = vq->shadow_avail = 0;
 	vq->used_idx = vq->used_published = vq->signalled_used = 0;
 	vq->signalled_valid = false;
@@ -312,7 +311,7 @@ int vq_packed_pop(struct virtqueue *vq, struct vq_chain *chain)
 	enum vq_walk_error err;
 	unsigned nslots = 1;
 	uint16_t flags;
-	bool fresh = vq->last_avail == vq->shadow_avail;
+	bool fresh = vq->last_avail == pk_seen(vq);
 
 	if (vq->broken)
 		return -1;
@@ -353,7 +352,7 @@ int vq_packed_pop(struct virtqueue *vq, struct vq_chain *chain)
 	if (err != VQ_WALK_OK)
 		goto broken;
 take:
-	if (pk->next_lin + nslots - pk->used_lin > vq->num) {
+	if (nslots > pk->room) {
 		err = VQ_WALK_OVERRUN; /* a lie about the wrap made our own slots look new */
 		goto broken;
 	}
@@ -362,16 +361,19 @@ take:
 		goto broken;
 	}
 	pk->in_flight[chain->head] = 1;
-	rec = pk_rec(vq, vq->last_avail);
-	rec->slot = pk->next_slot;
-	rec->wrap = pk->next_wrap;
+	rec = pk_rec(vq, pk->next_slot);
 	rec->nslots = (uint16_t)nslots;
 	rec->id = chain->head;
 	pk_advance(vq->num, &pk->next_slot, &pk->next_wrap, nslots);
-	pk->next_lin += nslots;
+	if (nslots > 1) /* at the list's last slot too, for vq_packed_unpop() */
+		*pk_rec(vq, pk->next_slot ? pk->next_slot - 1u : vq->num - 1u) = *rec;
+	pk->next_want = pk_want(pk->next_wrap);
+	pk->room -= nslots;
 	vq->last_avail++;
 	if (fresh)
 		vq->shadow_avail = vq->last_avail; /* the farthest position is next_slot again */
+	else if (vq->last_avail == vq->shadow_avail && vq->ready == VQ_FAST_PACKED_BACK)
+		vq->ready = VQ_FAST_PACKED; /* every buffer given back is popped again */
 	return 1;
 
 broken:
@@ -388,146 +390,25 @@ void vq_packed_unpop(struct virtqueue *vq, unsigned n)
 {
 	struct vq_packed_state *pk = &vq->pk;
 
+	if (vq->ready == VQ_FAST_PACKED)
+		vq->shadow_avail = vq->last_avail; /* kept from now on */
 	if (n && vq->last_avail == vq->shadow_avail) { /* the farthest position: kept from now */
 		pk->far_slot = pk->next_slot;
 		pk->far_wrap = pk->next_wrap;
 	}
 	while (n-- && vq->last_avail != vq->used_idx) {
-		const struct vq_packed_rec *rec = pk_rec(vq, --vq->last_avail);
+		/* The last list given back ends right before next_slot. */
+		const struct vq_packed_rec *rec =
+			pk_rec(vq, pk->next_slot ? pk->next_slot - 1u : vq->num - 1u);
 
+		vq->last_avail--;
 		pk->in_flight[rec->id] = 0;
-		pk->next_slot = rec->slot;
-		pk->next_wrap = rec->wrap;
-		pk->next_lin -= rec->nslots;
+		pk_retreat(vq->num, &pk->next_slot, &pk->next_wrap, rec->nslots);
+		pk->room += rec->nslots;
 	}
-}
-
-/* Mark what vnetd wrote into the rings and buffers of a packed ring dirty. */
-static void pk_log_buffers(struct virtqueue *vq, uint16_t from, unsigned n)
-{
-	static struct vq_chain chain; /* one event-loop thread; only used within this call */
-	const struct pvirtq_desc *ring = pk_ring(vq);
-
-	for (unsigned i = 0; i < n; i++) {
-		const struct vq_packed_rec *rec = pk_rec(vq, (uint16_t)(from + i));
-		uint32_t len = le32toh(vq->used->ring[(uint16_t)(from + i) & vq->mask].len);
-		uint16_t flags = pk_flags(&ring[rec->slot]);
-		unsigned nslots;
-
-		/* The list is still in the ring: its used descriptor is not written yet. */
-		if (!len || vq_walk_packed(vq->mem, ring, vq->num, rec->slot, rec->wrap, flags,
-					   vq->indirect, &chain, &nslots) != VQ_WALK_OK)
-			continue;
-		dirty_log_iov(vq->log, vq->mem, &chain.iov[chain.nread], chain.nwrite, len);
-	}
-}
-
-static void pk_log_slot(struct virtqueue *vq, uint16_t slot)
-{
-	if (vq->pk.desc_gpa)
-		dirty_log_gpa(vq->log, vq->pk.desc_gpa + 16ull * slot, 16);
-}
-
-/* Write one used descriptor's id and len (its flags later). */
-static inline void pk_write_used(struct pvirtq_desc *d, uint16_t id, uint32_t len)
-{
-	__atomic_store_n(&d->id, htole16(id), __ATOMIC_RELAXED);
-	__atomic_store_n(&d->len, htole32(len), __ATOMIC_RELAXED);
-}
-
-static inline uint16_t pk_used_flags(bool wrap, uint32_t len)
-{
-	return (uint16_t)((wrap ? VRING_PACKED_DESC_F_AVAIL | VRING_PACKED_DESC_F_USED : 0) |
-			  (len ? VRING_DESC_F_WRITE : 0));
-}
-
-/**
- * vq_packed_publish() - turn the pushed elements into used descriptors the driver sees.
- * @vq: a packed queue
- *
- * Each buffer's descriptor goes to its list's first slot, id and len first; then, after a
- * release fence, the flags of every descriptor but the batch's first, and the first's last
- * (release store), so the driver never sees part of a batch. With batch_used (IN_ORDER, TX)
- * one descriptor, the last buffer's id at the batch's first slot, covers the batch. With
- * dirty logging on, logs the buffers written and every descriptor slot rewritten.
- */
-void vq_packed_publish(struct virtqueue *vq)
-{
-	struct vq_packed_state *pk = &vq->pk;
-	struct pvirtq_desc *ring = pk_ring(vq);
-	uint16_t from = vq->used_published, to = vq->used_idx;
-	unsigned n = (uint16_t)(to - from), popped = (uint16_t)(vq->last_avail - from);
-	const struct vq_packed_rec *first, *last;
-	const bool logging = vq->log != NULL;
-	const unsigned rmask = pk->cap - 1, smask = vq->mask;
-	const struct vq_packed_rec *recs = pk->rec;
-	const struct vring_used_elem *shadow = vq->used->ring;
-	uint8_t *in_flight = pk->in_flight;
-	uint32_t slots = 0;
-
-	if (!vq->started)
-		return;
-	if (n > popped) /* more pushed than popped: a caller bug, never the guest's */
-		n = popped;
-	if (!n)
-		return;
-	to = (uint16_t)(from + n);
-	if (__builtin_expect(logging, 0))
-		pk_log_buffers(vq, from, n);
-	first = pk_rec(vq, from);
-	last = pk_rec(vq, (uint16_t)(to - 1));
-	if (vq->batch_used) {
-		const struct vring_used_elem *e = &vq->used->ring[(uint16_t)(to - 1) & vq->mask];
-		uint32_t len = le32toh(e->len);
-
-		pk_write_used(&ring[first->slot], last->id, len);
-		__atomic_store_n(&ring[first->slot].flags, htole16(pk_used_flags(first->wrap, len)),
-				 __ATOMIC_RELEASE);
-		if (__builtin_expect(logging, 0))
-			pk_log_slot(vq, first->slot);
-		for (unsigned i = 0; i < n; i++) {
-			const struct vq_packed_rec rec = recs[(from + i) & rmask];
-
-			in_flight[rec.id] = 0;
-			slots += rec.nslots;
-		}
-	} else {
-		/*
-		 * Last to first: the driver reads a later slot only after it saw the first one's
-		 * flags (acquire), and those are stored last, with release, after everything else.
-		 */
-		for (unsigned i = n - 1; i > 0; i--) {
-			const unsigned k = from + i;
-			const struct vq_packed_rec rec = recs[k & rmask];
-			uint32_t len = le32toh(shadow[k & smask].len);
-			struct pvirtq_desc *d = &ring[rec.slot];
-
-			pk_write_used(d, rec.id, len);
-			__atomic_store_n(&d->flags, htole16(pk_used_flags(rec.wrap, len)),
-					 __ATOMIC_RELAXED);
-			in_flight[rec.id] = 0;
-			slots += rec.nslots;
-		}
-		{
-			uint32_t len = le32toh(shadow[from & smask].len);
-			struct pvirtq_desc *d = &ring[first->slot];
-
-			pk_write_used(d, first->id, len);
-			__atomic_store_n(&d->flags, htole16(pk_used_flags(first->wrap, len)),
-					 __ATOMIC_RELEASE);
-			in_flight[first->id] = 0;
-			slots += first->nslots;
-		}
-		if (__builtin_expect(logging, 0))
-			for (unsigned i = 0; i < n; i++)
-				pk_log_slot(vq, recs[(uint16_t)(from + i) & rmask].slot);
-	}
-	pk->used_lin += slots;
-	pk->used_slot = last->slot;
-	pk->used_wrap = last->wrap;
-	pk_advance(vq->num, &pk->used_slot, &pk->used_wrap, last->nslots);
-	vq->used_published = to;
-	vq->used_idx = to;
+	pk->next_want = pk_want(pk->next_wrap);
+	if (vq->last_avail != vq->shadow_avail && vq->ready == VQ_FAST_PACKED)
+		vq->ready = VQ_FAST_PACKED_BACK; /* vq_pop() takes the slow path until caught up */
 }
 
 /* The Driver Event Suppression structure as one 32-bit snapshot: off_wrap low, flags high. */
@@ -574,7 +455,7 @@ bool vq_packed_would_notify(const struct virtqueue *vq)
 /* The farthest position looked at: next_slot unless buffers were given back. */
 static inline void pk_far(const struct virtqueue *vq, uint16_t *slot, bool *wrap)
 {
-	bool back = vq->last_avail != vq->shadow_avail;
+	bool back = vq->last_avail != pk_seen(vq);
 
 	*slot = back ? vq->pk.far_slot : vq->pk.next_slot;
 	*wrap = back ? vq->pk.far_wrap : vq->pk.next_wrap;
@@ -594,7 +475,7 @@ static inline bool pk_slot_avail(const struct virtqueue *vq, uint16_t slot, bool
  */
 bool vq_packed_has_avail(struct virtqueue *vq)
 {
-	return vq->last_avail != vq->shadow_avail ||
+	return vq->last_avail != pk_seen(vq) ||
 	       pk_slot_avail(vq, vq->pk.next_slot, vq->pk.next_wrap);
 }
 
@@ -613,7 +494,7 @@ uint16_t vq_packed_avail_idx(struct virtqueue *vq)
 	bool wrap;
 
 	pk_far(vq, &slot, &wrap);
-	return (uint16_t)(vq->shadow_avail + pk_slot_avail(vq, slot, wrap));
+	return (uint16_t)(pk_seen(vq) + pk_slot_avail(vq, slot, wrap));
 }
 
 /**
@@ -684,11 +565,9 @@ uint32_t vq_packed_get_base(const struct virtqueue *vq)
 	bool avail_wrap = pk->next_wrap;
 
 	if (vq->last_avail != vq->used_published) {
-		/* In flight: resume at the first one not completed. */
-		const struct vq_packed_rec *rec = pk_rec(vq, vq->used_published);
-
-		avail_slot = rec->slot;
-		avail_wrap = rec->wrap;
+		/* In flight: resume at the first one not completed, where the used position is. */
+		avail_slot = pk->used_slot;
+		avail_wrap = pk->used_wrap;
 	}
 	return (uint32_t)avail_slot | (avail_wrap ? 0x8000u : 0) |
 	       ((uint32_t)pk->used_slot | (pk->used_wrap ? 0x8000u : 0)) << 16;

@@ -125,6 +125,89 @@ static void test_unpop_walks_again(void **state)
 	assert_false(p->vq.broken);
 }
 
+/*
+ * Records are kept per slot (a list of several slots at its first and last one): give back a
+ * batch of one-slot buffers and a list across the ring end, walk them again, and publish a
+ * batch that mixes both (the one-pass publish of a mixed batch).
+ */
+static void test_unpop_list_across_ring_end_mixed_batch(void **state)
+{
+	struct pd *p = *state; /* 5 slots */
+	struct fake_buf b[3] = {{p->data, 10, false}, {p->data + 100, 20, false},
+				{p->data + 200, 30, false}};
+	uint16_t id;
+	uint32_t len;
+
+	complete(p, 2);            /* slots 0, 1 used once: the next list starts at 2 */
+	pd_add1(p, 1, 64, false);  /* slot 2 */
+	pd_add(p, b, 3, 4);        /* slots 3, 4, 0 (wrap flips) */
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(vq_pop(&p->vq, &p->chain), 1);
+		assert_int_equal(p->chain.head, 1);
+		assert_int_equal(vq_pop(&p->vq, &p->chain), 1);
+		assert_int_equal(p->chain.head, 4);
+		assert_int_equal(p->chain.read_len, 60);
+		assert_int_equal(p->vq.pk.next_slot, 1);
+		if (!round)
+			vq_unpop(&p->vq, 2); /* both again: back at slot 2, same wrap */
+		else
+			break;
+		assert_int_equal(p->vq.pk.next_slot, 2);
+		assert_true(p->vq.pk.next_wrap);
+	}
+	/* In flight from slot 2: the base's avail half points there. */
+	assert_int_equal(vq_get_base(&p->vq) & 0xffff, 0x8002u);
+	vq_push(&p->vq, 1, 0);
+	vq_push(&p->vq, 4, 0);
+	vq_publish(&p->vq);
+	assert_true(pd_get_used(p, &id, &len, NULL));
+	assert_int_equal(id, 1);
+	assert_true(pd_get_used(p, &id, &len, NULL));
+	assert_int_equal(id, 4);
+	assert_false(pd_get_used(p, &id, &len, NULL));
+	assert_int_equal(vq_get_base(&p->vq), 0x00010001u); /* slot 1, both wraps 0 */
+	assert_false(p->vq.broken);
+}
+
+/*
+ * Dirty logging on a packed ring: the written part of each buffer (the list re-walked from the
+ * used position before its slot is overwritten) and every descriptor slot written, for a
+ * batch of a list across the ring end and a one-slot buffer; a readable buffer is not logged.
+ */
+static void test_dirty_log_buffers_and_slots(void **state)
+{
+	struct pd *p = *state; /* 5 slots */
+	uint8_t bitmap[128] = {0}; /* 1024 pages: all of the fake memory */
+	struct dirty_log log = {.bitmap = bitmap, .size = sizeof(bitmap)};
+	struct fake_buf b[2] = {{p->data + 0x3000, 10, false}, {p->data + 0x5000, 5000, true}};
+	uint64_t pg_read = (p->data + 0x3000) / DIRTY_LOG_PAGE;
+	uint64_t pg_w0 = (p->data + 0x5000) / DIRTY_LOG_PAGE, pg_w1 = pg_w0 + 1;
+	uint64_t pg_one = (p->data + 256u * 3) / DIRTY_LOG_PAGE, pg_ring = p->ring_gpa / DIRTY_LOG_PAGE;
+	unsigned set = 0;
+
+	complete(p, 4);           /* the next list starts at slot 4 */
+	pd_add(p, b, 2, 2);       /* slots 4, 0 */
+	pd_add1(p, 3, 64, true);  /* slot 1 */
+	p->vq.log = &log;
+	assert_int_equal(vq_pop(&p->vq, &p->chain), 1);
+	vq_push(&p->vq, p->chain.head, 4200); /* into the second page of the writable buffer */
+	assert_int_equal(vq_pop(&p->vq, &p->chain), 1);
+	vq_push(&p->vq, p->chain.head, 64);
+	vq_publish(&p->vq);
+	p->vq.log = NULL;
+#define BIT(pg) (bitmap[(pg) / 8] >> ((pg) % 8) & 1)
+	assert_true(BIT(pg_w0));
+	assert_true(BIT(pg_w1));
+	assert_true(BIT(pg_one));
+	assert_true(BIT(pg_ring));
+	if (pg_read != pg_w0 && pg_read != pg_one && pg_read != pg_ring)
+		assert_false(BIT(pg_read));
+#undef BIT
+	for (unsigned i = 0; i < sizeof(bitmap); i++)
+		set += (unsigned)__builtin_popcount(bitmap[i]);
+	assert_true(set <= 4);
+}
+
 static void test_start_any_size_up_to_32768(void **state)
 {
 	struct pd *p = pd_new(3, false, false);
@@ -222,6 +305,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pop_push_wraps_many_laps, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_batch_publishes_first_flags_last, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_chain_across_ring_end, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unpop_list_across_ring_end_mixed_batch, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_dirty_log_buffers_and_slots, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_indirect_table, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unpop_walks_again, setup, teardown),
 		cmocka_unit_test(test_start_any_size_up_to_32768),

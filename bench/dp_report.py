@@ -1,0 +1,259 @@
+# SPDX-License-Identifier: MIT
+"""bench/datapath.py's summaries: medians per path and size, ratios, targets, table and chart."""
+
+# A path is a backend, with its ring layout unless split (dp_stacks.path_name():
+# 'switch-packed'); its rows, ratios and chart column are a backend's.
+
+import json
+import os
+import shutil
+import statistics
+
+import gnuplot
+from dp_procs import log
+from dp_stacks import path_name, path_parts
+
+IMPLS = ('vnetd', 'vnetd-poll50', 'vnetd-poll200', 'dpdk', 'ovs')
+SWITCH_ONLY = ('vnetd-poll50', 'vnetd-poll200', 'ovs')
+LABEL = {'vnetd': 'vnetd', 'vnetd-poll50': 'vnetd --poll-us 50',
+         'vnetd-poll200': 'vnetd --poll-us 200', 'dpdk': 'DPDK vhost', 'ovs': 'OVS-DPDK'}
+COLOR = {'vnetd': '#1f77b4', 'vnetd-poll50': '#6baed6', 'vnetd-poll200': '#08306b',
+         'dpdk': '#ff7f0e', 'ovs': '#2ca02c', 'tap': '#9467bd'}
+# The xdp path compares two vnetd backends on one veth: AF_XDP ('vnetd') and the tap ('tap').
+XDP_IMPLS = ('vnetd', 'tap')
+XDP_MAX_FRAME = 3840  # src/xdp.h XDP_PORT_MAX_FRAME
+# A path with another ring layout than split compares vnetd with DPDK's vhost PMD only.
+LAYOUT_IMPLS = ('vnetd', 'dpdk')
+
+
+def impls_of(p, impls=IMPLS):
+    """The implementations measured on path p, of impls (the xdp path: its own pair, whose
+    second one is what its ratios divide by)."""
+    b, layout = path_parts(p)
+    if b == 'xdp':
+        return XDP_IMPLS
+    if layout != 'split':
+        return tuple(i for i in impls if i in LAYOUT_IMPLS)
+    return tuple(i for i in impls if b == 'switch' or i not in SWITCH_ONLY)
+
+
+def impl_label(p, impl):
+    if path_parts(p)[0] == 'xdp':
+        return {'vnetd': 'vnetd xdp', 'tap': 'vnetd tap'}[impl]
+    return LABEL[impl]
+
+
+def path_label(p):
+    """'switch', or 'switch packed' for a path with another ring layout."""
+    b, layout = path_parts(p)
+    return b if layout == 'split' else '%s %s' % (b, layout)
+
+
+def paths_of(backends, layouts):
+    """Every measured path: each backend split, then the switch with each other layout."""
+    return list(backends) + [path_name('switch', lay) for lay in layouts
+                             if lay != 'split' and 'switch' in backends]
+
+
+METRICS = ('mpps', 'gbps', 'accepted_mpps', 'loss', 'backend_cores', 'mpps_per_core',
+           'frontend_cores', 'others_cores', 'ring_full')
+
+
+def agg(vals):
+    vals = [v for v in vals if v is not None]
+    if not vals:
+        return None
+    return {'median': statistics.median(vals), 'min': min(vals), 'max': max(vals), 'n': len(vals)}
+
+
+def summarize(runs, backends, sizes, keep_contended=False):
+    """Median/min/max per (path, size, impl) over the runs no other work disturbed (all runs
+    when every one was disturbed, or with keep_contended); backends: the paths."""
+    summary, ratios = {}, {}
+    for b in backends:
+        for s in sizes:
+            key = '%s/%d' % (b, s)
+            for impl in impls_of(b):
+                rs = [r for r in runs if (r.get('path', r['backend']), r['size'], r['impl']) ==
+                      (b, s, impl) and 'mpps' in r]
+                clean = [r for r in rs if not r['contended']] if not keep_contended else rs
+                if rs:
+                    x = {m: agg(r.get(m) for r in clean or rs) for m in METRICS}
+                    x['runs_used'], x['runs'] = len(clean or rs), len(rs)
+                    x['contended_used'] = not clean
+                    summary.setdefault(key, {})[impl] = x
+            v, d = (summary.get(key, {}).get(i)
+                    for i in (XDP_IMPLS if b == 'xdp' else ('vnetd', 'dpdk')))
+            if v and d:
+                rat = {}
+                for m in ('mpps', 'mpps_per_core'):
+                    if v[m] and d[m] and d[m]['median']:
+                        rat[m] = v[m]['median'] / d[m]['median']
+                ratios[key] = rat
+            # every other vnetd variant against DPDK, and every vnetd against OVS-DPDK
+            for impl in IMPLS:
+                x = summary.get(key, {}).get(impl)
+                for peer, name in (('dpdk', '%s/dpdk'), ('ovs', '%s/ovs')):
+                    y = summary.get(key, {}).get(peer)
+                    if not impl.startswith('vnetd') or not x or not y or \
+                            (impl, peer) == ('vnetd', 'dpdk'):
+                        continue
+                    for m in ('mpps', 'mpps_per_core'):
+                        if x[m] and y[m] and y[m]['median']:
+                            ratios.setdefault(key, {})[name % impl + ' ' + m] = \
+                                x[m]['median'] / y[m]['median']
+    return summary, ratios
+
+
+def cell(x, spec, pct=False):
+    if not x:
+        return '-'
+    k = 100 if pct else 1
+    if x['n'] > 1:
+        return ('%s [%s..%s]' % (spec, spec, spec)) % (k * x['median'], k * x['min'], k * x['max'])
+    return spec % (k * x['median'])
+
+
+def table_md(summary, ratios, backends, sizes):
+    lines = ['| backend | frame B | impl | Mpps | Gbit/s | loss % | backend cores | Mpps/core | '
+             '/DPDK Mpps | /DPDK per core | ring full % | others\' cores | runs |',
+             '|---|---:|---|---|---|---|---|---|---:|---:|---:|---:|---:|']
+    for b in backends:
+        for s in sizes:
+            key = '%s/%d' % (b, s)
+            for impl in impls_of(b):
+                x = summary.get(key, {}).get(impl)
+                if not x:
+                    continue
+                r = ratios.get(key, {}) if impl == 'vnetd' else {}
+                if impl.startswith('vnetd-'):  # the poll variants against DPDK
+                    r = {m: ratios[key][k] for m in ('mpps', 'mpps_per_core')
+                         for k in ['%s/dpdk %s' % (impl, m)] if k in ratios.get(key, {})}
+                lines.append('| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |' % (
+                    path_label(b), s, impl_label(b, impl), cell(x['mpps'], '%.3f'), cell(x['gbps'], '%.2f'),
+                    cell(x['loss'], '%.1f', pct=True), cell(x['backend_cores'], '%.2f'),
+                    cell(x['mpps_per_core'], '%.3f'),
+                    '%.2f' % r['mpps'] if 'mpps' in r else '', '%.2f' % r['mpps_per_core']
+                    if 'mpps_per_core' in r else '',
+                    '%.0f' % (100 * x['ring_full']['median']) if x['ring_full'] else '-',
+                    '%.2f' % x['others_cores']['median'] if x['others_cores'] else '-',
+                    '%d/%d%s' % (x['runs_used'], x['runs'], '*' if x['contended_used'] else '')))
+    return '\n'.join(lines)
+
+
+def table_term(md):
+    """The markdown table, aligned for a terminal."""
+    rows = [[c.strip() for c in l.strip('|').split('|')] for l in md.splitlines()]
+    rows = [r for r in rows if not set(''.join(r)) <= set('-:')]
+    w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    out = ['  '.join(c.ljust(w[i]) for i, c in enumerate(r)) for r in rows]
+    return '\n'.join([out[0], '-' * len(out[0])] + out[1:])
+
+
+def chart(summary, backends, sizes, path_png, path_dat):
+    """Mpps per core (top) and Mpps (bottom), vnetd vs DPDK, per frame size; one column per backend."""
+    if shutil.which('gnuplot') is None:
+        return False
+    metrics = [('mpps_per_core', 'Mpps per backend core'), ('mpps', 'Mpps (delivered)')]
+    have = set()
+    with open(path_dat, 'w') as f:
+        for b in backends:
+            f.write('# %s: size then per metric, per impl (%s): med min max\n'
+                    % (b, ' '.join(IMPLS)))
+            for s in sizes:
+                cols = []
+                for m, _ in metrics:
+                    for impl in impls_of(b):
+                        x = summary.get('%s/%d' % (b, s), {}).get(impl, {}).get(m)
+                        cols += ['%g' % x['median'], '%g' % x['min'], '%g' % x['max']] if x else \
+                            ['NaN'] * 3
+                        if x:
+                            have.add((b, m, impl))
+                f.write('%d %s\n' % (s, ' '.join(cols)))
+            f.write('\n\n')
+    gp = ['set terminal pngcairo size %d,800 font "sans,10"' % (560 * len(backends) + 80),
+          'set output "%s"' % path_png,
+          'set multiplot layout 2,%d title "vnetd vs DPDK vhost PMD and OVS-DPDK, virtio-user source (testpmd); '
+          'median, bars = min-max"' % len(backends),
+          'set style data histogram', 'set style histogram errorbars gap 1 lw 1',
+          'set style fill solid 0.6 border -1', 'set boxwidth 0.9',
+          'set grid ytics', 'set key top right', 'set xlabel "frame size (bytes)"']
+    for mi, (m, title) in enumerate(metrics):
+        for bi, b in enumerate(backends):
+            plots = []
+            for ii, impl in enumerate(impls_of(b)):
+                c = 2 + 3 * len(impls_of(b)) * mi + 3 * ii
+                if (b, m, impl) in have:
+                    plots.append('"%s" index %d using %d:%d:%d:xtic(1) title "%s" lc rgb "%s"'
+                                 % (path_dat, bi, c, c + 1, c + 2, impl_label(b, impl),
+                                    COLOR[impl]))
+            top = [summary.get('%s/%d' % (b, s), {}).get(impl, {}).get(m) for s in sizes
+                   for impl in impls_of(b)]
+            top = max([x['max'] for x in top if x] + [1e-3])
+            gp += ['set yrange [0:%g]' % (1.15 * top),
+                   'set title "%s path%s: %s"' % (path_parts(b)[0], '' if path_parts(b)[1] ==
+                                                  'split' else ' (%s rings)' % path_parts(b)[1],
+                                                  title),
+                   'plot ' + ', '.join(plots) if plots else 'set multiplot next']
+    gp.append('unset multiplot')
+    return gnuplot.run(gp, log)
+
+
+
+def layout_key(layout):
+    """A ring layout as a JSON key part: 'packed+in-order' -> 'packed_in_order'."""
+    return layout.replace('+', '_').replace('-', '_')
+
+
+def targets_datapath(summary, ratios, resdir, cg=None):
+    """The goals as numbers: vnetd (event-driven) / OVS-DPDK per core, vnetd --poll-us 200 /
+    DPDK vhost absolute at 64 B (and per core), AF_XDP / tap per core at 64 B (same-run ratio
+    of medians), vnetd / DPDK vhost per core and absolute at 64 and 1500 B for each other ring
+    layout measured (switch_packed_vs_dpdk_per_core_64, ...), callgrind's instructions per
+    packet per ring layout of the switch path (split_ir_per_packet, packed_ir_per_packet, ...),
+    and the cross-worker ratio, which bench/workers.py --switch measures (taken from its latest
+    results file, with its date)."""
+    def med(key, impl, m):
+        x = summary.get(key, {}).get(impl, {}).get(m)
+        return x['median'] if x else None
+
+    def ratio(a, b):
+        return round(a / b, 3) if a and b else None
+
+    t = {}
+    for s in (64, 1500):
+        t['switch_vs_ovs_per_core_%d' % s] = ratio(med('switch/%d' % s, 'vnetd', 'mpps_per_core'),
+                                                   med('switch/%d' % s, 'ovs', 'mpps_per_core'))
+        t['switch_vs_ovs_abs_%d' % s] = ratio(med('switch/%d' % s, 'vnetd', 'mpps'),
+                                              med('switch/%d' % s, 'ovs', 'mpps'))
+    for n in (50, 200):
+        t['switch_vs_dpdk_abs_64_poll%s' % ('' if n == 200 else '%d' % n)] = ratio(
+            med('switch/64', 'vnetd-poll%d' % n, 'mpps'), med('switch/64', 'dpdk', 'mpps'))
+        t['switch_vs_dpdk_per_core_64_poll%s' % ('' if n == 200 else '%d' % n)] = ratio(
+            med('switch/64', 'vnetd-poll%d' % n, 'mpps_per_core'),
+            med('switch/64', 'dpdk', 'mpps_per_core'))
+    t['xdp_vs_tap_per_core_64'] = ratios.get('xdp/64', {}).get('mpps_per_core')
+    for p in sorted({k.split('/')[0] for k in summary}):
+        b, layout = path_parts(p)
+        if layout == 'split':
+            continue
+        for s in (64, 1500):
+            for m, name in (('mpps_per_core', 'per_core'), ('mpps', 'abs')):
+                t['%s_%s_vs_dpdk_%s_%d' % (b, layout_key(layout), name, s)] = ratio(
+                    med('%s/%d' % (p, s), 'vnetd', m), med('%s/%d' % (p, s), 'dpdk', m))
+    for k, c in sorted((cg or {}).items()):
+        if c.get('kind') == 'switch' and 'ir_per_packet_median' in c:
+            t['%s_ir_per_packet' % layout_key(c.get('layout', 'split'))] = \
+                round(c['ir_per_packet_median'], 1)
+    try:
+        with open(os.path.join(resdir, 'workers-switch-latest.json')) as f:
+            w = json.load(f)
+        same, cross = w['summary']['same']['median'], w['summary']['cross']['median']
+        t['cross_worker_ratio'] = ratio(cross, same)
+        t['cross_worker_ratio_source'] = 'workers-switch-latest.json (bench/workers.py ' \
+            '--switch, %s, frame %s B)' % (w.get('date'), w.get('frame'))
+    except (OSError, KeyError, ValueError, TypeError):
+        t['cross_worker_ratio'] = None
+    return t
+
+
