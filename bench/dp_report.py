@@ -208,7 +208,8 @@ def layout_key(layout):
 def targets_datapath(summary, ratios, resdir, cg=None):
     """The goals as numbers: vnetd (event-driven) / OVS-DPDK per core, vnetd --poll-us 200 /
     DPDK vhost absolute at 64 B (and per core), AF_XDP / tap per core at 64 B (same-run ratio
-    of medians), vnetd / DPDK vhost per core and absolute at 64 and 1500 B for each other ring
+    of medians), the tap path's vnetd / DPDK vhost + net_tap per core at 64 and 1500 B,
+    vnetd / DPDK vhost per core and absolute at 64 and 1500 B for each other ring
     layout measured (switch_packed_vs_dpdk_per_core_64, ...), callgrind's instructions per
     packet per ring layout of the switch path (split_ir_per_packet, packed_ir_per_packet, ...),
     and the cross-worker ratio, which bench/workers.py --switch measures (taken from its latest
@@ -232,6 +233,9 @@ def targets_datapath(summary, ratios, resdir, cg=None):
         t['switch_vs_dpdk_per_core_64_poll%s' % ('' if n == 200 else '%d' % n)] = ratio(
             med('switch/64', 'vnetd-poll%d' % n, 'mpps_per_core'),
             med('switch/64', 'dpdk', 'mpps_per_core'))
+    for s in (64, 1500):
+        t['tap_vs_dpdk_per_core_%d' % s] = ratio(med('tap/%d' % s, 'vnetd', 'mpps_per_core'),
+                                                 med('tap/%d' % s, 'dpdk', 'mpps_per_core'))
     t['xdp_vs_tap_per_core_64'] = ratios.get('xdp/64', {}).get('mpps_per_core')
     for p in sorted({k.split('/')[0] for k in summary}):
         b, layout = path_parts(p)
