@@ -4,6 +4,7 @@ the host's 64 UDP flows, the check of where they landed, and the guest-side skb-
 (rxhash_probe.c, built statically here and fetched by the guest over the test's HTTP server)."""
 
 import os
+import re
 import shutil
 import subprocess
 
@@ -38,6 +39,47 @@ def flow_hash(host, guest, sport, key=KEY):
 
 def weights(table):
     return {q: table.count(q) for q in sorted(set(table))}
+
+
+def rss(vd, port='p0'):
+    """The port's RSS state as vnetctl ports --json shows it."""
+    return vd.port_info()[port]['rss']
+
+
+def guest_rss_commands(g, vd):
+    """The guest's own RSS commands reach vnetd and read back: ethtool -X equal 2, then hkey KEY
+    weight 1 3 (ethtool -x shows both tables), rx-flow-hash udp4 sd / tcp4 sdfn / udp4 sdfn.
+    Return: vnetd's RSS state after them (its table is the weighted one)."""
+    g.run('ethtool -X eth0 equal 2', check=True)
+    t = rss(vd)['indirection_table']
+    check(rss(vd)['steering'] and len(t) == 128 and t == [i % 2 for i in range(128)],
+          "ethtool -X equal 2: vnetd's table alternates rx0/rx1 (%s)" % weights(t))
+    _, out = g.run('ethtool -x eth0', check=True)
+    check('    0:      0     1     0     1' in out, 'ethtool -x reads the equal table back')
+
+    g.run('ethtool -X eth0 hkey %s weight 1 3' % ':'.join('%02x' % b for b in KEY), check=True)
+    r = rss(vd)
+    t = r['indirection_table']
+    check(weights(t) == {0: 32, 1: 96}, 'ethtool -X weight 1 3: 32 entries rx0, 96 rx1 (%s)'
+          % weights(t))
+    check(r['key'] == KEY.hex(), 'ethtool -X hkey: vnetd has the key')
+    _, out = g.run('ethtool -x eth0', check=True)
+    rows = [m.group(1) for m in (re.match(r'^\s*\d+:((?:\s+\d+)+)\s*$', ln)
+                                 for ln in out.splitlines()) if m]
+    guest_t = [int(x) for ln in rows for x in ln.split()]
+    check(guest_t == t, 'ethtool -x reads the weighted table back (%d entries)' % len(guest_t))
+
+    # The driver commits hash types only while NETIF_F_RXHASH is on (virtnet_set_hashflow()).
+    g.run('ethtool -K eth0 rxhash on', check=True)
+    g.run('ethtool -N eth0 rx-flow-hash udp4 sd', check=True)
+    check('udpv4' not in rss(vd)['hash_types'], 'rx-flow-hash udp4 sd: UDPv4 hashing off (%s)'
+          % rss(vd)['hash_types'])
+    g.run('ethtool -N eth0 rx-flow-hash tcp4 sdfn', check=True)
+    g.run('ethtool -N eth0 rx-flow-hash udp4 sdfn', check=True)
+    r = rss(vd)
+    check({'ipv4', 'tcpv4', 'udpv4'} <= set(r['hash_types']),
+          'rx-flow-hash tcp4/udp4 sdfn: IPv4, TCPv4, UDPv4 on (%s)' % r['hash_types'])
+    return r
 
 
 def send_flows(ns, host, guest):

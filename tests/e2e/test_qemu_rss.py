@@ -12,19 +12,15 @@ packet's virtio_net_hdr_v1_hash equals the reference Toeplitz (read in the guest
 rxhash_probe.c); 8 MB byte-exact both ways."""
 
 import os
-import re
 
 from harness import (HostServers, Netns, QemuGuest, Vnetd, check, guest_addr, guest_kit, host_addr,
                      make_blob, new_qemu, ns_fetch_sha, require_root_and_tun, workdir)
-from rss_kit import (KEY, build_probe, check_flows, check_guest_hashes, guest_hashes, weights)
+from rss_kit import (build_probe, check_flows, check_guest_hashes, guest_hashes,
+                     guest_rss_commands, rss, weights)
 
 MAC = '52:54:00:7a:05:02'
 HOST, GUEST = '10.122.5.1', '10.122.5.2'
 SIZE_MB = 8
-
-
-def rss(vd):
-    return vd.port_info()['p0']['rss']
 
 
 def main():
@@ -61,35 +57,8 @@ def run_guest(g, vd, ns, blob_sha, probe):
     rc, _ = g.run('ping -c 3 -W 10 %s' % HOST, timeout=120)
     check(rc == 0, 'the guest pings the host through vnetd')
 
-    g.run('ethtool -X eth0 equal 2', check=True)
-    t = rss(vd)['indirection_table']
-    check(rss(vd)['steering'] and len(t) == 128 and t == [i % 2 for i in range(128)],
-          "ethtool -X equal 2: vnetd's table alternates rx0/rx1 (%s)" % weights(t))
-    _, out = g.run('ethtool -x eth0', check=True)
-    check('    0:      0     1     0     1' in out, 'ethtool -x reads the equal table back')
-
-    g.run('ethtool -X eth0 hkey %s weight 1 3' % ':'.join('%02x' % b for b in KEY), check=True)
-    r = rss(vd)
+    r = guest_rss_commands(g, vd)
     t = r['indirection_table']
-    check(weights(t) == {0: 32, 1: 96}, 'ethtool -X weight 1 3: 32 entries rx0, 96 rx1 (%s)'
-          % weights(t))
-    check(r['key'] == KEY.hex(), 'ethtool -X hkey: vnetd has the key')
-    _, out = g.run('ethtool -x eth0', check=True)
-    rows = [m.group(1) for m in (re.match(r'^\s*\d+:((?:\s+\d+)+)\s*$', ln)
-                                 for ln in out.splitlines()) if m]
-    guest_t = [int(x) for ln in rows for x in ln.split()]
-    check(guest_t == t, 'ethtool -x reads the weighted table back (%d entries)' % len(guest_t))
-
-    # The driver commits hash types only while NETIF_F_RXHASH is on (virtnet_set_hashflow()).
-    g.run('ethtool -K eth0 rxhash on', check=True)
-    g.run('ethtool -N eth0 rx-flow-hash udp4 sd', check=True)
-    check('udpv4' not in rss(vd)['hash_types'], 'rx-flow-hash udp4 sd: UDPv4 hashing off (%s)'
-          % rss(vd)['hash_types'])
-    g.run('ethtool -N eth0 rx-flow-hash tcp4 sdfn', check=True)
-    g.run('ethtool -N eth0 rx-flow-hash udp4 sdfn', check=True)
-    r = rss(vd)
-    check({'ipv4', 'tcpv4', 'udpv4'} <= set(r['hash_types']),
-          'rx-flow-hash tcp4/udp4 sdfn: IPv4, TCPv4, UDPv4 on (%s)' % r['hash_types'])
     check(r['reporting'], 'vnetd reports the hash in every RX header (HASH_REPORT, types set)')
 
     check_flows(vd, ns, HOST, GUEST, t)

@@ -17,15 +17,12 @@ import re
 
 from harness import (HostServers, Netns, UmlGuest, Vnetd, check, guest_addr, host_addr,
                      make_blob, require_root_and_tun, uml_kit, workdir)
-from rss_kit import (KEY, build_probe, check_flows, check_guest_hashes, guest_hashes, weights)
+from rss_kit import (KEY, build_probe, check_flows, check_guest_hashes, guest_hashes,
+                     guest_rss_commands, rss, weights)
 
 MAC = '52:54:00:72:05:02'
 HOST, GUEST = '10.72.5.1', '10.72.5.2'
 SIZE_MB = 4
-
-
-def rss(vd):
-    return vd.port_info()['p0']['rss']
 
 
 def tap_rx(vd):
@@ -63,36 +60,8 @@ def run_guest(g, vd, ns, blob_sha, probe):
         r['steering'], r['hash_types'], weights(r['indirection_table'])))
     g.run('ethtool -L eth0 combined 2', check=True)
 
-    g.run('ethtool -X eth0 equal 2', check=True)
-    r = rss(vd)
+    r = guest_rss_commands(g, vd)
     t = r['indirection_table']
-    check(r['steering'] and len(t) == 128 and t == [i % 2 for i in range(128)],
-          'ethtool -X equal 2: vnetd\'s table alternates rx0/rx1 (%s)' % weights(t))
-    _, out = g.run('ethtool -x eth0', check=True)
-    check('    0:      0     1     0     1' in out, 'ethtool -x reads the equal table back')
-
-    g.run('ethtool -X eth0 hkey %s weight 1 3' % ':'.join('%02x' % b for b in KEY), check=True)
-    r = rss(vd)
-    t = r['indirection_table']
-    check(weights(t) == {0: 32, 1: 96}, 'ethtool -X weight 1 3: 32 entries rx0, 96 rx1 (%s)'
-          % weights(t))
-    check(r['key'] == KEY.hex(), 'ethtool -X hkey: vnetd has the key')
-    _, out = g.run('ethtool -x eth0', check=True)
-    rows = [m.group(1) for m in (re.match(r'^\s*\d+:((?:\s+\d+)+)\s*$', ln)
-                                 for ln in out.splitlines()) if m]
-    guest_t = [int(x) for ln in rows for x in ln.split()]
-    check(guest_t == t, 'ethtool -x reads the weighted table back (%d entries)' % len(guest_t))
-
-    # The driver commits hash types only while NETIF_F_RXHASH is on (virtnet_set_hashflow()).
-    g.run('ethtool -K eth0 rxhash on', check=True)
-    g.run('ethtool -N eth0 rx-flow-hash udp4 sd', check=True)
-    check('udpv4' not in rss(vd)['hash_types'], 'rx-flow-hash udp4 sd: UDPv4 hashing off (%s)'
-          % rss(vd)['hash_types'])
-    g.run('ethtool -N eth0 rx-flow-hash tcp4 sdfn', check=True)
-    g.run('ethtool -N eth0 rx-flow-hash udp4 sdfn', check=True)
-    r = rss(vd)
-    check({'ipv4', 'tcpv4', 'udpv4'} <= set(r['hash_types']),
-          'rx-flow-hash tcp4/udp4 sdfn: IPv4, TCPv4, UDPv4 on (%s)' % r['hash_types'])
 
     # 64 flows: where the reference Toeplitz over vnetd's table says, within 10 points.
     a, ta = vd.stats(), tap_rx(vd)
