@@ -264,7 +264,18 @@ def buf(f, n=256):
     return f.mem.alloc(n)
 
 
-def run_case(env, name, fn, log, nolog):
+def good_after_case(env, res):
+    """Steps (4)-(5) after a case: p1 still passes good traffic, a new good p0 works, and both
+    frontends are gone before the fd count."""
+    env.good_p1(res, '(4) p1')
+    env.good_p0(res)
+    env.wait_disconnected('p0')
+    env.wait_disconnected('p1')
+
+
+def run_case(env, name, fn, log, nolog, after=good_after_case):
+    """One case, then the checks every case gets: (1) vnetd alive, (2) its log line, after()'s
+    good traffic (good_after_case: (4) p1, (5) a new good p0), (6) fds and mappings."""
     print('--- %s' % name, flush=True)
     res = Result(name)
     mark = env.log_size()
@@ -286,6 +297,52 @@ def run_case(env, name, fn, log, nolog):
         env.stop()
         env.start()
         return res
+    after(env, res)
+    fds = env.settled_fd_count(env.idle_fds)
+    maps = env.memfd_maps()
+    res.check(fds == env.idle_fds and not maps,
+              '(6) fds back to idle (%d, idle %d), no memfd mapped (%d)' % (fds, env.idle_fds, len(maps)))
+    if fds != env.idle_fds:
+        env.idle_fds = fds  # report each leak once, at the case that caused it
+    return res
+
+
+def run_suite(env, cases, title, after=good_after_case):
+    """Every case of cases [(name, fn, log, nolog)] named on the command line (all without
+    arguments) through run_case(), then the final checks (alive, fds, mappings, clean SIGTERM)
+    and the summary. env is started here. Return: the exit status (1 if any case failed)."""
+    t_start = time.monotonic()
+    env.start()
+    print('vnetd pid %d, idle fds %d, log %s' % (env.pid(), env.idle_fds, env.vd.log_path))
+    results, only = [], sys.argv[1:]
+    try:
+        last = 0.0
+        for name, fn, log, nolog in cases:
+            if only and not any(o.lower() in name.lower() for o in only):
+                continue
+            # vnetd rate-limits guest log lines to 5/s per call site: keep cases >= 0.25 s apart.
+            time.sleep(max(0.0, 0.25 - (time.monotonic() - last)))
+            last = time.monotonic()
+            results.append(run_case(env, name, fn, log, nolog, after))
+        final = Result('final')
+        final.check(env.vd.alive(), 'vnetd still running at the end')
+        if env.vd.alive():
+            fds, maps = env.settled_fd_count(env.idle_fds), env.memfd_maps()
+            final.check(fds == env.idle_fds, 'fd count at the end %d == idle %d' % (fds, env.idle_fds))
+            final.check(not maps, 'no memfd mappings left in /proc/PID/maps %s' % maps)
+    finally:
+        rc = env.stop()
+    final.check(rc == 0, 'vnetd shut down cleanly on SIGTERM (status %s; a sanitizer build '
+                'reports leaks or errors here)' % rc)
+    results.append(final)
+    bad = [r for r in results if r.failures]
+    print('\n%s summary: %d cases (incl. final checks), %d failed, %.1f s'
+          % (title, len(results), len(bad), time.monotonic() - t_start))
+    for r in results:
+        print('  %-4s %s' % ('FAIL' if r.failures else 'ok', r.name))
+        for x in r.failures:
+            print('         - ' + x)
+    return 1 if bad else 0
     env.good_p1(res, '(4) p1')
     env.good_p0(res)
     env.wait_disconnected('p0')

@@ -5,11 +5,10 @@ driver, p1 and p2 good), packed frontends, byte-exact traffic checks (test_hosti
 import os
 import re
 import time
-import traceback
 
 import hostile_env
 import vhost_user_client as vu
-from hostile_env import Result, expect_alive_conn, expect_broken
+from hostile_env import expect_alive_conn, expect_broken
 from vhost_user_client import (RX_Q, TX_Q, NET_HDR_LEN, VirtioNetFrontend, VhostUserError,
                                ether_frame)
 
@@ -326,31 +325,12 @@ def suppression_phases(env, res, f, q, produce, phases):
                       % (label, n, calls))
 
 
-def run_case(env, name, fn, log, nolog):
-    """One case, then the checks every case gets: (1) vnetd alive, (2) its log line, (4) good
-    traffic between p1 and p2 (bounded waits, no timing asserted), (5) a new good p0, (6) fds
-    and mappings."""
-    print('--- %s' % name, flush=True)
-    res = Result(name)
-    mark = env.log_size()
-    try:
-        fn(env, res)
-    except Exception as e:  # a case that cannot even run is a failure, not a crash of the test
-        res.check(False, 'case raised %s: %s' % (type(e).__name__, e))
-        traceback.print_exc()
-    finally:
-        env.close_hostile()
-    alive = res.check(env.vd.alive(), '(1) vnetd still running')
-    if log:
-        m = env.wait_log(mark, log)
-        res.check(bool(m), '(2) logged: %s' % (m.group(0).strip() if m else '/%s/ (no such line)' % log))
-    else:
-        res.note('(2) no log line expected: %s' % nolog)
-    if not alive:
-        res.note('vnetd died (rc %r); log tail:\n%s' % (env.vd.proc.poll(), env.log_since(mark)[-1500:]))
-        env.stop()
-        env.start()
-        return res
+def packed_after_case(env, res):
+    """Steps (4)-(5) after a packed case (hostile_env.run_case()): good traffic between p1 and
+    p2 (bounded waits, no timing asserted), a new good p0, every frontend gone."""
+    good_traffic(env, res, '(4)')
+    good_p0(env, res)
+    env.wait_disconnected_all()
     good_traffic(env, res, '(4)')
     good_p0(env, res)
     env.wait_disconnected_all()

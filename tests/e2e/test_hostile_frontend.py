@@ -22,7 +22,7 @@ import threading
 import time
 
 from hostile_env import *  # noqa: F401,F403 (the cases use the whole kit)
-from hostile_env import Env, Result, run_case
+from hostile_env import Env, Result, run_suite
 from harness import SKIP, VNETCTL, VNETD, workdir
 
 
@@ -1685,42 +1685,7 @@ def main():
     if not (hasattr(os, 'memfd_create') and hasattr(os, 'eventfd')):
         print('SKIP: needs Python >= 3.10 on Linux (os.memfd_create, os.eventfd)')
         return SKIP
-    t_start = time.monotonic()
-    env = Env(workdir('hostile'))
-    env.start()
-    idle_first = env.idle_fds
-    print('vnetd pid %d, idle fds %d, log %s' % (env.pid(), idle_first, env.vd.log_path))
-    results = []
-    only = sys.argv[1:]
-    try:
-        last = 0.0
-        for name, fn, log, nolog in CASES:
-            if only and not any(o.lower() in name.lower() for o in only):
-                continue
-            # vnetd rate-limits guest log lines to 5/s per call site: keep cases >= 0.25 s apart.
-            time.sleep(max(0.0, 0.25 - (time.monotonic() - last)))
-            last = time.monotonic()
-            results.append(run_case(env, name, fn, log, nolog))
-        final = Result('final')
-        final.check(env.vd.alive(), 'vnetd still running at the end')
-        if env.vd.alive():
-            fds, maps = env.settled_fd_count(env.idle_fds), env.memfd_maps()
-            final.check(fds == env.idle_fds, 'fd count at the end %d == idle %d' % (fds, env.idle_fds))
-            final.check(not maps, 'no memfd mappings left in /proc/PID/maps %s' % maps)
-    finally:
-        rc = env.stop()
-    final.check(rc == 0, 'vnetd shut down cleanly on SIGTERM (status %s; a sanitizer build '
-                'reports leaks or errors here)' % rc)
-    results.append(final)
-    dt = time.monotonic() - t_start
-    bad = [r for r in results if r.failures]
-    print('\nhostile-frontend summary: %d cases (incl. final checks), %d failed, %.1f s'
-          % (len(results), len(bad), dt))
-    for r in results:
-        print('  %-4s %s' % ('FAIL' if r.failures else 'ok', r.name))
-        for f in r.failures:
-            print('         - ' + f)
-    return 1 if bad else 0
+    return run_suite(Env(workdir('hostile')), CASES, 'hostile-frontend')
 
 
 if __name__ == '__main__':

@@ -2,7 +2,7 @@
 """Hostile packed-ring drivers (issue 22) against one vnetd with three packed switch ports.
 
 Each case drives port p0 with a packed virtqueue driver in Python (vu_packed.PackedRing) that
-does one bad (or legal but unusual) thing. After every case (hostile_packed_env.run_case):
+does one bad (or legal but unusual) thing. After every case (hostile_env.run_case() with packed_after_case):
   (1) vnetd is still running,
   (2) it logged one clear line (rate-limited log_guest) or the case says why none is expected,
   (3) the case's own verdict: the bad queue is broken ("broken" in stats: NEEDS_RESET, queue
@@ -26,14 +26,13 @@ hostile_packed_env.py. Needs no root and no guest: switch ports create no interf
 
 import os
 import sys
-import time
 
 from harness import SKIP, VNETCTL, VNETD, workdir
-from hostile_env import Result, expect_alive_conn, expect_broken
+from hostile_env import expect_alive_conn, expect_broken, run_suite
 from hostile_packed_env import (COAL_USECS, PACKED, PACKED_EVENT_IDX, PACKED_INDIRECT,
                                 PACKED_IN_ORDER, CASES, PackedEnv, RxBuffers, broken_log, buf,
                                 case, chain_case, expect_not_broken, fence, frame_to,
-                                kick_and_settle, nothing_consumed, run_case, rx_producer,
+                                kick_and_settle, nothing_consumed, packed_after_case, rx_producer,
                                 send_from_p1, suppression_phases, tx_buf, tx_producer)
 import vhost_user_client as vu
 from vhost_user_client import CTRL_Q, NET_HDR_LEN, RX_Q, TX_Q, VirtioNetFrontend
@@ -405,39 +404,8 @@ def main():
     if not (hasattr(os, 'memfd_create') and hasattr(os, 'eventfd')):
         print('SKIP: needs Python >= 3.10 on Linux (os.memfd_create, os.eventfd)')
         return SKIP
-    t_start = time.monotonic()
-    env = PackedEnv(workdir('hostile-packed'))
-    env.start()
-    print('vnetd pid %d, idle fds %d, log %s' % (env.pid(), env.idle_fds, env.vd.log_path))
-    results, only = [], sys.argv[1:]
-    try:
-        last = 0.0
-        for name, fn, log, nolog in CASES:
-            if only and not any(o.lower() in name.lower() for o in only):
-                continue
-            # vnetd rate-limits guest log lines to 5/s per call site: keep cases >= 0.25 s apart.
-            time.sleep(max(0.0, 0.25 - (time.monotonic() - last)))
-            last = time.monotonic()
-            results.append(run_case(env, name, fn, log, nolog))
-        final = Result('final')
-        final.check(env.vd.alive(), 'vnetd still running at the end')
-        if env.vd.alive():
-            fds, maps = env.settled_fd_count(env.idle_fds), env.memfd_maps()
-            final.check(fds == env.idle_fds, 'fd count at the end %d == idle %d' % (fds, env.idle_fds))
-            final.check(not maps, 'no memfd mappings left in /proc/PID/maps %s' % maps)
-    finally:
-        rc = env.stop()
-    final.check(rc == 0, 'vnetd shut down cleanly on SIGTERM (status %s; a sanitizer build '
-                'reports leaks or errors here)' % rc)
-    results.append(final)
-    bad = [r for r in results if r.failures]
-    print('\nhostile-packed summary: %d cases (incl. final checks), %d failed, %.1f s'
-          % (len(results), len(bad), time.monotonic() - t_start))
-    for r in results:
-        print('  %-4s %s' % ('FAIL' if r.failures else 'ok', r.name))
-        for x in r.failures:
-            print('         - ' + x)
-    return 1 if bad else 0
+    return run_suite(PackedEnv(workdir('hostile-packed')), CASES, 'hostile-packed',
+                     after=packed_after_case)
 
 
 if __name__ == '__main__':
