@@ -376,16 +376,9 @@ int vnet_dev_receive_frame_on(struct vnet_dev *dev, unsigned pair,
 	return receive_frame(dev, hdr_in, iov, iovcnt, off, frame_len, (int)pair);
 }
 
-/**
- * vnet_dev_receive() - deliver one packet, 12-byte virtio_net_hdr_v1 first, to the guest
- * @dev: the device
- * @iov: the header and the frame
- * @iovcnt: entries of @iov
- *
- * Context: the thread that owns the device.
- * Return: as vnet_dev_receive_frame().
- */
-int vnet_dev_receive(struct vnet_dev *dev, const struct iovec *iov, unsigned iovcnt)
+/* A packet with its 12-byte header first: checked, then receive_frame() (forced as there). */
+static int receive_packet(struct vnet_dev *dev, const struct iovec *iov, unsigned iovcnt,
+			  int forced)
 {
 	struct virtio_net_hdr_v1 hdr;
 	size_t total = iov_length(iov, iovcnt);
@@ -397,7 +390,21 @@ int vnet_dev_receive(struct vnet_dev *dev, const struct iovec *iov, unsigned iov
 		return 1;
 	}
 	iov_copy_from(iov, iovcnt, 0, &hdr, sizeof(hdr));
-	return vnet_dev_receive_frame(dev, &hdr, iov, iovcnt, VNET_HDR_LEN, total - VNET_HDR_LEN);
+	return receive_frame(dev, &hdr, iov, iovcnt, VNET_HDR_LEN, total - VNET_HDR_LEN, forced);
+}
+
+/**
+ * vnet_dev_receive() - deliver one packet, 12-byte virtio_net_hdr_v1 first, to the guest
+ * @dev: the device
+ * @iov: the header and the frame
+ * @iovcnt: entries of @iov
+ *
+ * Context: the thread that owns the device.
+ * Return: as vnet_dev_receive_frame().
+ */
+int vnet_dev_receive(struct vnet_dev *dev, const struct iovec *iov, unsigned iovcnt)
+{
+	return receive_packet(dev, iov, iovcnt, -1);
 }
 
 /**
@@ -416,19 +423,8 @@ int vnet_dev_receive(struct vnet_dev *dev, const struct iovec *iov, unsigned iov
 int vnet_dev_receive_pair(struct vnet_dev *dev, unsigned pair, const struct iovec *iov,
 			  unsigned iovcnt)
 {
-	struct virtio_net_hdr_v1 hdr;
-	size_t total = iov_length(iov, iovcnt);
-
-	if (pair >= dev->active_pairs || dev->rss.steer)
-		return vnet_dev_receive(dev, iov, iovcnt);
-	if (total < VNET_HDR_LEN + 14 || total - VNET_HDR_LEN > VNET_MAX_FRAME) {
-		if (dev->rx_cache.n)
-			net_rx_cache_release(dev, &dev->queues[0]);
-		stat_inc(&dev->queues[0].stats.dropped);
-		return 1;
-	}
-	iov_copy_from(iov, iovcnt, 0, &hdr, sizeof(hdr));
-	return receive_frame(dev, &hdr, iov, iovcnt, VNET_HDR_LEN, total - VNET_HDR_LEN, (int)pair);
+	return receive_packet(dev, iov, iovcnt,
+			      pair >= dev->active_pairs || dev->rss.steer ? -1 : (int)pair);
 }
 
 /* ---- Direct receive: the backend reads straight into reserved guest buffers ---------------- */
