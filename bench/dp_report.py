@@ -22,8 +22,9 @@ COLOR = {'vnetd': '#1f77b4', 'vnetd-poll50': '#6baed6', 'vnetd-poll200': '#08306
 # The xdp path compares two vnetd backends on one veth: AF_XDP ('vnetd') and the tap ('tap').
 XDP_IMPLS = ('vnetd', 'tap')
 XDP_MAX_FRAME = 3840  # src/xdp.h XDP_PORT_MAX_FRAME
-# A path with another ring layout than split compares vnetd with DPDK's vhost PMD only.
-LAYOUT_IMPLS = ('vnetd', 'dpdk')
+# A path with another ring layout than split compares vnetd (event-driven and --poll-us 50) with
+# DPDK's vhost PMD only.
+LAYOUT_IMPLS = ('vnetd', 'vnetd-poll50', 'dpdk')
 
 
 def impls_of(p, impls=IMPLS):
@@ -243,8 +244,9 @@ def targets_datapath(summary, ratios, resdir, cg=None):
             continue
         for s in (64, 1500):
             for m, name in (('mpps_per_core', 'per_core'), ('mpps', 'abs')):
-                t['%s_%s_vs_dpdk_%s_%d' % (b, layout_key(layout), name, s)] = ratio(
-                    med('%s/%d' % (p, s), 'vnetd', m), med('%s/%d' % (p, s), 'dpdk', m))
+                for impl, tail in (('vnetd', ''), ('vnetd-poll50', '_poll50')):
+                    t['%s_%s_vs_dpdk_%s_%d%s' % (b, layout_key(layout), name, s, tail)] = ratio(
+                        med('%s/%d' % (p, s), impl, m), med('%s/%d' % (p, s), 'dpdk', m))
     for k, c in sorted((cg or {}).items()):
         if c.get('kind') == 'switch' and 'ir_per_packet_median' in c:
             t['%s_ir_per_packet' % layout_key(c.get('layout', 'split'))] = \
