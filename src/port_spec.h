@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "port.h"
+#include "port_spec_keys.h" /* port_spec_parse_ulong() and the plain value parsers */
 
 /*
  * port_spec_parse() - SPEC ("socket=PATH,tap=IFNAME|xdp=IFNAME|switch,KEY=VALUE...") into *pc (fully
@@ -37,14 +38,5 @@ void port_spec_derive_mac(struct port_config *pc, unsigned index,
 int port_spec_runtime(const char *spec, unsigned index, struct port_config *pc,
 		      const struct port_config *const *others, const unsigned *other_index,
 		      unsigned n, char *err, size_t err_len);
-
-/* port_spec_parse_ulong() - decimal digits only, within [min, max]; false otherwise. */
-bool port_spec_parse_ulong(const char *s, unsigned long min, unsigned long max, unsigned long *out);
-
-/* port_spec_parse_group() - a numeric gid or a group name (getgrnam()); false if neither. */
-bool port_spec_parse_group(const char *s, long *gid);
-
-/* port_spec_parse_mode() - octal permission bits, at most 0777; false otherwise. */
-bool port_spec_parse_mode(const char *s, unsigned *mode);
 
 #endif
