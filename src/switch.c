@@ -4,7 +4,6 @@
 
 #include <assert.h>
 #include <errno.h>
-#include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -16,8 +15,6 @@
 #include "stat_atomic.h"
 #include "switch_fdb.h"
 #include "switch_internal.h"
-#include "switch_ips.h"
-#include "switch_lladdr.h"
 #include "switch_xq.h"
 #include "virtio_net_defs.h"
 #include "vnet_dev.h"
@@ -26,10 +23,11 @@
 /*
  * An L2 learning switch forwarding frames between vnetd ports: what runs for every frame, on
  * the workers' threads. The switch and its ports themselves (create, attach, detach, counters)
- * are switch_port.c's; their state is in switch_internal.h.
+ * are switch_port.c's; the slow parts of the port policies (drops and their log lines, storm
+ * control's refill, the ARP/ND, ips= and access-port checks) switch_policy.c's; their state is
+ * in switch_internal.h.
  */
 
-#define SW_MIN_FRAME 14	   /* an Ethernet header */
 #define SW_MAX_FRAME 65536 /* the largest frame a port takes */
 #define SW_FLOOD 0xffffu   /* cross-worker tag: every port of the receiving worker */
 
@@ -52,24 +50,6 @@ struct sw_packet {
 
 /* ---- Flow cache in front of the FDB -------------------------------------------------------- */
 
-/* The FDB did not learn p's source MAC (or only in place of one of p's): said once a port. */
-static __attribute__((noinline, cold)) void learn_refused(struct switch_port *p,
-							  enum fdb_refusal why)
-{
-	struct fdb_port lim;
-
-	p->refusal_logged[why == FDB_OVER_RATE] = true;
-	fdb_port_read(&p->sw->fdb, p->slot, &lim);
-	if (why == FDB_AT_LIMIT)
-		log_guest("switch %s: holds max-macs=%u MACs: new source MACs only replace its own "
-			  "(or are not learned; frames to them flood)",
-			  p->name, (unsigned)lim.max_macs);
-	else
-		log_guest("switch %s: teaches new source MACs faster than learn-rate=%u a second: "
-			  "the rest are not learned (frames to them flood)",
-			  p->name, (unsigned)lim.learn_rate);
-}
-
 /*
  * learn_cached()'s miss: a MAC refused a moment ago (a limit) gets the same answer until the
  * retry time or a change of its set, so a port sending on from a MAC it may not teach costs a
@@ -88,7 +68,7 @@ static __attribute__((noinline)) void learn_miss(struct vnet_switch *sw, struct 
 	p->src_hit = fdb_learn(&sw->fdb, p->home->slot, mac, now, &p->src_ver, &why, &p->src_retry_ns);
 	memcpy(p->src_mac, mac, SW_ETH_ALEN);
 	if (why != FDB_LEARNT && !p->refusal_logged[why == FDB_OVER_RATE])
-		learn_refused(p, why);
+		sw_learn_refused(p, why);
 }
 
 /*
@@ -155,18 +135,6 @@ static inline __attribute__((always_inline)) bool psec_allowed(const struct swit
 	return false;
 }
 
-/*
- * The source MAC of p's frame is neither the port's own nor allowed: dropped, counted and logged
- * (rate-limited). A multicast source always ends here (allowed-macs= holds unicast MACs only).
- */
-static __attribute__((noinline, cold)) void psec_drop(struct switch_port *p, const uint8_t *mac)
-{
-	stat_inc(&p->spoofed);
-	log_guest("switch %s: dropped a frame from source MAC %02x:%02x:%02x:%02x:%02x:%02x: not "
-		  "the port's (port security)",
-		  p->name, mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]);
-}
-
 /* IPv4's EtherType, 0x0800, as its two bytes read into a uint16_t in memory order. */
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define SW_ET_IPV4 0x0008
@@ -174,63 +142,7 @@ static __attribute__((noinline, cold)) void psec_drop(struct switch_port *p, con
 #define SW_ET_IPV4 0x0800
 #endif
 
-/*
- * A port-secured port's frame that is not IPv4: if ARP or ND (or tagged), whether the
- * link-layer addresses it claims are the port's (switch_lladdr.c has the rules); dropped,
- * counted and logged (rate-limited) if not. Out of line: IPv4 never comes here.
- */
-static __attribute__((noinline)) bool lladdr_pass(struct switch_port *p, const struct iovec *iov,
-						  unsigned iovcnt, size_t off, size_t len)
-{
-	const struct switch_mac_set macs = {p->psec_mac, p->allowed, p->n_allowed};
-	unsigned et = (unsigned)p->macs[12] << 8 | p->macs[13];
-	const char *why;
-	uint8_t nh;
-
-	if (!switch_lladdr_inspects(et))
-		return true;
-	/* IPv6 whose next header is neither ICMPv6 nor an option header (TCP, UDP...): one byte. */
-	if (et == 0x86dd && iov_copy_from(iov, iovcnt, off + SW_MIN_FRAME + 6, &nh, 1) == 1 &&
-	    !switch_lladdr_ipv6_nh(nh))
-		return true;
-	why = switch_lladdr_check(iov, iovcnt, off, len, &macs);
-	if (!why)
-		return true;
-	stat_inc(&p->arp_nd_spoofed);
-	log_guest("switch %s: dropped %s (port security)", p->name, why);
-	return false;
-}
-
 /* ---- Storm control ------------------------------------------------------------------------ */
-
-#define SW_NS 1000000000ull
-
-/*
- * Refill p's bucket for the time since the last refill (at most one second's worth: the
- * bucket's depth). Out of line: once per tick of the worker's clock (a coarse one), not a frame.
- */
-static __attribute__((noinline)) void storm_refill(struct switch_port *p, uint64_t now)
-{
-	uint64_t cap = (uint64_t)p->flood_rate * SW_NS;
-
-	if (now > p->flood_ns) {
-		uint64_t dt = now - p->flood_ns;
-
-		p->flood_credit = dt >= SW_NS ? cap : p->flood_credit + dt * p->flood_rate;
-		if (p->flood_credit > cap)
-			p->flood_credit = cap;
-		p->flood_ns = now;
-	}
-}
-
-/* The log line for p's drops: at most one a second per port, timed by the worker's clock. */
-static __attribute__((noinline, cold)) void storm_log(struct switch_port *p, uint64_t now)
-{
-	p->storm_log_ns = now + SW_NS;
-	log_guest("switch %s: floods (broadcast, multicast, unknown unicast) over flood-rate=%u a "
-		  "second: dropped (storm control; %" PRIu64 " so far)",
-		  p->name, p->flood_rate, stat_read(&p->storm_dropped));
-}
 
 /*
  * p has a flood-rate: take one frame's token from its bucket. False: over the rate, the frame
@@ -240,58 +152,14 @@ static __attribute__((noinline, cold)) void storm_log(struct switch_port *p, uin
 static inline __attribute__((always_inline)) bool storm_take(struct switch_port *p, uint64_t now)
 {
 	if (__builtin_expect(now != p->flood_ns, 0))
-		storm_refill(p, now);
+		sw_storm_refill(p, now);
 	if (p->flood_credit < SW_NS) { /* no hint: in a storm, the common case */
 		stat_inc(&p->storm_dropped);
 		if (now >= p->storm_log_ns)
-			storm_log(p, now);
+			sw_storm_log(p, now);
 		return false;
 	}
 	p->flood_credit -= SW_NS;
-	return true;
-}
-
-/* ---- IP anti-spoofing ---------------------------------------------------------------------- */
-
-/*
- * p has an ips= list: whether its frame may leave (switch_ips.c has the rules); dropped, counted
- * and logged (rate-limited) if not. Out of line: only the ips ops tables call it.
- */
-static __attribute__((noinline)) bool ips_pass(struct switch_port *p, const struct iovec *iov,
-					       unsigned iovcnt, size_t off, size_t len)
-{
-	uint8_t hdr[SWITCH_IPS_HDR];
-	size_t n = iov_copy_from(iov, iovcnt, off, hdr, len < sizeof(hdr) ? len : sizeof(hdr));
-	const char *why = switch_ips_check(p->ips, p->n_ips, hdr, n);
-
-	if (!why)
-		return true;
-	stat_inc(&p->ip_spoofed);
-	log_guest("switch %s: dropped %s (IP anti-spoofing)", p->name, why);
-	return false;
-}
-
-/* ---- Access ports (vlan=N) -------------------------------------------------------------- */
-
-/*
- * An access port's frame: true (dropped, counted, logged rate-limited) when its ethertype is a
- * VLAN tag's (802.1Q 0x8100, 802.1ad 0x88a8, the old QinQ 0x9100): the guest of an access port
- * sends untagged frames only. Out of line: access ports only.
- */
-static __attribute__((noinline)) bool access_tagged(struct switch_port *p, const struct iovec *iov,
-						    unsigned iovcnt, size_t off)
-{
-	uint8_t et[2];
-	unsigned type;
-
-	iov_copy_from(iov, iovcnt, off + 2 * SW_ETH_ALEN, et, sizeof(et));
-	type = (unsigned)et[0] << 8 | et[1];
-	if (type != 0x8100 && type != 0x88a8 && type != 0x9100)
-		return false;
-	stat_inc(&p->tagged_dropped);
-	log_guest("switch %s: dropped a VLAN-tagged frame (ethertype 0x%04x) from an access port "
-		  "(vlan=): its guest sends untagged frames only",
-		  p->name, type);
 	return true;
 }
 
@@ -644,11 +512,11 @@ transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size
 
 		if (__builtin_expect(!mac_eq(src_mac, src->psec_mac), 0) &&
 		    !psec_allowed(src, src_mac)) {
-			psec_drop(src, src_mac);
+			sw_psec_drop(src, src_mac);
 			return 0;
 		}
 		memcpy(&et, src->macs + 2 * SW_ETH_ALEN, sizeof(et));
-		if (__builtin_expect(et != SW_ET_IPV4, 0) && !lladdr_pass(src, iov, iovcnt, off, len))
+		if (__builtin_expect(et != SW_ET_IPV4, 0) && !sw_lladdr_pass(src, iov, iovcnt, off, len))
 			return 0;
 	}
 	now = own->now_ns;
@@ -658,9 +526,9 @@ transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size
 	 */
 	if (storm && src->flood_rate && (dst_mac[0] & 1) && !storm_take(src, now))
 		return 0;
-	if (storm && src->access && access_tagged(src, iov, iovcnt, off))
+	if (storm && src->access && sw_access_tagged(src, iov, iovcnt, off))
 		return 0;
-	if (ips && !ips_pass(src, iov, iovcnt, off, len))
+	if (ips && !sw_ips_pass(src, iov, iovcnt, off, len))
 		return 0;
 	learn_cached(sw, src, src_mac, now, xw);
 	if (!(dst_mac[0] & 1)) {

@@ -5,7 +5,8 @@
 
 /*
  * Only the switch's own files include this: switch.c (the data path: flow cache, delivery,
- * transmit) and switch_port.c (the switch and its ports: create, attach, detach, counters).
+ * transmit), switch_policy.c (the out-of-line parts of its port policies) and switch_port.c
+ * (the switch and its ports: create, attach, detach, counters).
  * To the rest of vnetd a switch and its ports are the opaque handles of switch.h.
  */
 
@@ -20,6 +21,8 @@
 
 #define SW_ETH_ALEN FDB_ETH_ALEN
 #define SW_MAGIC 0x73776974u /* "swit": catches a tap handle passed to the switch */
+#define SW_MIN_FRAME 14	      /* an Ethernet header */
+#define SW_NS 1000000000ull   /* a second in ns (storm control's credit per frame) */
 
 struct sw_packet; /* a queued frame's buffer (switch.c) */
 struct xq;
@@ -161,5 +164,35 @@ void switch_queue_clear(struct switch_port *p);
 
 /* switch_pool_free() - free a worker's pool of packet buffers (switch.c's pool). */
 void switch_pool_free(struct sw_worker *w);
+
+/*
+ * The out-of-line parts of the port policies (switch_policy.c), for switch.c's transmit: each
+ * called only on a port that has the policy, cold where it only counts and logs a drop.
+ */
+struct iovec;
+
+/* sw_learn_refused() - the FDB did not learn p's source MAC: said once a port. */
+__attribute__((noinline, cold)) void sw_learn_refused(struct switch_port *p, enum fdb_refusal why);
+
+/* sw_psec_drop() - p's frame from source MAC mac, not the port's: dropped, counted, logged. */
+__attribute__((noinline, cold)) void sw_psec_drop(struct switch_port *p, const uint8_t *mac);
+
+/* sw_lladdr_pass() - a port-secured port's non-IPv4 frame: do its ARP/ND addresses pass? */
+__attribute__((noinline)) bool sw_lladdr_pass(struct switch_port *p, const struct iovec *iov,
+					      unsigned iovcnt, size_t off, size_t len);
+
+/* sw_storm_refill() - refill p's flood-rate bucket up to now (once per tick of the clock). */
+__attribute__((noinline)) void sw_storm_refill(struct switch_port *p, uint64_t now);
+
+/* sw_storm_log() - the log line for p's storm-control drops (at most one a second). */
+__attribute__((noinline, cold)) void sw_storm_log(struct switch_port *p, uint64_t now);
+
+/* sw_ips_pass() - p has an ips= list: may its frame leave? (dropped, counted, logged if not) */
+__attribute__((noinline)) bool sw_ips_pass(struct switch_port *p, const struct iovec *iov,
+					   unsigned iovcnt, size_t off, size_t len);
+
+/* sw_access_tagged() - an access port's frame carries a VLAN tag (dropped, counted, logged). */
+__attribute__((noinline)) bool sw_access_tagged(struct switch_port *p, const struct iovec *iov,
+						unsigned iovcnt, size_t off);
 
 #endif
