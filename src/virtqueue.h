@@ -253,23 +253,29 @@ static inline bool vq_chain_one(const struct guest_mem *mem, const struct vring_
 }
 
 /*
- * vq_prefetch_head() - hint the CPU to fetch the first 128 bytes descriptor head points at
+ * vq_prefetch_desc() - hint the CPU to fetch the first 128 bytes descriptor head (below num) points at
  * (inside the hot region): the data arrives while the current packet is copied. Trusts nothing
  * it reads: a wrong guess costs a cache miss, and prefetching never faults.
  */
-static inline __attribute__((always_inline)) void vq_prefetch_head(const struct virtqueue *vq,
+static inline __attribute__((always_inline)) void vq_prefetch_desc(const struct virtqueue *vq,
 								   unsigned head)
 {
 	const struct guest_mem_region *r = &vq->mem->hot; /* size 0: nothing to prefetch */
 	uint64_t off;
 
-	if (head >= vq->num)
-		return;
 	off = le64toh(__atomic_load_n(&vq->desc[head].addr, __ATOMIC_RELAXED)) - r->gpa;
 	if (off >= r->size || r->size - off < 128)
 		return;
 	__builtin_prefetch(r->host + off);
 	__builtin_prefetch(r->host + off + 64);
+}
+
+/* vq_prefetch_head() - vq_prefetch_desc() for a head read from the ring (checked here). */
+static inline __attribute__((always_inline)) void vq_prefetch_head(const struct virtqueue *vq,
+								   unsigned head)
+{
+	if (head < vq->num)
+		vq_prefetch_desc(vq, head);
 }
 
 /*
@@ -370,7 +376,8 @@ static inline __attribute__((always_inline)) bool vq_split_pop_one(struct virtqu
 	if (vq->shadow_avail == vq->last_avail)
 		return false;
 	head = VQ_READ_ONCE_U16(&vq->avail->ring[vq->last_avail & mask]);
-	if (head >= vq->num || (in_order && head != vq->io_next))
+	/* IN_ORDER: io_next is below num (or VQ_IO_ANY, which no head equals). */
+	if (in_order ? head != vq->io_next : head >= vq->num)
 		return false;
 	d = vq_desc_read(vq->desc, head);
 	if (!vq_chain_one(vq->mem, &d, chain))
@@ -381,9 +388,12 @@ static inline __attribute__((always_inline)) bool vq_split_pop_one(struct virtqu
 		/* One descriptor: IN_ORDER's next chain starts right after it. */
 		vq->io_next = (uint16_t)((head + 1) & mask);
 	}
-	if (vq->shadow_avail != vq->last_avail) /* IN_ORDER: the next chain's head is known */
-		vq_prefetch_head(vq, in_order ? vq->io_next :
-				 VQ_READ_ONCE_U16(&vq->avail->ring[vq->last_avail & mask]));
+	if (vq->shadow_avail == vq->last_avail)
+		return true;
+	if (in_order) /* the next chain's head is known, and below num */
+		vq_prefetch_desc(vq, vq->io_next);
+	else
+		vq_prefetch_head(vq, VQ_READ_ONCE_U16(&vq->avail->ring[vq->last_avail & mask]));
 	return true;
 }
 
