@@ -5,10 +5,12 @@
 # Set-ups (each started afresh for every measurement, torn down after it):
 #   switch  vnetd `--port socket=A,switch --port socket=B,switch` | peer: dpdk-testpmd with
 #           net_vhost0/1 on A and B in io forwarding. Source: one dpdk-testpmd with two
-#           virtio-user ports on A and B in flowgen mode: each port drains its RX ring and
-#           transmits to the other port's MAC (--eth-peer), so both directions are loaded and the
-#           switch forwards (after learning both MACs from the first frames). Rate = frames the
-#           source received on both ports.
+#           virtio-user ports on A and B, by default in macswap mode (--switch-source): each
+#           port sends 4 bursts from its own MAC to the other's, and every frame received goes
+#           back out of the port it came in with its MACs swapped, so 256 frames circle through
+#           both directions and the switch forwards by learnt MACs, as between VMs
+#           (dp_stacks.SOURCES; --switch-source flowgen: one constant MAC pair on both ports,
+#           every frame flooded). Rate = frames the source received on both ports.
 #   tap     vnetd `--port socket=T,tap=vtap0` in a network namespace this script creates | peer:
 #           testpmd net_vhost0 on T + net_tap0 (dtap0, own namespace) in io forwarding. Source: one
 #           virtio-user port in txonly. Rate = the tap's rx_packets (what the kernel got).
@@ -154,6 +156,15 @@ def parse_args():
     ap.add_argument('--cg-packets', type=int, help='packets per callgrind run (default 200000)')
     ap.add_argument('--cg-runs', type=int, help='callgrind runs per path (default 3)')
     ap.add_argument('--cg-size', type=int, default=64, help='frame size for callgrind (default 64)')
+    ap.add_argument('--switch-source', choices=sorted(dp_stacks.SOURCES), default='macswap',
+                    help='the switch path\'s traffic (bench/dp_stacks.py SOURCES): macswap = a '
+                         'closed loop, each port sending from its own MAC to the other\'s, as '
+                         'VMs do (default); flowgen = DPDK 22.11 flowgen, one constant MAC pair '
+                         'on both ports (every frame flooded, its source MAC moving: the rows '
+                         'before 2026-12-03 13:00)')
+    ap.add_argument('--bursts', type=int, default=4,
+                    help='macswap: bursts of 32 frames each port sends first (default 4: 256 '
+                         'frames in flight, within the 256-entry rings)')
     ap.add_argument('--layouts', default='split,packed',
                     help='ring layouts of the switch path\'s throughput rows, of %s (default '
                          'split,packed; split is always measured; the others for vnetd and '
@@ -171,6 +182,10 @@ def parse_args():
     # --quick changes only the defaults: explicit options win
     defaults = dict(reps=3, duration=5, warmup=1, slices=5, cg_packets=200000, cg_runs=3,
                     quiet_wait=30)
+    if args.bursts < 1 or args.bursts > 4:
+        ap.error('--bursts: 1 to 4 (more frames than the 256-entry rings hold would be dropped '
+                 'and the loop would shrink)')
+    dp_stacks.set_switch_source(args.switch_source, args.bursts)
     if args.port_security == 'off':
         dp_stacks.SWITCH_KEYS = ',port-security=off'
     if args.quick:
@@ -355,7 +370,13 @@ def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, 
                 kernel=platform.release(), cpus=os.cpu_count(), cpu_model=cpu_model,
                 dpdk=dpdk_version(), loadavg_start=load0, loadavg_end=load1,
                 elapsed_s=round(time.monotonic() - t_start, 1), args=vars(args), sizes=sizes,
-                source_mode={'switch': 'flowgen on two virtio-user ports (both directions)',
+                source_mode={'switch': (
+                    'macswap on two virtio-user ports, a closed loop of %d frames (2 x %d bursts '
+                    'of 32 from each port\'s own MAC to the other\'s, sent back with the MACs '
+                    'swapped)' % (64 * args.bursts, args.bursts)
+                    if args.switch_source == 'macswap' else
+                    'flowgen on two virtio-user ports (both directions; one constant MAC pair on '
+                    'both: the switch floods and relearns every frame)'),
                              'tap': 'txonly on one virtio-user port (guest -> tap)',
                              'xdp': 'txonly on one virtio-user port (guest -> veth vx0 -> '
                                     'vx1 in a peer namespace), by AF_XDP or by the tap + tc '
@@ -383,7 +404,12 @@ def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, 
                % (os.cpu_count(), args.quiet_wait, QUIET_CORES,
                   sum(1 for r in runs if r.get('busy_before', 0) >= QUIET_CORES),
                   sum(1 for r in runs if 'mpps' in r), QUIET_CORES, args.retries, args.reps,
-                  args.duration)]
+                  args.duration),
+               '', 'Switch source: %s%s.' % (
+                   meta['source_mode']['switch'],
+                   ' (a closed loop: nothing is generated, so ring full stays ~0 and loss '
+                   'counts frames that fell out of the loop)' if args.switch_source == 'macswap'
+                   else '')]
         if 'xdp' in args.backends:
             md += ['', 'xdp rows: vnetd\'s AF_XDP backend (copy mode: veth has no zero-copy) and '
                    'its tap backend (tc mirred onto the veth) send to the same veth pair; their '

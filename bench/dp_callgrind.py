@@ -72,7 +72,7 @@ def one_run(kind, size, n_packets, wd, tools, k, layout='split'):
         s0, d0 = st.vd.stats(), st.counts()[0]
         cg_control('-z', pid)
         t0 = time.monotonic()
-        st.fe.cmd('start')
+        st.fe.cmd(st.start_cmd())
         while True:
             time.sleep(0.25)
             if st.counts()[1] >= n_packets:

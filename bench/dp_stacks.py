@@ -11,13 +11,46 @@ from common import Vnetd
 from dp_procs import BenchError, Testpmd, JANITOR
 
 MAC0, MAC1 = '02:00:00:00:00:01', '02:00:00:00:00:02'
-# vnetd's switch ports: each with its frontend's MAC. testpmd's flowgen sends from its own
+# vnetd's switch ports: each with its frontend's MAC. The macswap source sends from that MAC (port
+# security's common case: one compare against mac=). testpmd's flowgen sends from its own
 # constant source MAC (00:01:02:03:04:00 in DPDK 22.11), not the port's, so with port security
-# (on by default) that MAC is allowed on both ports: every frame takes the allowed-macs= path, the
-# dearer one (the common case is one compare against mac=). datapath.py --port-security off
-# sets ',port-security=off'.
+# (on by default) that MAC is allowed on both ports then (switch_keys()): every frame takes the
+# allowed-macs= path, the dearer one. datapath.py --port-security off sets SWITCH_KEYS
+# ',port-security=off' (for either source).
 FLOWGEN_SRC = '00:01:02:03:04:00'
-SWITCH_KEYS = ',allowed-macs=' + FLOWGEN_SRC
+SWITCH_KEYS = None  # None: switch_keys() picks by the source
+# The switch path's source (datapath.py --switch-source, --bursts):
+# - 'macswap' (default): a closed loop of real guests' traffic. `start tx_first N` sends N bursts
+#   of 32 frames from each port (source MAC = the port's, destination = the other port's), and
+#   each frame received is sent back on the port it arrived at with its MACs swapped
+#   (--port-topology=loop): every MAC stays on its port, every destination is known, the frames
+#   in flight (2 x N x 32; N = 4 fits the 256-entry rings, so none can be refused) go round
+#   for the whole run. A learning switch forwards, as between VMs.
+# - 'flowgen': open loop, every frame freshly built, but DPDK 22.11's flowgen writes one constant
+#   source and destination MAC on both ports (00:01:02:03:04:00 -> :01): the source MAC moves
+#   between the two ports all the time and the destination is never learnt, so a learning
+#   switch floods every frame and relearns (rate-limited) for ever. It is what the rows before
+#   2026-12-03 13:00 measured; it costs OVS-DPDK's NORMAL action 2-3x (MAC moves revalidate its
+#   datapath flows) and vnetd ~6 % (callgrind 596 against 563 instructions per frame).
+SOURCES = {'macswap': ['--forward-mode=macswap', '--port-topology=loop'],
+           'flowgen': ['--forward-mode=flowgen']}
+SOURCE = {'switch': 'macswap', 'bursts': 4}
+
+
+def set_switch_source(mode, bursts):
+    """Choose the switch path's traffic source for every Stack from now on (SOURCES)."""
+    if mode not in SOURCES:
+        raise BenchError('unknown switch source %r (%s)' % (mode, ', '.join(SOURCES)))
+    SOURCE.update(switch=mode, bursts=bursts)
+
+
+def switch_keys():
+    """The port keys every vnetd switch port of the benchmark gets (SWITCH_KEYS, else by source)."""
+    if SWITCH_KEYS is not None:
+        return SWITCH_KEYS
+    return ',allowed-macs=' + FLOWGEN_SRC if SOURCE['switch'] == 'flowgen' else ''
+
+
 TAP_PEER = '02:00:00:00:00:99'   # not the tap's MAC: the kernel counts the frame, then drops it
 # DPDK's net_tap reports max_rx_pktlen 1522 (no jumbo MTU through ethdev) and its TX drops
 # longer frames: no DPDK tap peer above this.
@@ -106,8 +139,8 @@ class Stack:
             # the layout's keys and VNETD_DP_PORT_EXTRA (bench/rate.py: limits on)
             extra = self.port_opts
             self.vd = Vnetd(self.tools['vnetd'], self.tools['vnetctl'],
-                            ['socket=%s,switch,mac=%s%s%s' % (a, MAC0, SWITCH_KEYS, extra),
-                             'socket=%s,switch,mac=%s%s%s' % (b, MAC1, SWITCH_KEYS, extra)],
+                            ['socket=%s,switch,mac=%s%s%s' % (a, MAC0, switch_keys(), extra),
+                             'socket=%s,switch,mac=%s%s%s' % (b, MAC1, switch_keys(), extra)],
                             self.wd, extra=vnetd_args(self.impl),
                             wrapper=self.wrapper, janitor=JANITOR)
             self.be = self.vd
@@ -123,7 +156,8 @@ class Stack:
         # first frames, to the one other port).
         self._frontend(['net_virtio_user0,path=%s,queues=1,mac=%s%s%s' % (a, MAC0, self.vu_opts, srv),
                         'net_virtio_user1,path=%s,queues=1,mac=%s%s%s' % (b, MAC1, self.vu_opts, srv)],
-                       ['--forward-mode=flowgen', '--eth-peer=0,%s' % MAC1, '--eth-peer=1,%s' % MAC0])
+                       SOURCES[SOURCE['switch']] +
+                       ['--eth-peer=0,%s' % MAC1, '--eth-peer=1,%s' % MAC0])
 
     def _tap(self):
         from harness import Netns
@@ -204,10 +238,16 @@ class Stack:
         return {'t': (t0 + t1) / 2, 'read_s': t1 - t0, 'be': be, 'fe': fe, 'mach': mach,
                 'delivered': delivered, 'accepted': accepted}
 
+    def start_cmd(self):
+        """The testpmd command that starts the source: macswap sends its frames first."""
+        if self.kind == 'switch' and SOURCE['switch'] == 'macswap':
+            return 'start tx_first %d' % SOURCE['bursts']
+        return 'start'
+
     def start_traffic(self, timeout=20):
         """Start the source; return once frames come out of the backend."""
         first = self.counts()[0]
-        self.fe.cmd('start')
+        self.fe.cmd(self.start_cmd())
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             time.sleep(0.1)
