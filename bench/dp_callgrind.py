@@ -6,9 +6,11 @@
 # source, stop it once about N packets went in, let vnetd drain its rings (1 s idle), dump
 # (`callgrind_control -d`), read the counters again. Ir of the dump / packets vnetd took from the
 # guests' TX rings in between: start-up, negotiation, vnetctl requests and shutdown fall outside
-# the window, and vnetd is ~50x slower under valgrind, so its TX rings are always full (full
-# batches, run to run); the source's rings have QUEUE_SIZE entries so that an RX ring never runs
-# dry within a batch. Kernel instructions (syscalls) are not counted.
+# the window, and vnetd is ~50x slower under valgrind, so what waits in its TX rings is all the
+# source has (with flowgen: full rings; with the switch path's default macswap source: the
+# loop's frames, dp_stacks.SOURCE), full batches run to run; the source's rings have QUEUE_SIZE
+# entries so that an RX ring never runs dry within a batch. Kernel instructions (syscalls) are
+# not counted.
 
 import glob
 import os
@@ -19,7 +21,7 @@ import time
 
 import dp_procs as P
 from dp_procs import BenchError
-from dp_stacks import Stack
+from dp_stacks import SOURCE, Stack
 
 QUEUE_SIZE = 1024
 
@@ -103,7 +105,7 @@ def measure(kind, size, n_packets, runs, wd, tools, layout='split'):
     per = [r['ir_per_packet'] for r in res]
     last = res[-1]
     summary = {'kind': kind, 'layout': layout, 'size': size, 'packets_target': n_packets,
-               'runs': res,
+               'source': SOURCE['switch'] if kind == 'switch' else 'txonly', 'runs': res,
                'ir_per_packet_median': statistics.median(per), 'ir_per_packet_min': min(per),
                'ir_per_packet_max': max(per),
                'spread_pct': 100 * (max(per) - min(per)) / statistics.median(per),
@@ -125,7 +127,8 @@ def report(s):
     what += '; virtio-user rings of %d entries' % QUEUE_SIZE
     if s['kind'] == 'switch':
         what += (' (with 256, an RX ring runs dry within one 256-packet batch now and then, and '
-                 'the switch\'s queue-and-copy fallback makes the count vary by ~6 % run to run)')
+                 'the switch\'s queue-and-copy fallback makes the count vary by ~6 % run to run)'
+                 '; source: %s' % s.get('source', 'flowgen'))
     lines = ['callgrind, %s path%s, %d B frames: **%.0f user-space instructions per packet** '
              '(median of %d runs of ~%dk packets: %s; spread %.2f %%)'
              % (s['kind'], '' if s.get('layout', 'split') == 'split' else ', %s rings'
