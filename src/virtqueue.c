@@ -431,10 +431,13 @@ void vq_unpop(struct virtqueue *vq, unsigned n)
 		return;
 	}
 	if (vq->in_order && n) {
-		/* The head to expect again is the first given back's. */
+		/* The head to expect again is the first given back's, read again from the ring: a
+		 * driver may have rewritten it, and vq_pop()'s fast path trusts io_next to be below
+		 * num, so anything else expects no head in particular (the walker checks it). */
 		uint16_t first = (uint16_t)(vq->last_avail - n);
+		uint16_t head = VQ_READ_ONCE_U16(&vq->avail->ring[first & (vq->num - 1)]);
 
-		vq->io_next = VQ_READ_ONCE_U16(&vq->avail->ring[first & (vq->num - 1)]);
+		vq->io_next = head < vq->num ? head : VQ_IO_ANY;
 	}
 	vq->last_avail = (uint16_t)(vq->last_avail - n);
 }

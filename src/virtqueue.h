@@ -173,8 +173,9 @@ struct virtqueue {
 	bool broken;          /* guest broke the ring: stopped until reset */
 	uint8_t ready;        /* started, not broken: which inline fast path vq_pop() takes */
 	uint16_t mask;        /* vq_push()'s index mask: num - 1, or the packed shadow's cap - 1 */
-	uint32_t io_next;     /* split IN_ORDER: the head the next chain must start at, or */
-#define VQ_IO_ANY 0x10000u   /* unknown (right after a start): any head, set by vq_pop_slow() */
+	uint32_t io_next;     /* split IN_ORDER: the head the next chain must start at (always */
+			      /* below num: vq_pop()'s fast path relies on it), or */
+#define VQ_IO_ANY 0x10000u   /* unknown (after a start, or a given-back head no longer valid) */
 	struct vring_desc *desc;
 	struct vring_avail *avail;
 	struct vring_used *used;  /* where vq_push() writes: the used ring, or a private shadow */

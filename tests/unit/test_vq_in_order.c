@@ -144,6 +144,34 @@ static void test_split_in_order_unpop_expects_same_head(void **state)
 	sx_free(x);
 }
 
+/*
+ * A driver that rewrites an avail entry after the device took it: vq_unpop() reads the head
+ * to expect again from the ring, so a value >= num must not become the head IN_ORDER expects
+ * (the fast pop trusts io_next to be below num). A descriptor-shaped buffer sits where the
+ * table would continue, so a read beyond the table shows as a chain, not as zeros.
+ */
+static void test_split_in_order_unpop_after_rewrite_stays_in_table(void **state)
+{
+	struct sx *x = sx_new(false);
+	const uint16_t bad = 64; /* beyond the 8-entry table, inside the fake memory */
+	struct vring_desc *beyond = (struct vring_desc *)fake_mem_host(&x->mem, x->fq.desc_gpa) + bad;
+
+	(void)state;
+	assert_true(x->fq.desc_gpa + 16ull * (bad + 1) <= fake_mem_end_gpa(&x->mem));
+	beyond->addr = x->data;
+	beyond->len = 64;
+	beyond->flags = 0;
+	fake_vq_add_head(&x->fq, 0);
+	fake_vq_add_head(&x->fq, 1);
+	fake_vq_publish(&x->fq);
+	assert_int_equal(vq_pop(&x->vq, &x->chain), 1);
+	x->fq.avail->ring[0] = bad; /* the driver rewrites the entry the device popped */
+	vq_unpop(&x->vq, 1);
+	assert_int_equal(vq_pop(&x->vq, &x->chain), -1);
+	assert_true(x->vq.broken);
+	sx_free(x);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -152,6 +180,7 @@ int main(void)
 		cmocka_unit_test(test_split_in_order_violation_breaks),
 		cmocka_unit_test(test_split_in_order_chain_out_of_order_breaks),
 		cmocka_unit_test(test_split_in_order_unpop_expects_same_head),
+		cmocka_unit_test(test_split_in_order_unpop_after_rewrite_stays_in_table),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
