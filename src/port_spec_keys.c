@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "err_msg.h"
+#include "hex_text.h"
 #include "mem_cap.h"
 #include "port.h"
 #include "port_spec_types.h"
@@ -105,31 +106,11 @@ static int parse_on_off(struct port_parse *pp, const char *key, const char *valu
 	return 0;
 }
 
-static int hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* parse_mac() - exactly XX:XX:XX:XX:XX:XX; rejects multicast and all-zero addresses. */
 static int parse_mac(struct port_parse *pp, const char *value, uint8_t mac[6])
 {
-	const char *s = value;
-	int i, hi, lo;
-
-	for (i = 0; i < 6; i++) {
-		hi = hex_digit(s[0]);
-		lo = hi < 0 ? -1 : hex_digit(s[1]);
-		if (lo < 0 || s[2] != (i == 5 ? '\0' : ':'))
-			return bad_value(pp, "mac", value, "XX:XX:XX:XX:XX:XX");
-		mac[i] = (uint8_t)(hi << 4 | lo);
-		s += 3;
-	}
+	if (!hex_parse_mac(value, mac))
+		return bad_value(pp, "mac", value, "XX:XX:XX:XX:XX:XX");
 	if (mac[0] & 1)
 		return bad_value(pp, "mac", value, "a unicast address");
 	if (!(mac[0] | mac[1] | mac[2] | mac[3] | mac[4] | mac[5]))

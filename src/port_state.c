@@ -23,6 +23,7 @@
 #include <jansson.h>
 
 #include "err_msg.h"
+#include "hex_text.h"
 #include "log.h"
 #include "port_state_ring.h"
 
@@ -43,29 +44,8 @@ static bool get_mac(json_t *v, uint8_t mac[6])
 {
 	const char *s = json_string_value(v);
 
-	if (!s || json_string_length(v) != 17)
-		return false;
-	for (unsigned i = 0; i < 6; i++) {
-		unsigned b = 0;
-
-		for (unsigned k = 0; k < 2; k++) {
-			char c = s[3 * i + k];
-
-			b <<= 4;
-			if (c >= '0' && c <= '9')
-				b |= (unsigned)(c - '0');
-			else if (c >= 'a' && c <= 'f')
-				b |= (unsigned)(c - 'a' + 10);
-			else if (c >= 'A' && c <= 'F')
-				b |= (unsigned)(c - 'A' + 10);
-			else
-				return false;
-		}
-		if (i < 5 && s[3 * i + 2] != ':')
-			return false;
-		mac[i] = (uint8_t)b;
-	}
-	return true;
+	/* The length too: a string with a NUL inside ends early for hex_parse_mac(). */
+	return s && json_string_length(v) == 17 && hex_parse_mac(s, mac);
 }
 
 /* One MAC table: an array of at most VNET_MAC_TABLE_SIZE MACs; none if it overflowed. */

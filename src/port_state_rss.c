@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "err_msg.h"
+#include "hex_text.h"
 
 /* A JSON integer in [0, max], or false. */
 static bool get_uint(json_t *v, json_int_t max, uint32_t *out)
@@ -21,17 +22,6 @@ static bool get_uint(json_t *v, json_int_t max, uint32_t *out)
 		return false;
 	*out = (uint32_t)json_integer_value(v);
 	return true;
-}
-
-static int hex_val(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
 }
 
 /* The key: an even number of hex digits, at most RSS_KEY_MAX bytes. */
@@ -43,11 +33,11 @@ static bool get_key(json_t *v, struct rss_config *c)
 	if (!s || n % 2 || n > 2 * RSS_KEY_MAX)
 		return false;
 	for (size_t i = 0; i < n / 2; i++) {
-		int hi = hex_val(s[2 * i]), lo = hex_val(s[2 * i + 1]);
+		int b = hex_byte(s + 2 * i);
 
-		if (hi < 0 || lo < 0)
+		if (b < 0)
 			return false;
-		c->key[i] = (uint8_t)(hi << 4 | lo);
+		c->key[i] = (uint8_t)b;
 	}
 	c->key_len = (uint8_t)(n / 2);
 	return true;
