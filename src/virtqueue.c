@@ -451,16 +451,19 @@ static void vq_log_used_range(struct virtqueue *vq, uint64_t off, uint64_t len)
 
 /*
  * Log the guest buffers the used elements [from, from + n) report written: the first `len`
- * bytes of each chain's writable part, found by walking the chain again (the walker's checks
- * apply; a chain the driver changed in flight is its own loss). Every device write into a
- * guest buffer ends in a used element, so this one place covers them all (RX copying and
- * direct, the control queue) and the data path pays nothing per packet; TX elements (len 0)
- * cost one read each.
+ * bytes of each chain's writable part, found by walking the chain again. Every device write
+ * into a guest buffer ends in a used element, so this one place covers them all (RX copying
+ * and direct, the control queue) and the data path pays nothing per packet; TX elements (len 0)
+ * cost one read each. Before the index that publishes them: once the driver sees an element it
+ * may reuse the chain's descriptors for other buffers at once, and a walk after that would
+ * log those instead of the ones written (a chain a driver changes in flight is its own loss).
  */
 static void vq_log_buffers(struct virtqueue *vq, uint16_t from, unsigned n)
 {
 	static struct vq_chain chain; /* one event-loop thread; only used within this call */
 
+	if (n > vq->num)
+		n = vq->num;
 	for (unsigned i = 0; i < n; i++) {
 		const struct vring_used_elem *e = &vq->used->ring[(uint16_t)(from + i) & vq->mask];
 		uint32_t id = VQ_READ_ONCE_U32(&e->id), len = VQ_READ_ONCE_U32(&e->len);
@@ -472,14 +475,13 @@ static void vq_log_buffers(struct virtqueue *vq, uint16_t from, unsigned n)
 	}
 }
 
-/* Log what a publication covers: the buffers, the used elements and the index. */
+/* Log the ring's part of a publication, after its stores: the used elements and the index. */
 static void vq_log_published(struct virtqueue *vq, uint16_t from)
 {
 	unsigned n = (uint16_t)(vq->used_idx - from), first = from & (vq->num - 1u);
 
 	if (n > vq->num)
 		n = vq->num;
-	vq_log_buffers(vq, from, n);
 	if (first + n > vq->num) { /* wraps: the tail of the ring, then its start */
 		vq_log_used_range(vq, 4 + 8ull * first, 8ull * (vq->num - first));
 		n -= vq->num - first;
@@ -494,7 +496,7 @@ static void vq_log_published(struct virtqueue *vq, uint16_t from)
  * @vq: the queue
  *
  * Release store: the elements are visible before the index. With dirty logging on, logs the
- * buffers, used elements and index the publication covers.
+ * buffers the publication covers before the store, its used elements and index after it.
  */
 void vq_publish(struct virtqueue *vq)
 {
@@ -513,6 +515,8 @@ void vq_publish(struct virtqueue *vq)
 		VQ_WRITE_ONCE_U32(&u->id, le32toh(e->id));
 		VQ_WRITE_ONCE_U32(&u->len, le32toh(e->len));
 	}
+	if (__builtin_expect(vq->log != NULL, 0))
+		vq_log_buffers(vq, from, (uint16_t)(vq->used_idx - from));
 	/* Release: the used elements are visible before the index that covers them. */
 	__atomic_store_n(&vq->uring->idx, htole16(vq->used_idx), __ATOMIC_RELEASE);
 	vq->unsignalled += (uint16_t)(vq->used_idx - from);

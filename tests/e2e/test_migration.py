@@ -6,6 +6,7 @@ and the destination's coalescing is what the operator set there (QEMU 7.2 has no
 DEVICE_STATE, so vnetd's per-port state does not travel; docs/migration.md)."""
 
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -28,6 +29,48 @@ def port_spec(sock, tap, extra=''):
     # port's own mac= must differ per vnetd; QEMU's guest uses its -device mac (MAC).
     return 'socket=%s,tap=%s,mac=52:54:00:81:01:%s,offloads=off%s' % (sock, tap, tap[-1:].zfill(2),
                                                                       extra)
+
+
+def diagnose(dst, vd_dst, dst_port, qmp_path):
+    """A transfer stalled on the destination: print what tells a lost notification from a
+    stuck guest (the guest's interrupts and NAPI counters, vnetd's queue counters and ring
+    state, QEMU's view of the RX queue)."""
+    print('--- diagnostics: destination stalled', flush=True)
+    try:
+        _, out = dst.run('cat /proc/interrupts; ip -s link show eth0; cat /proc/net/softnet_stat; '
+                         'cat /proc/net/snmp | grep -i tcp; dmesg | tail -20', timeout=60)
+        print(out, flush=True)
+    except Exception as e:                          # noqa: BLE001 - diagnostics only
+        print('guest: %s' % e)
+    print(vd_dst.ctl('stats', dst_port, check=False).stdout, flush=True)
+    print(vd_dst.ctl('raw', '{"cmd":"stats","port":"%s"}' % dst_port, check=False).stdout,
+          flush=True)
+    try:
+        q = Qmp(qmp_path)
+        for c in ('info virtio', 'info virtio-queue-status '
+                  '/machine/peripheral-anon/device[0]/virtio-backend 0',
+                  'info virtio-queue-status /machine/peripheral-anon/device[0]/virtio-backend 1',
+                  'info virtio-vhost-queue-status '
+                  '/machine/peripheral-anon/device[0]/virtio-backend 0', 'info irq'):
+            out = q.cmd('human-monitor-command', **{'command-line': c})
+            print('%s:\n%s' % (c, out), flush=True)
+            if 'vhost-queue' in c:
+                # The rings in guest memory: avail flags/idx/used_event, used flags/idx.
+                addr = dict(re.findall(r'(avail|used)[^0-9\n]*?(0x[0-9a-fA-F]+)', out))
+                num = re.search(r'num:\s*(\d+)', out)
+                n = int(num.group(1)) if num else 256
+                for what, a in sorted(addr.items()):
+                    a = int(a, 16)
+                    x = 'xp /2hx 0x%x' % a
+                    print(what, x, q.cmd('human-monitor-command', **{'command-line': x}))
+                    if what == 'avail':
+                        x = 'xp /1hx 0x%x' % (a + 4 + 2 * n)
+                        print('used_event', x,
+                              q.cmd('human-monitor-command', **{'command-line': x}))
+        q.close()
+    except Exception as e:                          # noqa: BLE001 - diagnostics only
+        print('qmp: %s' % e)
+    print('--- end of diagnostics', flush=True)
 
 
 def run_case(kit, wd, ns, vd_src, vd_dst, src_port, dst_port, sock_src, sock_dst, blob_sha,
@@ -91,6 +134,8 @@ def run_case(kit, wd, ns, vd_src, vd_dst, src_port, dst_port, sock_src, sock_dst
             check(rc == 0 and out.strip() == 'up', 'guest link is up after the switch-over')
             rc, _ = dst.run('for i in $(seq 120); do [ -e /tmp/done ] && break; sleep 1; done; '
                             '[ -e /tmp/done ]', timeout=200)
+            if rc != 0:
+                diagnose(dst, vd_dst, dst_port, os.path.join(wd, 'dst.qmp'))
             check(rc == 0, 'the download finished on the destination')
             rc, out = dst.run('cat /tmp/done /tmp/sum')
             lines = out.split()

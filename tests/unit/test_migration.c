@@ -1,17 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /* test_migration.c - dirty log bits (exactly the pages written) and the device state stream. */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "dirty_log.h"
 #include "fake_driver.h"
 #include "virtio_net_defs.h"
+#include "virtqueue.h"
 #include "vnet_dev.h"
 
 #define PAGE DIRTY_LOG_PAGE
@@ -195,6 +199,80 @@ static void test_rx_mergeable_logs_every_buffer(void **state)
 	assert_memory_equal(l.bitmap, want, LOG_BYTES);
 	assert_false(bit(&l, c / PAGE + 1));
 	td_free(td);
+}
+
+/*
+ * A driver reuses a descriptor the moment it sees the used element: the split ring's used page
+ * is read-only while vq_publish() runs, and the fault its index store takes is the driver
+ * seeing the element, pointing the descriptor at another buffer before the store completes.
+ * The buffer written must be the one logged (a walk after the store logged the new one, and
+ * the page vnetd wrote reached the destination stale).
+ */
+static struct {
+	uint8_t *page;	       /* host page of the used index, read-only until the fault */
+	long page_size;
+	struct vring_desc *desc; /* the reused descriptor */
+	uint64_t new_addr;
+	unsigned faults;
+} reuse;
+
+static void reuse_on_fault(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)uc;
+	if ((uint8_t *)si->si_addr < reuse.page ||
+	    (uint8_t *)si->si_addr >= reuse.page + reuse.page_size || reuse.faults++)
+		abort(); /* any other fault is a real one */
+	mprotect(reuse.page, (size_t)reuse.page_size, PROT_READ | PROT_WRITE);
+	reuse.desc->addr = reuse.new_addr; /* the driver's refill, before the index store ends */
+}
+
+static void test_log_before_driver_reuses_descriptor(void **state)
+{
+	struct fake_mem mem;
+	struct fake_vq fq;
+	struct virtqueue vq = {0};
+	struct vq_chain chain;
+	struct logfx l;
+	struct sigaction sa = {0}, old;
+	uint64_t a, b;
+
+	(void)state;
+	fake_mem_init(&mem, 0, 1u << 20, false);
+	fake_vq_init(&fq, &mem, 16);
+	a = fake_mem_alloc(&mem, PAGE, PAGE);
+	b = fake_mem_alloc(&mem, PAGE, PAGE);
+	fake_vq_setup_virtqueue(&fq, &vq);
+	logfx_init(&l);
+	vq.log = &l.log;
+	vq.log_used = true;
+	vq.log_used_gpa = fq.used_gpa;
+	assert_int_equal(vq_start(&vq, &mem.gm), 0);
+	fake_vq_add_chain(&fq, &(struct fake_buf){a, 256, true}, 1);
+	fake_vq_publish(&fq);
+	assert_int_equal(vq_pop(&vq, &chain), 1);
+	memset(chain.iov[0].iov_base, 0x5a, 100); /* the device writes 100 bytes into a */
+	vq_push(&vq, chain.head, 100);
+
+	reuse.page_size = sysconf(_SC_PAGESIZE);
+	reuse.page = (uint8_t *)((uintptr_t)&fq.used->idx & ~(uintptr_t)(reuse.page_size - 1));
+	reuse.desc = &fq.desc[chain.head];
+	reuse.new_addr = b;
+	reuse.faults = 0;
+	sa.sa_sigaction = reuse_on_fault;
+	sa.sa_flags = SA_SIGINFO;
+	assert_int_equal(sigaction(SIGSEGV, &sa, &old), 0);
+	assert_int_equal(mprotect(reuse.page, (size_t)reuse.page_size, PROT_READ), 0);
+	vq_publish(&vq);
+	sigaction(SIGSEGV, &old, NULL);
+	mprotect(reuse.page, (size_t)reuse.page_size, PROT_READ | PROT_WRITE);
+
+	assert_int_equal(reuse.faults, 1); /* the index store was the driver's cue */
+	assert_int_equal(fake_vq_used_idx(&fq), 1);
+	assert_true(bit(&l, a / PAGE));	 /* what was written */
+	assert_false(bit(&l, b / PAGE)); /* not the driver's new buffer */
+	fake_vq_destroy(&fq);
+	fake_mem_free(&mem);
 }
 
 static void test_tx_logs_only_used_ring(void **state)
@@ -496,6 +574,7 @@ int main(void)
 		cmocka_unit_test(test_host_translation),
 		cmocka_unit_test_teardown(test_rx_logs_buffer_and_used, td_cleanup),
 		cmocka_unit_test_teardown(test_rx_mergeable_logs_every_buffer, td_cleanup),
+		cmocka_unit_test(test_log_before_driver_reuses_descriptor),
 		cmocka_unit_test_teardown(test_tx_logs_only_used_ring, td_cleanup),
 		cmocka_unit_test_teardown(test_ctrl_logs_ack, td_cleanup),
 		cmocka_unit_test_teardown(test_logging_off_costs_nothing, td_cleanup),
