@@ -462,7 +462,7 @@ static void vq_log_buffers(struct virtqueue *vq, uint16_t from, unsigned n)
 {
 	static struct vq_chain chain; /* one event-loop thread; only used within this call */
 
-	if (n > vq->num)
+	if (n > vq->num) /* clamped here, off the path that does not log */
 		n = vq->num;
 	for (unsigned i = 0; i < n; i++) {
 		const struct vring_used_elem *e = &vq->used->ring[(uint16_t)(from + i) & vq->mask];
@@ -475,10 +475,10 @@ static void vq_log_buffers(struct virtqueue *vq, uint16_t from, unsigned n)
 	}
 }
 
-/* Log the ring's part of a publication, after its stores: the used elements and the index. */
-static void vq_log_published(struct virtqueue *vq, uint16_t from)
+/* Log the ring's part of a publication, after its stores: n used elements and the index. */
+static void vq_log_published(struct virtqueue *vq, uint16_t from, unsigned n)
 {
-	unsigned n = (uint16_t)(vq->used_idx - from), first = from & (vq->num - 1u);
+	unsigned first = from & (vq->num - 1u);
 
 	if (n > vq->num)
 		n = vq->num;
@@ -501,6 +501,7 @@ static void vq_log_published(struct virtqueue *vq, uint16_t from)
 void vq_publish(struct virtqueue *vq)
 {
 	uint16_t from = vq->used_published;
+	unsigned n;
 
 	if (vq->packed) {
 		vq_packed_publish(vq);
@@ -515,14 +516,15 @@ void vq_publish(struct virtqueue *vq)
 		VQ_WRITE_ONCE_U32(&u->id, le32toh(e->id));
 		VQ_WRITE_ONCE_U32(&u->len, le32toh(e->len));
 	}
+	n = (uint16_t)(vq->used_idx - from);
 	if (__builtin_expect(vq->log != NULL, 0))
-		vq_log_buffers(vq, from, (uint16_t)(vq->used_idx - from));
+		vq_log_buffers(vq, from, n);
 	/* Release: the used elements are visible before the index that covers them. */
 	__atomic_store_n(&vq->uring->idx, htole16(vq->used_idx), __ATOMIC_RELEASE);
-	vq->unsignalled += (uint16_t)(vq->used_idx - from);
+	vq->unsignalled += n;
 	vq->used_published = vq->used_idx;
 	if (__builtin_expect(vq->log != NULL, 0))
-		vq_log_published(vq, from);
+		vq_log_published(vq, from, n);
 }
 
 /**
