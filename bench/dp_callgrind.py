@@ -127,7 +127,7 @@ def report(s):
     what += '; virtio-user rings of %d entries' % QUEUE_SIZE
     if s['kind'] == 'switch':
         what += (' (with 256, an RX ring runs dry within one 256-packet batch now and then, and '
-                 'the switch\'s queue-and-copy fallback makes the count vary by ~6 % run to run)'
+                 'the switch\'s queue-and-copy fallback makes the count vary by ~6 %% run to run)'
                  '; source: %s' % s.get('source', 'flowgen'))
     lines = ['callgrind, %s path%s, %d B frames: **%.0f user-space instructions per packet** '
              '(median of %d runs of ~%dk packets: %s; spread %.2f %%)'
