@@ -33,8 +33,8 @@ def port_spec(sock, tap, extra=''):
 
 def diagnose(dst, vd_dst, dst_port, qmp_path):
     """A transfer stalled on the destination: print what tells a lost notification from a
-    stuck guest (the guest's interrupts and NAPI counters, vnetd's queue counters and ring
-    state, QEMU's view of the RX queue)."""
+    stuck guest (the guest's interrupts, NAPI counters and kernel log, vnetd's queue counters,
+    QEMU's view of the queues and the RX ring's indexes in guest memory)."""
     print('--- diagnostics: destination stalled', flush=True)
     try:
         _, out = dst.run('cat /proc/interrupts; ip -s link show eth0; cat /proc/net/softnet_stat; '
@@ -42,9 +42,7 @@ def diagnose(dst, vd_dst, dst_port, qmp_path):
         print(out, flush=True)
     except Exception as e:                          # noqa: BLE001 - diagnostics only
         print('guest: %s' % e)
-    print(vd_dst.ctl('stats', dst_port, check=False).stdout, flush=True)
-    print(vd_dst.ctl('raw', '{"cmd":"stats","port":"%s"}' % dst_port, check=False).stdout,
-          flush=True)
+    print(vd_dst.ctl('stats', '--json', dst_port, check=False).stdout, flush=True)
     try:
         q = Qmp(qmp_path)
         for c in ('info virtio', 'info virtio-queue-status '
@@ -54,7 +52,7 @@ def diagnose(dst, vd_dst, dst_port, qmp_path):
                   '/machine/peripheral-anon/device[0]/virtio-backend 0', 'info irq'):
             out = q.cmd('human-monitor-command', **{'command-line': c})
             print('%s:\n%s' % (c, out), flush=True)
-            if 'vhost-queue' in c:
+            if c.endswith('virtio-backend 0') and 'vhost' not in c:
                 # The rings in guest memory: avail flags/idx/used_event, used flags/idx.
                 addr = dict(re.findall(r'(avail|used)[^0-9\n]*?(0x[0-9a-fA-F]+)', out))
                 num = re.search(r'num:\s*(\d+)', out)
