@@ -12,7 +12,7 @@ export VNETD_BUILD := $(abspath $(BUILD))
 
 .PHONY: all deps build check docs-check unit asan fuzz-smoke fuzz e2e demo doctor soak bench \
 	bench-fairness bench-datapath bench-scale bench-workers bench-coal-causes install \
-	bench-migration bench-fdb-flood bench-rate clean deb deb-check
+	bench-migration bench-fdb-flood bench-rate clean deb deb-check check-migration-qemu72
 
 all: build
 
@@ -143,6 +143,12 @@ bench-datapath: build
 bench-migration: build
 	$(PYTHON) bench/migration.py $(MIGRATION_ARGS)
 	$(PYTHON) bench/dirty_log_cost.py
+
+# test_migration's cases 1 and 2 on Debian 12's QEMU 7.2 (make check runs them on sid's QEMU 11):
+# 7.2 loses guest pages in TCG migrations by itself, so its destination guest crashes or stalls
+# now and then (docs/migration.md); guest RAM differences are printed, not asserted.
+check-migration-qemu72: build
+	$(PYTHON) tests/e2e/test_migration.py --qemu72
 
 # 10 minutes (SOAK_SECONDS) against the ASan+UBSan build with --workers 2: two UML guests transfer
 # byte-exact on tap ports while every hostile-frontend case loops on two switch ports of the same

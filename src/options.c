@@ -110,6 +110,8 @@ static const char usage_text[] =
 	"                       home, its vhost-user and control queue, is worker 0; default: off)\n"
 	"  max-mem=SIZE         guest memory the frontend may map: its memory table (each region\n"
 	"                       with its mmap offset) and dirty log; K/M/G/T suffixes (default 2T)\n"
+	"  migrate-state=on|off offer DEVICE_STATE: a QEMU >= 10 migration carries the port's\n"
+	"                       coalescing, control-queue and RSS state (default on)\n"
 	"  max-macs=N           switch: MACs the port may hold in the switch's table, 1..4096\n"
 	"                       (default 256; beyond, new source MACs are not learnt)\n"
 	"  learn-rate=N         switch: new source MACs the port may teach a second, one second's\n"

@@ -55,6 +55,14 @@ static uint64_t port_mem_cap(void *ctx)
 	return p->cfg.max_mem;
 }
 
+/* The port's migrate-state= (default on): offer DEVICE_STATE. */
+static bool port_device_state(void *ctx)
+{
+	const struct port *p = ctx;
+
+	return !p->cfg.no_device_state;
+}
+
 static void port_ring_base(void *ctx, unsigned qidx, uint32_t base)
 {
 	port_persist_ring_base(ctx, qidx, base);
@@ -69,6 +77,7 @@ static const struct vu_owner_ops port_vu_ops = {
 	.kick_changed = port_kick_changed,
 	.state_fd_changed = port_state_fd_changed,
 	.mem_cap = port_mem_cap,
+	.device_state = port_device_state,
 	.ring_base = port_ring_base,
 	.queue_starting = port_queue_starting,
 };

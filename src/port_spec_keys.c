@@ -38,7 +38,7 @@ static const char *const port_key_names[K_COUNT] = {
 	[K_RX_ADAPTIVE] = "rx-adaptive", [K_TX_ADAPTIVE] = "tx-adaptive",
 	[K_RSS] = "rss",
 	[K_CLIENT] = "client",	       [K_WORKER] = "worker",
-	[K_MAX_MEM] = "max-mem",
+	[K_MAX_MEM] = "max-mem",       [K_MIGRATE_STATE] = "migrate-state",
 	[K_MAX_MACS] = "max-macs",     [K_LEARN_RATE] = "learn-rate",
 	[K_PORT_SECURITY] = "port-security", [K_MAC_CHANGE] = "mac-change",
 	[K_ALLOWED_MACS] = "allowed-macs",
@@ -375,6 +375,14 @@ static int apply_port_key(struct port_config *pc, struct port_parse *pp, enum po
 			return bad_value(pp, name, value,
 					 "a size of 1..2^63 bytes, K/M/G/T suffixes");
 		return 0;
+	case K_MIGRATE_STATE: {
+		bool on;
+
+		if (parse_on_off(pp, name, value, &on) < 0)
+			return -1;
+		pc->no_device_state = !on;
+		return 0;
+	}
 	case K_MAC:
 		pp->mac_given = true;
 		return parse_mac(pp, value, d->mac);

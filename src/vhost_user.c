@@ -156,14 +156,23 @@ static enum vu_result handle_get_config(struct vu_conn *c, const struct vu_msg *
 	return VU_OK;
 }
 
+/* What GET_PROTOCOL_FEATURES offers: all of the above, DEVICE_STATE as the owner says. */
+static uint64_t offered_protocol_features(const struct vu_conn *c)
+{
+	bool state = !c->ops || !c->ops->device_state || c->ops->device_state(c->ctx);
+
+	return VU_OFFERED_PROTOCOL_FEATURES &
+	       ~(state ? 0 : BIT_ULL(VU_PROTOCOL_F_DEVICE_STATE));
+}
+
 static enum vu_result handle_set_protocol_features(struct vu_conn *c, const struct vu_msg *m)
 {
-	uint64_t want = m->p.u64;
+	uint64_t want = m->p.u64, offered = offered_protocol_features(c);
 
-	c->protocol_features = want & VU_OFFERED_PROTOCOL_FEATURES;
-	if (want & ~VU_OFFERED_PROTOCOL_FEATURES) {
+	c->protocol_features = want & offered;
+	if (want & ~offered) {
 		log_guest("vhost-user: protocol features %#" PRIx64 " not offered (ignored)",
-			  (uint64_t)(want & ~VU_OFFERED_PROTOCOL_FEATURES));
+			  (uint64_t)(want & ~offered));
 		return VU_FAIL;
 	}
 	return VU_OK;
@@ -197,7 +206,7 @@ static enum vu_result vu_dispatch(struct vu_conn *c, struct vu_rx *rx)
 	case VU_SET_FEATURES:
 		return handle_set_features(c, m);
 	case VU_GET_PROTOCOL_FEATURES:
-		return vu_reply_u64(c->sock, m->request, VU_OFFERED_PROTOCOL_FEATURES);
+		return vu_reply_u64(c->sock, m->request, offered_protocol_features(c));
 	case VU_SET_PROTOCOL_FEATURES:
 		return handle_set_protocol_features(c, m);
 	case VU_SET_OWNER:

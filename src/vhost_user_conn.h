@@ -30,6 +30,11 @@ struct vu_owner_ops {
 	 * connection may map: the port's max-mem=. NULL or 0: MEM_CAP_PORT_DEFAULT.
 	 */
 	uint64_t (*mem_cap)(void *ctx);
+	/*
+	 * Whether to offer VHOST_USER_PROTOCOL_F_DEVICE_STATE (the port's migrate-state=): false
+	 * leaves vnetd's per-port state out of a migration. NULL: offered.
+	 */
+	bool (*device_state)(void *ctx);
 	/* SET_VRING_BASE gave queue qidx `base` (before any start it leads to). NULL: not told. */
 	void (*ring_base)(void *ctx, unsigned qidx, uint32_t base);
 	/*

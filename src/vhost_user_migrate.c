@@ -279,6 +279,11 @@ enum vu_result vu_mig_set_state_fd(struct vu_conn *c, struct vu_rx *rx)
 	struct vu_state_xfer *x = &c->xfer;
 	int fd, fl;
 
+	if (!(c->protocol_features & BIT_ULL(VU_PROTOCOL_F_DEVICE_STATE))) {
+		log_guest("vhost-user: SET_DEVICE_STATE_FD without the DEVICE_STATE protocol "
+			  "feature (not offered with migrate-state=off, or not negotiated)");
+		return vu_reply_u64(c->sock, rx->msg.request, 1) == VU_OK ? VU_FAIL : VU_DISCONNECT;
+	}
 	if (t->phase != VU_TRANSFER_STATE_PHASE_STOPPED ||
 	    (t->direction != VU_TRANSFER_STATE_SAVE && t->direction != VU_TRANSFER_STATE_LOAD)) {
 		log_guest("vhost-user: SET_DEVICE_STATE_FD: direction %u phase %u not supported",

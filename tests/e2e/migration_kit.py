@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Live migration pieces for the e2e test and the benchmark: QMP client, an incoming QEMU
-(its console continues the source's), a throttled HTTP sender and a two-tap bridge."""
+(its console continues the source's), a throttled HTTP sender, a two-tap bridge, and a
+page-by-page comparison of two stopped QEMUs' guest RAM."""
 
 import json
 import os
@@ -157,6 +158,53 @@ def fdb_port(ns, mac):
         if f and f[0].lower() == mac.lower() and 'dev' in f:
             return f[f.index('dev') + 1]
     return None
+
+
+def _ram_mapping(pid):
+    """The guest RAM mapping (memory-backend-memfd id=mem: QEMU 7.2 names the memfd "mem",
+    QEMU 11 "memory-backend-memfd") of QEMU process pid: (start, end), the largest."""
+    best = None
+    with open('/proc/%d/maps' % pid) as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) >= 6 and fields[5] in ('/memfd:mem', '/memfd:memory-backend-memfd'):
+                a, b = (int(x, 16) for x in fields[0].split('-'))
+                if best is None or b - a > best[1] - best[0]:
+                    best = (a, b)
+    if best is None:
+        raise RuntimeError('QEMU %d has no guest RAM memfd mapping' % pid)
+    return best
+
+
+def ram_pages_differing(pid_a, pid_b, chunk=64 << 20, page=4096):
+    """Guest-physical offsets of the pages whose contents differ between two stopped QEMUs'
+    guest RAM (read through /proc/PID/mem, `chunk` bytes at a time)."""
+    (a0, a1), (b0, b1) = _ram_mapping(pid_a), _ram_mapping(pid_b)
+    if a1 - a0 != b1 - b0:
+        raise RuntimeError('guest RAM sizes differ: %d and %d bytes' % (a1 - a0, b1 - b0))
+    diff = []
+    with open('/proc/%d/mem' % pid_a, 'rb', buffering=0) as fa, \
+            open('/proc/%d/mem' % pid_b, 'rb', buffering=0) as fb:
+        for off in range(0, a1 - a0, chunk):
+            n = min(chunk, a1 - a0 - off)
+            fa.seek(a0 + off)
+            fb.seek(b0 + off)
+            x, y = fa.read(n), fb.read(n)
+            if x != y:
+                diff += [off + i for i in range(0, n, page) if x[i:i + page] != y[i:i + page]]
+    return diff
+
+
+def wait_status(qmp, want, timeout=60):
+    """Poll QMP query-status until the VM's status is `want`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        st = qmp.cmd('query-status').get('status')
+        if st == want:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError('QEMU status %s, not %s, after %ss' % (st, want, timeout))
+        time.sleep(0.2)
 
 
 def qemu_args(wd, name, incoming=None):

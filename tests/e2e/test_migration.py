@@ -1,14 +1,23 @@
 # SPDX-License-Identifier: MIT
-"""Live migration of a QEMU 7.2 TCG guest between vnetd ports (one vnetd, then two vnetd
-processes): dirty logging on, a transfer running across the switch-over completes byte-exact,
-the link is up afterwards (the two-vnetd case on packed rings), QEMU's announce (SEND_RARP) moves the guest's MAC in the bridge,
-and the destination's coalescing is what the operator set there (QEMU 7.2 has no
-DEVICE_STATE, so vnetd's per-port state does not travel; docs/migration.md)."""
+"""Live migration of a TCG guest between vnetd ports (one vnetd, then two vnetd processes on
+packed rings): dirty logging on, every guest page identical on source and destination once the
+migration completed (the destination held with -S and compared), a transfer running across the
+switch-over completes byte-exact, the link is up afterwards, QEMU's announce (SEND_RARP) moves
+the guest's MAC in the bridge, and the destination's coalescing is what the operator set there
+(migrate-state=off: vnetd's per-port state does not travel, as with QEMU 7.2). A third case
+moves that state with DEVICE_STATE (docs/migration.md).
+
+The cases run on sid's QEMU 11 (guest/qemu.sh, cached; or VNETD_QEMU_DEVICE_STATE=PATH).
+Debian 12's QEMU 7.2 loses guest pages in TCG migrations by itself (its own tap netdev, no
+vhost-user: 3 of 4 runs, docs/migration.md), which crashes or stalls the destination guest now
+and then; `--qemu72` (make check-migration-qemu72) runs cases 1 and 2 on it, and so does
+make check when no QEMU 11 can be had (then pages are counted, not asserted)."""
 
 import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 
 import harness
@@ -16,7 +25,7 @@ import harness
 from harness import (Netns, Vnetd, check, guest_addr, guest_kit, make_blob, require_program,
                      require_root_and_tun, skip, workdir)
 from migration_kit import (AnyQemu, IncomingQemu, Qmp, bridge_taps, fdb_port, migrate,
-                           qemu_args, start_throttled_server)
+                           qemu_args, ram_pages_differing, start_throttled_server, wait_status)
 
 MAC = '52:54:00:81:00:02'
 BLOB_MB = 12
@@ -71,10 +80,28 @@ def diagnose(dst, vd_dst, dst_port, qmp_path):
     print('--- end of diagnostics', flush=True)
 
 
+def compare_ram(src, dst, qdst, assert_equal):
+    """The migration completed and the destination, started with -S, is paused: both guests'
+    RAM must be the same page for page (neither QEMU runs the guest, vnetd's rings are stopped
+    on the source and not started on the destination). Then the destination runs."""
+    wait_status(qdst, 'paused')
+    diff = ram_pages_differing(src.proc.pid, dst.proc.pid)
+    what = ('guest RAM identical on source and destination after the migration (%d pages '
+            'differ%s)' % (len(diff), ': ' + ' '.join('0x%x' % d for d in diff[:8]) if diff
+                          else ''))
+    if assert_equal:
+        check(not diff, what)
+    else:
+        print('note (QEMU 7.2, known to lose pages under TCG, not asserted): %s' % what,
+              flush=True)
+    qdst.cmd('cont')
+
+
 def run_case(kit, wd, ns, vd_src, vd_dst, src_port, dst_port, sock_src, sock_dst, blob_sha,
-             precopy_changes, qemu=None, src_setup=None, packed=False):
+             precopy_changes, qemu=None, src_setup=None, packed=False, ram_check=None):
     """One migration from sock_src to sock_dst while the guest downloads the blob (packed:
-    virtio-net-pci packed=on on packed=on ports, both rings checked packed)."""
+    virtio-net-pci packed=on on packed=on ports, both rings checked packed). ram_check True or
+    False: hold the destination with -S and compare guest RAM (asserted only if True)."""
     dev = ',vectors=0,packed=on' if packed else ',vectors=0'
     mig = 'unix:' + os.path.join(wd, 'mig.sock')
     log = os.path.join(wd, 'qemu.log')
@@ -93,8 +120,9 @@ def run_case(kit, wd, ns, vd_src, vd_dst, src_port, dst_port, sock_src, sock_dst
               'host coalescing set on the source port')
         if src_setup:
             src_setup()
+        held = ['-S'] if ram_check is not None else []
         with IncomingQemu(kit, vhost_socket=sock_dst, mac=MAC, device_opts=dev,
-                          qemu=qemu, extra_args=qemu_args(wd, 'dst', incoming=mig),
+                          qemu=qemu, extra_args=qemu_args(wd, 'dst', incoming=mig) + held,
                           log_path=log) as dst:
             qsrc = Qmp(os.path.join(wd, 'src.qmp'))
             Qmp(os.path.join(wd, 'dst.qmp')).close()   # the destination is up and listening
@@ -125,6 +153,10 @@ def run_case(kit, wd, ns, vd_src, vd_dst, src_port, dst_port, sock_src, sock_dst
                   'every page vnetd wrote was inside QEMU\'s log')
             if precopy_changes:
                 check(seen['changes'] > 0, 'coalescing changed on both ports during pre-copy')
+            if ram_check is not None:
+                qdst = Qmp(os.path.join(wd, 'dst.qmp'))
+                compare_ram(src, dst, qdst, ram_check)
+                qdst.close()
             qsrc.close()
             src.kill()                                 # the paused source goes away
             dst.adopt(os.path.join(wd, 'dst.qmp'))
@@ -158,7 +190,8 @@ def sid_qemu():
     r = subprocess.run([os.path.join(harness.TOP, 'guest', 'qemu.sh'), harness.BUILD, '--suite',
                         'sid'], capture_output=True, text=True)
     if r.returncode != 0 or not r.stdout.strip():
-        print('note: device-state case not run: no QEMU >= 10 (guest/qemu.sh exit %d: %s)'
+        print('note: no QEMU >= 10 (guest/qemu.sh exit %d: %s): cases 1 and 2 run on QEMU 7.2, '
+              'the device-state case is not run'
               % (r.returncode, (r.stderr.strip().splitlines() or ['?'])[-1]))
         return None
     return r.stdout.strip().splitlines()[-1]
@@ -169,44 +202,52 @@ def main():
     require_program('qemu-system-x86_64', 'qemu-system-x86')
     if shutil.which('bridge') is None:
         skip('iproute2 bridge tool missing')
+    qemu72 = '--qemu72' in sys.argv[1:]
+    qemu = None if qemu72 else os.environ.get('VNETD_QEMU_DEVICE_STATE') or sid_qemu()
+    print('cases 1 and 2 on %s' % (qemu or 'Debian\'s QEMU (qemu-system-x86_64 on PATH)'),
+          flush=True)
     kit = guest_kit()
     wd = workdir('migration')
     blob = os.path.join(wd, 'blob')
     blob_sha = make_blob(blob, BLOB_MB)
     sa, sb = os.path.join(wd, 'a.sock'), os.path.join(wd, 'b.sock')
 
-    # 1. One vnetd, two tap ports on one bridge; the destination port has host defaults that
-    #    survive the frontend's reset (coal-persist): they are what the guest gets there.
+    # 1. One vnetd, two tap ports on one bridge, migrate-state=off; the destination port has
+    #    host defaults that survive the frontend's reset (coal-persist): they are what the guest
+    #    gets there. Guest RAM compared page for page at the switch-over.
     with Netns('vnetd-e2e-mig') as ns:
-        with Vnetd(ns, [port_spec(sa, 'mtap0'),
-                        port_spec(sb, 'mtap1', ',coal-persist=on,rx-usecs=400,rx-frames=20,'
-                                  'tx-usecs=400,tx-frames=20')], wd) as vd:
+        with Vnetd(ns, [port_spec(sa, 'mtap0', ',migrate-state=off'),
+                        port_spec(sb, 'mtap1', ',migrate-state=off,coal-persist=on,rx-usecs=400,'
+                                  'rx-frames=20,tx-usecs=400,tx-frames=20')], wd) as vd:
             bridge_taps(ns, ['mtap0', 'mtap1'], '10.81.0.1/24')
             srv = start_throttled_server(ns, blob, '10.81.0.1', 8001, RATE)
             try:
-                st = run_case(kit, wd, ns, vd, vd, 'p0', 'p1', sa, sb, blob_sha, False)
+                st = run_case(kit, wd, ns, vd, vd, 'p0', 'p1', sa, sb, blob_sha, False,
+                              qemu=qemu, ram_check=qemu is not None)
                 check(st[0]['max_usecs'] == 400 and st[0]['max_packets'] == 20 and
                       st[0]['set_by'] == 'host',
                       'destination RX queue uses its own port\'s host defaults (400 us / 20)')
                 check(fdb_port(ns, MAC) == 'mtap1',
                       'the bridge learned the guest\'s MAC on the destination tap')
+                check('device state' not in vd.log_tail(100000),
+                      'migrate-state=off: no device state went through vnetd')
             finally:
                 srv.kill()
             check(vd.alive(), 'vnetd still running')
 
-    # 2. Two vnetd processes on packed rings (packed=on ports, QEMU packed=on); coalescing
-    #    changes on both during pre-copy. Cases 1 and 3 stay on split rings.
+    # 2. Two vnetd processes on packed rings (packed=on ports, QEMU packed=on), migrate-state=off;
+    #    coalescing changes on both during pre-copy. Cases 1 and 3 stay on split rings.
     wa, wb = os.path.join(wd, 'A'), os.path.join(wd, 'B')
     os.makedirs(wa)
     os.makedirs(wb)
     with Netns('vnetd-e2e-mig2') as ns:
-        with Vnetd(ns, [port_spec(sa, 'mtap0', ',packed=on')], wa) as va, \
-                Vnetd(ns, [port_spec(sb, 'mtap1', ',packed=on')], wb) as vb:
+        with Vnetd(ns, [port_spec(sa, 'mtap0', ',packed=on,migrate-state=off')], wa) as va, \
+                Vnetd(ns, [port_spec(sb, 'mtap1', ',packed=on,migrate-state=off')], wb) as vb:
             bridge_taps(ns, ['mtap0', 'mtap1'], '10.81.0.1/24')
             srv = start_throttled_server(ns, blob, '10.81.0.1', 8001, RATE)
             try:
                 st = run_case(kit, wd, ns, va, vb, 'p0', 'p0', sa, sb, blob_sha, True,
-                              packed=True)
+                              qemu=qemu, packed=True, ram_check=qemu is not None)
                 check(st[0]['max_usecs'] == 700 and st[1]['max_usecs'] == 700 and
                       st[0]['set_by'] == 'host',
                       'destination queues use what was set there during pre-copy (700 us)')
@@ -216,10 +257,8 @@ def main():
                 srv.kill()
             check(va.alive() and vb.alive(), 'both vnetd processes still running')
 
-    # 3. DEVICE_STATE needs QEMU >= 10 (Debian 12 has 7.2): sid's QEMU 11 from guest/qemu.sh
-    #    (cached; test_qemu_full fetches it too), or VNETD_QEMU_DEVICE_STATE=PATH. The source's
-    #    per-queue and kind-wide host settings then replace the destination port's own.
-    qemu = os.environ.get('VNETD_QEMU_DEVICE_STATE') or sid_qemu()
+    # 3. DEVICE_STATE (migrate-state=on, the default) needs QEMU >= 10: the source's per-queue
+    #    and kind-wide host settings then replace the destination port's own.
     if not qemu:
         return
     with Netns('vnetd-e2e-mig3') as ns:
@@ -231,7 +270,8 @@ def main():
             try:
                 st = run_case(kit, wd, ns, vd, vd, 'p0', 'p1', sa, sb, blob_sha, False, qemu=qemu,
                               src_setup=lambda: vd.ctl('coalesce', 'p0', '--queue', '0',
-                                                       'rx-usecs', '333', 'rx-frames', '11'))
+                                                       'rx-usecs', '333', 'rx-frames', '11'),
+                              ram_check=True)
                 check(st[0]['max_usecs'] == 333 and st[0]['max_packets'] == 11 and
                       st[0]['set_by'] == 'host', 'DEVICE_STATE: the source\'s per-queue RX '
                       'setting (333 us / 11) is on the destination')

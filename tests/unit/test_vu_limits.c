@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* test_vu_limits.c - guest memory caps (max-mem=, --max-guest-mem), ring sizes, and fds that hang up, per connection. */
+/* test_vu_limits.c - per connection: memory caps (max-mem=, --max-guest-mem), ring sizes, fds that hang up, migrate-state=. */
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -323,7 +325,7 @@ static void test_state_fd_hangup_ends_the_transfer(void **state)
 	(void)state;
 	side_open(&s, 0);
 	s.conn.ops = &owner_with_state;
-	negotiate(&s);
+	negotiate_with(&s, 1ull << VU_PROTOCOL_F_DEVICE_STATE);
 	send_msg(&s, VU_SET_DEVICE_STATE_FD, &t, sizeof(t), &efd, 1);
 	assert_true(reply(&s) == (1ull << 8)); /* accepted, no fd of ours */
 	assert_true(s.conn.xfer.fd >= 0);
@@ -334,6 +336,59 @@ static void test_state_fd_hangup_ends_the_transfer(void **state)
 	assert_int_equal(s.kick_new[0], -1); /* the owner stopped watching it */
 	assert_int_equal(request_u64(&s, VU_CHECK_DEVICE_STATE, 0), 1);
 	close(efd);
+	side_close(&s);
+}
+
+static bool no_device_state(void *ctx)
+{
+	(void)ctx;
+	return false;
+}
+
+static const struct vu_owner_ops owner_without_state = {.kick_changed = owner_kick_changed,
+							.state_fd_changed = state_fd_changed,
+							.device_state = no_device_state};
+
+/* migrate-state=off: DEVICE_STATE is not offered, asking for it fails, a pipe is refused. */
+static void test_migrate_state_off(void **state)
+{
+	struct vu_transfer_state t = {.direction = VU_TRANSFER_STATE_SAVE,
+				      .phase = VU_TRANSFER_STATE_PHASE_STOPPED};
+	int fds[2];
+	struct port_config pc;
+	char err[256];
+	struct side s;
+
+	(void)state;
+	assert_int_equal(port_spec_runtime("socket=/a,switch", 0, &pc, NULL, NULL, 0, err,
+					   sizeof(err)), 0);
+	assert_false(pc.no_device_state); /* on by default */
+	assert_int_equal(port_spec_runtime("socket=/a,switch,migrate-state=off", 0, &pc, NULL,
+					   NULL, 0, err, sizeof(err)), 0);
+	assert_true(pc.no_device_state);
+	assert_int_equal(port_spec_runtime("socket=/a,switch,migrate-state=maybe", 0, &pc, NULL,
+					   NULL, 0, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "migrate-state"));
+
+	side_open(&s, 0);
+	send_msg(&s, VU_GET_PROTOCOL_FEATURES, NULL, 0, NULL, 0);
+	assert_true(reply(&s) & (1ull << VU_PROTOCOL_F_DEVICE_STATE)); /* no owner: offered */
+	s.conn.ops = &owner_without_state;
+	send_msg(&s, VU_GET_PROTOCOL_FEATURES, NULL, 0, NULL, 0);
+	assert_false(reply(&s) & (1ull << VU_PROTOCOL_F_DEVICE_STATE));
+	assert_int_equal(request_u64(&s, VU_SET_PROTOCOL_FEATURES,
+				     (1ull << VU_PROTOCOL_F_REPLY_ACK) |
+					     (1ull << VU_PROTOCOL_F_DEVICE_STATE)),
+			 1); /* not offered: NAK (REPLY_ACK still taken) */
+	assert_false(s.conn.protocol_features & (1ull << VU_PROTOCOL_F_DEVICE_STATE));
+	negotiate(&s);
+	assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+	send_msg(&s, VU_SET_DEVICE_STATE_FD, &t, sizeof(t), &fds[1], 1);
+	assert_true(reply(&s) == 1); /* refused */
+	assert_int_equal(s.conn.xfer.fd, -1);
+	assert_int_equal(request_u64(&s, VU_CHECK_DEVICE_STATE, 0), 1);
+	close(fds[0]);
+	close(fds[1]);
 	side_close(&s);
 }
 
@@ -349,6 +404,7 @@ int main(void)
 		cmocka_unit_test(test_dead_kick_fd_breaks_the_queue_once),
 		cmocka_unit_test(test_vring_num_packed_any_size),
 		cmocka_unit_test(test_state_fd_hangup_ends_the_transfer),
+		cmocka_unit_test(test_migrate_state_off),
 	};
 
 	log_threshold = LOG_ERR;
