@@ -24,7 +24,7 @@ static json_t *port_info(struct port *p)
 
 	snprintf(feat, sizeof(feat), "0x%" PRIx64, features);
 	return json_pack("{s:s,s:I,s:o,s:s,s:o,s:o,s:o,s:b,s:o,s:o,s:b,s:s,s:b,s:b,s:i,s:i,s:b,s:b,"
-			 "s:o,s:o,s:s,s:b}",
+			 "s:o,s:o,s:s,s:b,s:b}",
 			 "name", port_name(p), "index", (json_int_t)port_index(p),
 			 "socket", control_json_string(cfg->socket_path),
 			 "backend", tap ? "tap" : sw ? "switch" : "xdp",
@@ -45,7 +45,8 @@ static json_t *port_info(struct port *p)
 			 "rarps", control_json_u64(port_rarps(p)),
 			 "dirty_log_dropped", control_json_u64(port_dirty_log_dropped(p)),
 			 "ring", (features & BIT_ULL(VIRTIO_F_RING_PACKED)) ? "packed" : "split",
-			 "in_order", (features & BIT_ULL(VIRTIO_F_IN_ORDER)) != 0);
+			 "in_order", (features & BIT_ULL(VIRTIO_F_IN_ORDER)) != 0,
+			 "migrate_state", !cfg->no_device_state);
 }
 
 /* A trunk tap port's segment, VLANs and drops (uplink=, trunk=). */

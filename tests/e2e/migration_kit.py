@@ -176,6 +176,12 @@ def _ram_mapping(pid):
     return best
 
 
+def ram_pages(pid, page=4096):
+    """Pages of QEMU process pid's guest RAM."""
+    a, b = _ram_mapping(pid)
+    return (b - a) // page
+
+
 def ram_pages_differing(pid_a, pid_b, chunk=64 << 20, page=4096):
     """Guest-physical offsets of the pages whose contents differ between two stopped QEMUs'
     guest RAM (read through /proc/PID/mem, `chunk` bytes at a time)."""

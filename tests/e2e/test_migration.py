@@ -25,7 +25,8 @@ import harness
 from harness import (Netns, Vnetd, check, guest_addr, guest_kit, make_blob, require_program,
                      require_root_and_tun, skip, workdir)
 from migration_kit import (AnyQemu, IncomingQemu, Qmp, bridge_taps, fdb_port, migrate,
-                           qemu_args, ram_pages_differing, start_throttled_server, wait_status)
+                           qemu_args, ram_pages, ram_pages_differing, start_throttled_server,
+                           wait_status)
 
 MAC = '52:54:00:81:00:02'
 BLOB_MB = 12
@@ -86,9 +87,11 @@ def compare_ram(src, dst, qdst, assert_equal):
     on the source and not started on the destination). Then the destination runs."""
     wait_status(qdst, 'paused')
     diff = ram_pages_differing(src.proc.pid, dst.proc.pid)
-    what = ('guest RAM identical on source and destination after the migration (%d pages '
-            'differ%s)' % (len(diff), ': ' + ' '.join('0x%x' % d for d in diff[:8]) if diff
-                          else ''))
+    what = 'guest RAM identical on source and destination after the migration (%d pages)' % (
+        ram_pages(src.proc.pid))
+    if diff:
+        what = '%d guest pages differ between source and destination after the migration: %s' % (
+            len(diff), ' '.join('0x%x' % d for d in diff[:8]))
     if assert_equal:
         check(not diff, what)
     else:
@@ -229,6 +232,8 @@ def main():
                       'destination RX queue uses its own port\'s host defaults (400 us / 20)')
                 check(fdb_port(ns, MAC) == 'mtap1',
                       'the bridge learned the guest\'s MAC on the destination tap')
+                check(not any(i['migrate_state'] for i in vd.port_info().values()),
+                      'vnetctl ports shows migrate_state false on both ports')
                 check('device state' not in vd.log_tail(100000),
                       'migrate-state=off: no device state went through vnetd')
             finally:
