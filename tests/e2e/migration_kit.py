@@ -213,6 +213,23 @@ def wait_status(qmp, want, timeout=60):
         time.sleep(0.2)
 
 
+def migration_qemu(fallback):
+    """The QEMU to migrate with: VNETD_QEMU_DEVICE_STATE, else sid's QEMU 11 (guest/qemu.sh,
+    cached), else None (Debian 12's QEMU 7.2, which loses guest pages in TCG migrations by
+    itself: docs/migration.md) with a note saying so and what happens instead (fallback)."""
+    import harness
+    if os.environ.get('VNETD_QEMU_DEVICE_STATE'):
+        return os.environ['VNETD_QEMU_DEVICE_STATE']
+    r = subprocess.run([os.path.join(harness.TOP, 'guest', 'qemu.sh'), harness.BUILD, '--suite',
+                        'sid'], capture_output=True, text=True)
+    if r.returncode != 0 or not r.stdout.strip():
+        print('note: no QEMU >= 10 (guest/qemu.sh exit %d: %s): %s'
+              % (r.returncode, (r.stderr.strip().splitlines() or ['?'])[-1], fallback),
+              flush=True)
+        return None
+    return r.stdout.strip().splitlines()[-1]
+
+
 def qemu_args(wd, name, incoming=None):
     a = ['-qmp', 'unix:%s,server=on,wait=off' % os.path.join(wd, name + '.qmp')]
     if incoming:

@@ -16,17 +16,14 @@ make check when no QEMU 11 can be had (then pages are counted, not asserted)."""
 import os
 import re
 import shutil
-import subprocess
 import sys
 import time
-
-import harness
 
 from harness import (Netns, Vnetd, check, guest_addr, guest_kit, make_blob, require_program,
                      require_root_and_tun, skip, workdir)
 from migration_kit import (AnyQemu, IncomingQemu, Qmp, bridge_taps, fdb_port, migrate,
-                           qemu_args, ram_pages, ram_pages_differing, start_throttled_server,
-                           wait_status)
+                           migration_qemu, qemu_args, ram_pages, ram_pages_differing,
+                           start_throttled_server, wait_status)
 
 MAC = '52:54:00:81:00:02'
 BLOB_MB = 12
@@ -188,25 +185,14 @@ def run_case(kit, wd, ns, vd_src, vd_dst, src_port, dst_port, sock_src, sock_dst
             return st
 
 
-def sid_qemu():
-    """sid's QEMU 11 runner (guest/qemu.sh), or None with the reason printed."""
-    r = subprocess.run([os.path.join(harness.TOP, 'guest', 'qemu.sh'), harness.BUILD, '--suite',
-                        'sid'], capture_output=True, text=True)
-    if r.returncode != 0 or not r.stdout.strip():
-        print('note: no QEMU >= 10 (guest/qemu.sh exit %d: %s): cases 1 and 2 run on QEMU 7.2, '
-              'the device-state case is not run'
-              % (r.returncode, (r.stderr.strip().splitlines() or ['?'])[-1]))
-        return None
-    return r.stdout.strip().splitlines()[-1]
-
-
 def main():
     require_root_and_tun()
     require_program('qemu-system-x86_64', 'qemu-system-x86')
     if shutil.which('bridge') is None:
         skip('iproute2 bridge tool missing')
     qemu72 = '--qemu72' in sys.argv[1:]
-    qemu = None if qemu72 else os.environ.get('VNETD_QEMU_DEVICE_STATE') or sid_qemu()
+    qemu = None if qemu72 else migration_qemu('cases 1 and 2 run on QEMU 7.2, the device-state '
+                                              'case is not run')
     print('cases 1 and 2 on %s' % (qemu or 'Debian\'s QEMU (qemu-system-x86_64 on PATH)'),
           flush=True)
     kit = guest_kit()

@@ -111,7 +111,8 @@ static void send_msg(struct side *s, uint32_t req, const void *payload, uint32_t
 	memcpy(buf, &req, 4);
 	memcpy(buf + 4, &flags, 4);
 	memcpy(buf + 8, &size, 4);
-	memcpy(buf + VU_HDR_SIZE, payload, size);
+	if (size)
+		memcpy(buf + VU_HDR_SIZE, payload, size);
 	if (nfds) {
 		struct cmsghdr *cm;
 
