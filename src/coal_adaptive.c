@@ -137,6 +137,20 @@ static bool request_response(const struct coal_adapt_rates *r)
 	       r->peer_pps <= r->pps + r->pps / 4u;
 }
 
+/*
+ * A return stream on a TX queue: small packets (ACKs: at most COAL_ADAPT_ACK_BYTES on average)
+ * while the pair's RX queue moves at least COAL_ADAPT_ACK_RATIO x their bytes and more packets:
+ * the guest acknowledging a stream it receives. Their completions only free the ACKs (TCP's
+ * small-queue limit counts data, not pure ACKs), so the longest hold costs the stream nothing,
+ * though at an ACK rate no level spans a batch. RX queues never: ACKs coming in clock the
+ * guest's own sending.
+ */
+static bool return_stream(const struct coal_adapt *a, const struct coal_adapt_rates *r)
+{
+	return !a->deep && r->pps && r->bps <= r->pps * COAL_ADAPT_ACK_BYTES &&
+	       r->peer_bps / COAL_ADAPT_ACK_RATIO >= r->bps && r->peer_pps > r->pps;
+}
+
 /* The lowest level whose hold spans batch packets at this rate; 0 if none does. */
 static unsigned lowest_spanning(uint64_t pps, uint64_t batch)
 {
@@ -151,12 +165,16 @@ static unsigned lowest_spanning(uint64_t pps, uint64_t batch)
  * on a deep queue, the lowest spanning COAL_ADAPT_BATCH_DEEP where one does. Deep is for RX:
  * a guest that receives a stream this fast polls it (NAPI) and takes a notification per poll;
  * a longer hold merges polls, and what is held is data its driver would only batch anyway.
- * TX stays shallow: held TX completions are socket memory the guest's TCP (TSQ) waits for.
+ * TX stays shallow: held TX completions are socket memory the guest's TCP (TSQ) waits for,
+ * except for a return stream (return_stream(): ACKs), whose target is the top level.
  */
-static unsigned target_level(const struct coal_adapt *a, uint64_t pps)
+static unsigned target_level(const struct coal_adapt *a, const struct coal_adapt_rates *r)
 {
+	uint64_t pps = r->pps;
 	unsigned t = lowest_spanning(pps, COAL_ADAPT_BATCH);
 
+	if (return_stream(a, r))
+		return COAL_ADAPT_LEVELS - 1;
 	if (a->deep) {
 		unsigned d = lowest_spanning(pps, COAL_ADAPT_BATCH_DEEP);
 
@@ -169,9 +187,11 @@ static unsigned target_level(const struct coal_adapt *a, uint64_t pps)
 /* Whether a level's hold spans 1 .. 4 x the queue's batch of packets at this rate. */
 static bool in_band(const struct coal_adapt *a, unsigned level, uint64_t pps)
 {
-	uint64_t span_x1m = pps * profiles[level].max_usecs; /* packets per hold, times 10^6 */
-	uint64_t batch = a->deep ? COAL_ADAPT_BATCH_DEEP : COAL_ADAPT_BATCH;
+	uint64_t span_x1m, batch = a->deep ? COAL_ADAPT_BATCH_DEEP : COAL_ADAPT_BATCH;
 
+	if (level >= COAL_ADAPT_LEVELS)
+		return false;
+	span_x1m = pps * profiles[level].max_usecs; /* packets per hold, times 10^6 */
 	return span_x1m >= 1000000ull && span_x1m <= 4ull * batch * 1000000ull;
 }
 
@@ -189,7 +209,8 @@ static bool in_band(const struct coal_adapt *a, unsigned level, uint64_t pps)
  *  - the target is the lowest level whose max_usecs spans COAL_ADAPT_BATCH packets at the
  *    window's packet rate (so a hold costs about two packet gaps), on a deep (RX) queue
  *    COAL_ADAPT_BATCH_DEEP where a level spans that many; a level above it that spans 1 to 4 x
- *    the batch is kept (hysteresis);
+ *    the batch is kept (hysteresis); a TX queue carrying a return stream (ACKs of a stream
+ *    its pair receives) targets the top level;
  *  - settled at or above the target, every notification sent still carrying about one packet
  *    (holding gains nothing: a ping-pong, the stall guard firing): one level down, as after a
  *    failed probe;
@@ -224,7 +245,7 @@ static void decide(struct coal_adapt *a, uint64_t packets, uint64_t dur_ns,
 			settle(a);
 		return;
 	}
-	target = target_level(a, r->pps);
+	target = target_level(a, r);
 	if (target < a->level && in_band(a, a->level, r->pps))
 		target = a->level; /* hysteresis: no flapping at a boundary */
 	if (target < a->level) {
@@ -267,6 +288,7 @@ bool coal_adapt_tick(struct coal_adapt *a, uint64_t now_ns, const struct coal_ad
 	r.bps = per_sec(delta(c->bytes, a->base.bytes), dur);
 	r.nps = per_sec(delta(c->notifications, a->base.notifications), dur);
 	r.peer_pps = per_sec(delta(c->peer_packets, a->base.peer_packets), dur);
+	r.peer_bps = per_sec(delta(c->peer_bytes, a->base.peer_bytes), dur);
 	a->windows++;
 	a->win_start_ns = now_ns;
 	a->base = *c;

@@ -16,6 +16,8 @@
 #define COAL_ADAPT_TIRED_MIN 8              /* windows parked after the first failed probe */
 #define COAL_ADAPT_TIRED_MAX 256            /* ... doubling per failure up to this (~1 s) */
 #define COAL_ADAPT_IDLE_NS 256000000ull     /* a window this long (no traffic): a new load */
+#define COAL_ADAPT_ACK_BYTES 128            /* return stream: its packets average at most this */
+#define COAL_ADAPT_ACK_RATIO 16             /* ... while the pair's other queue moves x this */
 
 /*
  * Cumulative counters of one queue, as the controller samples them. Notifications are those
@@ -24,6 +26,7 @@
 struct coal_adapt_counters {
 	uint64_t packets, bytes, notifications;
 	uint64_t peer_packets; /* packets of the pair's other queue (RX for a TX queue, and back) */
+	uint64_t peer_bytes;   /* ... and its bytes */
 };
 
 enum coal_adapt_state {
@@ -35,6 +38,7 @@ enum coal_adapt_state {
 struct coal_adapt_rates {
 	uint64_t pps, bps, nps; /* packets, bytes, notifications sent (after driver suppression) */
 	uint64_t peer_pps;      /* packets of the pair's other queue */
+	uint64_t peer_bps;      /* bytes of the pair's other queue */
 };
 
 /* Controller state of one queue (all zero: off). */

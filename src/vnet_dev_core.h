@@ -141,15 +141,18 @@ static inline bool dev_has(const struct vnet_dev *dev, unsigned bit)
 }
 
 /* dev_adapt_counters() - what the adaptive controller of q looks at: its counters and the
- * packets of its pair's other queue (rx N <-> tx N+1). */
+ * packets and bytes of its pair's other queue (rx N <-> tx N+1). */
 static inline struct coal_adapt_counters dev_adapt_counters(const struct vnet_dev *dev,
 							    const struct vnet_queue *q)
 {
 	unsigned i = q->vq.index, peer = (i & 1u) ? i - 1u : i + 1u;
-	struct coal_adapt_counters c = {q->stats.packets, q->stats.bytes, q->stats.notifications, 0};
+	struct coal_adapt_counters c = {q->stats.packets, q->stats.bytes, q->stats.notifications, 0,
+					0};
 
-	if (peer < dev->nqueues && dev->queues[peer].kind != VNET_QUEUE_CTRL)
+	if (peer < dev->nqueues && dev->queues[peer].kind != VNET_QUEUE_CTRL) {
 		c.peer_packets = dev->queues[peer].stats.packets;
+		c.peer_bytes = dev->queues[peer].stats.bytes;
+	}
 	return c;
 }
 

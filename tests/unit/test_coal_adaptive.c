@@ -11,7 +11,8 @@
 /* What a queue would see in one second at a level: packets, bytes, notifications sent. */
 struct rates {
 	uint64_t pps, bps, nps;
-	uint64_t peer; /* packets/s of the pair's other queue (0 unless a model says) */
+	uint64_t peer;     /* packets/s of the pair's other queue (0 unless a model says) */
+	uint64_t peer_bps; /* ... and its bytes/s */
 };
 
 typedef struct rates (*model_fn)(unsigned level);
@@ -33,13 +34,13 @@ static uint64_t holds_per_sec(unsigned level, uint64_t pps)
 /* Bulk: 10k TSO frames/s of 64 KB whatever the level (the flow is not latency-bound). */
 static struct rates bulk(unsigned level)
 {
-	return (struct rates){10000, 10000ull * 65000, holds_per_sec(level, 10000), 0};
+	return (struct rates){10000, 10000ull * 65000, holds_per_sec(level, 10000), 0, 0};
 }
 
 /* Bulk of small frames: 100k/s of 1500 bytes. */
 static struct rates bulk_small(unsigned level)
 {
-	return (struct rates){100000, 150000000, holds_per_sec(level, 100000), 0};
+	return (struct rates){100000, 150000000, holds_per_sec(level, 100000), 0, 0};
 }
 
 /* Bulk that loses 30 % of its rate from level 4 on (holding that long paces the flow). */
@@ -47,7 +48,7 @@ static struct rates bulk_paced_at_4(unsigned level)
 {
 	uint64_t pps = level >= 4 ? 7000 : 10000;
 
-	return (struct rates){pps, pps * 65000, holds_per_sec(level, pps), 0};
+	return (struct rates){pps, pps * 65000, holds_per_sec(level, pps), 0, 0};
 }
 
 /* Ping-pong: one 64-byte packet per round trip of 30 us plus what the hold adds. */
@@ -55,7 +56,7 @@ static struct rates ping_pong(unsigned level)
 {
 	uint64_t pps = 1000000u / (30 + coal_adapt_profile(level)->max_usecs);
 
-	return (struct rates){pps, pps * 64, pps, 0};
+	return (struct rates){pps, pps * 64, pps, 0, 0};
 }
 
 /* Request/response: the ping-pong above with its answers counted on the pair's other queue. */
@@ -76,11 +77,38 @@ static struct rates bulk_with_acks(unsigned level)
 	return r;
 }
 
+/* Notifications per second of time-bound holds over random (Poisson) arrivals at pps: a hold
+ * opens at a packet and takes whatever comes within max_usecs, pps * max_usecs on average. */
+static uint64_t poisson_holds_per_sec(unsigned level, uint64_t pps)
+{
+	const struct coal_params *p = coal_adapt_profile(level);
+
+	if (!coal_active(p))
+		return pps;
+	return pps * 1000000u / (1000000u + pps * p->max_usecs);
+}
+
+/* The ACKs of a 6.6 Gbit/s stream into the guest (12.6k frames/s of 64 KB on the pair's RX
+ * queue), as its TX queue sees them: 2500 ACKs/s of 66 bytes, arriving at random; no level's
+ * hold spans 2 of them (400 us: 1 on average). */
+static struct rates acks_of_stream(unsigned level)
+{
+	return (struct rates){2500, 2500 * 66, poisson_holds_per_sec(level, 2500), 12600,
+			      12600ull * 65000};
+}
+
+/* The same small packets with a pair whose other queue moves little: a slow exchange. */
+static struct rates small_with_light_peer(unsigned level)
+{
+	return (struct rates){2500, 2500 * 66, poisson_holds_per_sec(level, 2500), 3000,
+			      3000 * 66};
+}
+
 /* Sparse: 1000 packets/s (4 a window), e.g. a slow ping or paced UDP at 12 Mbit/s. */
 static struct rates sparse(unsigned level)
 {
 	(void)level;
-	return (struct rates){1000, 1000 * 1400, 1000, 0};
+	return (struct rates){1000, 1000 * 1400, 1000, 0, 0};
 }
 
 /* Deterministic noise: each rate off by up to +-8 % per window (a linear congruential draw). */
@@ -96,7 +124,7 @@ static struct rates noisy_bulk(unsigned level)
 {
 	struct rates r = bulk(level);
 
-	return (struct rates){noisy(r.pps), noisy(r.bps), noisy(r.nps), 0};
+	return (struct rates){noisy(r.pps), noisy(r.bps), noisy(r.nps), 0, 0};
 }
 
 struct sim {
@@ -126,6 +154,7 @@ static void sim_run(struct sim *s, model_fn model, unsigned n)
 		s->c.bytes += r.bps * w / 1000000u;
 		s->c.notifications += r.nps * w / 1000000u;
 		s->c.peer_packets += r.peer * w / 1000000u;
+		s->c.peer_bytes += r.peer_bps * w / 1000000u;
 		s->now += COAL_ADAPT_WINDOW_NS;
 		if (coal_adapt_tick(&s->a, s->now, &s->c))
 			s->changes++;
@@ -198,7 +227,7 @@ static void test_bulk_converges_and_stays(void **state)
 /* A fast RX stream, 40k frames/s (64 KiB GSO frames at ~20 Gbit/s). */
 static struct rates rx_fast(unsigned level)
 {
-	return (struct rates){40000, 40000ull * 65000, holds_per_sec(level, 40000), 0};
+	return (struct rates){40000, 40000ull * 65000, holds_per_sec(level, 40000), 0, 0};
 }
 
 /*
@@ -312,6 +341,27 @@ static void test_stream_with_acks_still_batches(void **state)
 	sim_start(&s);
 	sim_run(&s, bulk_with_acks, 50);
 	assert_int_equal(s.a.level, 4);
+}
+
+/* A TX queue carrying the ACKs of a stream its pair receives holds them as long as it can
+ * (no level spans a batch at their rate, but their completions only free them); an RX queue
+ * seeing the same does not (ACKs coming in clock the guest's sending), nor does a TX queue
+ * whose pair moves as little as it does. */
+static void test_return_stream_is_held_on_tx_only(void **state)
+{
+	struct sim tx, rx, light;
+
+	(void)state;
+	sim_start(&tx);
+	sim_run(&tx, acks_of_stream, 50);
+	assert_int_equal(tx.a.level, TOP);
+	sim_start(&rx);
+	rx.a.deep = true;
+	sim_run(&rx, acks_of_stream, 50);
+	assert_int_equal(rx.a.level, 0);
+	sim_start(&light);
+	sim_run(&light, small_with_light_peer, 50);
+	assert_int_equal(light.a.level, 0);
 }
 
 static void test_sparse_traffic_is_never_held(void **state)
@@ -508,8 +558,9 @@ int main(void)
 		cmocka_unit_test(test_level_that_paces_the_flow_is_left_and_rarely_retried),
 		cmocka_unit_test(test_ping_pong_stays_at_low_latency),
 		cmocka_unit_test(test_ping_pong_after_bulk_returns_in_one_window),
-cmocka_unit_test(test_request_response_is_never_held),
-cmocka_unit_test(test_stream_with_acks_still_batches),
+		cmocka_unit_test(test_request_response_is_never_held),
+		cmocka_unit_test(test_stream_with_acks_still_batches),
+		cmocka_unit_test(test_return_stream_is_held_on_tx_only),
 		cmocka_unit_test(test_sparse_traffic_is_never_held),
 		cmocka_unit_test(test_idle_queue_returns_to_level_0),
 		cmocka_unit_test(test_counters_reset_under_it),
