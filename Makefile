@@ -139,7 +139,7 @@ bench-datapath: build
 	$(PYTHON) bench/rss_cost.py
 
 # Live migration of a 512 MB TCG guest: downtime and total time, vnetd vs QEMU's tap (~5 min),
-# and the dirty log's cost per packet (callgrind, seconds). Options: MIGRATION_ARGS="--reps N".
+# and the dirty log's cost per packet (callgrind, seconds). Options: MIGRATION_ARGS="--reps N", "--qemu sid" (QEMU 11).
 bench-migration: build
 	$(PYTHON) bench/migration.py $(MIGRATION_ARGS)
 	$(PYTHON) bench/dirty_log_cost.py

@@ -29,8 +29,8 @@ import common  # noqa: E402  (first: puts tests/e2e on the path)
 from common import TOP, log  # noqa: E402
 import harness  # noqa: E402
 from harness import Netns, QemuGuest, Vnetd, guest_addr, make_blob  # noqa: E402
-from migration_kit import (IncomingQemu, Qmp, bridge_taps, migrate, qemu_args,  # noqa: E402
-                           start_throttled_server)
+from migration_kit import (IncomingQemu, Qmp, bridge_taps, migrate, migration_qemu,  # noqa: E402
+                           qemu_args, start_throttled_server)
 import gnuplot  # noqa: E402 (bench/gnuplot.py)
 
 MAC = '52:54:00:82:00:02'
@@ -43,8 +43,9 @@ def git_state():
     return common.git(TOP, 'describe', '--always', '--dirty')
 
 
-def one_setup(setup, kit, wd, ns, reps, mem, rate, blob_mb, continuous=False):
-    """Migrate one guest 2 * reps times (idle, download, idle, ...); returns the runs."""
+def one_setup(setup, kit, wd, ns, reps, mem, rate, blob_mb, continuous=False, qemu=None):
+    """Migrate one guest 2 * reps times (idle, download, idle, ...); returns the runs (qemu:
+    the QEMU binary, None for qemu-system-x86_64 on PATH)."""
     socks = [os.path.join(wd, 's%d.sock' % i) for i in range(2)]
     taps = ['btap0', 'btap1'] if setup == 'vnetd' else ['qtap0', 'qtap1']
     if setup == 'qemu-tap':
@@ -53,7 +54,7 @@ def one_setup(setup, kit, wd, ns, reps, mem, rate, blob_mb, continuous=False):
     runs = []
 
     def guest(side, incoming=None):
-        opts = dict(mac=MAC, device_opts=',vectors=0', mem=mem,
+        opts = dict(mac=MAC, device_opts=',vectors=0', mem=mem, qemu=qemu,
                     log_path=os.path.join(wd, 'qemu.log'),
                     extra_args=qemu_args(wd, 'q%d' % side, incoming))
         if setup == 'vnetd':
@@ -205,6 +206,10 @@ def main():
     ap.add_argument('--continuous', action='store_true',
                     help='stress: one download loop runs across every migration')
     ap.add_argument('--out', help='JSON output (default results/migration-<date>.json)')
+    ap.add_argument('--qemu', default='system',
+                    help="'system' (qemu-system-x86_64 on PATH: Debian 12's 7.2, which loses "
+                    "guest pages in TCG migrations by itself, docs/migration.md), 'sid' (sid's "
+                    "QEMU 11 from guest/qemu.sh) or a path")
     args = ap.parse_args()
     common.require('bench-migration', root=True, why_root='network namespace, taps',
                    exes=['qemu-system-x86_64'], built=(), status=common.SKIP)
@@ -212,11 +217,17 @@ def main():
     kit = harness.guest_kit()
     wd = harness.workdir('bench-migration')
     harness.private_binaries(wd)
+    qemu = None if args.qemu == 'system' else args.qemu
+    if args.qemu == 'sid':
+        qemu = migration_qemu('nothing to run')
+        if not qemu:
+            sys.exit('bench-migration: --qemu sid: no QEMU >= 10 (guest/qemu.sh)')
     blob = os.path.join(wd, 'blob')
     make_blob(blob, 64)
     now = datetime.datetime.now()
     meta = {'date': now.isoformat(timespec='seconds'), 'vnetd': git_state(),
-            'qemu': subprocess.run(['qemu-system-x86_64', '--version'], capture_output=True,
+            'qemu': subprocess.run([qemu or 'qemu-system-x86_64', '--version'],
+                                   capture_output=True,
                                    text=True).stdout.splitlines()[0],
             'mem': args.mem, 'reps': args.reps, 'download_rate_bytes_s': args.rate,
             'cpus': os.cpu_count(), 'loadavg_start': os.getloadavg(),
@@ -232,7 +243,7 @@ def main():
             for s in args.setups.split(','):
                 log('== %s' % s)
                 runs += one_setup(s, kit, wd, ns, args.reps, args.mem, args.rate, 64,
-                                  args.continuous)
+                                  args.continuous, qemu)
         finally:
             srv.kill()
     meta['loadavg_end'] = os.getloadavg()
