@@ -98,7 +98,7 @@ def one_setup(setup, kit, wd, ns, reps, mem, rate, blob_mb, continuous=False, qe
             dropped = vd.port_info()['p%d' % side]['dirty_log_dropped'] if vd else None
             q.close()
             cur.kill()
-            nxt.adopt()
+            nxt.adopt(os.path.join(wd, 'q%d.qmp' % other))
             try:
                 rc, _ = nxt.run('ping -c 1 -W 10 10.82.0.1', timeout=120)
             except harness.GuestError:
