@@ -187,11 +187,10 @@ static unsigned target_level(const struct coal_adapt *a, const struct coal_adapt
 /* Whether a level's hold spans 1 .. 4 x the queue's batch of packets at this rate. */
 static bool in_band(const struct coal_adapt *a, unsigned level, uint64_t pps)
 {
-	uint64_t span_x1m, batch = a->deep ? COAL_ADAPT_BATCH_DEEP : COAL_ADAPT_BATCH;
+	/* packets per hold, times 10^6 */
+	uint64_t span_x1m = pps * coal_adapt_profile(level)->max_usecs;
+	uint64_t batch = a->deep ? COAL_ADAPT_BATCH_DEEP : COAL_ADAPT_BATCH;
 
-	if (level >= COAL_ADAPT_LEVELS)
-		return false;
-	span_x1m = pps * profiles[level].max_usecs; /* packets per hold, times 10^6 */
 	return span_x1m >= 1000000ull && span_x1m <= 4ull * batch * 1000000ull;
 }
 

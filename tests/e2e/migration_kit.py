@@ -176,14 +176,8 @@ def _ram_mapping(pid):
     return best
 
 
-def ram_pages(pid, page=4096):
-    """Pages of QEMU process pid's guest RAM."""
-    a, b = _ram_mapping(pid)
-    return (b - a) // page
-
-
 def ram_pages_differing(pid_a, pid_b, chunk=64 << 20, page=4096):
-    """Guest-physical offsets of the pages whose contents differ between two stopped QEMUs'
+    """(offsets of the pages whose contents differ, pages compared) between two stopped QEMUs'
     guest RAM (read through /proc/PID/mem, `chunk` bytes at a time)."""
     (a0, a1), (b0, b1) = _ram_mapping(pid_a), _ram_mapping(pid_b)
     if a1 - a0 != b1 - b0:
@@ -198,7 +192,7 @@ def ram_pages_differing(pid_a, pid_b, chunk=64 << 20, page=4096):
             x, y = fa.read(n), fb.read(n)
             if x != y:
                 diff += [off + i for i in range(0, n, page) if x[i:i + page] != y[i:i + page]]
-    return diff
+    return diff, (a1 - a0) // page
 
 
 def wait_status(qmp, want, timeout=60):

@@ -22,7 +22,7 @@ import time
 from harness import (Netns, Vnetd, check, guest_addr, guest_kit, make_blob, require_program,
                      require_root_and_tun, skip, workdir)
 from migration_kit import (AnyQemu, IncomingQemu, Qmp, bridge_taps, fdb_port, migrate,
-                           migration_qemu, qemu_args, ram_pages, ram_pages_differing,
+                           migration_qemu, qemu_args, ram_pages_differing,
                            start_throttled_server, wait_status)
 
 MAC = '52:54:00:81:00:02'
@@ -83,9 +83,8 @@ def compare_ram(src, dst, qdst, assert_equal):
     RAM must be the same page for page (neither QEMU runs the guest, vnetd's rings are stopped
     on the source and not started on the destination). Then the destination runs."""
     wait_status(qdst, 'paused')
-    diff = ram_pages_differing(src.proc.pid, dst.proc.pid)
-    what = 'guest RAM identical on source and destination after the migration (%d pages)' % (
-        ram_pages(src.proc.pid))
+    diff, pages = ram_pages_differing(src.proc.pid, dst.proc.pid)
+    what = 'guest RAM identical on source and destination after the migration (%d pages)' % pages
     if diff:
         what = '%d guest pages differ between source and destination after the migration: %s' % (
             len(diff), ' '.join('0x%x' % d for d in diff[:8]))
