@@ -325,8 +325,9 @@ def short(m):
     return s
 
 
-def make_guest(kind, wd, sock):
-    """(guest object, /proc/interrupts pattern of its virtio line) for a --guest name."""
+def make_guest(kind, wd, sock, vq_size=256):
+    """(guest object, /proc/interrupts pattern of its virtio line) for a --guest name; vq_size: the
+    qemu-full device's ring size (every queue)."""
     logp = os.path.join(wd, '%s.log' % kind)
     if kind == 'uml':
         return UmlGuest(harness.uml_kit("bookworm"), sock, log_path=logp), 'virtio-uml'
@@ -336,7 +337,7 @@ def make_guest(kind, wd, sock):
     # qemu-full: one queue pair (num_vqs 3); the device's single MSI-X vector is not enough
     # for Linux (config + queues), so the guest uses one INTx line "virtio0" (see docs/guests.md).
     return (QemuGuest(harness.guest_kit(), vhost_socket=sock, qemu=harness.new_qemu('sid'),
-                      full_device=True, num_vqs=3, log_path=logp), r'virtio[0-9]')
+                      full_device=True, num_vqs=3, vq_size=vq_size, log_path=logp), r'virtio[0-9]')
 
 
 def bench_guest(args, kind, wd, runs, info):
@@ -346,7 +347,7 @@ def bench_guest(args, kind, wd, runs, info):
     inf = info.setdefault('guests', {}).setdefault(kind, {'setup': setup})
     with Netns(NETNS) as ns, Vnetd(ns, ['socket=%s,tap=vtap0' % sock], wd) as vd:
         host_addr(ns, 'vtap0', HOST_IP)
-        guest, irq_pattern = make_guest(kind, wd, sock)
+        guest, irq_pattern = make_guest(kind, wd, sock, args.qemu_vq_size)
         with guest as g:
             log('%s guest booted in %.1f s on vnetd port p0 (tap in namespace %s)'
                 % (GUESTS[kind][1], g.boot_time, ns.name))
@@ -501,6 +502,9 @@ def main():
     ap.add_argument('--fixed', default='uml72-1g,qemu-full',
                     help='guests with fixed-load rows (TCP paced and UDP at about half of none\'s '
                     'bulk throughput), comma-separated; "" = none (default uml72-1g,qemu-full)')
+    ap.add_argument('--qemu-vq-size', type=int, default=256,
+                    help='ring size of every queue of the qemu-full guest\'s device (default 256, '
+                    'QEMU virtio-net\'s default; 1024 is what QEMU allows a vhost-user port)')
     ap.add_argument('--fixed-reps', type=int, default=5, help='interleaved reps of the fixed-load '
                     'rows (default 5)')
     ap.add_argument('--fixed-duration', type=int, default=5,
@@ -689,7 +693,7 @@ def main():
     log('\n' + md)
     log('wrote %s, %s, %s, %s' % (out, os.path.join(resdir, 'latest.json'),
                                   os.path.join(resdir, 'latest.md'), os.path.join(resdir, 'latest.png')))
-    shutil.rmtree(wd, ignore_errors=True)
+    (shutil.rmtree(wd, ignore_errors=True) if not os.environ.get("VNETD_KEEP_WD") else None)
 
 
 if __name__ == '__main__':

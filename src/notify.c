@@ -143,21 +143,22 @@ static void guard_completed(const struct vnet_dev *dev, struct vnet_queue *q, ui
  * Whether the driver is about to run dry of what only our notification gives back: RX buffers
  * left (posted, not used; reserved ones count as left) at most a quarter of those plus the
  * ones held; TX descriptors the driver has not got back (held, plus chains not yet popped, one
- * each at least) three quarters of the ring.
+ * each at least) three quarters of the ring. Asked as "are enough posted", which a packed
+ * ring answers by reading one descriptor (it has no avail index to count with).
  */
 static bool guard_ring_low(const struct vnet_dev *dev, struct vnet_queue *q)
 {
-	uint32_t unpopped = (uint16_t)(vq_avail_idx(&q->vq) - q->vq.last_avail);
-
-	if (unpopped > q->vq.num)
-		unpopped = q->vq.num; /* a hostile index: the queue breaks at the next pop */
 	if (q->kind == VNET_QUEUE_RX) {
-		uint32_t left = unpopped + (q == &dev->queues[0] ? dev->rx_cache.n : 0);
-		uint32_t held = vq_pending_since_decision(&q->vq);
+		uint32_t cache = q == &dev->queues[0] ? dev->rx_cache.n : 0;
+		/* left <= held / 3 is low: left * 4 <= left + held */
+		uint32_t enough = vq_pending_since_decision(&q->vq) / 3u + 1u;
 
-		return left * 4u <= left + held;
+		return cache < enough && !vq_avail_at_least(&q->vq, enough - cache);
 	}
-	return (q->guard.held_descs + unpopped) * 4u >= (uint64_t)q->vq.num * 3u;
+	uint32_t limit = (3u * q->vq.num + 3u) / 4u; /* held + unpopped >= 3/4 of the ring */
+
+	return q->guard.held_descs >= limit ||
+	       vq_avail_at_least(&q->vq, limit - q->guard.held_descs);
 }
 
 /*

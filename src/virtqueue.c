@@ -331,6 +331,31 @@ uint16_t vq_avail_idx(struct virtqueue *vq)
 }
 
 /**
+ * vq_avail_at_least() - whether the driver made at least n buffers available that have not been
+ * popped (packed rings: descriptor slots).
+ * @vq: a started queue
+ * @n: how many
+ *
+ * An avail index more than the ring size ahead (hostile) counts as a full ring; the next pop
+ * breaks the queue.
+ *
+ * Return: true if it did (always for n == 0).
+ */
+bool vq_avail_at_least(struct virtqueue *vq, unsigned n)
+{
+	uint16_t unpopped;
+
+	if (n == 0)
+		return true;
+	if (vq->packed)
+		return vq_packed_avail_at_least(vq, n);
+	unpopped = (uint16_t)(vq_avail_idx(vq) - vq->last_avail);
+	if (unpopped > vq->num)
+		unpopped = vq->num;
+	return unpopped >= n;
+}
+
+/**
  * vq_has_avail() - whether the driver made chains available that have not been popped.
  * @vq: the queue
  *

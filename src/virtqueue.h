@@ -435,6 +435,12 @@ static inline uint16_t vq_avail_seen(const struct virtqueue *vq)
 	return vq->ready == VQ_FAST_PACKED ? vq->last_avail : vq->shadow_avail;
 }
 
+/*
+ * vq_avail_at_least() - whether at least n chains (packed: descriptor slots) are available and not
+ * popped: a count a packed ring has no index for.
+ */
+bool vq_avail_at_least(struct virtqueue *vq, unsigned n);
+
 /* vq_has_avail() - whether the driver made chains available that we have not popped. */
 bool vq_has_avail(struct virtqueue *vq);
 

@@ -22,6 +22,7 @@ void vq_packed_publish(struct virtqueue *vq); /* virtqueue_packed_used.c */
 bool vq_packed_would_notify(const struct virtqueue *vq);
 bool vq_packed_has_avail(struct virtqueue *vq);
 uint16_t vq_packed_avail_idx(struct virtqueue *vq);
+bool vq_packed_avail_at_least(struct virtqueue *vq, unsigned n);
 bool vq_packed_kick_enable(struct virtqueue *vq);
 void vq_packed_kick_disable(struct virtqueue *vq);
 uint32_t vq_packed_get_base(const struct virtqueue *vq);

@@ -498,6 +498,39 @@ uint16_t vq_packed_avail_idx(struct virtqueue *vq)
 }
 
 /**
+ * vq_packed_avail_at_least() - whether at least n descriptor slots past the popped ones are
+ * available.
+ * @vq: a started packed queue
+ * @n: slots wanted, at least 1
+ *
+ * Buffers given back by vq_unpop() count one slot each; past the farthest position looked at,
+ * one descriptor is read: the one n - 1 slots on (the driver fills slots in ring order, so
+ * that one being available means those before it are, up to a batch still being written).
+ * Slots in flight or used carry the previous lap's flags and never look available.
+ *
+ * Return: true if they are.
+ */
+bool vq_packed_avail_at_least(struct virtqueue *vq, unsigned n)
+{
+	unsigned known = (uint16_t)(pk_seen(vq) - vq->last_avail), d, s;
+	uint16_t slot;
+	bool wrap;
+
+	if (n <= known)
+		return true;
+	d = n - known - 1;
+	if (d >= vq->num)
+		return false;
+	pk_far(vq, &slot, &wrap);
+	s = slot + d;
+	if (s >= vq->num) {
+		s -= vq->num;
+		wrap = !wrap;
+	}
+	return pk_slot_avail(vq, (uint16_t)s, wrap);
+}
+
+/**
  * vq_packed_kick_enable() - ask the driver to kick when it adds buffers (Device Event
  * Suppression).
  * @vq: a started packed queue, not broken

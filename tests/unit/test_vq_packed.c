@@ -126,6 +126,45 @@ static void test_unpop_walks_again(void **state)
 }
 
 /*
+ * vq_avail_at_least() on a packed ring, which has no avail index: buffers given back count, one
+ * descriptor past the farthest position answers, across the ring end and a lap; slots in flight
+ * never look available.
+ */
+static void test_avail_at_least_reads_one_slot(void **state)
+{
+	struct pd *p = *state; /* 5 slots */
+
+	assert_false(vq_avail_at_least(&p->vq, 1));
+	for (uint16_t id = 0; id < 3; id++)
+		pd_add1(p, id, 64, true);
+	assert_true(vq_avail_at_least(&p->vq, 3));
+	assert_false(vq_avail_at_least(&p->vq, 4));
+	for (unsigned i = 0; i < 3; i++)
+		assert_int_equal(vq_pop(&p->vq, &p->chain), 1);
+	assert_false(vq_avail_at_least(&p->vq, 1)); /* three in flight */
+	vq_unpop(&p->vq, 2);
+	assert_true(vq_avail_at_least(&p->vq, 2));
+	assert_false(vq_avail_at_least(&p->vq, 3));
+	pd_add1(p, 3, 64, true);
+	pd_add1(p, 4, 64, true); /* slot 4, the ring's last */
+	assert_true(vq_avail_at_least(&p->vq, 4));
+	assert_false(vq_avail_at_least(&p->vq, 5)); /* slot 0 is in flight: the old lap's flags */
+	for (unsigned i = 0; i < 4; i++)
+		assert_int_equal(vq_pop(&p->vq, &p->chain), 1);
+	for (uint16_t id = 0; id < 5; id++)
+		vq_push(&p->vq, id, 0);
+	vq_publish(&p->vq);
+	p->used = 0;
+	p->used_wrap = !p->used_wrap;
+	pd_add1(p, 0, 64, true); /* slot 0 of the next lap */
+	pd_add1(p, 1, 64, true);
+	assert_true(vq_avail_at_least(&p->vq, 2));
+	assert_false(vq_avail_at_least(&p->vq, 3)); /* slot 2: used, this lap's driver has not */
+	assert_false(vq_avail_at_least(&p->vq, 6));
+	assert_false(p->vq.broken);
+}
+
+/*
  * Records are kept per slot (a list of several slots at its first and last one): give back a
  * batch of one-slot buffers and a list across the ring end, walk them again, and publish a
  * batch that mixes both (the one-pass publish of a mixed batch).
@@ -303,6 +342,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_pop_push_wraps_many_laps, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_avail_at_least_reads_one_slot, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_batch_publishes_first_flags_last, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_chain_across_ring_end, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unpop_list_across_ring_end_mixed_batch, setup,

@@ -75,6 +75,27 @@ static void test_pop_empty_ring_returns_0(void **state)
 	assert_false(vq_has_avail(&f->vq));
 }
 
+/* vq_avail_at_least() counts chains posted and not popped; a hostile index counts as full. */
+static void test_avail_at_least_counts_unpopped(void **state)
+{
+	struct fx *f = *state;
+	struct fake_buf b = {f->data, 64, true};
+
+	assert_true(vq_avail_at_least(&f->vq, 0));
+	assert_false(vq_avail_at_least(&f->vq, 1));
+	for (unsigned i = 0; i < 3; i++)
+		fake_vq_add_chain(&f->fq, &b, 1);
+	fake_vq_publish(&f->fq);
+	assert_true(vq_avail_at_least(&f->vq, 3));
+	assert_false(vq_avail_at_least(&f->vq, 4));
+	assert_int_equal(vq_pop(&f->vq, &f->chain), 1);
+	assert_true(vq_avail_at_least(&f->vq, 2));
+	assert_false(vq_avail_at_least(&f->vq, 3));
+	f->fq.avail->idx = (uint16_t)(f->vq.last_avail + 1000u);
+	assert_true(vq_avail_at_least(&f->vq, QSIZE));
+	assert_false(vq_avail_at_least(&f->vq, QSIZE + 1));
+}
+
 static void test_pop_returns_chains_in_avail_order(void **state)
 {
 	struct fx *f = *state;
@@ -358,6 +379,7 @@ int main(void)
 	    T(test_start_rejects_rings_outside_memory),
 	    T(test_start_accepts_uva_ring_addresses),
 	    T(test_start_rejects_bad_queue_size),
+	    T(test_avail_at_least_counts_unpopped),
 	    T(test_pop_empty_ring_returns_0),
 	    T(test_pop_returns_chains_in_avail_order),
 	    T(test_pop_hostile_chain_breaks_queue),
