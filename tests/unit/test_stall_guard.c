@@ -3,6 +3,7 @@
 #include "coal_helpers.h"
 
 #include "coal_adaptive.h"
+#include "vq_packed_driver.h"
 
 /* A device with the stall guard as given, every queue of size qsize. */
 static struct test_dev *td_guard(bool on, uint32_t bytes, uint32_t idle_usecs, uint16_t qsize,
@@ -319,6 +320,46 @@ static void test_rx_ring_nearly_empty_notifies(void **state)
 	td_free(td);
 }
 
+/*
+ * The same on a packed RX ring, which has no avail index: the rule reads how many buffers are
+ * posted from the descriptors (it used to see one at most and notify after three).
+ */
+static void test_packed_rx_ring_nearly_empty_notifies(void **state)
+{
+	struct pd *p = pd_new(8, false, false);
+	struct vnet_dev_params prm;
+	struct test_dev *td;
+	struct vnet_queue *q;
+
+	(void)state;
+	td_default_params(&prm, 1);
+	prm.features_mask = ~0ull;
+	prm.stall_guard = (struct vnet_stall_guard){true, 0, 0};
+	td = td_create(&prm, TD_BASE_FEATURES | BIT_ULL(VIRTIO_F_RING_PACKED));
+	assert_true(td->features & BIT_ULL(VIRTIO_F_RING_PACKED));
+	q = vnet_dev_queue(td->dev, RXQ);
+	q->vq.num = p->num;
+	q->vq.desc_addr = p->ring_gpa;
+	q->vq.avail_addr = p->drv_gpa;
+	q->vq.used_addr = p->dev_gpa;
+	q->vq.ring_space = GUEST_ADDR_GPA;
+	assert_int_equal(vnet_dev_queue_start(td->dev, RXQ, &p->mem.gm), 0);
+	vnet_dev_queue_enable(td->dev, RXQ, true);
+	assert_true(q->vq.packed);
+	assert_int_equal(td_coal_cmd(td, RX_SET, 64, 5000), VIRTIO_NET_OK);
+	for (uint16_t id = 0; id < 8; id++)
+		pd_add1(p, id, 2048, true);
+	for (unsigned i = 0; i < 5; i++)
+		assert_int_equal(td_receive(td, 60, 1), 1);
+	assert_int_equal(td->notifies[RXQ], 0); /* 3 buffers left, 5 held */
+	assert_int_equal(td_receive(td, 60, 1), 1);
+	assert_int_equal(td->notifies[RXQ], 1); /* 2 left of 8: a quarter */
+	assert_int_equal(stats(td, RXQ)->early_ring, 1);
+	td_free(td);
+	fake_mem_free(&p->mem);
+	free(p);
+}
+
 static void test_tx_descriptors_nearly_used_up_notify(void **state)
 {
 	struct test_dev *td = td_guard(true, 0, 0, 16, 0);
@@ -439,6 +480,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_idle_rule_returns_when_answered, td_cleanup),
 		cmocka_unit_test_teardown(test_paced_sender_stops_the_rx_idle_rule, td_cleanup),
 		cmocka_unit_test_teardown(test_rx_ring_nearly_empty_notifies, td_cleanup),
+		cmocka_unit_test_teardown(test_packed_rx_ring_nearly_empty_notifies, td_cleanup),
 		cmocka_unit_test_teardown(test_tx_descriptors_nearly_used_up_notify, td_cleanup),
 		cmocka_unit_test_teardown(test_guard_respects_no_interrupt, td_cleanup),
 		cmocka_unit_test_teardown(test_guard_respects_used_event, td_cleanup),
