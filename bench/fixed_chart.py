@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """The fixed-load chart: per profile, CPU per Gbit at a fixed load and guest IRQ/s, each as the
-change against none, for vnetd's QEMU 11 full-device guest beside the seed's published row.
+change against none, for vnetd's QEMU 11 full-device guest beside the seed's published row, and
+the limit: the CPU change if every interrupt went, at AGGRESSIVE's CPU saved per interrupt.
 
 Reads results/latest.json (or --json) "fixed" (bench_fixed.py's summary), writes
 results/fixed-latest.png and results/fixed-latest.dat (the plotted numbers). The seed's row
@@ -42,6 +43,12 @@ def rows(fs, kind='tcp'):
                 r.append(change(x and x['median'], n and n['median']))
         r += [SEED.get(p, {}).get('cpu'), SEED.get(p, {}).get('irq')]
         out.append(r)
+    # The limit: every interrupt gone, at AGGRESSIVE's CPU saved per interrupt saved (linear).
+    ag = next((r for r in out if r[0] == 'AGGRESSIVE'), None)
+    if ag:
+        lim = [cpu / (-irq / 100.0) if cpu is not None and irq is not None and irq < -10 else None
+               for cpu, irq in ((ag[1], ag[3]), (ag[2], ag[4]))]
+        out.append(['"no IRQ (limit)"', lim[0], lim[1], -100.0, -100.0, None, None])
     return out
 
 
@@ -58,7 +65,7 @@ def draw(res, png, dat):
         for r in rs:
             f.write(' '.join([r[0]] + ['NaN' if v is None else '%.1f' % v for v in r[1:]]) + '\n')
     load = res.get('meta', {}).get('fixed_loadavg') or [0]
-    gp = ['set terminal pngcairo size 1100,420 font "sans,11"', 'set output "%s"' % png,
+    gp = ['set terminal pngcairo size 1320,440 font "sans,11"', 'set output "%s"' % png,
           'set style data histograms', 'set style histogram clustered gap 1',
           'set style fill solid 0.85 border -1', 'set boxwidth 0.9', 'set grid ytics',
           'set yrange [-100:40]', 'set ylabel "change vs none (%)"', 'set key top right',

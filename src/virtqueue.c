@@ -331,8 +331,8 @@ uint16_t vq_avail_idx(struct virtqueue *vq)
 }
 
 /**
- * vq_avail_at_least() - whether the driver made at least n buffers available that have not been
- * popped (packed rings: descriptor slots).
+ * vq_avail_at_least() - whether the driver made at least n chains available that have not been
+ * popped (packed rings: counted as long as the longest popped so far).
  * @vq: a started queue
  * @n: how many
  *

@@ -136,6 +136,7 @@ struct vq_packed_state {
 	bool next_wrap, far_wrap, used_wrap;
 	uint32_t used_lin, sig_lin; /* free-running slot counts (EVENT_IDX) */
 	uint32_t room;         /* slots not in flight: num - slots popped and not published */
+	uint16_t max_nslots;   /* the most slots one popped list took since start (>= 1) */
 	unsigned cap;          /* power of 2 >= num: rec[] and the shadow used ring */
 	struct vq_packed_rec *rec; /* per popped list, at the slot it starts at (and, of several */
 				   /* slots, at its last one: vq_packed_unpop() walks back) */
@@ -436,8 +437,8 @@ static inline uint16_t vq_avail_seen(const struct virtqueue *vq)
 }
 
 /*
- * vq_avail_at_least() - whether at least n chains (packed: descriptor slots) are available and not
- * popped: a count a packed ring has no index for.
+ * vq_avail_at_least() - whether at least n chains are available and not popped: a count a packed
+ * ring has no index for (it reads one descriptor, as many slots on as n of its longest lists).
  */
 bool vq_avail_at_least(struct virtqueue *vq, unsigned n);
 

@@ -275,6 +275,7 @@ int vq_packed_start(struct virtqueue *vq, const struct guest_mem *mem)
 	pk->used_wrap = used_wrap;
 	pk->used_lin = pk->sig_lin = 0;
 	pk->room = vq->num;
+	pk->max_nslots = 1;
 	vq->last_avail = vq->shadow_avail = 0;
 	vq->used_idx = vq->used_published = vq->signalled_used = 0;
 	vq->signalled_valid = false;
@@ -364,6 +365,8 @@ take:
 	rec = pk_rec(vq, pk->next_slot);
 	rec->nslots = (uint16_t)nslots;
 	rec->id = chain->head;
+	if (nslots > pk->max_nslots)
+		pk->max_nslots = (uint16_t)nslots;
 	pk_advance(vq->num, &pk->next_slot, &pk->next_wrap, nslots);
 	if (nslots > 1) /* at the list's last slot too, for vq_packed_unpop() */
 		*pk_rec(vq, pk->next_slot ? pk->next_slot - 1u : vq->num - 1u) = *rec;
@@ -498,31 +501,34 @@ uint16_t vq_packed_avail_idx(struct virtqueue *vq)
 }
 
 /**
- * vq_packed_avail_at_least() - whether at least n descriptor slots past the popped ones are
- * available.
+ * vq_packed_avail_at_least() - whether at least n buffers past the popped ones are available.
  * @vq: a started packed queue
- * @n: slots wanted, at least 1
+ * @n: buffers wanted, at least 1
  *
- * Buffers given back by vq_unpop() count one slot each; past the farthest position looked at,
- * one descriptor is read: the one n - 1 slots on (the driver fills slots in ring order, so
- * that one being available means those before it are, up to a batch still being written).
- * Slots in flight or used carry the previous lap's flags and never look available.
+ * Buffers given back by vq_unpop() count as they are; past the farthest position looked at, the
+ * rest are taken to be as long as the longest list popped so far (max_nslots: one slot for
+ * mergeable or indirect buffers, ~19 for Linux's "big packets"), so one descriptor is read, the
+ * one that many slots on (the driver fills slots in ring order, so that one being available
+ * means those before it are, up to a batch still being written). Slots in flight or used carry
+ * the previous lap's flags and never look available. Lists of mixed lengths make the answer
+ * err towards "not enough".
  *
  * Return: true if they are.
  */
 bool vq_packed_avail_at_least(struct virtqueue *vq, unsigned n)
 {
-	unsigned known = (uint16_t)(pk_seen(vq) - vq->last_avail), d, s;
+	unsigned known = (uint16_t)(pk_seen(vq) - vq->last_avail), s;
+	uint64_t d;
 	uint16_t slot;
 	bool wrap;
 
 	if (n <= known)
 		return true;
-	d = n - known - 1;
+	d = (uint64_t)(n - known) * vq->pk.max_nslots - 1u;
 	if (d >= vq->num)
 		return false;
 	pk_far(vq, &slot, &wrap);
-	s = slot + d;
+	s = slot + (unsigned)d;
 	if (s >= vq->num) {
 		s -= vq->num;
 		wrap = !wrap;

@@ -165,6 +165,34 @@ static void test_avail_at_least_reads_one_slot(void **state)
 }
 
 /*
+ * Lists of several slots (Linux's "big packets" RX buffers): once one is popped, the rest are
+ * counted as lists of that length, not as slots.
+ */
+static void test_avail_at_least_counts_lists(void **state)
+{
+	struct pd *p = pd_new(8, false, false);
+
+	(void)state;
+	pd_start(p);
+	for (uint16_t id = 0; id < 3; id++) {
+		uint64_t at = p->data + 512u * id;
+		struct fake_buf b[2] = {{at, 12, true}, {at + 64, 256, true}};
+
+		pd_add(p, b, 2, id);
+	}
+	assert_int_equal(vq_pop(&p->vq, &p->chain), 1);
+	assert_true(vq_avail_at_least(&p->vq, 2));
+	assert_false(vq_avail_at_least(&p->vq, 3)); /* 4 slots: two lists, not four buffers */
+	vq_unpop(&p->vq, 1);
+	assert_true(vq_avail_at_least(&p->vq, 3));
+	assert_false(vq_avail_at_least(&p->vq, 4));
+	assert_false(p->vq.broken);
+	vq_reset(&p->vq);
+	fake_mem_free(&p->mem);
+	free(p);
+}
+
+/*
  * Records are kept per slot (a list of several slots at its first and last one): give back a
  * batch of one-slot buffers and a list across the ring end, walk them again, and publish a
  * batch that mixes both (the one-pass publish of a mixed batch).
@@ -343,6 +371,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_pop_push_wraps_many_laps, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_avail_at_least_reads_one_slot, setup, teardown),
+		cmocka_unit_test(test_avail_at_least_counts_lists),
 		cmocka_unit_test_setup_teardown(test_batch_publishes_first_flags_last, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_chain_across_ring_end, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unpop_list_across_ring_end_mixed_batch, setup,
