@@ -21,9 +21,8 @@ import time
 
 from harness import (Netns, Vnetd, check, guest_addr, guest_kit, make_blob, require_program,
                      require_root_and_tun, skip, workdir)
-from migration_kit import (AnyQemu, IncomingQemu, Qmp, bridge_taps, fdb_port, migrate,
-                           migration_qemu, qemu_args, ram_pages_differing,
-                           start_throttled_server, wait_status)
+from migration_kit import (AnyQemu, IncomingQemu, Qmp, bridge_taps, compare_ram, fdb_port,
+                           migrate, migration_qemu, qemu_args, start_throttled_server)
 
 MAC = '52:54:00:81:00:02'
 BLOB_MB = 12
@@ -76,24 +75,6 @@ def diagnose(dst, vd_dst, dst_port, qmp_path):
     except Exception as e:                          # noqa: BLE001 - diagnostics only
         print('qmp: %s' % e)
     print('--- end of diagnostics', flush=True)
-
-
-def compare_ram(src, dst, qdst, assert_equal):
-    """The migration completed and the destination, started with -S, is paused: both guests'
-    RAM must be the same page for page (neither QEMU runs the guest, vnetd's rings are stopped
-    on the source and not started on the destination). Then the destination runs."""
-    wait_status(qdst, 'paused')
-    diff, pages = ram_pages_differing(src.proc.pid, dst.proc.pid)
-    what = 'guest RAM identical on source and destination after the migration (%d pages)' % pages
-    if diff:
-        what = '%d guest pages differ between source and destination after the migration: %s' % (
-            len(diff), ' '.join('0x%x' % d for d in diff[:8]))
-    if assert_equal:
-        check(not diff, what)
-    else:
-        print('note (QEMU 7.2, known to lose pages under TCG, not asserted): %s' % what,
-              flush=True)
-    qdst.cmd('cont')
 
 
 def run_case(kit, wd, ns, vd_src, vd_dst, src_port, dst_port, sock_src, sock_dst, blob_sha,

@@ -3,7 +3,9 @@
 Linux bridge with a VXLAN device towards the other; a UML guest on A and a QEMU guest on B see
 the advertised MTU (1450: VXLAN's 50 bytes), ping at that size with DF set and transfer
 byte-exact both ways; the QEMU guest is live-migrated over tcp: on the underlay to a vnetd on
-the other host, and both bridges learn its new place from vnetd's RARP within 1 s."""
+the other host, its RAM is the same page for page on both hosts once the migration completed
+(the destination held with -S: what vnetd wrote went across), and both bridges learn its new
+place from vnetd's RARP within 1 s of it resuming."""
 
 import os
 import shutil
@@ -12,7 +14,8 @@ import time
 
 from harness import (Netns, UmlGuest, Vnetd, check, guest_addr, guest_kit, require_program,
                      skip, uml_start)
-from migration_kit import IncomingQemu, Qmp, fdb_port, migrate, migration_qemu, qemu_args
+from migration_kit import (IncomingQemu, Qmp, compare_ram, fdb_port, migrate, migration_qemu,
+                           qemu_args)
 from guest import QemuGuest
 
 MTU = 1450                       # 1500 on the underlay minus VXLAN's 50 (docs/multihost.md)
@@ -133,23 +136,28 @@ def main():
                           'its tap')
 
                     # Live migration B -> A: the destination QEMU listens on A's underlay
-                    # address; its vnetd port (vtap1) is in A's bridge.
+                    # address; its vnetd port (vtap1) is in A's bridge. It is held (-S) so both
+                    # guests' RAM can be compared once the migration completed: what vnetd on B
+                    # wrote into guest memory during pre-copy went across (its dirty log).
                     uri = 'tcp:%s:%d' % (UL['A'], MIG_PORT)
                     with IncomingQemu(kit, vhost_socket=sock_dst, mac=QEMU_MAC,
                                       device_opts=QEMU_OPTS, netns=na.name, qemu=qemu,
-                                      extra_args=qemu_args(wa, 'dst', incoming=uri),
+                                      extra_args=qemu_args(wa, 'dst', incoming=uri) + ['-S'],
                                       log_path=os.path.join(wd, 'qemu.log')) as dst:
                         Qmp(os.path.join(wa, 'dst.qmp')).close()
                         qsrc = Qmp(os.path.join(wb, 'src.qmp'))
                         info = migrate(qsrc, uri)
-                        t_done = time.monotonic()
                         print('migration: total %s ms, downtime %s ms' % (
                             info.get('total-time'), info.get('downtime')))
+                        qdst = Qmp(os.path.join(wa, 'dst.qmp'))
+                        compare_ram(qg, dst, qdst, qemu is not None)  # then the guest runs
+                        qdst.close()
+                        t_done = time.monotonic()
                         ta = fdb_wait(na, QEMU_MAC, 'vtap1', 1.0)
                         left = 1.0 - (time.monotonic() - t_done)
                         tb = fdb_wait(nb, QEMU_MAC, 'vx0', max(0.05, left))
                         check(ta is not None, 'A\'s bridge moved the guest\'s MAC to the new tap '
-                              'within 1 s of completion (%.2f s)' % (ta or 0))
+                              'within 1 s of the guest resuming (%.2f s)' % (ta or 0))
                         check(tb is not None, 'B\'s bridge moved it behind vx0 within 1 s')
                         rarps = va.port_info()['p1']['rarps']
                         check(rarps >= 1, 'vnetd on A sent the RARP QEMU asked for (%d)' % rarps)
