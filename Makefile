@@ -138,10 +138,13 @@ bench-datapath: build
 	$(PYTHON) bench/datapath.py $(DATAPATH_ARGS)
 	$(PYTHON) bench/rss_cost.py
 
-# Live migration of a 512 MB TCG guest: downtime and total time, vnetd vs QEMU's tap (~5 min),
-# and the dirty log's cost per packet (callgrind, seconds). Options: MIGRATION_ARGS="--reps N", "--qemu sid" (QEMU 11).
+# Live migration of a 512 MB TCG guest on sid's QEMU 11: downtime and total time, vnetd vs QEMU's
+# tap with the same shared-memfd RAM (~5 min), and the dirty log's cost per packet (callgrind,
+# seconds). MIGRATION_ARGS adds options ("--reps N", "--port-extra ,migrate-state=off");
+# MIGRATION_QEMU="--qemu system" for Debian 12's QEMU 7.2 (which loses pages under TCG).
+MIGRATION_QEMU ?= --qemu sid --tap-memfd
 bench-migration: build
-	$(PYTHON) bench/migration.py $(MIGRATION_ARGS)
+	$(PYTHON) bench/migration.py $(MIGRATION_QEMU) $(MIGRATION_ARGS)
 	$(PYTHON) bench/dirty_log_cost.py
 
 # test_migration's cases 1 and 2 on Debian 12's QEMU 7.2 (make check runs them on sid's QEMU 11):

@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Live migration of a 512 MB QEMU 7.2 TCG guest: downtime and total time, on vnetd (dirty
-logging on during pre-copy) vs QEMU's own userspace virtio-net on a tap (no vnetd, nothing to
-log), each idle and with a host->guest download running (vnetd then writes guest pages).
+"""Live migration of a 512 MB QEMU TCG guest: downtime and total time, on vnetd (dirty logging on
+during pre-copy) vs QEMU's own userspace virtio-net on a tap (no vnetd, nothing to log), each
+idle and with a host->guest download running (vnetd then writes guest pages).
 
-    python3 bench/migration.py [--reps N] [--mem 512M] [--rate BYTES_PER_S]
+    python3 bench/migration.py [--qemu system|sid|PATH] [--tap-memfd] [--reps N] [--mem 512M]
+                               [--rate BYTES_PER_S] [--port-extra ,KEY=VALUE...]
     VNETD_BUILD=/path/to/build python3 bench/migration.py
+
+--tap-memfd gives the tap guest the RAM a vhost-user guest must have (a shared memfd): on QEMU 11
+that, not vnetd, doubles the total time (docs/migration.md, Figures); make bench-migration uses it.
 
 One guest per backend migrates back and forth between two sides (two vnetd tap ports, or two
 taps) on one bridge in a private namespace; workloads alternate idle / download, so runs of
@@ -36,6 +40,10 @@ import gnuplot  # noqa: E402 (bench/gnuplot.py)
 MAC = '52:54:00:82:00:02'
 SETUPS = ('vnetd', 'qemu-tap')
 LOADS = ('idle', 'download', 'continuous')
+# More port keys for vnetd's two ports (--port-extra), e.g. ',migrate-state=off'.
+PORT_EXTRA = ''
+# qemu-tap's guest RAM a shared memfd too (--tap-memfd), as vhost-user needs it for vnetd's.
+TAP_MEMFD = False
 CRASH_WORDS = ('invalid opcode', 'BUG:', 'Oops', 'general protection', 'Kernel panic')
 
 
@@ -64,12 +72,16 @@ def one_setup(setup, kit, wd, ns, reps, mem, rate, blob_mb, continuous=False, qe
             opts.update(tap=taps[side], netns=ns.name,
                         device_opts=',vectors=0,csum=off,guest_csum=off,gso=off,'
                                     'guest_tso4=off,guest_tso6=off,host_tso4=off,host_tso6=off')
+            if TAP_MEMFD:  # guest RAM as the vhost-user guest has it: shared memfd
+                opts['extra_args'] = opts['extra_args'] + [
+                    '-object', 'memory-backend-memfd,id=mem,size=%s,share=on' % mem,
+                    '-numa', 'node,memdev=mem']
         cls = IncomingQemu if incoming else QemuGuest
         return cls(harness.guest_kit(), **opts)
 
     vd = None
     if setup == 'vnetd':
-        vd = Vnetd(ns, ['socket=%s,tap=%s,mac=52:54:00:82:01:0%d,offloads=off' % (s, t, i)
+        vd = Vnetd(ns, ['socket=%s,tap=%s,mac=52:54:00:82:01:0%d,offloads=off%s' % (s, t, i, PORT_EXTRA)
                         for i, (s, t) in enumerate(zip(socks, taps))], wd).__enter__()
     try:
         bridge_taps(ns, taps, '10.82.0.1/24')
@@ -210,7 +222,13 @@ def main():
                     help="'system' (qemu-system-x86_64 on PATH: Debian 12's 7.2, which loses "
                     "guest pages in TCG migrations by itself, docs/migration.md), 'sid' (sid's "
                     "QEMU 11 from guest/qemu.sh) or a path")
+    ap.add_argument('--tap-memfd', action='store_true',
+                    help='qemu-tap\'s guest RAM a shared memfd as well (vnetd\'s must be one)')
+    ap.add_argument('--port-extra', default='',
+                    help='more keys for vnetd\'s ports, e.g. ",migrate-state=off"')
     args = ap.parse_args()
+    global PORT_EXTRA, TAP_MEMFD
+    PORT_EXTRA, TAP_MEMFD = args.port_extra, args.tap_memfd
     common.require('bench-migration', root=True, why_root='network namespace, taps',
                    exes=['qemu-system-x86_64'], built=(), status=common.SKIP)
     harness.require_root_and_tun()
