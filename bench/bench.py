@@ -693,7 +693,8 @@ def main():
     log('\n' + md)
     log('wrote %s, %s, %s, %s' % (out, os.path.join(resdir, 'latest.json'),
                                   os.path.join(resdir, 'latest.md'), os.path.join(resdir, 'latest.png')))
-    (shutil.rmtree(wd, ignore_errors=True) if not os.environ.get("VNETD_KEEP_WD") else None)
+    if not os.environ.get('VNETD_KEEP_WD'):  # set: the work dir (vnetd's log) is kept
+        shutil.rmtree(wd, ignore_errors=True)
 
 
 if __name__ == '__main__':

@@ -16,6 +16,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_fixed  # noqa: E402
 import common  # noqa: E402
 import gnuplot  # noqa: E402
 
@@ -43,12 +44,12 @@ def rows(fs, kind='tcp'):
                 r.append(change(x and x['median'], n and n['median']))
         r += [SEED.get(p, {}).get('cpu'), SEED.get(p, {}).get('irq')]
         out.append(r)
-    # The limit: every interrupt gone, at AGGRESSIVE's CPU saved per interrupt saved (linear).
-    ag = next((r for r in out if r[0] == 'AGGRESSIVE'), None)
-    if ag:
-        lim = [cpu / (-irq / 100.0) if cpu is not None and irq is not None and irq < -10 else None
-               for cpu, irq in ((ag[1], ag[3]), (ag[2], ag[4]))]
-        out.append(['"no IRQ (limit)"', lim[0], lim[1], -100.0, -100.0, None, None])
+    # The limit: every interrupt gone (bench_fixed's cpu_per_gbit_reduction_ceiling_fixed).
+    _, per = bench_fixed.targets_fixed(fs, SETUP, ('tx', 'rx'), kind)
+    lim = [per.get(d, {}).get('cpu_per_gbit_reduction_ceiling_fixed') for d in ('tx', 'rx')]
+    if any(x is not None for x in lim):
+        out.append(['"no IRQ (limit)"'] + [None if x is None else -100.0 * x for x in lim] +
+                   [-100.0, -100.0, None, None])
     return out
 
 

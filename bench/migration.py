@@ -40,10 +40,6 @@ import gnuplot  # noqa: E402 (bench/gnuplot.py)
 MAC = '52:54:00:82:00:02'
 SETUPS = ('vnetd', 'qemu-tap')
 LOADS = ('idle', 'download', 'continuous')
-# More port keys for vnetd's two ports (--port-extra), e.g. ',migrate-state=off'.
-PORT_EXTRA = ''
-# qemu-tap's guest RAM a shared memfd too (--tap-memfd), as vhost-user needs it for vnetd's.
-TAP_MEMFD = False
 CRASH_WORDS = ('invalid opcode', 'BUG:', 'Oops', 'general protection', 'Kernel panic')
 
 
@@ -51,9 +47,12 @@ def git_state():
     return common.git(TOP, 'describe', '--always', '--dirty')
 
 
-def one_setup(setup, kit, wd, ns, reps, mem, rate, blob_mb, continuous=False, qemu=None):
+def one_setup(setup, kit, wd, ns, reps, mem, rate, blob_mb, continuous=False, qemu=None,
+              port_extra='', tap_memfd=False):
     """Migrate one guest 2 * reps times (idle, download, idle, ...); returns the runs (qemu:
-    the QEMU binary, None for qemu-system-x86_64 on PATH)."""
+    the QEMU binary, None for qemu-system-x86_64 on PATH; port_extra: more keys for vnetd's
+    ports, e.g. ',migrate-state=off'; tap_memfd: qemu-tap's guest RAM a shared memfd, as a
+    vhost-user guest's must be)."""
     socks = [os.path.join(wd, 's%d.sock' % i) for i in range(2)]
     taps = ['btap0', 'btap1'] if setup == 'vnetd' else ['qtap0', 'qtap1']
     if setup == 'qemu-tap':
@@ -72,7 +71,7 @@ def one_setup(setup, kit, wd, ns, reps, mem, rate, blob_mb, continuous=False, qe
             opts.update(tap=taps[side], netns=ns.name,
                         device_opts=',vectors=0,csum=off,guest_csum=off,gso=off,'
                                     'guest_tso4=off,guest_tso6=off,host_tso4=off,host_tso6=off')
-            if TAP_MEMFD:  # guest RAM as the vhost-user guest has it: shared memfd
+            if tap_memfd:
                 opts['extra_args'] = opts['extra_args'] + [
                     '-object', 'memory-backend-memfd,id=mem,size=%s,share=on' % mem,
                     '-numa', 'node,memdev=mem']
@@ -81,7 +80,7 @@ def one_setup(setup, kit, wd, ns, reps, mem, rate, blob_mb, continuous=False, qe
 
     vd = None
     if setup == 'vnetd':
-        vd = Vnetd(ns, ['socket=%s,tap=%s,mac=52:54:00:82:01:0%d,offloads=off%s' % (s, t, i, PORT_EXTRA)
+        vd = Vnetd(ns, ['socket=%s,tap=%s,mac=52:54:00:82:01:0%d,offloads=off%s' % (s, t, i, port_extra)
                         for i, (s, t) in enumerate(zip(socks, taps))], wd).__enter__()
     try:
         bridge_taps(ns, taps, '10.82.0.1/24')
@@ -227,8 +226,6 @@ def main():
     ap.add_argument('--port-extra', default='',
                     help='more keys for vnetd\'s ports, e.g. ",migrate-state=off"')
     args = ap.parse_args()
-    global PORT_EXTRA, TAP_MEMFD
-    PORT_EXTRA, TAP_MEMFD = args.port_extra, args.tap_memfd
     common.require('bench-migration', root=True, why_root='network namespace, taps',
                    exes=['qemu-system-x86_64'], built=(), status=common.SKIP)
     harness.require_root_and_tun()
@@ -261,7 +258,7 @@ def main():
             for s in args.setups.split(','):
                 log('== %s' % s)
                 runs += one_setup(s, kit, wd, ns, args.reps, args.mem, args.rate, 64,
-                                  args.continuous, qemu)
+                                  args.continuous, qemu, args.port_extra, args.tap_memfd)
         finally:
             srv.kill()
     meta['loadavg_end'] = os.getloadavg()

@@ -17,24 +17,12 @@ static struct pk_dev *pk_new(bool in_order)
 {
 	struct pk_dev *k = calloc(1, sizeof(*k));
 	struct vnet_dev_params prm;
-	struct vnet_queue *q;
 
 	assert_non_null(k);
 	td_default_params(&prm, 1);
-	prm.features_mask = ~0ull;
-	k->td = td_create(&prm, TD_BASE_FEATURES | BIT_ULL(VIRTIO_F_RING_PACKED) |
-				(in_order ? BIT_ULL(VIRTIO_F_IN_ORDER) : 0));
-	assert_true(k->td->features & BIT_ULL(VIRTIO_F_RING_PACKED));
 	k->p = pd_new(8, false, true);
-	q = vnet_dev_queue(k->td->dev, TXQ);
-	q->vq.num = k->p->num;
-	q->vq.desc_addr = k->p->ring_gpa;
-	q->vq.avail_addr = k->p->drv_gpa;
-	q->vq.used_addr = k->p->dev_gpa;
-	q->vq.ring_space = GUEST_ADDR_GPA;
-	assert_int_equal(vnet_dev_queue_start(k->td->dev, TXQ, &k->p->mem.gm), 0);
-	vnet_dev_queue_enable(k->td->dev, TXQ, true);
-	assert_true(q->vq.packed && q->vq.in_order == in_order);
+	k->td = pd_device(k->p, &prm, TXQ, in_order ? BIT_ULL(VIRTIO_F_IN_ORDER) : 0);
+	assert_true(vnet_dev_queue(k->td->dev, TXQ)->vq.in_order == in_order);
 	return k;
 }
 

@@ -304,6 +304,17 @@ static void test_paced_rx_keeps_coalescing(void **state)
 	td_free(td);
 }
 
+/* 8 RX buffers posted, RX_SET 64 / 5000 µs: the ring rule ends the hold at the sixth frame. */
+static void expect_ring_rule_at_sixth_frame(struct test_dev *td)
+{
+	for (unsigned i = 0; i < 5; i++)
+		assert_int_equal(td_receive(td, 60, 1), 1);
+	assert_int_equal(td->notifies[RXQ], 0); /* 3 buffers left, 5 held */
+	assert_int_equal(td_receive(td, 60, 1), 1);
+	assert_int_equal(td->notifies[RXQ], 1); /* 2 left of 8: a quarter */
+	assert_int_equal(stats(td, RXQ)->early_ring, 1);
+}
+
 static void test_rx_ring_nearly_empty_notifies(void **state)
 {
 	struct test_dev *td = td_guard(true, 0, 0, 256, 0);
@@ -311,12 +322,7 @@ static void test_rx_ring_nearly_empty_notifies(void **state)
 	(void)state;
 	assert_int_equal(td_coal_cmd(td, RX_SET, 64, 5000), VIRTIO_NET_OK);
 	td_post_rx(td, RXQ, 8, 2048);
-	for (unsigned i = 0; i < 5; i++)
-		assert_int_equal(td_receive(td, 60, 1), 1);
-	assert_int_equal(td->notifies[RXQ], 0); /* 3 buffers left, 5 held */
-	assert_int_equal(td_receive(td, 60, 1), 1);
-	assert_int_equal(td->notifies[RXQ], 1); /* 2 left of 8: a quarter */
-	assert_int_equal(stats(td, RXQ)->early_ring, 1);
+	expect_ring_rule_at_sixth_frame(td);
 	td_free(td);
 }
 
@@ -329,32 +335,15 @@ static void test_packed_rx_ring_nearly_empty_notifies(void **state)
 	struct pd *p = pd_new(8, false, false);
 	struct vnet_dev_params prm;
 	struct test_dev *td;
-	struct vnet_queue *q;
 
 	(void)state;
 	td_default_params(&prm, 1);
-	prm.features_mask = ~0ull;
 	prm.stall_guard = (struct vnet_stall_guard){true, 0, 0};
-	td = td_create(&prm, TD_BASE_FEATURES | BIT_ULL(VIRTIO_F_RING_PACKED));
-	assert_true(td->features & BIT_ULL(VIRTIO_F_RING_PACKED));
-	q = vnet_dev_queue(td->dev, RXQ);
-	q->vq.num = p->num;
-	q->vq.desc_addr = p->ring_gpa;
-	q->vq.avail_addr = p->drv_gpa;
-	q->vq.used_addr = p->dev_gpa;
-	q->vq.ring_space = GUEST_ADDR_GPA;
-	assert_int_equal(vnet_dev_queue_start(td->dev, RXQ, &p->mem.gm), 0);
-	vnet_dev_queue_enable(td->dev, RXQ, true);
-	assert_true(q->vq.packed);
+	td = pd_device(p, &prm, RXQ, 0);
 	assert_int_equal(td_coal_cmd(td, RX_SET, 64, 5000), VIRTIO_NET_OK);
 	for (uint16_t id = 0; id < 8; id++)
 		pd_add1(p, id, 2048, true);
-	for (unsigned i = 0; i < 5; i++)
-		assert_int_equal(td_receive(td, 60, 1), 1);
-	assert_int_equal(td->notifies[RXQ], 0); /* 3 buffers left, 5 held */
-	assert_int_equal(td_receive(td, 60, 1), 1);
-	assert_int_equal(td->notifies[RXQ], 1); /* 2 left of 8: a quarter */
-	assert_int_equal(stats(td, RXQ)->early_ring, 1);
+	expect_ring_rule_at_sixth_frame(td);
 	td_free(td);
 	fake_mem_free(&p->mem);
 	free(p);

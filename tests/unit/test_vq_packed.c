@@ -193,6 +193,34 @@ static void test_avail_at_least_counts_lists(void **state)
 }
 
 /*
+ * Hostile: a list that takes the whole ring makes every later answer "not enough" past one list
+ * (never a read beyond the ring); a driver that flips a slot it has in flight to "available"
+ * only changes the answer, which is its own loss (an earlier notification withheld).
+ */
+static void test_avail_at_least_whole_ring_list_and_a_lie(void **state)
+{
+	struct pd *p = pd_new(8, false, false);
+	struct fake_buf b[8];
+
+	(void)state;
+	pd_start(p);
+	for (unsigned i = 0; i < 8; i++)
+		b[i] = (struct fake_buf){p->data + 64u * i, 64, true};
+	pd_add(p, b, 8, 0);
+	assert_int_equal(vq_pop(&p->vq, &p->chain), 1);
+	assert_int_equal(p->vq.pk.max_nslots, 8);
+	assert_false(vq_avail_at_least(&p->vq, 1)); /* slot 7 of the next lap: in flight */
+	assert_false(vq_avail_at_least(&p->vq, 2)); /* 16 slots: more than the ring */
+	assert_false(vq_avail_at_least(&p->vq, 40000));
+	p->ring[7].flags = avail_flags(p->vq.pk.next_wrap); /* the lie: this lap's AVAIL */
+	assert_true(vq_avail_at_least(&p->vq, 1));
+	assert_false(p->vq.broken);
+	vq_reset(&p->vq);
+	fake_mem_free(&p->mem);
+	free(p);
+}
+
+/*
  * Records are kept per slot (a list of several slots at its first and last one): give back a
  * batch of one-slot buffers and a list across the ring end, walk them again, and publish a
  * batch that mixes both (the one-pass publish of a mixed batch).
@@ -372,6 +400,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pop_push_wraps_many_laps, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_avail_at_least_reads_one_slot, setup, teardown),
 		cmocka_unit_test(test_avail_at_least_counts_lists),
+		cmocka_unit_test(test_avail_at_least_whole_ring_list_and_a_lie),
 		cmocka_unit_test_setup_teardown(test_batch_publishes_first_flags_last, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_chain_across_ring_end, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unpop_list_across_ring_end_mixed_batch, setup,

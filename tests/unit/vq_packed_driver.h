@@ -15,6 +15,7 @@
 
 #include "fake_driver.h"
 #include "virtqueue_internal.h"
+#include "vnet_dev_core.h"
 
 /* Each test file uses some of these helpers. */
 #define VQP_HELPER static __attribute__((unused))
@@ -69,6 +70,31 @@ VQP_HELPER void pd_start(struct pd *p)
 {
 	assert_int_equal(vq_start(&p->vq, &p->mem.gm), 0);
 	assert_true(p->vq.started);
+}
+
+/*
+ * A device that negotiated VIRTIO_F_RING_PACKED (plus extra features) whose queue qidx is p's
+ * ring, started and enabled; the device's other queues are not started.
+ */
+VQP_HELPER struct test_dev *pd_device(struct pd *p, struct vnet_dev_params *prm, unsigned qidx,
+				      uint64_t extra)
+{
+	struct test_dev *td;
+	struct vnet_queue *q;
+
+	prm->features_mask = ~0ull;
+	td = td_create(prm, TD_BASE_FEATURES | BIT_ULL(VIRTIO_F_RING_PACKED) | extra);
+	assert_true(td->features & BIT_ULL(VIRTIO_F_RING_PACKED));
+	q = vnet_dev_queue(td->dev, qidx);
+	q->vq.num = p->num;
+	q->vq.desc_addr = p->ring_gpa;
+	q->vq.avail_addr = p->drv_gpa;
+	q->vq.used_addr = p->dev_gpa;
+	q->vq.ring_space = GUEST_ADDR_GPA;
+	assert_int_equal(vnet_dev_queue_start(td->dev, qidx, &p->mem.gm), 0);
+	vnet_dev_queue_enable(td->dev, qidx, true);
+	assert_true(q->vq.packed);
+	return td;
 }
 
 VQP_HELPER int setup(void **state)
