@@ -12,6 +12,16 @@ struct vnet_backend; /* opaque: each backend defines its own */
 struct virtio_net_hdr_v1;
 
 /*
+ * One frame of a burst (transmit_burst(), vnet_dev_receive_burst()): len bytes at data, in
+ * memory the caller keeps mapped for the call (a guest's buffer: its bytes may change under us,
+ * so they are read into a copy before anything is decided on them).
+ */
+struct vnet_frame {
+	const uint8_t *data;
+	uint32_t len;
+};
+
+/*
  * The device model delivers guest TX with transmit(); backends deliver guest RX with
  * vnet_dev_receive() (12-byte struct virtio_net_hdr_v1 in front) or vnet_dev_receive_frame().
  */
@@ -29,6 +39,13 @@ struct vnet_backend_ops {
 	 */
 	int (*transmit)(struct vnet_backend *be, const struct virtio_net_hdr_v1 *hdr,
 			const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len);
+	/*
+	 * Optional: send n frames in order, each as transmit() would with an all-zero header (the
+	 * device gives it only frames that ask for no offload, each in one buffer). Every frame is
+	 * consumed, sent or dropped: only a backend that never back-pressures may have it. Returns
+	 * the further deliveries of all n, as transmit() counts them.
+	 */
+	int (*transmit_burst)(struct vnet_backend *be, const struct vnet_frame *f, unsigned n);
 	/* The guest's receive offloads changed (negotiated or CTRL_GUEST_OFFLOADS). */
 	void (*set_offloads)(struct vnet_backend *be, uint64_t guest_features);
 	/*

@@ -376,6 +376,89 @@ int vnet_dev_receive_frame_on(struct vnet_dev *dev, unsigned pair,
 	return receive_frame(dev, hdr_in, iov, iovcnt, off, frame_len, (int)pair);
 }
 
+/**
+ * vnet_dev_receive_burst() - deliver bare frames to the guest, in order (copying receive)
+ * @dev: the device
+ * @f: the frames (each in one buffer), with an all-zero header each
+ * @n: how many
+ *
+ * As vnet_dev_receive_frame() for each frame in turn, with what does not change from one frame
+ * to the next (the queue pair, whether it is usable, the header) settled once: a device with one
+ * active pair, no RSS or hash report and no RX rate limit; any other takes the frames one by one.
+ * Counted, and published every VNET_RX_PUBLISH_BATCH packets, as there.
+ * Context: the thread that owns the device.
+ * Return: the frames taken (delivered, or dropped and counted, or filtered) before the first for
+ * which the guest had no buffers: n, or fewer (keep the rest; rx_resume() follows their posting).
+ */
+unsigned vnet_dev_receive_burst(struct vnet_dev *dev, const struct vnet_frame *f, unsigned n)
+{
+	struct vnet_queue *q = &dev->queues[0];
+	struct virtio_net_hdr_v1_hash *hdr = &dev->rx_hdr;
+	uint64_t bytes = 0;
+	unsigned i, pkts = 0, dropped = 0;
+	int r = 1;
+
+	if (dev->active_pairs > 1 || dev->rss_on || dev->rx_rate.on) {
+		for (i = 0; i < n; i++) {
+			struct iovec iov = {.iov_base = (void *)f[i].data, .iov_len = f[i].len};
+
+			if (!receive_frame(dev, NULL, &iov, 1, 0, f[i].len, -1))
+				break;
+		}
+		return i;
+	}
+	if (dev->rx_cache.n)
+		net_rx_cache_release(dev, q);
+	if (!dev_queue_usable(q) || !dev->be) {
+		stat_add(&q->stats.dropped, n);
+		return n;
+	}
+	memset(&hdr->hdr, 0, sizeof(hdr->hdr));
+	for (i = 0; i < n; i++) {
+		const struct iovec iov = {.iov_base = (void *)f[i].data, .iov_len = f[i].len};
+		size_t len = f[i].len;
+
+		if (len < 14 || len > VNET_MAX_FRAME) {
+			dropped++;
+			continue;
+		}
+		if (!rx_filter_accepts(dev, f[i].data))
+			continue;
+		do {
+			r = rx_place_one(dev, q, hdr, &iov, 1, 0, len);
+			if (r == 0 && !rx_wait_for_buffers(q, vq_avail_seen(&q->vq)))
+				break;
+		} while (r == 0);
+		if (r == 0)
+			break;
+		if (r < 0) {
+			dropped++;
+			continue;
+		}
+		pkts++;
+		bytes += len;
+		/* As rx_delivered(): publish every batch, counted before the decision reads them. */
+		if (++q->rx_unflushed >= VNET_RX_PUBLISH_BATCH) {
+			stat_add(&q->stats.packets, pkts);
+			stat_add(&q->stats.bytes, bytes);
+			pkts = 0;
+			bytes = 0;
+			net_rx_flush_queue(dev, q);
+		}
+	}
+	if (pkts) {
+		stat_add(&q->stats.packets, pkts);
+		stat_add(&q->stats.bytes, bytes);
+	}
+	if (dropped)
+		stat_add(&q->stats.dropped, dropped);
+	if (q->rx_unflushed && !dev->rx_dirty && dev->env->rx_dirty) {
+		dev->rx_dirty = true;
+		dev->env->rx_dirty(dev->env_ctx);
+	}
+	return i;
+}
+
 /* A packet with its 12-byte header first: checked, then receive_frame() (forced as there). */
 static int receive_packet(struct vnet_dev *dev, const struct iovec *iov, unsigned iovcnt,
 			  int forced)

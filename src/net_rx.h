@@ -15,6 +15,7 @@
 struct vnet_dev;
 struct vnet_queue;
 struct virtio_net_hdr_v1;
+struct vnet_frame;
 
 /*
  * vnet_dev_receive() - deliver one packet (12-byte virtio_net_hdr_v1 first) to the guest.
@@ -31,6 +32,13 @@ int vnet_dev_receive(struct vnet_dev *dev, const struct iovec *iov, unsigned iov
  */
 int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 *hdr,
 			   const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len);
+
+/*
+ * vnet_dev_receive_burst() - vnet_dev_receive_frame() for n frames in order, each in one buffer
+ * with an all-zero header. Returns the frames taken before the first the guest had no buffers
+ * for (n, or fewer: keep the rest, as for a 0 of vnet_dev_receive_frame()).
+ */
+unsigned vnet_dev_receive_burst(struct vnet_dev *dev, const struct vnet_frame *f, unsigned n);
 
 /*
  * vnet_dev_receive_frame_on() - the same into queue pair `pair` (picked by vnet_dev_rx_pair() on

@@ -11,7 +11,7 @@
 #include "notify.h"
 #include "vnet_dev_core.h"
 
-#define TX_BATCH 64 /* chains per used-index publication */
+#define TX_BATCH VNET_TX_BATCH
 
 /*
  * The guest's header as backends see it (widened if the guest used the 10-byte legacy one).
@@ -139,6 +139,51 @@ static int tx_send_one(struct vnet_dev *dev, struct vnet_queue *q)
 }
 
 /*
+ * A burst-capable backend (transmit_burst): take the chain in q->chain into the batch's burst if
+ * it is one readable buffer whose header asks for no offload and whose frame has a length a
+ * backend may get (what tx_send_one() would send with an all-zero header). The header's first
+ * two bytes (flags, gso_type: the same place in every header layout) are read once, into a copy.
+ * False: anything else, for tx_send_one() after the burst so far went out.
+ */
+static inline __attribute__((always_inline)) bool tx_burst_take(struct vnet_dev *dev,
+								 const struct vq_chain *c,
+								 unsigned n)
+{
+	const uint8_t *buf = c->iov[0].iov_base;
+	uint8_t fl[2];
+
+	if (c->nread != 1 || c->nwrite || c->read_len < dev->hdr_len ||
+	    c->read_len - dev->hdr_len > VNET_MAX_FRAME)
+		return false;
+	memcpy(fl, buf, sizeof(fl));
+	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* the copy is taken once, here */
+	if ((fl[0] & VIRTIO_NET_HDR_F_NEEDS_CSUM) || fl[1] != VIRTIO_NET_HDR_GSO_NONE)
+		return false;
+	dev->tx_burst[n].data = buf + dev->hdr_len;
+	dev->tx_burst[n].len = (uint32_t)(c->read_len - dev->hdr_len);
+	dev->tx_burst_head[n] = c->head;
+	return true;
+}
+
+/*
+ * Send the n frames of the burst (one call: the backend consumes them all) and push their used
+ * elements, in the order they were popped. Adds what was sent to *sent / *sent_bytes; returns
+ * the further deliveries the backend reported.
+ */
+static uint32_t tx_burst_flush(struct vnet_dev *dev, struct vnet_queue *q, unsigned n,
+			       uint32_t *sent, uint64_t *sent_bytes)
+{
+	int extra = dev->be_ops->transmit_burst(q->be, dev->tx_burst, n);
+
+	for (unsigned i = 0; i < n; i++) {
+		*sent_bytes += dev->tx_burst[i].len;
+		vq_push(&q->vq, dev->tx_burst_head[i], 0);
+	}
+	*sent += n;
+	return extra > 0 ? (uint32_t)extra : 0;
+}
+
+/*
  * Poll mode (dev->poll_ns): the ring is empty. A run that found work opens a window of
  * poll_ns; while it lasts the queue keeps polling instead of asking for kicks. tx-mode=timer
  * batches on its timer and does not poll.
@@ -175,6 +220,9 @@ bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 	uint64_t bytes = 0;
 	/* Read once: the limit only changes between runs (its setter parks the worker). */
 	const bool limited = dev->tx_rate.on;
+	/* Bursts: one-buffer chains go to the backend together (q->be and its ops only change
+	 * with the worker parked). A rate limit decides chain by chain: no bursts then. */
+	const bool burst = dev->be_ops && dev->be_ops->transmit_burst && q->be && !limited;
 
 	/* No kicks while we work: vq_kick_enable() re-checks before the queue goes idle. */
 	vq_kick_disable(&q->vq);
@@ -186,6 +234,7 @@ bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 		bool spent = false;
 		uint32_t done = 0, sent = 0;
 		uint64_t sent_bytes = 0;
+		unsigned nb = 0; /* chains in dev->tx_burst, popped but not yet sent */
 		int r = 0, cost;
 
 		while (done < TX_BATCH) {
@@ -197,6 +246,21 @@ bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 			r = vq_pop(&q->vq, q->chain);
 			if (r <= 0)
 				break;
+			if (burst) {
+				if (tx_burst_take(dev, q->chain, nb)) {
+					nb++;
+					q->tx_blocked = false;
+					bytes += q->chain->read_len;
+					descs += q->chain->ndesc;
+					q->guard.descs += q->chain->ndesc;
+					done++;
+					continue;
+				}
+				if (nb) { /* the burst goes first: used elements stay in pop order */
+					extra += tx_burst_flush(dev, q, nb, &sent, &sent_bytes);
+					nb = 0;
+				}
+			}
 			if (__builtin_expect(limited, 0) && !tx_rate_ok(dev, q)) {
 				/* Over the rate: it waits in the ring for the refill timer. */
 				vq_unpop(&q->vq, 1);
@@ -224,6 +288,8 @@ bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 			vq_push(&q->vq, q->chain->head, 0);
 			done++;
 		}
+		if (nb)
+			extra += tx_burst_flush(dev, q, nb, &sent, &sent_bytes);
 		if (done) {
 			/* Counted once per batch (stat_atomic.h), before the decision reads them. */
 			stat_add(&q->stats.packets, sent);

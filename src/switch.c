@@ -472,29 +472,22 @@ static int spread_deliver(struct switch_port *src, unsigned worker, unsigned fro
 }
 
 /*
- * A guest sent a packet: learn its source, forward or flood it. Never back-pressures. `xw`:
- * ports may be on other workers; `storm`: the guarded copy, for ports with a flood-rate or an
- * access port's tag check; `ips`: an ips= list (constants: each ops table gets its own copy, so
- * a plain port pays nothing for storm control, VLANs or IP anti-spoofing).
+ * What every frame of src goes through before it is forwarded: its length, port security, storm
+ * control for broadcasts, the access port's tag check, ips=, then learning its source. Leaves the
+ * frame's MACs and EtherType in src->macs. False: dropped (counted). `xw`, `storm`, `ips`: as
+ * transmit()'s.
  */
-static inline __attribute__((always_inline)) int
-transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size_t off, size_t len,
-	 const bool xw, const bool storm, const bool ips)
+static inline __attribute__((always_inline)) bool
+sw_admit(struct switch_port *src, const struct iovec *iov, unsigned iovcnt, size_t off, size_t len,
+	 uint64_t now, const bool xw, const bool storm, const bool ips)
 {
-	struct switch_port *src = port_of(be), *dst;
-	struct vnet_switch *sw = src->sw;
-	/* The FDB's port of the sender: a lane's frames are its home's (no lanes on one worker). */
-	const struct switch_port *self = xw ? src->home : src;
-	const struct sw_worker *own = &sw->w[xw ? src->worker : 0];
 	const uint8_t *dst_mac = src->macs, *src_mac = src->macs + SW_ETH_ALEN;
-	int deliveries = 0;
-	uint64_t now;
 
 	if (len < SW_MIN_FRAME || len > SW_MAX_FRAME) {
 		src->dropped++;
 		log_guest("switch %s: dropped a frame of %zu bytes (%d to %d)", src->name, len,
 			  SW_MIN_FRAME, SW_MAX_FRAME);
-		return 0;
+		return false;
 	}
 	/*
 	 * Only the MAC addresses are looked at; the frame is copied once, later. The guest's header
@@ -513,50 +506,73 @@ transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size
 		if (__builtin_expect(!mac_eq(src_mac, src->psec_mac), 0) &&
 		    !psec_allowed(src, src_mac)) {
 			sw_psec_drop(src, src_mac);
-			return 0;
+			return false;
 		}
 		memcpy(&et, src->macs + 2 * SW_ETH_ALEN, sizeof(et));
 		if (__builtin_expect(et != SW_ET_IPV4, 0) && !sw_lladdr_pass(src, iov, iovcnt, off, len))
-			return 0;
+			return false;
 	}
-	now = own->now_ns;
 	/*
 	 * Storm control: a broadcast or multicast over the rate is dropped before any other work
 	 * (the tag and IP checks too: in a storm, every instruction of a drop counts).
 	 */
 	if (storm && src->flood_rate && (dst_mac[0] & 1) && !storm_take(src, now))
-		return 0;
+		return false;
 	if (storm && src->access && sw_access_tagged(src, iov, iovcnt, off))
-		return 0;
+		return false;
 	if (ips && !sw_ips_pass(src, iov, iovcnt, off, len))
+		return false;
+	learn_cached(src->sw, src, src_mac, now, xw);
+	return true;
+}
+
+/*
+ * An admitted frame for a known port dst: delivered (on this worker), or queued for dst's
+ * worker. Behind the sender itself: filtered, as on any bridge. -EAGAIN: the cross-worker ring
+ * is full, the sender sends it again on resume.
+ */
+static inline __attribute__((always_inline)) int
+sw_unicast(struct switch_port *src, struct switch_port *dst, const struct iovec *iov,
+	   unsigned iovcnt, size_t off, size_t len, const bool xw, const bool storm)
+{
+	/* The FDB's port of the sender: a lane's frames are its home's (no lanes on one worker). */
+	const struct switch_port *self = xw ? src->home : src;
+
+	if (dst == self)
 		return 0;
-	learn_cached(sw, src, src_mac, now, xw);
-	if (!(dst_mac[0] & 1)) {
-		dst = lookup_cached(sw, src, dst_mac, now);
-		if (dst) {
-			/* Known: one port. Behind the sender itself: filtered, as on any bridge. */
-			if (dst != self) {
-				src->forwarded++;
-				if (xw && __builtin_expect(dst->npairs != 0, 0)) {
-					if (spread_deliver(src, src->worker, sender_pair(src), dst,
-							   iov, iovcnt, off, len) < 0) {
-						src->forwarded--; /* sent again on resume */
-						return -EAGAIN;
-					}
-				} else if (!xw || dst->worker == src->worker) {
-					sw_deliver(dst, iov, iovcnt, off, len, storm);
-				} else if (cross_unicast(src, dst->worker, port_tag(dst, 0), iov, iovcnt,
-							 off, len) < 0) {
-					src->forwarded--; /* sent again on resume */
-					return -EAGAIN;
-				}
-			}
-			return 0;
+	src->forwarded++;
+	if (xw && __builtin_expect(dst->npairs != 0, 0)) {
+		if (spread_deliver(src, src->worker, sender_pair(src), dst, iov, iovcnt, off, len) <
+		    0) {
+			src->forwarded--; /* sent again on resume */
+			return -EAGAIN;
 		}
-		/* Unknown: flooded, so storm control counts it too. */
-		if (storm && src->flood_rate && !storm_take(src, now))
-			return 0;
+	} else if (!xw || dst->worker == src->worker) {
+		sw_deliver(dst, iov, iovcnt, off, len, storm);
+	} else if (cross_unicast(src, dst->worker, port_tag(dst, 0), iov, iovcnt, off, len) < 0) {
+		src->forwarded--; /* sent again on resume */
+		return -EAGAIN;
 	}
+	return 0;
+}
+
+/*
+ * An admitted frame for every port but the sender: a broadcast, a multicast or an unknown
+ * destination (storm control counts the unknown ones here). Returns the deliveries beyond the
+ * first, which the sender's budget is charged for.
+ */
+static inline __attribute__((always_inline)) int
+sw_flood(struct switch_port *src, const struct iovec *iov, unsigned iovcnt, size_t off, size_t len,
+	 uint64_t now, const bool xw, const bool storm)
+{
+	struct vnet_switch *sw = src->sw;
+	const struct switch_port *self = xw ? src->home : src;
+	const struct sw_worker *own = &sw->w[xw ? src->worker : 0];
+	struct switch_port *dst;
+	int deliveries = 0;
+
+	if (storm && !(src->macs[0] & 1) && src->flood_rate && !storm_take(src, now))
+		return 0;
 	src->flooded++;
 	for (unsigned i = 0, k = 0; i < own->nports; i++) {
 		dst = own->ports[i];
@@ -584,7 +600,92 @@ transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size
 		}
 		deliveries = copies > 1 ? (int)copies - 1 : 0;
 	}
-	return deliveries; /* beyond the first: charged to the sender's budget */
+	return deliveries;
+}
+
+/*
+ * A guest sent a packet: learn its source, forward or flood it. Never back-pressures but for a
+ * full cross-worker ring. `xw`: ports may be on other workers; `storm`: the guarded copy, for
+ * ports with a flood-rate or an access port's tag check; `ips`: an ips= list (constants: each
+ * ops table gets its own copy, so a plain port pays nothing for storm control, VLANs or IP
+ * anti-spoofing).
+ */
+static inline __attribute__((always_inline)) int
+transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size_t off, size_t len,
+	 const bool xw, const bool storm, const bool ips)
+{
+	struct switch_port *src = port_of(be), *dst;
+	uint64_t now = src->sw->w[xw ? src->worker : 0].now_ns;
+
+	if (!sw_admit(src, iov, iovcnt, off, len, now, xw, storm, ips))
+		return 0;
+	if (!(src->macs[0] & 1)) {
+		dst = lookup_cached(src->sw, src, src->macs, now);
+		if (dst)
+			return sw_unicast(src, dst, iov, iovcnt, off, len, xw, storm);
+	}
+	return sw_flood(src, iov, iovcnt, off, len, now, xw, storm);
+}
+
+/*
+ * Frames [from, to) of a burst for dst, which had nothing queued: into its guest's buffers in
+ * one call; what its guest has no buffers for is queued (a copy), as port_deliver() does.
+ */
+static void port_deliver_burst(struct switch_port *dst, const struct vnet_frame *f, unsigned from,
+			       unsigned to)
+{
+	unsigned k = from + vnet_dev_receive_burst(dst->dev, f + from, to - from);
+
+	for (; k < to; k++) {
+		struct iovec iov = {.iov_base = (void *)f[k].data, .iov_len = f[k].len};
+
+		port_enqueue(dst, &iov, 1, 0, f[k].len, -1);
+	}
+}
+
+/*
+ * transmit_burst of the plain ops table (one worker, no storm control, VLAN tags or ips=): each
+ * frame admitted and looked up as transmit() does; a run of frames for the same port that has
+ * nothing queued goes to its guest in one vnet_dev_receive_burst(). Anything else (a flood, a
+ * port with queued frames, the sender itself) ends the run and takes transmit()'s way, so each
+ * receiver gets its frames in the order they were sent.
+ */
+static int switch_transmit_burst(struct vnet_backend *be, const struct vnet_frame *f, unsigned n)
+{
+	struct switch_port *src = port_of(be), *run = NULL;
+	const uint64_t now = src->sw->w[0].now_ns;
+	unsigned start = 0;
+	int extra = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		const struct iovec iov = {.iov_base = (void *)f[i].data, .iov_len = f[i].len};
+		struct switch_port *dst = NULL;
+		bool ok = sw_admit(src, &iov, 1, 0, f[i].len, now, false, false, false);
+
+		if (ok && !(src->macs[0] & 1))
+			dst = lookup_cached(src->sw, src, src->macs, now);
+		if (dst && dst == run) {
+			src->forwarded++;
+			continue;
+		}
+		if (run)
+			port_deliver_burst(run, f, start, i);
+		run = NULL;
+		if (!ok)
+			continue;
+		if (dst && dst != src && !dst->q_len && !dst->up) {
+			src->forwarded++;
+			run = dst;
+			start = i;
+		} else if (dst) {
+			(void)sw_unicast(src, dst, &iov, 1, 0, f[i].len, false, false);
+		} else {
+			extra += sw_flood(src, &iov, 1, 0, f[i].len, now, false, false);
+		}
+	}
+	if (run)
+		port_deliver_burst(run, f, start, n);
+	return extra;
 }
 
 /* One transmit entry point per ops table: each a copy of transmit() for its constants. */
@@ -657,6 +758,7 @@ const struct vnet_backend_ops switch_backend_ops = {
 	.kind = "switch",
 	.offload_features = 0,
 	.transmit = switch_transmit,
+	.transmit_burst = switch_transmit_burst,
 	.set_offloads = switch_set_offloads,
 	.rx_resume = switch_rx_resume,
 	.reset = switch_reset,

@@ -19,6 +19,7 @@
 #define VNET_HDR_HASH_LEN 20       /* struct virtio_net_hdr_v1_hash (HASH_REPORT) */
 #define VNET_MAX_FRAME (65536 + 14 + 4) /* largest frame (GSO) we move */
 #define VNET_RX_MAX_BUFFERS 256    /* mergeable buffers one packet may use */
+#define VNET_TX_BATCH 64           /* TX chains per used-index publication */
 #define VNET_RX_PUBLISH_BATCH 64   /* RX packets published at once, at most */
 
 /* Guest offload bits CTRL_GUEST_OFFLOADS may switch. */
@@ -111,6 +112,10 @@ struct vnet_dev {
 	/* TX: the checked copy of the header of the packet being sent (not on the stack: no
 	 * stack-protector canary in the TX loop). */
 	struct virtio_net_hdr_v1 tx_hdr;
+	/* TX burst (a backend with transmit_burst): the frames of one-buffer chains taken so far in
+	 * this batch, and their heads, handed over and completed together (net_tx.c). */
+	struct vnet_frame tx_burst[VNET_TX_BATCH];
+	uint16_t tx_burst_head[VNET_TX_BATCH];
 	struct vq_chain chain;     /* chain scratch of every queue (vnet_queue.chain points here) */
 	uint64_t poll_ns;          /* poll mode window (vnet_dev_set_poll_us()); 0: kicks only */
 	/* The queues this device view runs (rx flush, TX resume): all, but for a port spread over
