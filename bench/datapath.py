@@ -128,6 +128,11 @@ def parse_args():
     ap.add_argument('--reps', type=int, help='interleaved repetitions (default 3)')
     ap.add_argument('--duration', type=float, help='measured seconds per run (default 5)')
     ap.add_argument('--warmup', type=float, help='seconds of traffic before measuring (default 1)')
+    ap.add_argument('--settle-max', type=float, default=20.0,
+                    help='after the warm-up, wait up to this many seconds for the backend to stop '
+                         'taking page faults (the first touch of the source\'s memory, a one-time '
+                         'cost; dp_stacks.settle()); 0: measure right after the warm-up '
+                         '(default 20)')
     ap.add_argument('--slices', type=int, help='sub-intervals recorded per run (default 5)')
     ap.add_argument('--quiet-wait', type=float,
                     help='before each run, wait up to this many seconds for the machine to be '
@@ -343,7 +348,7 @@ def one_measurement(args, b, impl, s, rep, wd, tools, k, total, layout='split'):
     st = None
     try:
         st = Stack(b, impl, s, wd, tools, '%s/%s/%d' % (p, impl, s), layout=layout)
-        run.update(measure(st, args.warmup, args.duration, args.slices))
+        run.update(measure(st, args.warmup, args.duration, args.slices, args.settle_max))
     except BenchError as e:
         run['error'] = str(e)[:3000]
     finally:

@@ -88,6 +88,13 @@ def remove_dpdk_files(prefix):
 # ---------------------------------------------------------------------------------------------
 # CPU accounting
 
+def proc_minflt(pid):
+    """Minor page faults of process pid so far (all its threads)."""
+    with open('/proc/%d/stat' % pid) as f:
+        s = f.read()
+    return int(s[s.rindex(')') + 2:].split()[7])
+
+
 def proc_ticks(pid):
     """utime+stime of process pid (all its threads), in clock ticks."""
     with open('/proc/%d/stat' % pid) as f:
