@@ -309,6 +309,15 @@ bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 			q->polling = true; /* kicks stay off: the owner runs the queue again */
 			return true;
 		}
+		/*
+		 * A run that moved packets looks once more, on the owner's next round, before it asks
+		 * for kicks: what the other ports did this round is often what the driver answers,
+		 * and a kick costs the driver a system call and us a wake-up (a fast device that asks
+		 * at once settles into a kick per few packets: docs/benchmarks.md, "Fifth round").
+		 * Only a run that finds the ring empty asks: one look more per busy period, no spin.
+		 */
+		if (total && dev->params.tx_relook)
+			return true;
 		if (!vq_kick_enable(&q->vq))
 			return false;
 		vq_kick_disable(&q->vq); /* more arrived while enabling: keep going quietly */

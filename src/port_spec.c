@@ -151,6 +151,7 @@ int port_spec_parse(const char *spec, unsigned index, struct port_config *pc, ch
 	pc->dev.features_mask = ~0ull;
 	pc->dev.tx_mode = VNET_TX_KICK;
 	pc->dev.tx_timer_usecs = TX_TIMER_USECS_DEFAULT;
+	pc->dev.tx_relook = true;
 	pc->dev.stall_guard = (struct vnet_stall_guard){true, VNET_STALL_BYTES_DEFAULT,
 						       VNET_STALL_IDLE_USECS_DEFAULT};
 

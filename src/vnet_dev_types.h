@@ -131,6 +131,12 @@ struct vnet_dev_params {
 	uint64_t features_mask;  /* feature bits the operator allows (all ones by default) */
 	enum vnet_tx_mode tx_mode;
 	uint32_t tx_timer_usecs;
+	/*
+	 * tx-mode kick: a TX run that moved packets looks at its ring once more, on the owner's
+	 * next round, before it asks for kicks (net_tx.c). Port specs set it; off, every run that
+	 * finds its ring drained asks for kicks at once.
+	 */
+	bool tx_relook;
 	bool host_coal_rx_set, host_coal_tx_set; /* host defaults given on the command line */
 	struct coal_params host_coal_rx, host_coal_tx;
 	/*

@@ -609,6 +609,46 @@ static void test_tx_poll_mode_off_is_kick_driven(void **state)
 	td_free(td);
 }
 
+/*
+ * tx_relook (what port specs set): a run that moved packets leaves kicks off and the queue in the
+ * run queue; a chain the driver adds meanwhile, without a kick, goes out at that next run, which
+ * looks again; the first run that finds the ring empty asks for kicks and leaves the run queue.
+ * Without it (the other tests' devices) the run that drained the ring asks at once.
+ */
+static void test_tx_relook_once_before_kicks(void **state)
+{
+	struct vnet_dev_params p;
+	struct test_dev *td;
+
+	(void)state;
+	td_default_params(&p, 1);
+	p.tx_relook = true;
+	td = td_create(&p, TD_BASE_FEATURES);
+	td_start_queues(td, 256);
+	td_tx(td, TXQ, 3, 64);
+	assert_int_equal(td->npkts, 3);
+	assert_true(td->scheduled[TXQ]);
+	assert_true(tx_kicks_off(td));
+	/* The driver adds one, no kick (kicks are off): the scheduled run takes it. */
+	td_tx_queue(td, TXQ, 64, 3);
+	fake_vq_publish(&td->vq[TXQ]);
+	assert_int_equal(td_run_scheduled(td), 1);
+	assert_int_equal(td->npkts, 4);
+	assert_true(td->scheduled[TXQ]);
+	assert_true(tx_kicks_off(td));
+	/* Nothing more: that run asks for kicks and the queue leaves the run queue. */
+	assert_int_equal(td_run_scheduled(td), 1);
+	assert_int_equal(td->npkts, 4);
+	assert_false(td->scheduled[TXQ]);
+	assert_false(tx_kicks_off(td));
+	assert_int_equal(stats(td, TXQ)->polls, 0);
+	/* A kick starts the next busy period. */
+	td_tx(td, TXQ, 1, 64);
+	assert_int_equal(td->npkts, 5);
+	assert_true(td->scheduled[TXQ]);
+	td_free(td);
+}
+
 /* A device reset ends a poll window: the queue's next run does not poll on stale state. */
 static void test_tx_poll_mode_ends_at_reset(void **state)
 {
@@ -640,6 +680,7 @@ int main(void)
 	    T(test_tx_timer_mode_sends_batch_when_timer_fires),
 	    T(test_tx_poll_mode_polls_then_rearms_kicks),
 	    T(test_tx_poll_mode_off_is_kick_driven),
+	    T(test_tx_relook_once_before_kicks),
 	    T(test_tx_poll_mode_ends_at_reset),
 	    T(test_rx_non_mergeable_delivery_byte_exact),
 	    T(test_rx_buffer_of_several_descriptors),
