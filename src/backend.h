@@ -21,6 +21,9 @@ struct vnet_frame {
 	uint32_t len;
 };
 
+#define VNET_BURST_MAX 64  /* the most frames one transmit_burst() call gets */
+#define VNET_FRAME_HEAD 14 /* an Ethernet header: what vnet_dev_receive_burst() may be given a copy of */
+
 /*
  * The device model delivers guest TX with transmit(); backends deliver guest RX with
  * vnet_dev_receive() (12-byte struct virtio_net_hdr_v1 in front) or vnet_dev_receive_frame().
@@ -40,12 +43,17 @@ struct vnet_backend_ops {
 	int (*transmit)(struct vnet_backend *be, const struct virtio_net_hdr_v1 *hdr,
 			const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len);
 	/*
-	 * Optional: send n frames in order, each as transmit() would with an all-zero header (the
-	 * device gives it only frames that ask for no offload, each in one buffer). Every frame is
-	 * consumed, sent or dropped: only a backend that never back-pressures may have it. Returns
-	 * the further deliveries of all n, as transmit() counts them.
+	 * Optional: send frames of f[0..n) in order, each as transmit() would with an all-zero
+	 * header (the device gives it only frames that ask for no offload, each in one buffer),
+	 * adding their further deliveries (as transmit() counts them) to *extra. `room` (>= n) is
+	 * what the sender's budget still allows, frames plus further deliveries: frame i is taken
+	 * only while i plus the further deliveries of this call stay below it, as the device's own
+	 * check before each frame. Returns how many it took, sent or dropped (at least one); the
+	 * device gives the rest back to the ring. Only a backend that never back-pressures may
+	 * have it.
 	 */
-	int (*transmit_burst)(struct vnet_backend *be, const struct vnet_frame *f, unsigned n);
+	unsigned (*transmit_burst)(struct vnet_backend *be, const struct vnet_frame *f, unsigned n,
+				   uint32_t room, uint32_t *extra);
 	/* The guest's receive offloads changed (negotiated or CTRL_GUEST_OFFLOADS). */
 	void (*set_offloads)(struct vnet_backend *be, uint64_t guest_features);
 	/*

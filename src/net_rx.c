@@ -11,6 +11,8 @@
 #include "toeplitz.h"
 #include "vnet_dev_core.h"
 
+_Static_assert(VNET_FRAME_HEAD == 14, "net_rx.h declares vnet_dev_receive_burst()'s heads so");
+
 static bool mac_in(const uint8_t (*table)[6], unsigned n, const uint8_t *mac)
 {
 	for (unsigned i = 0; i < n; i++)
@@ -200,10 +202,15 @@ static __attribute__((noinline)) int rx_place(struct vnet_dev *dev, struct vnet_
 	return 1;
 }
 
-/* rx_place() for the common case, inline: the next chain is one buffer holding the packet. */
+/*
+ * rx_place() for the common case, inline: the next chain is one buffer holding the packet.
+ * `head` (NULL: none; else the frame is iov[0] alone, at off 0): VNET_FRAME_HEAD bytes the guest
+ * gets in place of the frame's first ones, a copy the sender's checks were made on.
+ */
 static inline __attribute__((always_inline)) int rx_place_one(struct vnet_dev *dev, struct vnet_queue *q,
 			       struct virtio_net_hdr_v1_hash *hdr, const struct iovec *iov,
-			       unsigned iovcnt, size_t off, size_t frame_len)
+			       unsigned iovcnt, size_t off, size_t frame_len,
+			       const uint8_t *head)
 {
 	struct vq_chain *c = q->chain;
 	size_t total = dev->hdr_len + frame_len;
@@ -214,6 +221,14 @@ static inline __attribute__((always_inline)) int rx_place_one(struct vnet_dev *d
 		return r;
 	if (c->nwrite != 1 || c->iov[c->nread].iov_len < total) {
 		vq_unpop(&q->vq, 1);
+		if (head) {
+			const struct iovec two[2] = {
+			    {.iov_base = (void *)head, .iov_len = VNET_FRAME_HEAD},
+			    {.iov_base = (uint8_t *)iov[0].iov_base + VNET_FRAME_HEAD,
+			     .iov_len = frame_len - VNET_FRAME_HEAD}};
+
+			return rx_place(dev, q, hdr, two, 2, 0, frame_len);
+		}
 		return rx_place(dev, q, hdr, iov, iovcnt, off, frame_len);
 	}
 	buf = c->iov[c->nread].iov_base;
@@ -223,6 +238,8 @@ static inline __attribute__((always_inline)) int rx_place_one(struct vnet_dev *d
 	else
 		memcpy(buf, hdr, dev->hdr_len);
 	iov_copy_iov(&c->iov[c->nread], 1, dev->hdr_len, iov, iovcnt, off, frame_len);
+	if (head) /* over what was copied: the sender may have rewritten it since its checks */
+		memcpy(buf + dev->hdr_len, head, VNET_FRAME_HEAD);
 	vq_push(&q->vq, c->head, (uint32_t)total);
 	return 1;
 }
@@ -310,7 +327,7 @@ receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 *hdr_in, cons
 		return 1; /* over the port's RX rate: dropped, counted */
 
 	do {
-		r = rx_place_one(dev, q, hdr, iov, iovcnt, off, frame_len);
+		r = rx_place_one(dev, q, hdr, iov, iovcnt, off, frame_len, NULL);
 		if (r == 0 && !rx_wait_for_buffers(q, vq_avail_seen(&q->vq)))
 			break;
 	} while (r == 0);
@@ -380,6 +397,9 @@ int vnet_dev_receive_frame_on(struct vnet_dev *dev, unsigned pair,
  * vnet_dev_receive_burst() - deliver bare frames to the guest, in order (copying receive)
  * @dev: the device
  * @f: the frames (each in one buffer), with an all-zero header each
+ * @heads: NULL, or per frame the VNET_FRAME_HEAD bytes its receiver gets in place of its first
+ *         ones (the sender's checked copy: the frame's own bytes may have changed since), which
+ *         the receive filter looks at too
  * @n: how many
  *
  * As vnet_dev_receive_frame() for each frame in turn, with what does not change from one frame
@@ -390,7 +410,8 @@ int vnet_dev_receive_frame_on(struct vnet_dev *dev, unsigned pair,
  * Return: the frames taken (delivered, or dropped and counted, or filtered) before the first for
  * which the guest had no buffers: n, or fewer (keep the rest; rx_resume() follows their posting).
  */
-unsigned vnet_dev_receive_burst(struct vnet_dev *dev, const struct vnet_frame *f, unsigned n)
+unsigned vnet_dev_receive_burst(struct vnet_dev *dev, const struct vnet_frame *f,
+				const uint8_t (*heads)[VNET_FRAME_HEAD], unsigned n)
 {
 	struct vnet_queue *q = &dev->queues[0];
 	struct virtio_net_hdr_v1_hash *hdr = &dev->rx_hdr;
@@ -400,9 +421,18 @@ unsigned vnet_dev_receive_burst(struct vnet_dev *dev, const struct vnet_frame *f
 
 	if (dev->active_pairs > 1 || dev->rss_on || dev->rx_rate.on) {
 		for (i = 0; i < n; i++) {
-			struct iovec iov = {.iov_base = (void *)f[i].data, .iov_len = f[i].len};
+			struct iovec iov[2] = {{.iov_base = (void *)f[i].data, .iov_len = f[i].len}};
+			unsigned cnt = 1;
 
-			if (!receive_frame(dev, NULL, &iov, 1, 0, f[i].len, -1))
+			if (heads && f[i].len >= VNET_FRAME_HEAD) {
+				iov[0] = (struct iovec){.iov_base = (void *)heads[i],
+							.iov_len = VNET_FRAME_HEAD};
+				iov[1] = (struct iovec){
+				    .iov_base = (void *)(f[i].data + VNET_FRAME_HEAD),
+				    .iov_len = f[i].len - VNET_FRAME_HEAD};
+				cnt = 2;
+			}
+			if (!receive_frame(dev, NULL, iov, cnt, 0, f[i].len, -1))
 				break;
 		}
 		return i;
@@ -422,10 +452,10 @@ unsigned vnet_dev_receive_burst(struct vnet_dev *dev, const struct vnet_frame *f
 			dropped++;
 			continue;
 		}
-		if (!rx_filter_accepts(dev, f[i].data))
+		if (!rx_filter_accepts(dev, heads ? heads[i] : f[i].data))
 			continue;
 		do {
-			r = rx_place_one(dev, q, hdr, &iov, 1, 0, len);
+			r = rx_place_one(dev, q, hdr, &iov, 1, 0, len, heads ? heads[i] : NULL);
 			if (r == 0 && !rx_wait_for_buffers(q, vq_avail_seen(&q->vq)))
 				break;
 		} while (r == 0);

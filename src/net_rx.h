@@ -4,6 +4,7 @@
 #define VNETD_NET_RX_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/uio.h>
 
 /*
@@ -35,10 +36,13 @@ int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 
 
 /*
  * vnet_dev_receive_burst() - vnet_dev_receive_frame() for n frames in order, each in one buffer
- * with an all-zero header. Returns the frames taken before the first the guest had no buffers
- * for (n, or fewer: keep the rest, as for a 0 of vnet_dev_receive_frame()).
+ * with an all-zero header; heads (NULL: none): per frame, VNET_FRAME_HEAD (backend.h) bytes its
+ * guest gets in place of its first ones (the sender's checked copy). Returns the frames taken
+ * before the first the guest had no buffers for (n, or fewer: keep the rest, as for a 0 of
+ * vnet_dev_receive_frame()).
  */
-unsigned vnet_dev_receive_burst(struct vnet_dev *dev, const struct vnet_frame *f, unsigned n);
+unsigned vnet_dev_receive_burst(struct vnet_dev *dev, const struct vnet_frame *f,
+				const uint8_t (*heads)[14], unsigned n);
 
 /*
  * vnet_dev_receive_frame_on() - the same into queue pair `pair` (picked by vnet_dev_rx_pair() on

@@ -13,6 +13,8 @@
 
 #define TX_BATCH VNET_TX_BATCH
 
+_Static_assert(TX_BATCH <= VNET_BURST_MAX, "a batch's burst fits what transmit_burst() gets");
+
 /*
  * The guest's header as backends see it (widened if the guest used the 10-byte legacy one).
  * A copy: the guest cannot change it after it was checked.
@@ -166,21 +168,35 @@ static inline __attribute__((always_inline)) bool tx_burst_take(struct vnet_dev 
 }
 
 /*
- * Send the n frames of the burst (one call: the backend consumes them all) and push their used
- * elements, in the order they were popped. Adds what was sent to *sent / *sent_bytes; returns
- * the further deliveries the backend reported.
+ * Send the n frames of the burst and push the used elements of those the backend took (at least
+ * one), in the order they were popped. `room`: what the budget allows (transmit_burst). Adds what
+ * was sent to *sent / *sent_bytes and the further deliveries to *extra. Returns how many it left
+ * (floods filled the budget): the caller gives those back to the ring and tx_burst_untake()s them.
  */
-static uint32_t tx_burst_flush(struct vnet_dev *dev, struct vnet_queue *q, unsigned n,
-			       uint32_t *sent, uint64_t *sent_bytes)
+static unsigned tx_burst_flush(struct vnet_dev *dev, struct vnet_queue *q, unsigned n,
+			       uint32_t room, uint32_t *sent, uint64_t *sent_bytes, uint32_t *extra)
 {
-	int extra = dev->be_ops->transmit_burst(q->be, dev->tx_burst, n);
+	unsigned took = dev->be_ops->transmit_burst(q->be, dev->tx_burst, n, room, extra);
 
-	for (unsigned i = 0; i < n; i++) {
+	if (took > n)
+		took = n;
+	for (unsigned i = 0; i < took; i++) {
 		*sent_bytes += dev->tx_burst[i].len;
 		vq_push(&q->vq, dev->tx_burst_head[i], 0);
 	}
-	*sent += n;
-	return extra > 0 ? (uint32_t)extra : 0;
+	*sent += took;
+	return n - took;
+}
+
+/* The last `left` frames of a burst of n go back to the ring: take back what taking them counted. */
+static void tx_burst_untake(struct vnet_dev *dev, struct vnet_queue *q, unsigned n, unsigned left,
+			    uint32_t *done, uint64_t *bytes, uint32_t *descs)
+{
+	for (unsigned i = n - left; i < n; i++)
+		*bytes -= dev->tx_burst[i].len + dev->hdr_len;
+	*done -= left;
+	*descs -= left; /* one descriptor each (tx_burst_take()) */
+	q->guard.descs -= left;
 }
 
 /*
@@ -226,7 +242,7 @@ bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 
 	/* No kicks while we work: vq_kick_enable() re-checks before the queue goes idle. */
 	vq_kick_disable(&q->vq);
-	q->polling = false;
+	q->polling = q->relook = false;
 	dev->tx_pair = (uint16_t)(q->vq.index >> 1); /* the backend may ask (vnet_dev_rx_pair()) */
 	if (__builtin_expect(limited, 0))
 		net_rate_tx_refill(dev);
@@ -235,6 +251,7 @@ bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 		uint32_t done = 0, sent = 0;
 		uint64_t sent_bytes = 0;
 		unsigned nb = 0; /* chains in dev->tx_burst, popped but not yet sent */
+		bool gave_back = false; /* the backend left some of the last burst */
 		int r = 0, cost;
 
 		while (done < TX_BATCH) {
@@ -257,7 +274,17 @@ bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 					continue;
 				}
 				if (nb) { /* the burst goes first: used elements stay in pop order */
-					extra += tx_burst_flush(dev, q, nb, &sent, &sent_bytes);
+					unsigned left = tx_burst_flush(
+						dev, q, nb,
+						VNET_BUDGET_PACKETS - (total + done - nb + extra), &sent,
+						&sent_bytes, &extra);
+
+					if (left) { /* floods filled the budget */
+						vq_unpop(&q->vq, left + 1); /* and this chain */
+						tx_burst_untake(dev, q, nb, left, &done, &bytes, &descs);
+						nb = 0;
+						continue;
+					}
 					nb = 0;
 				}
 			}
@@ -288,8 +315,17 @@ bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 			vq_push(&q->vq, q->chain->head, 0);
 			done++;
 		}
-		if (nb)
-			extra += tx_burst_flush(dev, q, nb, &sent, &sent_bytes);
+		if (nb) {
+			unsigned left = tx_burst_flush(dev, q, nb,
+						       VNET_BUDGET_PACKETS - (total + done - nb + extra),
+						       &sent, &sent_bytes, &extra);
+
+			if (left) { /* floods filled the budget: back to the ring */
+				vq_unpop(&q->vq, left);
+				tx_burst_untake(dev, q, nb, left, &done, &bytes, &descs);
+				gave_back = true;
+			}
+		}
 		if (done) {
 			/* Counted once per batch (stat_atomic.h), before the decision reads them. */
 			stat_add(&q->stats.packets, sent);
@@ -303,7 +339,7 @@ bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 			return false; /* backend full, over the rate (resume later) or queue broken */
 		if (spent)
 			return true; /* bounded work: yield to everything else that is ready */
-		if (done == TX_BATCH)
+		if (done == TX_BATCH || gave_back)
 			continue;
 		if (tx_poll_on(dev, q, total > 0)) {
 			q->polling = true; /* kicks stay off: the owner runs the queue again */
@@ -316,8 +352,10 @@ bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 		 * at once settles into a kick per few packets: docs/benchmarks.md, "Fifth round").
 		 * Only a run that finds the ring empty asks: one look more per busy period, no spin.
 		 */
-		if (total && dev->params.tx_relook)
+		if (total && dev->params.tx_relook && dev->params.tx_mode == VNET_TX_KICK) {
+			q->relook = true;
 			return true;
+		}
 		if (!vq_kick_enable(&q->vq))
 			return false;
 		vq_kick_disable(&q->vq); /* more arrived while enabling: keep going quietly */

@@ -628,18 +628,22 @@ transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size
 }
 
 /*
- * Frames [from, to) of a burst for dst, which had nothing queued: into its guest's buffers in
- * one call; what its guest has no buffers for is queued (a copy), as port_deliver() does.
+ * Frames [from, to) of a burst for dst, which had nothing queued, with the headers the sender's
+ * checks saw (heads): into its guest's buffers in one call; what its guest has no buffers for
+ * is queued (a copy, with the same header), as port_deliver() does.
  */
-static void port_deliver_burst(struct switch_port *dst, const struct vnet_frame *f, unsigned from,
-			       unsigned to)
+static void port_deliver_burst(struct switch_port *dst, const struct vnet_frame *f,
+			       const uint8_t (*heads)[VNET_FRAME_HEAD], unsigned from, unsigned to)
 {
-	unsigned k = from + vnet_dev_receive_burst(dst->dev, f + from, to - from);
+	unsigned k = from + vnet_dev_receive_burst(dst->dev, f + from, heads + from, to - from);
 
 	for (; k < to; k++) {
-		struct iovec iov = {.iov_base = (void *)f[k].data, .iov_len = f[k].len};
+		struct iovec iov[2] = {
+		    {.iov_base = (void *)heads[k], .iov_len = VNET_FRAME_HEAD},
+		    {.iov_base = (void *)(f[k].data + VNET_FRAME_HEAD),
+		     .iov_len = f[k].len - VNET_FRAME_HEAD}};
 
-		port_enqueue(dst, &iov, 1, 0, f[k].len, -1);
+		port_enqueue(dst, iov, 2, 0, f[k].len, -1);
 	}
 }
 
@@ -648,44 +652,54 @@ static void port_deliver_burst(struct switch_port *dst, const struct vnet_frame 
  * frame admitted and looked up as transmit() does; a run of frames for the same port that has
  * nothing queued goes to its guest in one vnet_dev_receive_burst(). Anything else (a flood, a
  * port with queued frames, the sender itself) ends the run and takes transmit()'s way, so each
- * receiver gets its frames in the order they were sent.
+ * receiver gets its frames in the order they were sent. Floods' further deliveries count
+ * against `room` (backend.h): the call ends where the sender's budget would.
  */
-static int switch_transmit_burst(struct vnet_backend *be, const struct vnet_frame *f, unsigned n)
+static unsigned switch_transmit_burst(struct vnet_backend *be, const struct vnet_frame *f,
+				      unsigned n, uint32_t room, uint32_t *extra)
 {
 	struct switch_port *src = port_of(be), *run = NULL;
 	const uint64_t now = src->sw->w[0].now_ns;
-	unsigned start = 0;
-	int extra = 0;
+	uint32_t more = 0; /* further deliveries of this call */
+	unsigned start = 0, i;
 
-	for (unsigned i = 0; i < n; i++) {
+	for (i = 0; i < n && (i == 0 || i + more < room); i++) {
 		const struct iovec iov = {.iov_base = (void *)f[i].data, .iov_len = f[i].len};
 		struct switch_port *dst = NULL;
 		bool ok = sw_admit(src, &iov, 1, 0, f[i].len, now, false, false, false);
+		uint16_t et;
+		bool deep;
 
 		if (ok && !(src->macs[0] & 1))
 			dst = lookup_cached(src->sw, src, src->macs, now);
-		if (dst && dst == run) {
+		/* Port security looks deeper into ARP and ND frames than their Ethernet header: those
+		 * go at once, transmit()'s way; the others in runs, with the header it checked. */
+		memcpy(&et, src->macs + 2 * SW_ETH_ALEN, sizeof(et));
+		deep = src->psec && et != SW_ET_IPV4;
+		memcpy(src->burst_head[i], src->macs, VNET_FRAME_HEAD);
+		if (dst && dst == run && !deep) {
 			src->forwarded++;
 			continue;
 		}
 		if (run)
-			port_deliver_burst(run, f, start, i);
+			port_deliver_burst(run, f, src->burst_head, start, i);
 		run = NULL;
 		if (!ok)
 			continue;
-		if (dst && dst != src && !dst->q_len && !dst->up) {
+		if (dst && !deep && dst != src && !dst->q_len && !dst->up) {
 			src->forwarded++;
 			run = dst;
 			start = i;
 		} else if (dst) {
 			(void)sw_unicast(src, dst, &iov, 1, 0, f[i].len, false, false);
 		} else {
-			extra += sw_flood(src, &iov, 1, 0, f[i].len, now, false, false);
+			more += (uint32_t)sw_flood(src, &iov, 1, 0, f[i].len, now, false, false);
 		}
 	}
 	if (run)
-		port_deliver_burst(run, f, start, n);
-	return extra;
+		port_deliver_burst(run, f, src->burst_head, start, i);
+	*extra += more;
+	return i;
 }
 
 /* One transmit entry point per ops table: each a copy of transmit() for its constants. */

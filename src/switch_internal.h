@@ -91,6 +91,9 @@ struct switch_port {
 	uint64_t src_retry_ns;
 	uint8_t src_mac[SW_ETH_ALEN];
 	uint8_t macs[2 * SW_ETH_ALEN + 2]; /* the frame being sent: destination, source, EtherType */
+	/* switch_transmit_burst(): each frame's Ethernet header as admitted (macs), what its
+	 * receiver gets whatever the sender's guest writes into the frame meanwhile */
+	uint8_t burst_head[VNET_BURST_MAX][VNET_FRAME_HEAD];
 	uint8_t dst_mac[SW_ETH_ALEN];
 	struct fdb_ver dst_ver;
 	struct fdb_entry *dst_hit;

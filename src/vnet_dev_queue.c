@@ -105,7 +105,8 @@ static void dev_queue_broken(void *ctx, unsigned qidx)
 /* The queue stopped at its budget with work left: ask the owner to run it again later. */
 static void dev_schedule(struct vnet_dev *dev, struct vnet_queue *q)
 {
-	stat_inc(q->polling ? &q->stats.polls : &q->stats.yields);
+	if (!q->relook) /* a look once more ends no budget and polls no window */
+		stat_inc(q->polling ? &q->stats.polls : &q->stats.yields);
 	if (q->scheduled || !dev->env->schedule)
 		return;
 	/* A full run queue (cannot happen: one entry per queue fits) must not strand the queue. */

@@ -133,8 +133,9 @@ struct vnet_dev_params {
 	uint32_t tx_timer_usecs;
 	/*
 	 * tx-mode kick: a TX run that moved packets looks at its ring once more, on the owner's
-	 * next round, before it asks for kicks (net_tx.c). Port specs set it; off, every run that
-	 * finds its ring drained asks for kicks at once.
+	 * next round, before it asks for kicks (net_tx.c). Port specs set it; off (and with
+	 * tx-mode timer, which batches on its timer), every run that finds its ring drained asks
+	 * for kicks at once.
 	 */
 	bool tx_relook;
 	bool host_coal_rx_set, host_coal_tx_set; /* host defaults given on the command line */
@@ -206,6 +207,7 @@ struct vnet_queue {
 	bool rx_waiting;            /* a packet waited for buffers: tell the backend on kick */
 	bool scheduled;             /* waiting in the owner's run queue (env->schedule) */
 	bool polling;               /* poll mode: scheduled to look again, kicks kept off */
+	bool relook;                /* tx_relook: scheduled to look once more (not a yield) */
 	uint64_t poll_until_ns;     /* poll mode: TX keeps polling until then (last work + window) */
 	bool reinit;                /* rings set up while disabled: virtio re-enable on enable */
 	bool state_loaded;          /* coalescing came with a migration: kept at the next enable */

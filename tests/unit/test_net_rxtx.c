@@ -285,6 +285,32 @@ static void test_tx_timer_mode_sends_batch_when_timer_fires(void **state)
 	td_free(td);
 }
 
+/* tx-mode timer batches on its timer: tx_relook (port specs set it for every port) stays out. */
+static void test_tx_timer_mode_does_not_relook(void **state)
+{
+	struct vnet_dev_params p;
+	struct test_dev *td;
+
+	(void)state;
+	td_default_params(&p, 1);
+	p.tx_mode = VNET_TX_TIMER;
+	p.tx_timer_usecs = 100;
+	p.tx_relook = true;
+	td = td_create(&p, TD_BASE_FEATURES);
+	td_start_queues(td, 64);
+	td_tx(td, TXQ, 3, 64);
+	td_advance(td, 100 * US);
+	assert_int_equal(td->npkts, 3);
+	assert_false(td->scheduled[TXQ]);
+	td_tx(td, TXQ, 2, 64); /* the next kick starts the next timer, not a run */
+	assert_int_equal(td->npkts, 3);
+	assert_false(td->scheduled[TXQ]);
+	td_advance(td, 100 * US);
+	assert_int_equal(td->npkts, 5);
+	assert_false(td->scheduled[TXQ]);
+	td_free(td);
+}
+
 /* ---- RX ---- */
 
 static void test_rx_non_mergeable_delivery_byte_exact(void **state)
@@ -642,6 +668,7 @@ static void test_tx_relook_once_before_kicks(void **state)
 	assert_false(td->scheduled[TXQ]);
 	assert_false(tx_kicks_off(td));
 	assert_int_equal(stats(td, TXQ)->polls, 0);
+	assert_int_equal(stats(td, TXQ)->yields, 0); /* a look more is no yield */
 	/* A kick starts the next busy period. */
 	td_tx(td, TXQ, 1, 64);
 	assert_int_equal(td->npkts, 5);
@@ -681,6 +708,7 @@ int main(void)
 	    T(test_tx_poll_mode_polls_then_rearms_kicks),
 	    T(test_tx_poll_mode_off_is_kick_driven),
 	    T(test_tx_relook_once_before_kicks),
+	    T(test_tx_timer_mode_does_not_relook),
 	    T(test_tx_poll_mode_ends_at_reset),
 	    T(test_rx_non_mergeable_delivery_byte_exact),
 	    T(test_rx_buffer_of_several_descriptors),
