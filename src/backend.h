@@ -25,6 +25,23 @@ struct vnet_frame {
 #define VNET_FRAME_HEAD 14 /* an Ethernet header: what vnet_dev_receive_burst() may be given a copy of */
 
 /*
+ * vnet_frame_iov() - frame f as iovecs: with head (a checked copy of its first VNET_FRAME_HEAD
+ * bytes, f->len at least that), head then the rest of f; else f alone. Returns the count.
+ */
+static inline unsigned vnet_frame_iov(const struct vnet_frame *f, const uint8_t *head,
+				      struct iovec iov[2])
+{
+	if (!head) {
+		iov[0] = (struct iovec){.iov_base = (void *)f->data, .iov_len = f->len};
+		return 1;
+	}
+	iov[0] = (struct iovec){.iov_base = (void *)head, .iov_len = VNET_FRAME_HEAD};
+	iov[1] = (struct iovec){.iov_base = (void *)(f->data + VNET_FRAME_HEAD),
+				.iov_len = f->len - VNET_FRAME_HEAD};
+	return 2;
+}
+
+/*
  * The device model delivers guest TX with transmit(); backends deliver guest RX with
  * vnet_dev_receive() (12-byte struct virtio_net_hdr_v1 in front) or vnet_dev_receive_frame().
  */

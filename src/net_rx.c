@@ -222,12 +222,11 @@ static inline __attribute__((always_inline)) int rx_place_one(struct vnet_dev *d
 	if (c->nwrite != 1 || c->iov[c->nread].iov_len < total) {
 		vq_unpop(&q->vq, 1);
 		if (head) {
-			const struct iovec two[2] = {
-			    {.iov_base = (void *)head, .iov_len = VNET_FRAME_HEAD},
-			    {.iov_base = (uint8_t *)iov[0].iov_base + VNET_FRAME_HEAD,
-			     .iov_len = frame_len - VNET_FRAME_HEAD}};
+			const struct vnet_frame f = {iov[0].iov_base, (uint32_t)frame_len};
+			struct iovec two[2];
 
-			return rx_place(dev, q, hdr, two, 2, 0, frame_len);
+			return rx_place(dev, q, hdr, two, vnet_frame_iov(&f, head, two), 0,
+					frame_len);
 		}
 		return rx_place(dev, q, hdr, iov, iovcnt, off, frame_len);
 	}
@@ -421,17 +420,10 @@ unsigned vnet_dev_receive_burst(struct vnet_dev *dev, const struct vnet_frame *f
 
 	if (dev->active_pairs > 1 || dev->rss_on || dev->rx_rate.on) {
 		for (i = 0; i < n; i++) {
-			struct iovec iov[2] = {{.iov_base = (void *)f[i].data, .iov_len = f[i].len}};
-			unsigned cnt = 1;
+			struct iovec iov[2];
+			unsigned cnt = vnet_frame_iov(
+			    &f[i], heads && f[i].len >= VNET_FRAME_HEAD ? heads[i] : NULL, iov);
 
-			if (heads && f[i].len >= VNET_FRAME_HEAD) {
-				iov[0] = (struct iovec){.iov_base = (void *)heads[i],
-							.iov_len = VNET_FRAME_HEAD};
-				iov[1] = (struct iovec){
-				    .iov_base = (void *)(f[i].data + VNET_FRAME_HEAD),
-				    .iov_len = f[i].len - VNET_FRAME_HEAD};
-				cnt = 2;
-			}
 			if (!receive_frame(dev, NULL, iov, cnt, 0, f[i].len, -1))
 				break;
 		}

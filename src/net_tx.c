@@ -142,7 +142,7 @@ static int tx_send_one(struct vnet_dev *dev, struct vnet_queue *q)
 
 /*
  * A burst-capable backend (transmit_burst): take the chain in q->chain into the batch's burst if
- * it is one readable buffer whose header asks for no offload and whose frame has a length a
+ * it is one readable descriptor (tx_burst_untake() counts each as one) whose header asks for no offload and whose frame has a length a
  * backend may get (what tx_send_one() would send with an all-zero header). The header's first
  * two bytes (flags, gso_type: the same place in every header layout) are read once, into a copy.
  * False: anything else, for tx_send_one() after the burst so far went out.
@@ -154,7 +154,7 @@ static inline __attribute__((always_inline)) bool tx_burst_take(struct vnet_dev 
 	const uint8_t *buf = c->iov[0].iov_base;
 	uint8_t fl[2];
 
-	if (c->nread != 1 || c->nwrite || c->read_len < dev->hdr_len ||
+	if (c->nread != 1 || c->nwrite || c->ndesc != 1 || c->read_len < dev->hdr_len ||
 	    c->read_len - dev->hdr_len > VNET_MAX_FRAME)
 		return false;
 	memcpy(fl, buf, sizeof(fl));

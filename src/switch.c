@@ -638,12 +638,9 @@ static void port_deliver_burst(struct switch_port *dst, const struct vnet_frame 
 	unsigned k = from + vnet_dev_receive_burst(dst->dev, f + from, heads + from, to - from);
 
 	for (; k < to; k++) {
-		struct iovec iov[2] = {
-		    {.iov_base = (void *)heads[k], .iov_len = VNET_FRAME_HEAD},
-		    {.iov_base = (void *)(f[k].data + VNET_FRAME_HEAD),
-		     .iov_len = f[k].len - VNET_FRAME_HEAD}};
+		struct iovec iov[2];
 
-		port_enqueue(dst, iov, 2, 0, f[k].len, -1);
+		port_enqueue(dst, iov, vnet_frame_iov(&f[k], heads[k], iov), 0, f[k].len, -1);
 	}
 }
 
