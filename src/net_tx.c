@@ -180,9 +180,16 @@ static unsigned tx_burst_flush(struct vnet_dev *dev, struct vnet_queue *q, unsig
 
 	if (took > n)
 		took = n;
-	for (unsigned i = 0; i < took; i++) {
-		*sent_bytes += dev->tx_burst[i].len;
-		vq_push(&q->vq, dev->tx_burst_head[i], 0);
+	if (q->vq.batch_used) { /* IN_ORDER: one used element for the burst */
+		for (unsigned i = 0; i < took; i++)
+			*sent_bytes += dev->tx_burst[i].len;
+		if (took)
+			vq_push_last(&q->vq, dev->tx_burst_head[took - 1], took);
+	} else {
+		for (unsigned i = 0; i < took; i++) {
+			*sent_bytes += dev->tx_burst[i].len;
+			vq_push(&q->vq, dev->tx_burst_head[i], 0);
+		}
 	}
 	*sent += took;
 	return n - took;
@@ -216,21 +223,13 @@ static bool tx_poll_on(struct vnet_dev *dev, struct vnet_queue *q, bool found)
 	return now < q->poll_until_ns;
 }
 
-/**
- * net_tx_process() - move the driver's TX chains to the backend, one budget
- * @dev: the device
- * @q: a TX queue (whatever started the run: kick, TX timer, backend resume)
- *
- * Kicks stay disabled while it works. At most VNET_BUDGET_PACKETS / _BYTES / _DESCS; used
- * entries are published, and the notification decided, once per batch of TX_BATCH. A backend
- * that is full (-EAGAIN) gets the chain back on resume (q->tx_blocked). Over the port's TX
- * rate the chain goes back too and the queue waits for its refill timer (net_rate.c). In poll
- * mode (vnet_dev_set_poll_us()) a ring found empty within the poll window leaves kicks off and
- * sets q->polling.
- * Return: true if it stopped at the budget with chains left, or polls (the caller schedules a
- * run).
+/*
+ * net_tx_process()'s work, specialised on the TX ring's fast path `kind` (vq_pop_as()): the
+ * loop inlines that pop alone.
  */
-bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
+static inline __attribute__((always_inline)) bool tx_process(struct vnet_dev *dev,
+							     struct vnet_queue *q,
+							     const unsigned kind)
 {
 	uint32_t total = 0, descs = 0, extra = 0;
 	uint64_t bytes = 0;
@@ -260,7 +259,7 @@ bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 				spent = true;
 				break;
 			}
-			r = vq_pop(&q->vq, q->chain);
+			r = vq_pop_as(&q->vq, q->chain, kind);
 			if (r <= 0)
 				break;
 			if (burst) {
@@ -359,5 +358,33 @@ bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
 		if (!vq_kick_enable(&q->vq))
 			return false;
 		vq_kick_disable(&q->vq); /* more arrived while enabling: keep going quietly */
+	}
+}
+
+/**
+ * net_tx_process() - move the driver's TX chains to the backend, one budget
+ * @dev: the device
+ * @q: a TX queue (whatever started the run: kick, TX timer, backend resume)
+ *
+ * Kicks stay disabled while it works. At most VNET_BUDGET_PACKETS / _BYTES / _DESCS; used
+ * entries are published, and the notification decided, once per batch of TX_BATCH. A backend
+ * that is full (-EAGAIN) gets the chain back on resume (q->tx_blocked). Over the port's TX
+ * rate the chain goes back too and the queue waits for its refill timer (net_rate.c). In poll
+ * mode (vnet_dev_set_poll_us()) a ring found empty within the poll window leaves kicks off and
+ * sets q->polling.
+ * Return: true if it stopped at the budget with chains left, or polls (the caller schedules a
+ * run).
+ */
+bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
+{
+	/* The ring's layout settles which pop the loop inlines (one compare a chain); a queue on
+	 * no fast path takes the slow one in any of them. */
+	switch (q->vq.ready) {
+	case VQ_FAST_SPLIT_IN_ORDER:
+		return tx_process(dev, q, VQ_FAST_SPLIT_IN_ORDER);
+	case VQ_FAST_PACKED:
+		return tx_process(dev, q, VQ_FAST_PACKED);
+	default:
+		return tx_process(dev, q, VQ_FAST_SPLIT);
 	}
 }

@@ -421,6 +421,25 @@ static inline __attribute__((always_inline)) int vq_pop(struct virtqueue *vq,
 	return vq_pop_slow(vq, chain);
 }
 
+/*
+ * vq_pop_as() - vq_pop() for a loop specialised on the queue's fast path `kind` (a constant: the
+ * queue's ready when the loop began, or VQ_FAST_NONE for vq_pop() itself): one compare selects
+ * the fast path, whichever layout it is, where vq_pop() tries them in turn. A queue whose ready
+ * changed meanwhile (broken, stopped, buffers given back) takes the slow path, as there.
+ */
+static inline __attribute__((always_inline)) int vq_pop_as(struct virtqueue *vq,
+							     struct vq_chain *chain,
+							     const unsigned kind)
+{
+	if (kind == VQ_FAST_NONE)
+		return vq_pop(vq, chain);
+	if (__builtin_expect(vq->ready == kind, 1) &&
+	    (kind == VQ_FAST_PACKED ? vq_packed_pop_one(vq, chain)
+				    : vq_split_pop_one(vq, chain, kind == VQ_FAST_SPLIT_IN_ORDER)))
+		return 1;
+	return vq_pop_slow(vq, chain);
+}
+
 /* vq_unpop() - give back the last n popped chains (they will be popped again). */
 void vq_unpop(struct virtqueue *vq, unsigned n);
 
@@ -457,6 +476,18 @@ static inline void vq_push(struct virtqueue *vq, uint16_t head, uint32_t len)
 	VQ_WRITE_ONCE_U32(&e->id, head);
 	VQ_WRITE_ONCE_U32(&e->len, len);
 	vq->used_idx++;
+}
+
+/*
+ * vq_push_last() - n >= 1 chains the device only read (TX) are used, in pop order, the last of
+ * them `head`, on a batch_used queue (IN_ORDER, TX): its element alone is written, as
+ * vq_publish() (split) and vq_packed_publish() read no other (the walk that logs dirty buffers
+ * skips elements of length 0, and every element of such a queue has length 0).
+ */
+static inline void vq_push_last(struct virtqueue *vq, uint16_t head, unsigned n)
+{
+	vq->used_idx = (uint16_t)(vq->used_idx + n - 1);
+	vq_push(vq, head, 0);
 }
 
 /* vq_publish() - make every pushed used element visible with one index store. */

@@ -30,6 +30,45 @@ static void test_in_order_batch_one_descriptor(void **state)
 	assert_int_equal(vq_get_base(&p->vq), 0x80038003u);
 }
 
+/*
+ * vq_push_last() (a TX burst completed at once): the same one used descriptor as three
+ * vq_push(); and vq_pop_as() of another layout than the queue's takes the slow path and gets
+ * the same buffers (a packed queue with a buffer given back is off its fast path until caught up).
+ */
+static void test_in_order_push_last_packed(void **state)
+{
+	struct pd *p = *state;
+	uint16_t id;
+	uint32_t len;
+
+	vq_stop(&p->vq);
+	p->vq.in_order = p->vq.batch_used = true;
+	pd_start(p);
+	for (uint16_t i = 0; i < 4; i++)
+		pd_add1(p, i, 64, false);
+	assert_int_equal(vq_pop_as(&p->vq, &p->chain, VQ_FAST_SPLIT), 1); /* not its layout */
+	assert_int_equal(p->chain.head, 0);
+	assert_int_equal(vq_pop_as(&p->vq, &p->chain, VQ_FAST_PACKED), 1);
+	assert_int_equal(vq_pop_as(&p->vq, &p->chain, VQ_FAST_PACKED), 1);
+	assert_int_equal(p->chain.head, 2);
+	vq_unpop(&p->vq, 1); /* off the fast path until 2 is popped again */
+	assert_int_equal(vq_pop_as(&p->vq, &p->chain, VQ_FAST_PACKED), 1);
+	assert_int_equal(p->chain.head, 2);
+	vq_push_last(&p->vq, p->chain.head, 3);
+	vq_publish(&p->vq);
+	assert_int_equal(p->ring[0].id, 2);
+	assert_int_equal(p->ring[0].flags & (F_AVAIL | F_USED), F_AVAIL | F_USED);
+	assert_int_equal(p->ring[1].flags & (F_AVAIL | F_USED), F_AVAIL); /* untouched */
+	assert_true(pd_get_used(p, &id, &len, NULL));
+	assert_int_equal(id, 2);
+	assert_int_equal(len, 0);
+	p->used = 3;
+	assert_int_equal(vq_get_base(&p->vq), 0x80038003u);
+	/* The fourth is still there, on the fast path again. */
+	assert_int_equal(vq_pop_as(&p->vq, &p->chain, VQ_FAST_PACKED), 1);
+	assert_int_equal(p->chain.head, 3);
+}
+
 /* Split ring with IN_ORDER: a hand-made table, heads offered directly. */
 struct sx {
 	struct fake_mem mem;
@@ -95,6 +134,41 @@ static void test_split_in_order_batch_one_used_entry(void **state)
 	assert_false(x->vq.broken);
 	(void)id;
 	(void)len;
+	sx_free(x);
+}
+
+/* vq_push_last() on a split IN_ORDER ring: one entry, the last head, the index past all. */
+static void test_split_in_order_push_last(void **state)
+{
+	struct sx *x = sx_new(true);
+
+	(void)state;
+	for (uint16_t h = 0; h < 3; h++)
+		fake_vq_add_head(&x->fq, h);
+	fake_vq_publish(&x->fq);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(vq_pop_as(&x->vq, &x->chain, VQ_FAST_SPLIT_IN_ORDER), 1);
+		assert_int_equal(x->chain.head, i);
+	}
+	vq_push_last(&x->vq, x->chain.head, 3);
+	vq_publish(&x->vq);
+	assert_int_equal(fake_vq_used_idx(&x->fq), 3);
+	assert_int_equal(x->fq.used->ring[0].id, 2);
+	assert_int_equal(x->fq.used->ring[0].len, 0);
+	assert_int_equal(x->fq.used->ring[1].id, 0); /* never written */
+	/* Heads 3 and 4 next, the first through vq_pop_as() of the wrong layout (slow path). */
+	fake_vq_add_head(&x->fq, 3);
+	fake_vq_add_head(&x->fq, 4);
+	fake_vq_publish(&x->fq);
+	assert_int_equal(vq_pop_as(&x->vq, &x->chain, VQ_FAST_PACKED), 1);
+	assert_int_equal(x->chain.head, 3);
+	assert_int_equal(vq_pop_as(&x->vq, &x->chain, VQ_FAST_SPLIT_IN_ORDER), 1);
+	assert_int_equal(x->chain.head, 4);
+	vq_push_last(&x->vq, x->chain.head, 2);
+	vq_publish(&x->vq);
+	assert_int_equal(fake_vq_used_idx(&x->fq), 5);
+	assert_int_equal(x->fq.used->ring[3].id, 4);
+	assert_false(x->vq.broken);
 	sx_free(x);
 }
 
@@ -176,7 +250,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_in_order_batch_one_descriptor, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_in_order_push_last_packed, setup, teardown),
 		cmocka_unit_test(test_split_in_order_batch_one_used_entry),
+		cmocka_unit_test(test_split_in_order_push_last),
 		cmocka_unit_test(test_split_in_order_violation_breaks),
 		cmocka_unit_test(test_split_in_order_chain_out_of_order_breaks),
 		cmocka_unit_test(test_split_in_order_unpop_expects_same_head),
