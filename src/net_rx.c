@@ -214,7 +214,7 @@ static inline __attribute__((always_inline)) int rx_place_one(struct vnet_dev *d
 {
 	struct vq_chain *c = q->chain;
 	size_t total = dev->hdr_len + frame_len;
-	int r = vq_pop_as(&q->vq, c, kind);
+	int r = vq_pop_as(&q->vq, c, kind, true);
 	uint8_t *buf;
 
 	if (r <= 0)

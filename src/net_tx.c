@@ -259,7 +259,7 @@ static inline __attribute__((always_inline)) bool tx_process(struct vnet_dev *de
 				spent = true;
 				break;
 			}
-			r = vq_pop_as(&q->vq, q->chain, kind);
+			r = vq_pop_as(&q->vq, q->chain, kind, false);
 			if (r <= 0)
 				break;
 			if (burst) {

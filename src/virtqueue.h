@@ -255,12 +255,30 @@ static inline bool vq_chain_one(const struct guest_mem *mem, const struct vring_
 }
 
 /*
- * vq_prefetch_desc() - hint the CPU to fetch the first 128 bytes descriptor head (below num) points at
- * (inside the hot region): the data arrives while the current packet is copied. Trusts nothing
- * it reads: a wrong guess costs a cache miss, and prefetching never faults.
+ * vq_prefetch_buf() - hint the CPU to fetch the 128 bytes at p (a guest buffer in the hot region,
+ * checked by the caller): they arrive while the current packet is copied. `write`: the device
+ * will write there (RX): fetched ready to be written (PREFETCHW, a no-op where the CPU lacks it).
+ */
+static inline __attribute__((always_inline)) void vq_prefetch_buf(const uint8_t *p, const bool write)
+{
+#if defined(__x86_64__)
+	if (write) {
+		__asm__ volatile("prefetchw %0" : : "m"(*(const volatile uint8_t *)p));
+		__asm__ volatile("prefetchw %0" : : "m"(*(const volatile uint8_t *)(p + 64)));
+		return;
+	}
+#endif
+	__builtin_prefetch(p, write);
+	__builtin_prefetch(p + 64, write);
+}
+
+/*
+ * vq_prefetch_desc() - vq_prefetch_buf() of the first 128 bytes descriptor head (below num)
+ * points at, if inside the hot region. Trusts nothing it reads: a wrong guess costs a cache
+ * miss, and prefetching never faults.
  */
 static inline __attribute__((always_inline)) void vq_prefetch_desc(const struct virtqueue *vq,
-								   unsigned head)
+								   unsigned head, const bool write)
 {
 	const struct guest_mem_region *r = &vq->mem->hot; /* size 0: nothing to prefetch */
 	uint64_t off;
@@ -268,16 +286,15 @@ static inline __attribute__((always_inline)) void vq_prefetch_desc(const struct 
 	off = le64toh(__atomic_load_n(&vq->desc[head].addr, __ATOMIC_RELAXED)) - r->gpa;
 	if (off >= r->size || r->size - off < 128)
 		return;
-	__builtin_prefetch(r->host + off);
-	__builtin_prefetch(r->host + off + 64);
+	vq_prefetch_buf(r->host + off, write);
 }
 
 /* vq_prefetch_head() - vq_prefetch_desc() for a head read from the ring (checked here). */
 static inline __attribute__((always_inline)) void vq_prefetch_head(const struct virtqueue *vq,
-								   unsigned head)
+								   unsigned head, const bool write)
 {
 	if (head < vq->num)
-		vq_prefetch_desc(vq, head);
+		vq_prefetch_desc(vq, head, write);
 }
 
 /*
@@ -286,7 +303,8 @@ static inline __attribute__((always_inline)) void vq_prefetch_head(const struct 
  */
 static inline void vq_prefetch_next(const struct virtqueue *vq)
 {
-	vq_prefetch_head(vq, VQ_READ_ONCE_U16(&vq->avail->ring[vq->last_avail & (vq->num - 1)]));
+	vq_prefetch_head(vq, VQ_READ_ONCE_U16(&vq->avail->ring[vq->last_avail & (vq->num - 1)]),
+			 false);
 }
 
 /* vq_start() - translate and check ring addresses; 0, or -1 (logged) if bad. */
@@ -309,7 +327,9 @@ int vq_pop_slow(struct virtqueue *vq, struct vq_chain *chain);
  * vq_packed_pop()'s full checks. Only for a queue whose ready is VQ_FAST_PACKED (no buffer
  * given back).
  */
-static inline __attribute__((always_inline)) bool vq_packed_pop_one(struct virtqueue *vq, struct vq_chain *chain)
+static inline __attribute__((always_inline)) bool vq_packed_pop_one(struct virtqueue *vq,
+								    struct vq_chain *chain,
+								    const bool write)
 {
 	struct vq_packed_state *pk = &vq->pk;
 	const struct pvirtq_desc *p = (const struct pvirtq_desc *)(const void *)vq->desc +
@@ -360,6 +380,9 @@ static inline __attribute__((always_inline)) bool vq_packed_pop_one(struct virtq
 	}
 	pk->room--;
 	vq->last_avail++; /* shadow_avail is last_avail while ready is VQ_FAST_PACKED */
+	/* The next slot's buffer, available or not yet: its lines come while this one is copied
+	 * (written, for RX). */
+	vq_prefetch_desc(vq, pk->next_slot, write);
 	return true;
 }
 
@@ -369,7 +392,7 @@ static inline __attribute__((always_inline)) bool vq_packed_pop_one(struct virtq
  * nothing taken, for vq_pop_slow().
  */
 static inline __attribute__((always_inline)) bool vq_split_pop_one(struct virtqueue *vq, struct vq_chain *chain,
-				    const bool in_order)
+				    const bool in_order, const bool write)
 {
 	uint16_t mask = (uint16_t)(vq->num - 1);
 	uint16_t head;
@@ -393,9 +416,10 @@ static inline __attribute__((always_inline)) bool vq_split_pop_one(struct virtqu
 	if (vq->shadow_avail == vq->last_avail)
 		return true;
 	if (in_order) /* the next chain's head is known, and below num */
-		vq_prefetch_desc(vq, vq->io_next);
+		vq_prefetch_desc(vq, vq->io_next, write);
 	else
-		vq_prefetch_head(vq, VQ_READ_ONCE_U16(&vq->avail->ring[vq->last_avail & mask]));
+		vq_prefetch_head(vq, VQ_READ_ONCE_U16(&vq->avail->ring[vq->last_avail & mask]),
+				 write);
 	return true;
 }
 
@@ -409,13 +433,13 @@ static inline __attribute__((always_inline)) int vq_pop(struct virtqueue *vq,
 							  struct vq_chain *chain)
 {
 	if (__builtin_expect(vq->ready == VQ_FAST_SPLIT, 1)) {
-		if (vq_split_pop_one(vq, chain, false))
+		if (vq_split_pop_one(vq, chain, false, false))
 			return 1;
 	} else if (vq->ready == VQ_FAST_PACKED) {
-		if (vq_packed_pop_one(vq, chain))
+		if (vq_packed_pop_one(vq, chain, false))
 			return 1;
 	} else if (vq->ready == VQ_FAST_SPLIT_IN_ORDER) {
-		if (vq_split_pop_one(vq, chain, true))
+		if (vq_split_pop_one(vq, chain, true, false))
 			return 1;
 	}
 	return vq_pop_slow(vq, chain);
@@ -425,17 +449,19 @@ static inline __attribute__((always_inline)) int vq_pop(struct virtqueue *vq,
  * vq_pop_as() - vq_pop() for a loop specialised on the queue's fast path `kind` (a constant: the
  * queue's ready when the loop began, or VQ_FAST_NONE for vq_pop() itself): one compare selects
  * the fast path, whichever layout it is, where vq_pop() tries them in turn. A queue whose ready
- * changed meanwhile (broken, stopped, buffers given back) takes the slow path, as there.
+ * changed meanwhile (broken, stopped, buffers given back) takes the slow path, as there. `write`
+ * (a constant): the device writes the buffers (RX), so the next one is prefetched for writing.
  */
 static inline __attribute__((always_inline)) int vq_pop_as(struct virtqueue *vq,
 							     struct vq_chain *chain,
-							     const unsigned kind)
+							     const unsigned kind, const bool write)
 {
 	if (kind == VQ_FAST_NONE)
 		return vq_pop(vq, chain);
 	if (__builtin_expect(vq->ready == kind, 1) &&
-	    (kind == VQ_FAST_PACKED ? vq_packed_pop_one(vq, chain)
-				    : vq_split_pop_one(vq, chain, kind == VQ_FAST_SPLIT_IN_ORDER)))
+	    (kind == VQ_FAST_PACKED
+		 ? vq_packed_pop_one(vq, chain, write)
+		 : vq_split_pop_one(vq, chain, kind == VQ_FAST_SPLIT_IN_ORDER, write)))
 		return 1;
 	return vq_pop_slow(vq, chain);
 }

@@ -46,13 +46,13 @@ static void test_in_order_push_last_packed(void **state)
 	pd_start(p);
 	for (uint16_t i = 0; i < 4; i++)
 		pd_add1(p, i, 64, false);
-	assert_int_equal(vq_pop_as(&p->vq, &p->chain, VQ_FAST_SPLIT), 1); /* not its layout */
+	assert_int_equal(vq_pop_as(&p->vq, &p->chain, VQ_FAST_SPLIT, false), 1); /* not its layout */
 	assert_int_equal(p->chain.head, 0);
-	assert_int_equal(vq_pop_as(&p->vq, &p->chain, VQ_FAST_PACKED), 1);
-	assert_int_equal(vq_pop_as(&p->vq, &p->chain, VQ_FAST_PACKED), 1);
+	assert_int_equal(vq_pop_as(&p->vq, &p->chain, VQ_FAST_PACKED, false), 1);
+	assert_int_equal(vq_pop_as(&p->vq, &p->chain, VQ_FAST_PACKED, false), 1);
 	assert_int_equal(p->chain.head, 2);
 	vq_unpop(&p->vq, 1); /* off the fast path until 2 is popped again */
-	assert_int_equal(vq_pop_as(&p->vq, &p->chain, VQ_FAST_PACKED), 1);
+	assert_int_equal(vq_pop_as(&p->vq, &p->chain, VQ_FAST_PACKED, false), 1);
 	assert_int_equal(p->chain.head, 2);
 	vq_push_last(&p->vq, p->chain.head, 3);
 	vq_publish(&p->vq);
@@ -65,7 +65,7 @@ static void test_in_order_push_last_packed(void **state)
 	p->used = 3;
 	assert_int_equal(vq_get_base(&p->vq), 0x80038003u);
 	/* The fourth is still there, on the fast path again. */
-	assert_int_equal(vq_pop_as(&p->vq, &p->chain, VQ_FAST_PACKED), 1);
+	assert_int_equal(vq_pop_as(&p->vq, &p->chain, VQ_FAST_PACKED, false), 1);
 	assert_int_equal(p->chain.head, 3);
 }
 
@@ -147,7 +147,7 @@ static void test_split_in_order_push_last(void **state)
 		fake_vq_add_head(&x->fq, h);
 	fake_vq_publish(&x->fq);
 	for (int i = 0; i < 3; i++) {
-		assert_int_equal(vq_pop_as(&x->vq, &x->chain, VQ_FAST_SPLIT_IN_ORDER), 1);
+		assert_int_equal(vq_pop_as(&x->vq, &x->chain, VQ_FAST_SPLIT_IN_ORDER, false), 1);
 		assert_int_equal(x->chain.head, i);
 	}
 	vq_push_last(&x->vq, x->chain.head, 3);
@@ -160,9 +160,9 @@ static void test_split_in_order_push_last(void **state)
 	fake_vq_add_head(&x->fq, 3);
 	fake_vq_add_head(&x->fq, 4);
 	fake_vq_publish(&x->fq);
-	assert_int_equal(vq_pop_as(&x->vq, &x->chain, VQ_FAST_PACKED), 1);
+	assert_int_equal(vq_pop_as(&x->vq, &x->chain, VQ_FAST_PACKED, false), 1);
 	assert_int_equal(x->chain.head, 3);
-	assert_int_equal(vq_pop_as(&x->vq, &x->chain, VQ_FAST_SPLIT_IN_ORDER), 1);
+	assert_int_equal(vq_pop_as(&x->vq, &x->chain, VQ_FAST_SPLIT_IN_ORDER, false), 1);
 	assert_int_equal(x->chain.head, 4);
 	vq_push_last(&x->vq, x->chain.head, 2);
 	vq_publish(&x->vq);
