@@ -277,8 +277,13 @@ static inline __attribute__((always_inline)) void vq_prefetch_buf(const uint8_t 
 		return;
 	}
 #endif
-	__builtin_prefetch(p, write);
-	__builtin_prefetch(p + 64, write);
+	if (write) { /* constant arguments (clang insists) */
+		__builtin_prefetch(p, 1);
+		__builtin_prefetch(p + 64, 1);
+	} else {
+		__builtin_prefetch(p, 0);
+		__builtin_prefetch(p + 64, 0);
+	}
 }
 
 /*
