@@ -142,9 +142,10 @@ static int tx_send_one(struct vnet_dev *dev, struct vnet_queue *q)
 
 /*
  * A burst-capable backend (transmit_burst): take the chain in q->chain into the batch's burst if
- * it is one readable descriptor (tx_burst_untake() counts each as one) whose header asks for no offload and whose frame has a length a
- * backend may get (what tx_send_one() would send with an all-zero header). The header's first
- * two bytes (flags, gso_type: the same place in every header layout) are read once, into a copy.
+ * it is one readable descriptor (tx_burst_untake() counts each as one) whose header asks for no
+ * offload and whose frame has a length a backend may get (what tx_send_one() would send with an
+ * all-zero header). The header's first two bytes (flags, gso_type: the same place in every
+ * header layout) are read once, into a copy.
  * False: anything else, for tx_send_one() after the burst so far went out.
  */
 static inline __attribute__((always_inline)) bool tx_burst_take(struct vnet_dev *dev,

@@ -270,16 +270,14 @@ static inline bool vq_chain_one(const struct guest_mem *mem, const struct vring_
  */
 static inline __attribute__((always_inline)) void vq_prefetch_buf(const uint8_t *p, const bool write)
 {
-#if defined(__x86_64__)
 	if (write) {
+#if defined(__x86_64__)
 		__asm__ volatile("prefetchw %0" : : "m"(*(const volatile uint8_t *)p));
 		__asm__ volatile("prefetchw %0" : : "m"(*(const volatile uint8_t *)(p + 64)));
-		return;
-	}
-#endif
-	if (write) { /* constant arguments (clang insists) */
-		__builtin_prefetch(p, 1);
+#else
+		__builtin_prefetch(p, 1); /* constant arguments: clang insists */
 		__builtin_prefetch(p + 64, 1);
+#endif
 	} else {
 		__builtin_prefetch(p, 0);
 		__builtin_prefetch(p + 64, 0);
@@ -472,7 +470,8 @@ static inline __attribute__((always_inline)) int vq_pop(struct virtqueue *vq,
  * queue's ready when the loop began, or VQ_FAST_NONE for vq_pop() itself): one compare selects
  * the fast path, whichever layout it is, where vq_pop() tries them in turn. A queue whose ready
  * changed meanwhile (broken, stopped, buffers given back) takes the slow path, as there. `write`
- * (a constant): the device writes the buffers (RX), so the next one is prefetched for writing.
+ * (a constant): the device writes the buffers (RX), so the next one is prefetched for writing
+ * (the specialised fast paths only: VQ_FAST_NONE and the slow path prefetch for reading).
  */
 static inline __attribute__((always_inline)) int vq_pop_as(struct virtqueue *vq,
 							     struct vq_chain *chain,
