@@ -65,12 +65,13 @@ struct vnet_backend_ops {
 	 * adding their further deliveries (as transmit() counts them) to *extra. `room` (>= n) is
 	 * what the sender's budget still allows, frames plus further deliveries: frame i is taken
 	 * only while i plus the further deliveries of this call stay below it, as the device's own
-	 * check before each frame. Returns how many it took, sent or dropped (at least one); the
-	 * device gives the rest back to the ring. Only a backend that never back-pressures may
-	 * have it.
+	 * check before each frame. Returns how many it took, sent or dropped (at least one, unless
+	 * it is full); the device gives the rest back to the ring. A backend that is full takes
+	 * fewer (none, too), sets *full and calls vnet_dev_tx_resume() once it has room, as after
+	 * a transmit() that returned -EAGAIN; what it took went out before what it refused.
 	 */
 	unsigned (*transmit_burst)(struct vnet_backend *be, const struct vnet_frame *f, unsigned n,
-				   uint32_t room, uint32_t *extra);
+				   uint32_t room, uint32_t *extra, bool *full);
 	/* The guest's receive offloads changed (negotiated or CTRL_GUEST_OFFLOADS). */
 	void (*set_offloads)(struct vnet_backend *be, uint64_t guest_features);
 	/*

@@ -170,14 +170,16 @@ static inline __attribute__((always_inline)) bool tx_burst_take(struct vnet_dev 
 
 /*
  * Send the n frames of the burst and push the used elements of those the backend took (at least
- * one), in the order they were popped. `room`: what the budget allows (transmit_burst). Adds what
- * was sent to *sent / *sent_bytes and the further deliveries to *extra. Returns how many it left
- * (floods filled the budget): the caller gives those back to the ring and tx_burst_untake()s them.
+ * one, unless the backend is full), in the order they were popped. `room`: what the budget allows
+ * (transmit_burst). Adds what was sent to *sent / *sent_bytes and the further deliveries to
+ * *extra. Returns how many it left (floods filled the budget, or the backend was full: *full):
+ * the caller gives those back to the ring and tx_burst_untake()s them.
  */
 static unsigned tx_burst_flush(struct vnet_dev *dev, struct vnet_queue *q, unsigned n,
-			       uint32_t room, uint32_t *sent, uint64_t *sent_bytes, uint32_t *extra)
+			       uint32_t room, uint32_t *sent, uint64_t *sent_bytes, uint32_t *extra,
+			       bool *full)
 {
-	unsigned took = dev->be_ops->transmit_burst(q->be, dev->tx_burst, n, room, extra);
+	unsigned took = dev->be_ops->transmit_burst(q->be, dev->tx_burst, n, room, extra, full);
 
 	if (took > n)
 		took = n;
@@ -274,15 +276,21 @@ static inline __attribute__((always_inline)) bool tx_process(struct vnet_dev *de
 					continue;
 				}
 				if (nb) { /* the burst goes first: used elements stay in pop order */
+					bool full = false;
 					unsigned left = tx_burst_flush(
 						dev, q, nb,
 						VNET_BUDGET_PACKETS - (total + done - nb + extra), &sent,
-						&sent_bytes, &extra);
+						&sent_bytes, &extra, &full);
 
-					if (left) { /* floods filled the budget */
+					if (left) { /* floods filled the budget, or the backend */
 						vq_unpop(&q->vq, left + 1); /* and this chain */
 						tx_burst_untake(dev, q, nb, left, &done, &bytes, &descs);
 						nb = 0;
+						if (full) { /* resumed by vnet_dev_tx_resume() */
+							q->tx_blocked = true;
+							r = -EAGAIN;
+							break;
+						}
 						continue;
 					}
 					nb = 0;
@@ -316,14 +324,20 @@ static inline __attribute__((always_inline)) bool tx_process(struct vnet_dev *de
 			done++;
 		}
 		if (nb) {
+			bool full = false;
 			unsigned left = tx_burst_flush(dev, q, nb,
 						       VNET_BUDGET_PACKETS - (total + done - nb + extra),
-						       &sent, &sent_bytes, &extra);
+						       &sent, &sent_bytes, &extra, &full);
 
-			if (left) { /* floods filled the budget: back to the ring */
+			if (left) { /* floods filled the budget, or the backend: back to the ring */
 				vq_unpop(&q->vq, left);
 				tx_burst_untake(dev, q, nb, left, &done, &bytes, &descs);
-				gave_back = true;
+				if (full) { /* resumed by vnet_dev_tx_resume() */
+					q->tx_blocked = true;
+					r = -EAGAIN;
+				} else {
+					gave_back = true;
+				}
 			}
 		}
 		if (done) {

@@ -18,7 +18,8 @@
 static const char usage_text[] =
 	"Usage: vnetd --port socket=PATH,tap=IFNAME|xdp=IFNAME|switch[,KEY=VALUE...] [--port ...]\n"
 	"             --control PATH [--config FILE] [--state-dir DIR] [--workers N]\n"
-	"             [--metrics ADDR:PORT] [--user NAME] [--no-sandbox] [-v|--verbose]\n"
+	"             [--metrics ADDR:PORT] [--user NAME] [--no-sandbox] [--no-io-uring]\n"
+	"             [-v|--verbose]\n"
 	"             [--max-guest-mem SIZE] [--socket-group NAME] [--socket-mode OCTAL]\n"
 	"             [--poll-us [W:]N] [-h|--help] [--version]\n"
 	"\n"
@@ -38,6 +39,9 @@ static const char usage_text[] =
 	"                       IPv4 or [IPv6] address, e.g. 127.0.0.1:9465 (default: off)\n"
 	"  --user NAME          drop privileges to user NAME once the sockets are open\n"
 	"  --no-sandbox         do not drop privileges or install the seccomp filter\n"
+	"  --no-io-uring        taps get one writev() per frame; by default a burst of a\n"
+	"                       guest's frames goes to a tap in one io_uring_enter() (each\n"
+	"                       worker has its own ring, restricted to writes)\n"
 	"  -v, --verbose        more log output (repeat for debug messages)\n"
 	"  --max-guest-mem SIZE guest memory all frontends together may map (address space of\n"
 	"                       memory tables and dirty logs; K/M/G/T suffixes; default 64T)\n"
@@ -415,6 +419,10 @@ int options_parse(int argc, char **argv, struct vnetd_options *out)
 		}
 		if (strcmp(arg, "--no-sandbox") == 0) {
 			out->no_sandbox = true;
+			continue;
+		}
+		if (strcmp(arg, "--no-io-uring") == 0) {
+			out->no_io_uring = true;
 			continue;
 		}
 		value = NULL;

@@ -18,6 +18,7 @@ struct vnetd_options {
 	char config_path[256];  /* --config FILE: more ports, re-read on SIGHUP; "" none */
 	char state_dir[256];    /* --state-dir DIR: per-port state kept across restarts; "" none */
 	bool no_sandbox;        /* skip seccomp and privilege dropping */
+	bool no_io_uring;       /* taps write one frame per writev(), no io_uring */
 	int verbose;            /* number of -v given */
 	unsigned workers;       /* --workers N: event-loop threads, 1 (default) .. 16 */
 	uint64_t max_guest_mem; /* --max-guest-mem: all ports' guest mappings (mem_cap.h); 0 default */

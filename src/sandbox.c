@@ -123,6 +123,7 @@ static const struct sandbox_rule sandbox_allow[] = {
 	ALLOW(readv), /* tap RX straight into guest buffers */
 	ALLOW(write),
 	ALLOW(writev),
+	ALLOW(io_uring_enter), /* taps' bursts; on rings made before, restricted to writes */
 	ALLOW(recvmsg),	 /* vhost-user messages with SCM_RIGHTS fds */
 	ALLOW(sendto),	 /* send(): vhost-user replies, UML call fds, control replies */
 	ALLOW(accept4),	 /* vhost-user and control listeners */

@@ -20,6 +20,7 @@
 #include "iov.h"
 #include "log.h"
 #include "stat_atomic.h"
+#include "uring_tx.h"
 #include "virtio_net_defs.h"
 #include "vnet_dev.h"
 
@@ -253,6 +254,40 @@ tap_tx_iov(struct tap_queue *tq, const struct virtio_net_hdr_v1 *hdr, const stru
 	return n;
 }
 
+/* A guest packet reached the tap: say so once if it was down. */
+static inline void tap_sent(struct tap_queue *tq)
+{
+	if (__builtin_expect(tq->down, 0))
+		log_info("tap %s: is up again, sending guest packets", tq->tap->name);
+	tq->down = false;
+}
+
+/*
+ * A write of a guest packet to the tap failed with err: -EAGAIN (full: EPOLLOUT is on, the queue
+ * resumes), or -err for a packet dropped (logged, rate-limited).
+ */
+static int tap_tx_error(struct tap_queue *tq, int err)
+{
+	switch (err) {
+	case EAGAIN:
+		tq->tx_blocked = true;
+		tap_update_events(tq);
+		return -EAGAIN;
+	case EIO: /* the interface is down: expected for a while, say so once */
+		if (!tq->down)
+			log_warn("tap %s: is down, dropping guest packets until it is up", tq->tap->name);
+		tq->down = true;
+		break;
+	case EBADFD:
+		tap_fail(tq, "write: EBADFD");
+		break;
+	default: /* e.g. EINVAL for a header the kernel rejects */
+		log_guest("tap %s: dropped a guest packet: %s", tq->tap->name, strerror(err));
+		break;
+	}
+	return -err;
+}
+
 /* Send one guest packet to the tap queue (header first); see struct vnet_backend_ops. */
 static inline __attribute__((always_inline)) int
 tap_send(struct tap_queue *tq, const struct virtio_net_hdr_v1 *hdr, const struct iovec *iov,
@@ -260,7 +295,6 @@ tap_send(struct tap_queue *tq, const struct virtio_net_hdr_v1 *hdr, const struct
 {
 	unsigned cnt;
 	ssize_t n;
-	int err;
 
 	if (tq->failed)
 		return -ENODEV;
@@ -282,30 +316,10 @@ tap_send(struct tap_queue *tq, const struct virtio_net_hdr_v1 *hdr, const struct
 #pragma GCC diagnostic pop
 #endif
 	if (n >= 0) {
-		if (tq->down)
-			log_info("tap %s: is up again, sending guest packets", tq->tap->name);
-		tq->down = false;
+		tap_sent(tq);
 		return 0;
 	}
-	err = errno;
-	switch (err) {
-	case EAGAIN:
-		tq->tx_blocked = true;
-		tap_update_events(tq);
-		return -EAGAIN;
-	case EIO: /* the interface is down: expected for a while, say so once */
-		if (!tq->down)
-			log_warn("tap %s: is down, dropping guest packets until it is up", tq->tap->name);
-		tq->down = true;
-		break;
-	case EBADFD:
-		tap_fail(tq, "write: EBADFD");
-		break;
-	default: /* e.g. EINVAL for a header the kernel rejects */
-		log_guest("tap %s: dropped a guest packet: %s", tq->tap->name, strerror(err));
-		break;
-	}
-	return -err;
+	return tap_tx_error(tq, errno);
 }
 
 /* A single-queue tap's transmit: struct vnet_backend_ops. */
@@ -313,6 +327,87 @@ static int tap_transmit(struct vnet_backend *be, const struct virtio_net_hdr_v1 
 			const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len)
 {
 	return tap_send(tq_of(be), hdr, iov, iovcnt, off, frame_len);
+}
+
+/*
+ * A burst's frames to the tap (transmit_burst): each as transmit() sends it with an all-zero
+ * header, through the thread's io_uring (uring_tx.c) in one system call, or one writev() each
+ * where there is none. Returns how many it took (sent, or dropped and logged), and in *sent how
+ * many of those went out; on -EAGAIN the rest waits for EPOLLOUT (*full). A failed tap drops the
+ * burst, as transmit() would.
+ */
+static unsigned tap_burst(struct tap_queue *tq, const struct vnet_frame *f, unsigned n, bool *full,
+			  unsigned *sent)
+{
+	static const struct virtio_net_hdr_v1 zero_hdr;
+	struct uring_tx *u = uring_tx_self();
+	struct uring_tx_req req[URING_TX_MAX];
+	int res[URING_TX_MAX];
+
+	*sent = 0;
+	if (tq->failed)
+		return n;
+	if (n > URING_TX_MAX)
+		n = URING_TX_MAX;
+	for (unsigned i = 0; i < n; i++) {
+		req[i].iov[0] = (struct iovec){.iov_base = (void *)&zero_hdr, .iov_len = sizeof(zero_hdr)};
+		req[i].iov[1] = (struct iovec){.iov_base = (void *)f[i].data, .iov_len = f[i].len};
+		req[i].cnt = 2;
+	}
+	if (!u || uring_tx_writev(u, tq->fd, req, n, res) < 0) {
+		for (unsigned i = 0; i < n; i++) {
+			ssize_t w;
+
+			do
+				w = writev(tq->fd, req[i].iov, 2);
+			while (w < 0 && errno == EINTR);
+			res[i] = w < 0 ? -errno : (int)w;
+			if (w < 0 && errno == EAGAIN)
+				break;
+		}
+	}
+	for (unsigned i = 0; i < n; i++) {
+		if (res[i] >= 0) {
+			tap_sent(tq);
+			(*sent)++;
+			continue;
+		}
+		if (tap_tx_error(tq, -res[i]) == -EAGAIN) {
+			*full = true;
+			return i;
+		}
+		/* dropped (logged): the writes after it were cancelled, they go in the next burst */
+		return i + 1;
+	}
+	return n;
+}
+
+/* A single-queue tap's transmit_burst: struct vnet_backend_ops. */
+static unsigned tap_transmit_burst(struct vnet_backend *be, const struct vnet_frame *f, unsigned n,
+				   uint32_t room, uint32_t *extra, bool *full)
+{
+	unsigned sent;
+
+	(void)room; /* a tap delivers each frame once: n <= room */
+	(void)extra;
+	return tap_burst(tq_of(be), f, n, full, &sent);
+}
+
+/* A multi-queue tap's: counted per queue; a detached queue's pair sends through queue 0. */
+static unsigned tap_transmit_burst_mq(struct vnet_backend *be, const struct vnet_frame *f,
+				      unsigned n, uint32_t room, uint32_t *extra, bool *full)
+{
+	struct tap_queue *tq = tq_of(be);
+	unsigned took, sent;
+
+	(void)room;
+	(void)extra;
+	if (__builtin_expect(tq->detached, 0))
+		tq = tq->tap->q[0];
+	took = tap_burst(tq, f, n, full, &sent);
+	if (sent)
+		stat_add(&tq->stats.tx_packets, sent);
+	return took;
 }
 
 /*
@@ -499,6 +594,8 @@ int tap_backend_send_tagged(struct vnet_backend *be, uint16_t vid, const struct 
 	return n < 0 ? -errno : 0;
 }
 
+_Static_assert(VNET_BURST_MAX <= URING_TX_MAX, "a burst fits the ring");
+
 #define TAP_OFFLOADS                                                                              \
 	(BIT_ULL(VIRTIO_NET_F_CSUM) | BIT_ULL(VIRTIO_NET_F_GUEST_CSUM) |                           \
 	 BIT_ULL(VIRTIO_NET_F_GUEST_TSO4) | BIT_ULL(VIRTIO_NET_F_GUEST_TSO6) |                     \
@@ -510,6 +607,7 @@ const struct vnet_backend_ops tap_backend_ops = {
 	.kind = "tap",
 	.offload_features = TAP_OFFLOADS,
 	.transmit = tap_transmit,
+	.transmit_burst = tap_transmit_burst,
 	.set_offloads = tap_set_offloads,
 	.rx_resume = tap_rx_resume,
 	.reset = tap_reset,
@@ -520,6 +618,7 @@ const struct vnet_backend_ops tap_mq_backend_ops = {
 	.kind = "tap",
 	.offload_features = TAP_OFFLOADS,
 	.transmit = tap_transmit_mq,
+	.transmit_burst = tap_transmit_burst_mq,
 	.set_offloads = tap_set_offloads,
 	.rx_resume = tap_rx_resume,
 	.reset = tap_reset,

@@ -10,6 +10,7 @@
 
 #include "guest_fault.h"
 #include "log.h"
+#include "uring_tx.h"
 #include "vnet_dev.h"
 
 #define MAX_EVENTS 64
@@ -45,6 +46,10 @@ int worker_pool_init(struct worker_pool *p, unsigned n, unsigned rq_cap,
 		w->epfd = epoll_create1(EPOLL_CLOEXEC);
 		w->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 		w->fault_gen = guest_fault_generation();
+		/* Before the sandbox, which allows io_uring_enter() but no io_uring_setup(). Once
+		 * one could not be made, the others would not be either. */
+		if (!p->no_uring && (i == 0 || p->w[0].uring))
+			w->uring = uring_tx_create();
 		if (w->epfd < 0 || w->wake_fd < 0 || run_queue_init(&w->rq, rq_cap) < 0 ||
 		    run_queue_init(&w->flushq, rq_cap) < 0 ||
 		    event_loop_add(w->epfd, w->wake_fd, EPOLLIN,
@@ -183,6 +188,7 @@ static void *worker_main(void *arg)
 
 	/* Running: glibc's per-thread set-up (rseq registration...) is done, so the sandbox
 	 * may come now (worker_pool_start() waits for this). */
+	uring_tx_bind(w->uring); /* its ports' taps write through it */
 	pthread_mutex_lock(&p->lock);
 	p->running++;
 	pthread_cond_broadcast(&p->cond);
@@ -203,6 +209,7 @@ static void *worker_main(void *arg)
  */
 int worker_pool_start(struct worker_pool *p)
 {
+	uring_tx_bind(p->w[0].uring); /* worker 0 is this thread */
 	for (unsigned i = 1; i < p->n; i++) {
 		int r = pthread_create(&p->w[i].thread, NULL, worker_main, &p->w[i]);
 
@@ -302,5 +309,7 @@ void worker_pool_free(struct worker_pool *p)
 		w->wake_fd = w->epfd = -1;
 		run_queue_free(&w->rq);
 		run_queue_free(&w->flushq);
+		uring_tx_destroy(w->uring);
+		w->uring = NULL;
 	}
 }

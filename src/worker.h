@@ -12,6 +12,7 @@
 #define VNETD_MAX_WORKERS 16
 
 struct worker;
+struct uring_tx;
 
 /* What a worker's owner does with its events (a const table, like every other owner). */
 struct worker_ops {
@@ -50,6 +51,7 @@ struct worker {
 	struct worker_pool *pool;
 	pthread_t thread;
 	bool started;
+	struct uring_tx *uring;  /* its taps' batched writes (uring_tx.c), or NULL: one by one */
 };
 
 struct worker_pool {
@@ -63,6 +65,7 @@ struct worker_pool {
 	unsigned parked; /* workers waiting in park */
 	unsigned running; /* threads that reached their loop */
 	bool stop;
+	bool no_uring; /* --no-io-uring: set before worker_pool_init(), which makes no rings then */
 };
 
 /* worker_pool_init() - n workers (epoll sets, run queues of rq_cap entries); 0 or -1 (logged). */
