@@ -61,7 +61,9 @@ struct vnet_backend_ops {
 			const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len);
 	/*
 	 * Optional: send frames of f[0..n) in order, each as transmit() would with an all-zero
-	 * header (the device gives it only frames that ask for no offload, each in one buffer),
+	 * header (the device gives it only frames that ask for no offload, each in one buffer;
+	 * with burst_offloads, also frames that do: hdr[i] is frame i's checked header, else hdr
+	 * is NULL),
 	 * adding their further deliveries (as transmit() counts them) to *extra. `room` (>= n) is
 	 * what the sender's budget still allows, frames plus further deliveries: frame i is taken
 	 * only while i plus the further deliveries of this call stay below it, as the device's own
@@ -70,8 +72,12 @@ struct vnet_backend_ops {
 	 * fewer (none, too), sets *full and calls vnet_dev_tx_resume() once it has room, as after
 	 * a transmit() that returned -EAGAIN; what it took went out before what it refused.
 	 */
-	unsigned (*transmit_burst)(struct vnet_backend *be, const struct vnet_frame *f, unsigned n,
-				   uint32_t room, uint32_t *extra, bool *full);
+	unsigned (*transmit_burst)(struct vnet_backend *be, const struct vnet_frame *f,
+				   const struct virtio_net_hdr_v1 *hdr, unsigned n, uint32_t room,
+				   uint32_t *extra, bool *full);
+	/* transmit_burst also takes frames that ask for offloads, with their headers (a tap: the
+	 * kernel does the checksum and segmentation). */
+	bool burst_offloads;
 	/* The guest's receive offloads changed (negotiated or CTRL_GUEST_OFFLOADS). */
 	void (*set_offloads)(struct vnet_backend *be, uint64_t guest_features);
 	/*

@@ -37,16 +37,16 @@ static void tx_read_hdr(const struct vnet_dev *dev, const struct vq_chain *c,
 }
 
 /*
- * Whether the guest's header asks only for offloads it negotiated; else logs why (the caller
- * drops the packet). As the spec's driver requirements and the kernel's virtio_net_hdr_to_skb()
+ * Why the guest's header asks for offloads it did not negotiate, or NULL when it does not (the
+ * caller drops a refused packet). As the spec's driver requirements and the kernel's virtio_net_hdr_to_skb()
  * (what a tap backend does with it) have it: NEEDS_CSUM needs VIRTIO_NET_F_CSUM and
  * csum_start + csum_offset + 2 within the frame; gso_type TCPV4 / TCPV6 / UDP needs HOST_TSO4 /
  * HOST_TSO6 / HOST_UFO, the ECN bit HOST_ECN, and any other value (ECN alone included) is
  * invalid; GSO also needs NEEDS_CSUM (the driver MUST set it) and a non-zero gso_size. hdr_len
  * is only a hint and not checked. Linux guests send nothing this refuses.
  */
-static bool tx_hdr_allowed(const struct vnet_dev *dev, const struct vnet_queue *q,
-			   const struct virtio_net_hdr_v1 *h, uint64_t frame_len)
+static const char *tx_hdr_refused(const struct vnet_dev *dev, const struct virtio_net_hdr_v1 *h,
+				  uint64_t frame_len)
 {
 	const char *why = NULL;
 
@@ -78,6 +78,15 @@ static bool tx_hdr_allowed(const struct vnet_dev *dev, const struct vnet_queue *
 		else if (le16toh(h->gso_size) == 0)
 			why = "segmentation with gso_size 0";
 	}
+	return why;
+}
+
+/* tx_hdr_refused(), logged: false when the packet is to be dropped. */
+static bool tx_hdr_allowed(const struct vnet_dev *dev, const struct vnet_queue *q,
+			   const struct virtio_net_hdr_v1 *h, uint64_t frame_len)
+{
+	const char *why = tx_hdr_refused(dev, h, frame_len);
+
 	if (!why)
 		return true;
 	log_guest("queue %u: TX packet dropped: %s (flags 0x%x gso_type 0x%x gso_size %u)",
@@ -141,16 +150,32 @@ static int tx_send_one(struct vnet_dev *dev, struct vnet_queue *q)
 }
 
 /*
+ * tx_burst_take() of a frame that asks for offloads, for a backend with burst_offloads: its
+ * header read (again, whole) into tx_burst_hdr[n], the copy decided on and sent. False: refused
+ * (tx_send_one() drops and logs it). Out of line: the loop of a frame without offloads stays lean.
+ */
+static __attribute__((noinline)) bool tx_burst_take_hdr(struct vnet_dev *dev,
+							const struct vq_chain *c, unsigned n)
+{
+	struct virtio_net_hdr_v1 *h = &dev->tx_burst_hdr[n];
+
+	tx_read_hdr(dev, c, h);
+	return !tx_hdr_refused(dev, h, c->read_len - dev->hdr_len);
+}
+
+/*
  * A burst-capable backend (transmit_burst): take the chain in q->chain into the batch's burst if
  * it is one readable descriptor (tx_burst_untake() counts each as one) whose header asks for no
  * offload and whose frame has a length a backend may get (what tx_send_one() would send with an
  * all-zero header). The header's first two bytes (flags, gso_type: the same place in every
- * header layout) are read once, into a copy.
+ * header layout) are read once, into a copy. `offloads` (the backend's burst_offloads): frames
+ * that ask for offloads the guest negotiated are taken too, their checked header in
+ * tx_burst_hdr[n] (tx_burst_take_hdr()), the others' there all-zero.
  * False: anything else, for tx_send_one() after the burst so far went out.
  */
 static inline __attribute__((always_inline)) bool tx_burst_take(struct vnet_dev *dev,
 								 const struct vq_chain *c,
-								 unsigned n)
+								 unsigned n, const bool offloads)
 {
 	const uint8_t *buf = c->iov[0].iov_base;
 	uint8_t fl[2];
@@ -160,8 +185,12 @@ static inline __attribute__((always_inline)) bool tx_burst_take(struct vnet_dev 
 		return false;
 	memcpy(fl, buf, sizeof(fl));
 	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* the copy is taken once, here */
-	if ((fl[0] & VIRTIO_NET_HDR_F_NEEDS_CSUM) || fl[1] != VIRTIO_NET_HDR_GSO_NONE)
-		return false;
+	if ((fl[0] & VIRTIO_NET_HDR_F_NEEDS_CSUM) || fl[1] != VIRTIO_NET_HDR_GSO_NONE) {
+		if (!offloads || !tx_burst_take_hdr(dev, c, n))
+			return false;
+	} else if (offloads) {
+		memset(&dev->tx_burst_hdr[n], 0, sizeof(dev->tx_burst_hdr[n]));
+	}
 	dev->tx_burst[n].data = buf + dev->hdr_len;
 	dev->tx_burst[n].len = (uint32_t)(c->read_len - dev->hdr_len);
 	dev->tx_burst_head[n] = c->head;
@@ -179,7 +208,9 @@ static unsigned tx_burst_flush(struct vnet_dev *dev, struct vnet_queue *q, unsig
 			       uint32_t room, uint32_t *sent, uint64_t *sent_bytes, uint32_t *extra,
 			       bool *full)
 {
-	unsigned took = dev->be_ops->transmit_burst(q->be, dev->tx_burst, n, room, extra, full);
+	unsigned took = dev->be_ops->transmit_burst(
+		q->be, dev->tx_burst, dev->be_ops->burst_offloads ? dev->tx_burst_hdr : NULL, n, room,
+		extra, full);
 
 	if (took > n)
 		took = n;
@@ -241,6 +272,7 @@ static inline __attribute__((always_inline)) bool tx_process(struct vnet_dev *de
 	/* Bursts: one-buffer chains go to the backend together (q->be and its ops only change
 	 * with the worker parked). A rate limit decides chain by chain: no bursts then. */
 	const bool burst = dev->be_ops && dev->be_ops->transmit_burst && q->be && !limited;
+	const bool burst_offloads = burst && dev->be_ops->burst_offloads;
 
 	/* No kicks while we work: vq_kick_enable() re-checks before the queue goes idle. */
 	vq_kick_disable(&q->vq);
@@ -266,7 +298,7 @@ static inline __attribute__((always_inline)) bool tx_process(struct vnet_dev *de
 			if (r <= 0)
 				break;
 			if (burst) {
-				if (tx_burst_take(dev, q->chain, nb)) {
+				if (tx_burst_take(dev, q->chain, nb, burst_offloads)) {
 					nb++;
 					q->tx_blocked = false;
 					bytes += q->chain->read_len;

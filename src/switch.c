@@ -653,13 +653,15 @@ static void port_deliver_burst(struct switch_port *dst, const struct vnet_frame 
  * against `room` (backend.h): the call ends where the sender's budget would.
  */
 static unsigned switch_transmit_burst(struct vnet_backend *be, const struct vnet_frame *f,
-				      unsigned n, uint32_t room, uint32_t *extra, bool *full)
+				      const struct virtio_net_hdr_v1 *hdr, unsigned n, uint32_t room,
+				      uint32_t *extra, bool *full)
 {
 	struct switch_port *src = port_of(be), *run = NULL;
 	const uint64_t now = src->sw->w[0].now_ns;
 	uint32_t more = 0; /* further deliveries of this call */
 	unsigned start = 0, i;
 
+	(void)hdr;  /* NULL: no burst_offloads */
 	(void)full; /* never full: a receiver without buffers queues or drops */
 	for (i = 0; i < n && (i == 0 || i + more < room); i++) {
 		const struct iovec iov = {.iov_base = (void *)f[i].data, .iov_len = f[i].len};

@@ -330,14 +330,14 @@ static int tap_transmit(struct vnet_backend *be, const struct virtio_net_hdr_v1 
 }
 
 /*
- * A burst's frames to the tap (transmit_burst): each as transmit() sends it with an all-zero
- * header, through the thread's io_uring (uring_tx.c) in one system call, or one writev() each
+ * A burst's frames to the tap (transmit_burst): each as transmit() sends it, with its checked
+ * header (hdr[i]; all-zero when hdr is NULL), through the thread's io_uring (uring_tx.c) in one system call, or one writev() each
  * where there is none. Returns how many it took (sent, or dropped and logged), and in *sent how
  * many of those went out; on -EAGAIN the rest waits for EPOLLOUT (*full). A failed tap drops the
  * burst, as transmit() would.
  */
-static unsigned tap_burst(struct tap_queue *tq, const struct vnet_frame *f, unsigned n, bool *full,
-			  unsigned *sent)
+static unsigned tap_burst(struct tap_queue *tq, const struct vnet_frame *f,
+			  const struct virtio_net_hdr_v1 *hdr, unsigned n, bool *full, unsigned *sent)
 {
 	static const struct virtio_net_hdr_v1 zero_hdr;
 	struct uring_tx *u = uring_tx_self();
@@ -350,7 +350,8 @@ static unsigned tap_burst(struct tap_queue *tq, const struct vnet_frame *f, unsi
 	if (n > URING_TX_MAX)
 		n = URING_TX_MAX;
 	for (unsigned i = 0; i < n; i++) {
-		req[i].iov[0] = (struct iovec){.iov_base = (void *)&zero_hdr, .iov_len = sizeof(zero_hdr)};
+		req[i].iov[0] = (struct iovec){.iov_base = (void *)(hdr ? &hdr[i] : &zero_hdr),
+					       .iov_len = sizeof(zero_hdr)};
 		req[i].iov[1] = (struct iovec){.iov_base = (void *)f[i].data, .iov_len = f[i].len};
 		req[i].cnt = 2;
 	}
@@ -383,19 +384,21 @@ static unsigned tap_burst(struct tap_queue *tq, const struct vnet_frame *f, unsi
 }
 
 /* A single-queue tap's transmit_burst: struct vnet_backend_ops. */
-static unsigned tap_transmit_burst(struct vnet_backend *be, const struct vnet_frame *f, unsigned n,
-				   uint32_t room, uint32_t *extra, bool *full)
+static unsigned tap_transmit_burst(struct vnet_backend *be, const struct vnet_frame *f,
+				   const struct virtio_net_hdr_v1 *hdr, unsigned n, uint32_t room,
+				   uint32_t *extra, bool *full)
 {
 	unsigned sent;
 
 	(void)room; /* a tap delivers each frame once: n <= room */
 	(void)extra;
-	return tap_burst(tq_of(be), f, n, full, &sent);
+	return tap_burst(tq_of(be), f, hdr, n, full, &sent);
 }
 
 /* A multi-queue tap's: counted per queue; a detached queue's pair sends through queue 0. */
 static unsigned tap_transmit_burst_mq(struct vnet_backend *be, const struct vnet_frame *f,
-				      unsigned n, uint32_t room, uint32_t *extra, bool *full)
+				      const struct virtio_net_hdr_v1 *hdr, unsigned n, uint32_t room,
+				      uint32_t *extra, bool *full)
 {
 	struct tap_queue *tq = tq_of(be);
 	unsigned took, sent;
@@ -404,7 +407,7 @@ static unsigned tap_transmit_burst_mq(struct vnet_backend *be, const struct vnet
 	(void)extra;
 	if (__builtin_expect(tq->detached, 0))
 		tq = tq->tap->q[0];
-	took = tap_burst(tq, f, n, full, &sent);
+	took = tap_burst(tq, f, hdr, n, full, &sent);
 	if (sent)
 		stat_add(&tq->stats.tx_packets, sent);
 	return took;
@@ -608,6 +611,7 @@ const struct vnet_backend_ops tap_backend_ops = {
 	.offload_features = TAP_OFFLOADS,
 	.transmit = tap_transmit,
 	.transmit_burst = tap_transmit_burst,
+	.burst_offloads = true,
 	.set_offloads = tap_set_offloads,
 	.rx_resume = tap_rx_resume,
 	.reset = tap_reset,
@@ -619,6 +623,7 @@ const struct vnet_backend_ops tap_mq_backend_ops = {
 	.offload_features = TAP_OFFLOADS,
 	.transmit = tap_transmit_mq,
 	.transmit_burst = tap_transmit_burst_mq,
+	.burst_offloads = true,
 	.set_offloads = tap_set_offloads,
 	.rx_resume = tap_rx_resume,
 	.reset = tap_reset,

@@ -116,6 +116,8 @@ struct vnet_dev {
 	 * this batch, and their heads, handed over and completed together (net_tx.c). */
 	struct vnet_frame tx_burst[VNET_TX_BATCH];
 	uint16_t tx_burst_head[VNET_TX_BATCH];
+	/* ... and their checked headers, for a backend with burst_offloads */
+	struct virtio_net_hdr_v1 tx_burst_hdr[VNET_TX_BATCH];
 	struct vq_chain chain;     /* chain scratch of every queue (vnet_queue.chain points here) */
 	uint64_t poll_ns;          /* poll mode window (vnet_dev_set_poll_us()); 0: kicks only */
 	/* The queues this device view runs (rx flush, TX resume): all, but for a port spread over
