@@ -331,10 +331,11 @@ static int tap_transmit(struct vnet_backend *be, const struct virtio_net_hdr_v1 
 
 /*
  * A burst's frames to the tap (transmit_burst): each as transmit() sends it, with its checked
- * header (hdr[i]; all-zero when hdr is NULL), through the thread's io_uring (uring_tx.c) in one system call, or one writev() each
- * where there is none. Returns how many it took (sent, or dropped and logged), and in *sent how
- * many of those went out; on -EAGAIN the rest waits for EPOLLOUT (*full). A failed tap drops the
- * burst, as transmit() would.
+ * header (hdr[i]; all-zero when hdr is NULL), through the thread's io_uring (uring_tx.c) in one
+ * system call, or one writev() each where there is none. Either way the writes stop at the first
+ * that fails, so what went out is a prefix of the burst. Returns how many it took (sent, or the
+ * failed one dropped and logged), and in *sent how many of those went out; on -EAGAIN the rest
+ * waits for EPOLLOUT (*full). A failed tap drops the burst, as transmit() would.
  */
 static unsigned tap_burst(struct tap_queue *tq, const struct vnet_frame *f,
 			  const struct virtio_net_hdr_v1 *hdr, unsigned n, bool *full, unsigned *sent)
@@ -363,7 +364,7 @@ static unsigned tap_burst(struct tap_queue *tq, const struct vnet_frame *f,
 				w = writev(tq->fd, req[i].iov, 2);
 			while (w < 0 && errno == EINTR);
 			res[i] = w < 0 ? -errno : (int)w;
-			if (w < 0 && errno == EAGAIN)
+			if (w < 0) /* as the ring's linked writes: none after a failed one */
 				break;
 		}
 	}
