@@ -38,8 +38,8 @@ static void tx_read_hdr(const struct vnet_dev *dev, const struct vq_chain *c,
 
 /*
  * Why the guest's header asks for offloads it did not negotiate, or NULL when it does not (the
- * caller drops a refused packet). As the spec's driver requirements and the kernel's virtio_net_hdr_to_skb()
- * (what a tap backend does with it) have it: NEEDS_CSUM needs VIRTIO_NET_F_CSUM and
+ * caller drops a refused packet). As the spec's driver requirements and the kernel's
+ * virtio_net_hdr_to_skb() (what a tap backend does with it) have it: NEEDS_CSUM needs VIRTIO_NET_F_CSUM and
  * csum_start + csum_offset + 2 within the frame; gso_type TCPV4 / TCPV6 / UDP needs HOST_TSO4 /
  * HOST_TSO6 / HOST_UFO, the ECN bit HOST_ECN, and any other value (ECN alone included) is
  * invalid; GSO also needs NEEDS_CSUM (the driver MUST set it) and a non-zero gso_size. hdr_len
