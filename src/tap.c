@@ -330,12 +330,31 @@ static int tap_transmit(struct vnet_backend *be, const struct virtio_net_hdr_v1 
 }
 
 /*
+ * req[0..n) one writev() each, stopping at the first that fails (as the ring's linked writes do):
+ * results in res[].
+ */
+static void tap_writev_each(int fd, const struct uring_tx_req *req, unsigned n, int *res)
+{
+	for (unsigned i = 0; i < n; i++) {
+		ssize_t w;
+
+		do
+			w = writev(fd, req[i].iov, (int)req[i].cnt);
+		while (w < 0 && errno == EINTR);
+		res[i] = w < 0 ? -errno : (int)w;
+		if (w < 0)
+			return;
+	}
+}
+
+/*
  * A burst's frames to the tap (transmit_burst): each as transmit() sends it, with its checked
  * header (hdr[i]; all-zero when hdr is NULL), through the thread's io_uring (uring_tx.c) in one
- * system call, or one writev() each where there is none. Either way the writes stop at the first
- * that fails, so what went out is a prefix of the burst. Returns how many it took (sent, or the
- * failed one dropped and logged), and in *sent how many of those went out; on -EAGAIN the rest
- * waits for EPOLLOUT (*full). A failed tap drops the burst, as transmit() would.
+ * system call, or one writev() each where there is none. The writes stop at the first that
+ * fails: a dropped frame (logged) is passed over and the rest written by the next call, so the
+ * frames go out in order and each costs at most one call. Returns how many it took (sent or
+ * dropped), and in *sent how many of those went out; on -EAGAIN the rest waits for EPOLLOUT
+ * (*full). A failed tap drops the burst, as transmit() would.
  */
 static unsigned tap_burst(struct tap_queue *tq, const struct vnet_frame *f,
 			  const struct virtio_net_hdr_v1 *hdr, unsigned n, bool *full, unsigned *sent)
@@ -344,10 +363,9 @@ static unsigned tap_burst(struct tap_queue *tq, const struct vnet_frame *f,
 	struct uring_tx *u = uring_tx_self();
 	struct uring_tx_req req[URING_TX_MAX];
 	int res[URING_TX_MAX];
+	unsigned done = 0;
 
 	*sent = 0;
-	if (tq->failed)
-		return n;
 	if (n > URING_TX_MAX)
 		n = URING_TX_MAX;
 	for (unsigned i = 0; i < n; i++) {
@@ -356,30 +374,22 @@ static unsigned tap_burst(struct tap_queue *tq, const struct vnet_frame *f,
 		req[i].iov[1] = (struct iovec){.iov_base = (void *)f[i].data, .iov_len = f[i].len};
 		req[i].cnt = 2;
 	}
-	if (!u || uring_tx_writev(u, tq->fd, req, n, res) < 0) {
-		for (unsigned i = 0; i < n; i++) {
-			ssize_t w;
+	while (done < n && !tq->failed) {
+		unsigned m = n - done, i;
 
-			do
-				w = writev(tq->fd, req[i].iov, 2);
-			while (w < 0 && errno == EINTR);
-			res[i] = w < 0 ? -errno : (int)w;
-			if (w < 0) /* as the ring's linked writes: none after a failed one */
-				break;
-		}
-	}
-	for (unsigned i = 0; i < n; i++) {
-		if (res[i] >= 0) {
+		if (!u || uring_tx_writev(u, tq->fd, req + done, m, res) < 0)
+			tap_writev_each(tq->fd, req + done, m, res);
+		for (i = 0; i < m && res[i] >= 0; i++)
 			tap_sent(tq);
-			(*sent)++;
-			continue;
-		}
+		*sent += i;
+		done += i;
+		if (i == m)
+			break;
 		if (tap_tx_error(tq, -res[i]) == -EAGAIN) {
 			*full = true;
-			return i;
+			return done;
 		}
-		/* dropped (logged): the writes after it were cancelled, they go in the next burst */
-		return i + 1;
+		done++; /* dropped (logged); the writes after it were not tried */
 	}
 	return n;
 }

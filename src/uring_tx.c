@@ -59,11 +59,9 @@ struct uring_tx *uring_tx_create(void)
 	if (r == 0)
 		r = (int)syscall(__NR_io_uring_register, u->ring.ring_fd,
 				 IORING_REGISTER_ENABLE_RINGS, NULL, 0);
-	if (r < 0)
-		r = -errno;
 	if (r < 0) {
 		log_info("io_uring: cannot restrict a ring to writes (%s): taps get one write per "
-			 "frame", strerror(-r));
+			 "frame", strerror(errno));
 		io_uring_queue_exit(&u->ring);
 		free(u);
 		return NULL;

@@ -186,9 +186,9 @@ static void *worker_main(void *arg)
 	struct worker *w = arg;
 	struct worker_pool *p = w->pool;
 
+	uring_tx_bind(w->uring); /* its ports' taps write through it */
 	/* Running: glibc's per-thread set-up (rseq registration...) is done, so the sandbox
 	 * may come now (worker_pool_start() waits for this). */
-	uring_tx_bind(w->uring); /* its ports' taps write through it */
 	pthread_mutex_lock(&p->lock);
 	p->running++;
 	pthread_cond_broadcast(&p->cond);
