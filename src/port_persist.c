@@ -326,8 +326,9 @@ void port_persist_ring_starting(struct port *p, unsigned qidx)
 		q->vq.packed = true;
 		vq_set_base(&q->vq, base);
 		log_info("%s: queue %u: packed ring resumes where it stopped (avail 0x%04x, used "
-			 "0x%04x), not at the frontend's stale base 0x%08x", p->name, qidx,
-			 base & 0xffff, base >> 16, k->from);
+			 "0x%04x), %s 0x%08x", p->name, qidx, base & 0xffff, base >> 16,
+			 base == k->from ? "which is the frontend's base" :
+					   "not at the frontend's stale base", k->from);
 	} else {
 		log_info("%s: queue %u: the frontend's base 0x%08x stands (the ring kept at 0x%04x "
 			 "is not this one, or the frontend knows where it is)", p->name, qidx,

@@ -167,7 +167,8 @@ json_t *port_state_ring_format(const struct port_state_ring *r, unsigned n)
  * ring the previous vnetd stopped cleanly: it lost track of the ring (QEMU, after the backend's
  * socket closed under it, resends the value of its last successful start). A frontend that
  * sends the avail half only (DPDK virtio-user) resets its packed rings on reconnect, and a
- * different ring (size, address, IN_ORDER) or base is a new start: their base stands.
+ * different ring (size, address, IN_ORDER) or base is a new start: their base stands. A ring
+ * that stopped where the frontend's base says (a lap's multiple on) resumes there all the same.
  *
  * Return: true when *base is the kept position.
  */
@@ -177,7 +178,7 @@ bool port_state_ring_resume(const struct port_state_ring *r, uint16_t size, uint
 	uint32_t kept = (uint32_t)r->avail | (uint32_t)r->used << 16;
 
 	if (!r->present || !fe_set || r->size != size || r->desc != desc ||
-	    r->in_order != in_order || fe_base != r->from || !(fe_base >> 16) || kept == fe_base)
+	    r->in_order != in_order || fe_base != r->from || !(fe_base >> 16))
 		return false;
 	*base = kept;
 	return true;

@@ -110,7 +110,11 @@ def reconnect_mid_download(vd, g, sha, port_spec):
         if 'done' in out:
             break
         time.sleep(1)
-    check(vd.log_tail(1000000).count('resumes where it stopped') >= resumed + 2,
+    log = vd.log_tail(1000000)
+    # what the removal kept and what each start made of it (on failure, the reason is here)
+    print('\n'.join(line for line in log.splitlines()[-200:]
+                    if 'packed' in line or 'base' in line or 'kept' in line), flush=True)
+    check(log.count('resumes where it stopped') >= resumed + 2,
           'after the reconnect both packed rings resumed where the removal stopped them')
     check(out.split()[:1] == [sha], 'the download across the reconnect finished byte-exact '
           '(sha256 %s)' % (out.split()[:1] or ['none'])[0][:16])
