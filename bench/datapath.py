@@ -399,14 +399,19 @@ def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, 
                'its TX rings; backend cores = utime+stime of the backend process / interval; '
                'ring full = share of the frames the source generated that found its TX ring full '
                '(high: the backend is the bottleneck; ~0: the source is, and a busy-polling '
-               'backend\'s Mpps/core then understates what it could do); others\' cores = CPU '
+               'backend\'s Mpps/core then understates what it could do); frames/syscall = frames '
+               'delivered per system call the backend process entered, counted (perf, '
+               'raw_syscalls:sys_enter) in a %.0f s window of its own right after the measured '
+               'one (counting makes system calls dearer), >999 = none or almost none (busy '
+               'polling); vnetd --no-io-uring = the tap backend sending one writev per frame '
+               'instead of io_uring bursts; others\' cores = CPU '
                'used meanwhile by processes outside the benchmark (the machine has %d; each run '
                'first waited up to %.0f s for other work to drop below %.2f cores: %d of %d runs '
                'started on a busier machine); a run during which other work used >= %.2f cores '
                'is "disturbed": it is re-measured (up to %d times) and left out of the summary '
                'where undisturbed runs exist (runs = used/measured, * = only disturbed ones); '
                'median [min..max] over %d interleaved reps of %.0f s.'
-               % (os.cpu_count(), args.quiet_wait, QUIET_CORES,
+               % (dp_stacks.SYSCALL_WINDOW_S, os.cpu_count(), args.quiet_wait, QUIET_CORES,
                   sum(1 for r in runs if r.get('busy_before', 0) >= QUIET_CORES),
                   sum(1 for r in runs if 'mpps' in r), QUIET_CORES, args.retries, args.reps,
                   args.duration),

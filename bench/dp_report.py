@@ -13,12 +13,15 @@ import gnuplot
 from dp_procs import log
 from dp_stacks import path_name, path_parts
 
-IMPLS = ('vnetd', 'vnetd-poll50', 'vnetd-poll200', 'dpdk', 'ovs')
+IMPLS = ('vnetd', 'vnetd-poll50', 'vnetd-poll200', 'vnetd-writev', 'dpdk', 'ovs')
 SWITCH_ONLY = ('vnetd-poll50', 'vnetd-poll200', 'ovs')
+# vnetd --no-io-uring: the tap backend's other way to send (one writev per frame), side by side
+TAP_ONLY = ('vnetd-writev',)
 LABEL = {'vnetd': 'vnetd', 'vnetd-poll50': 'vnetd --poll-us 50',
-         'vnetd-poll200': 'vnetd --poll-us 200', 'dpdk': 'DPDK vhost', 'ovs': 'OVS-DPDK'}
+         'vnetd-poll200': 'vnetd --poll-us 200', 'vnetd-writev': 'vnetd --no-io-uring',
+         'dpdk': 'DPDK vhost', 'ovs': 'OVS-DPDK'}
 COLOR = {'vnetd': '#1f77b4', 'vnetd-poll50': '#6baed6', 'vnetd-poll200': '#08306b',
-         'dpdk': '#ff7f0e', 'ovs': '#2ca02c', 'tap': '#9467bd'}
+         'vnetd-writev': '#17becf', 'dpdk': '#ff7f0e', 'ovs': '#2ca02c', 'tap': '#9467bd'}
 # The xdp path compares two vnetd backends on one veth: AF_XDP ('vnetd') and the tap ('tap').
 XDP_IMPLS = ('vnetd', 'tap')
 XDP_MAX_FRAME = 3840  # src/xdp.h XDP_PORT_MAX_FRAME
@@ -35,7 +38,8 @@ def impls_of(p, impls=IMPLS):
         return XDP_IMPLS
     if layout != 'split':
         return tuple(i for i in impls if i in LAYOUT_IMPLS)
-    return tuple(i for i in impls if b == 'switch' or i not in SWITCH_ONLY)
+    return tuple(i for i in impls if (b == 'switch' or i not in SWITCH_ONLY) and
+                 (b == 'tap' or i not in TAP_ONLY))
 
 
 def impl_label(p, impl):
@@ -57,7 +61,7 @@ def paths_of(backends, layouts):
 
 
 METRICS = ('mpps', 'gbps', 'accepted_mpps', 'loss', 'backend_cores', 'mpps_per_core',
-           'frontend_cores', 'others_cores', 'ring_full')
+           'frontend_cores', 'others_cores', 'ring_full', 'frames_per_syscall')
 
 
 def agg(vals):
@@ -117,8 +121,9 @@ def cell(x, spec, pct=False):
 
 def table_md(summary, ratios, backends, sizes):
     lines = ['| backend | frame B | impl | Mpps | Gbit/s | loss % | backend cores | Mpps/core | '
-             '/DPDK Mpps | /DPDK per core | ring full % | others\' cores | runs |',
-             '|---|---:|---|---|---|---|---|---|---:|---:|---:|---:|---:|']
+             '/DPDK Mpps | /DPDK per core | ring full % | frames/syscall | others\' cores | '
+             'runs |',
+             '|---|---:|---|---|---|---|---|---|---:|---:|---:|---:|---:|---:|']
     for b in backends:
         for s in sizes:
             key = '%s/%d' % (b, s)
@@ -130,13 +135,16 @@ def table_md(summary, ratios, backends, sizes):
                 if impl.startswith('vnetd-'):  # the poll variants against DPDK
                     r = {m: ratios[key][k] for m in ('mpps', 'mpps_per_core')
                          for k in ['%s/dpdk %s' % (impl, m)] if k in ratios.get(key, {})}
-                lines.append('| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |' % (
+                fps = x.get('frames_per_syscall')
+                lines.append('| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | '
+                             '%s |' % (
                     path_label(b), s, impl_label(b, impl), cell(x['mpps'], '%.3f'), cell(x['gbps'], '%.2f'),
                     cell(x['loss'], '%.1f', pct=True), cell(x['backend_cores'], '%.2f'),
                     cell(x['mpps_per_core'], '%.3f'),
                     '%.2f' % r['mpps'] if 'mpps' in r else '', '%.2f' % r['mpps_per_core']
                     if 'mpps_per_core' in r else '',
                     '%.0f' % (100 * x['ring_full']['median']) if x['ring_full'] else '-',
+                    ('%.1f' % fps['median'] if fps['median'] < 1000 else '>999') if fps else '-',
                     '%.2f' % x['others_cores']['median'] if x['others_cores'] else '-',
                     '%d/%d%s' % (x['runs_used'], x['runs'], '*' if x['contended_used'] else '')))
     return '\n'.join(lines)
@@ -237,6 +245,14 @@ def targets_datapath(summary, ratios, resdir, cg=None):
     for s in (64, 1500):
         t['tap_vs_dpdk_per_core_%d' % s] = ratio(med('tap/%d' % s, 'vnetd', 'mpps_per_core'),
                                                  med('tap/%d' % s, 'dpdk', 'mpps_per_core'))
+        # io_uring bursts against one writev per frame, and frames per system call of each
+        t['tap_uring_vs_writev_per_core_%d' % s] = ratio(
+            med('tap/%d' % s, 'vnetd', 'mpps_per_core'),
+            med('tap/%d' % s, 'vnetd-writev', 'mpps_per_core'))
+        for impl, name in (('vnetd', 'vnetd'), ('vnetd-writev', 'vnetd_writev'),
+                           ('dpdk', 'dpdk')):
+            x = med('tap/%d' % s, impl, 'frames_per_syscall')
+            t['tap_frames_per_syscall_%s_%d' % (name, s)] = round(x, 2) if x else None
     t['xdp_vs_tap_per_core_64'] = ratios.get('xdp/64', {}).get('mpps_per_core')
     for p in sorted({k.split('/')[0] for k in summary}):
         b, layout = path_parts(p)

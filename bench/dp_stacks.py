@@ -80,7 +80,10 @@ def path_parts(path):
 
 
 def vnetd_args(impl):
-    """The daemon options of a vnetd variant: 'vnetd-pollN' runs with --poll-us N."""
+    """The daemon options of a vnetd variant: 'vnetd-pollN' runs with --poll-us N,
+    'vnetd-writev' with --no-io-uring (a tap sends one writev per frame)."""
+    if impl == 'vnetd-writev':
+        return ['--no-io-uring']
     return ['--poll-us', impl[len('vnetd-poll'):]] if impl.startswith('vnetd-poll') else []
 
 
@@ -165,11 +168,11 @@ class Stack:
         self.ns = Netns('vnetd-dp-%s' % self.impl).__enter__()
         JANITOR.nets.append(self.ns)
         P.ns_prepare(self.ns)
-        if self.impl == 'vnetd':
+        if self.impl.startswith('vnetd'):
             self.ifname = 'vtap0'
             self.vd = Vnetd(self.tools['vnetd'], self.tools['vnetctl'],
                             ['socket=%s,tap=%s' % (s, self.ifname)], self.wd, ns=self.ns,
-                            wrapper=self.wrapper, janitor=JANITOR)
+                            extra=vnetd_args(self.impl), wrapper=self.wrapper, janitor=JANITOR)
             self.be = self.vd
             P.wait_link(self.ns, self.ifname)
             self.ns.run('ip link set %s mtu %d up' % (self.ifname, min(65521, max(1500, self.size - 14))))
@@ -280,6 +283,8 @@ class Stack:
 # minor page faults in SETTLE_STEP seconds.
 SETTLE_FAULTS = 500
 SETTLE_STEP = 0.5
+# measure(): seconds of the window that counts the backend's system calls
+SYSCALL_WINDOW_S = 2
 
 
 def settle(stack, settle_max):
@@ -314,6 +319,12 @@ def measure(stack, warmup, duration, slices, settle_max=0):
     f1 = stack.fe.fwd_totals()
     vs1 = stack.vd.stats() if stack.vd else None
     flt1 = P.proc_minflt(stack.be.pid)
+    # Frames per system call, in a window of its own after the measured one (counting makes
+    # each system call dearer): the backend's system calls (every thread) against the frames
+    # delivered meanwhile.
+    d0 = stack.counts()[0]
+    nsys = P.count_syscalls(stack.be.pid, SYSCALL_WINDOW_S)
+    d1 = stack.counts()[0]
     stack.fe.cmd('stop')
     gen = (f1['tx'] + f1['tx_dropped']) - (f0['tx'] + f0['tx_dropped'])
     a, b = samples[0], samples[-1]
@@ -338,7 +349,11 @@ def measure(stack, warmup, duration, slices, settle_max=0):
            # settle(): seconds waited and the backend's minor faults meanwhile; its faults
            # while measured (per second)
            'settle_s': round(settled[0], 2), 'settle_faults': settled[1],
-           'backend_faults_per_s': round((flt1 - flt0) / dt)}
+           'backend_faults_per_s': round((flt1 - flt0) / dt),
+           'syscalls': nsys, 'syscall_window_frames': d1 - d0,
+           # a busy-polling backend makes none: capped at 1e6 so medians stay numbers
+           'frames_per_syscall': (min(1e6, (d1 - d0) / nsys) if nsys else 1e6)
+           if nsys is not None else None}
     if vs0 is not None:
         run['vnetd'] = {k: P.queue_sum(vs1, kind, key) - P.queue_sum(vs0, kind, key)
                         for k, kind, key in (('tx_packets', 'tx', 'packets'),
