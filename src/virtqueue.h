@@ -167,6 +167,7 @@ struct virtqueue {
 	bool packed;          /* VIRTIO_F_RING_PACKED negotiated */
 	bool in_order;        /* VIRTIO_F_IN_ORDER negotiated */
 	bool batch_used;      /* IN_ORDER and lengths do not matter (TX): one used entry a batch */
+	bool reads_only;      /* the device only reads the buffers (TX): every used length is 0 */
 	bool base_set;        /* base holds a SET_VRING_BASE value (or the last stop's) */
 	uint32_t base;        /* vring base as vhost-user encodes it (packed: both positions) */
 	/* State. */
@@ -536,6 +537,16 @@ static inline void vq_push_last(struct virtqueue *vq, uint16_t head, unsigned n)
 {
 	vq->used_idx = (uint16_t)(vq->used_idx + n - 1);
 	vq_push(vq, head, 0);
+}
+
+/*
+ * vq_push_read_n() - n chains a packed reads_only queue's device only read (TX) are used, in pop
+ * order: the publication takes their ids from the ring's own records and lengths as 0, so
+ * nothing is written before it (vq_push(head, 0) each would fill the shadow it does not read).
+ */
+static inline void vq_push_read_n(struct virtqueue *vq, unsigned n)
+{
+	vq->used_idx = (uint16_t)(vq->used_idx + n);
 }
 
 /* vq_publish() - make every pushed used element visible with one index store. */

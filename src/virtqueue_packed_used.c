@@ -117,6 +117,52 @@ static uint16_t pk_publish_single(struct virtqueue *vq, uint16_t from, unsigned 
 	return first_flags;
 }
 
+/*
+ * pk_publish_single() for a reads_only queue (TX): every length is 0 and the ids are the
+ * records' (vq_push_read_n() wrote nothing into the shadow), so only len and flags are stored
+ * and the shadow is not read. Same contract as pk_publish_single().
+ */
+static uint16_t pk_publish_read(struct virtqueue *vq, unsigned n, unsigned *slot, uint16_t *wbits)
+{
+	struct pvirtq_desc *ring = pk_ring(vq), *d = ring + *slot, *dend = ring + vq->num;
+	const struct vq_packed_rec *rec = vq->pk.rec + *slot;
+	uint8_t *in_flight = vq->pk.in_flight;
+	uint16_t w = *wbits, first_flags = w; /* length 0: no WRITE flag; stored last, by the caller */
+
+	__atomic_store_n(&d->len, 0, __ATOMIC_RELAXED);
+	in_flight[rec->id] = 0;
+	n--;
+	rec++;
+	if (++d == dend) {
+		d = ring;
+		rec = vq->pk.rec;
+		w ^= VRING_PACKED_DESC_F_AVAIL | VRING_PACKED_DESC_F_USED;
+	}
+	while (n) {
+		unsigned m = n, room_d = (unsigned)(dend - d);
+		const uint16_t f = htole16(w);
+
+		if (m > room_d)
+			m = room_d;
+		for (unsigned j = 0; j < m; j++) {
+			__atomic_store_n(&d[j].len, 0, __ATOMIC_RELAXED);
+			__atomic_store_n(&d[j].flags, f, __ATOMIC_RELAXED);
+			in_flight[rec[j].id] = 0;
+		}
+		n -= m;
+		d += m;
+		rec += m;
+		if (d == dend) {
+			d = ring;
+			rec = vq->pk.rec;
+			w ^= VRING_PACKED_DESC_F_AVAIL | VRING_PACKED_DESC_F_USED;
+		}
+	}
+	*slot = (unsigned)(d - ring);
+	*wbits = w;
+	return first_flags;
+}
+
 /**
  * vq_packed_publish() - turn the pushed elements into used descriptors the driver sees.
  * @vq: a packed queue
@@ -125,8 +171,9 @@ static uint16_t pk_publish_single(struct virtqueue *vq, uint16_t from, unsigned 
  * (the previous one's slots further on), id, len and flags, the batch's first flags held
  * back; then that one with a release store, so the driver, which looks at the first slot
  * first, never sees part of a batch. With batch_used (IN_ORDER, TX) one descriptor, the last
- * buffer's id at the batch's first slot, covers the batch. With dirty logging on, logs the
- * buffers written and every descriptor slot rewritten.
+ * buffer's id at the batch's first slot, covers the batch. A reads_only queue (TX) has length
+ * 0 everywhere and reads no length from the shadow. With dirty logging on, logs the buffers
+ * written and every descriptor slot rewritten.
  */
 void vq_packed_publish(struct virtqueue *vq)
 {
@@ -150,7 +197,7 @@ void vq_packed_publish(struct virtqueue *vq)
 	if (!n)
 		return;
 	to = (uint16_t)(from + n);
-	if (__builtin_expect(logging, 0))
+	if (__builtin_expect(logging, 0) && !vq->reads_only) /* reads_only: nothing written */
 		pk_log_buffers(vq, from, n);
 	wbits = pk->used_wrap ? VRING_PACKED_DESC_F_AVAIL | VRING_PACKED_DESC_F_USED : 0;
 	first = &ring[slot];
@@ -175,12 +222,13 @@ void vq_packed_publish(struct virtqueue *vq)
 		}
 		pk_write_used(first, last_id, len);
 	} else if (to == vq->last_avail && vq->num - pk->room == n) {
-		first_flags = pk_publish_single(vq, from, n, &slot, &wbits);
+		first_flags = vq->reads_only ? pk_publish_read(vq, n, &slot, &wbits)
+					     : pk_publish_single(vq, from, n, &slot, &wbits);
 		slots = n;
 	} else {
 		for (uint16_t k = from;;) {
 			const struct vq_packed_rec rec = recs[slot];
-			uint32_t len = le32toh(shadow[k & mask].len);
+			uint32_t len = vq->reads_only ? 0 : le32toh(shadow[k & mask].len);
 			struct pvirtq_desc *d = &ring[slot];
 			uint16_t f = wbits | (len ? VRING_DESC_F_WRITE : 0);
 

@@ -152,12 +152,77 @@ static void test_stop_publishes_held_completions_across_a_lap(void **state)
 	pk_free(k);
 }
 
+/* A burst backend (as the switch and the tap): records each frame as transmit() would, takes all. */
+static unsigned burst_take_all(struct vnet_backend *be, const struct vnet_frame *f,
+			       const struct virtio_net_hdr_v1 *hdr, unsigned n, uint32_t room,
+			       uint32_t *extra, bool *full)
+{
+	struct test_dev *td = be->td;
+
+	(void)hdr;
+	(void)room;
+	(void)extra;
+	(void)full;
+	for (unsigned i = 0; i < n; i++) {
+		struct td_packet *pk = &td->pkts[td->npkts++];
+
+		assert_true(td->npkts <= TD_MAX_PACKETS);
+		pk->len = VNET_HDR_LEN + f[i].len;
+		pk->data = calloc(1, pk->len);
+		assert_non_null(pk->data);
+		memcpy(pk->data + VNET_HDR_LEN, f[i].data, f[i].len);
+	}
+	return n;
+}
+
+/*
+ * A burst backend's frames on a packed TX queue complete without the shadow (reads_only): each
+ * used descriptor carries the id the driver gave, length 0 (the driver wrote the buffer's length
+ * there) and no WRITE flag, in pop order, across ring laps with batches that wrap mid-way.
+ */
+static void test_burst_completions_ids_and_zero_lengths(void **state)
+{
+	static struct vnet_backend_ops ops;
+	struct pk_dev *k = pk_new(false);
+	struct test_dev *td = k->td;
+	unsigned sent = 0;
+
+	(void)state;
+	ops = td_backend_ops;
+	ops.transmit_burst = burst_take_all;
+	vnet_dev_attach_backend(td->dev, &ops, &td->be);
+	assert_true(vnet_dev_queue(td->dev, TXQ)->vq.reads_only);
+	for (unsigned round = 0; round < 6; round++) {
+		uint16_t ids[5], id, flags;
+		uint32_t len;
+
+		for (unsigned i = 0; i < 5; i++) {
+			ids[i] = (uint16_t)((round * 3 + i * 5) % 8); /* 5 distinct ids, shuffled */
+			pk_send(k, ids[i], (uint8_t)(sent + i));
+		}
+		vnet_dev_kick(td->dev, TXQ);
+		assert_int_equal(td->npkts, sent + 5);
+		for (unsigned i = 0; i < 5; i++) {
+			assert_int_equal(td->pkts[sent + i].data[VNET_HDR_LEN], (uint8_t)(sent + i));
+			assert_true(pd_get_used(k->p, &id, &len, &flags));
+			assert_int_equal(id, ids[i]);
+			assert_int_equal(len, 0);
+			assert_false(flags & VRING_DESC_F_WRITE);
+		}
+		assert_false(pd_get_used(k->p, &id, &len, NULL));
+		sent += 5;
+	}
+	assert_int_equal(stats(td, TXQ)->packets, sent);
+	pk_free(k);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_stop_gives_back_refused_chain),
 	    cmocka_unit_test(test_stop_gives_back_refused_chain_in_order),
 	    cmocka_unit_test(test_stop_publishes_held_completions_across_a_lap),
+	    cmocka_unit_test(test_burst_completions_ids_and_zero_lengths),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
