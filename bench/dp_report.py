@@ -252,7 +252,7 @@ def targets_datapath(summary, ratios, resdir, cg=None):
         for impl, name in (('vnetd', 'vnetd'), ('vnetd-writev', 'vnetd_writev'),
                            ('dpdk', 'dpdk')):
             x = med('tap/%d' % s, impl, 'frames_per_syscall')
-            t['tap_frames_per_syscall_%s_%d' % (name, s)] = round(x, 2) if x else None
+            t['tap_frames_per_syscall_%s_%d' % (name, s)] = round(x, 2) if x is not None else None
     t['xdp_vs_tap_per_core_64'] = ratios.get('xdp/64', {}).get('mpps_per_core')
     for p in sorted({k.split('/')[0] for k in summary}):
         b, layout = path_parts(p)

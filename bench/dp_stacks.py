@@ -320,11 +320,13 @@ def measure(stack, warmup, duration, slices, settle_max=0):
     vs1 = stack.vd.stats() if stack.vd else None
     flt1 = P.proc_minflt(stack.be.pid)
     # Frames per system call, in a window of its own after the measured one (counting makes
-    # each system call dearer): the backend's system calls (every thread) against the frames
-    # delivered meanwhile.
-    d0 = stack.counts()[0]
+    # each system call dearer): the backend's system calls (every thread) in perf's window of
+    # SYSCALL_WINDOW_S against the frames delivered in as long, at the rate measured around it
+    # (the counts around perf also span its start and exit).
+    d0, t0 = stack.counts()[0], time.monotonic()
     nsys = P.count_syscalls(stack.be.pid, SYSCALL_WINDOW_S)
-    d1 = stack.counts()[0]
+    d1, t1 = stack.counts()[0], time.monotonic()
+    win_frames = (d1 - d0) / (t1 - t0) * SYSCALL_WINDOW_S if t1 > t0 else 0
     stack.fe.cmd('stop')
     gen = (f1['tx'] + f1['tx_dropped']) - (f0['tx'] + f0['tx_dropped'])
     a, b = samples[0], samples[-1]
@@ -350,10 +352,11 @@ def measure(stack, warmup, duration, slices, settle_max=0):
            # while measured (per second)
            'settle_s': round(settled[0], 2), 'settle_faults': settled[1],
            'backend_faults_per_s': round((flt1 - flt0) / dt),
-           'syscalls': nsys, 'syscall_window_frames': d1 - d0,
-           # a busy-polling backend makes none: capped at 1e6 so medians stay numbers
-           'frames_per_syscall': (min(1e6, (d1 - d0) / nsys) if nsys else 1e6)
-           if nsys is not None else None}
+           'syscalls': nsys, 'syscall_window_frames': round(win_frames),
+           # a busy-polling backend makes none: capped at 1e6 so medians stay numbers; None
+           # when perf could not count or nothing moved
+           'frames_per_syscall': (min(1e6, win_frames / nsys) if nsys else 1e6)
+           if nsys is not None and win_frames > 0 else None}
     if vs0 is not None:
         run['vnetd'] = {k: P.queue_sum(vs1, kind, key) - P.queue_sum(vs0, kind, key)
                         for k, kind, key in (('tx_packets', 'tx', 'packets'),

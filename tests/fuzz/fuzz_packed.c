@@ -13,7 +13,8 @@
 
 /*
  * Input: a 16-byte header, then the image of 64 KiB of guest memory (zero-padded).
- *   [0] flags: bit0 indirect_ok, bit1 EVENT_IDX, bit2 IN_ORDER + one descriptor per batch
+ *   [0] flags: bit0 indirect_ok, bit1 EVENT_IDX, bit2 IN_ORDER + one descriptor per batch,
+ *       bit3 reads_only (TX: lengths 0, published from the records)
  *   [1..2] queue size - 1 (mod 600: 1..600, any value)   [3..4] walker slot
  *   [5] pops   [6..7] desc ring offset/16   [8..9] driver area offset/4
  *   [10..11] device area offset/4   [12..15] vring base (set before the start)
@@ -83,6 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	vq.indirect = flags & 1;
 	vq.event_idx = flags & 2;
 	vq.in_order = vq.batch_used = flags & 4;
+	vq.reads_only = flags & 8; /* a TX queue: pushes of length 0, published from the records */
 	(void)vq_set_base(&vq, (uint32_t)le16(data + 12) | (uint32_t)le16(data + 14) << 16);
 	if (vq_start(&vq, &mem) != 0)
 		return 0;
@@ -103,7 +105,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			vq_unpop(&vq, 1); /* walked again next round */
 			continue;
 		}
-		vq_push(&vq, chain.head, (uint32_t)chain.write_len);
+		if (vq.reads_only && !vq.batch_used)
+			vq_push_read_n(&vq, 1);
+		else
+			vq_push(&vq, chain.head, vq.reads_only ? 0 : (uint32_t)chain.write_len);
 		if (++held % 7 == 0) {
 			vq_publish(&vq);
 			(void)vq_driver_wants_notify(&vq);
