@@ -163,6 +163,36 @@ static uint16_t pk_publish_read(struct virtqueue *vq, unsigned n, unsigned *slot
 	return first_flags;
 }
 
+/*
+ * The batch_used (IN_ORDER, TX) publication's common case, as pk_publish_single()'s: every list
+ * took one slot, so the ids leave in_flight from consecutive records and the used position
+ * moves n slots at once. Returns the last buffer's id (its descriptor covers the batch); the
+ * position after the batch goes to *slot and *wbits.
+ */
+static uint16_t pk_publish_batch_single(struct virtqueue *vq, unsigned n, unsigned *slot,
+					uint16_t *wbits)
+{
+	const struct vq_packed_rec *recs = vq->pk.rec;
+	uint8_t *in_flight = vq->pk.in_flight;
+	const unsigned num = vq->num;
+	unsigned k = *slot, m = n;
+
+	while (m) {
+		unsigned run = num - k < m ? num - k : m;
+
+		for (unsigned j = 0; j < run; j++)
+			in_flight[recs[k + j].id] = 0;
+		k += run;
+		m -= run;
+		if (k == num)
+			k = 0;
+	}
+	if (*slot + n >= num)
+		*wbits ^= VRING_PACKED_DESC_F_AVAIL | VRING_PACKED_DESC_F_USED;
+	*slot = k;
+	return recs[k ? k - 1 : num - 1].id;
+}
+
 /**
  * vq_packed_publish() - turn the pushed elements into used descriptors the driver sees.
  * @vq: a packed queue
@@ -204,11 +234,16 @@ void vq_packed_publish(struct virtqueue *vq)
 	if (vq->batch_used) {
 		const struct vring_used_elem *e = &shadow[(uint16_t)(to - 1) & mask];
 		uint32_t len = le32toh(e->len);
-
 		uint16_t last_id = 0;
+		unsigned walk = n; /* lists left to walk one by one */
 
 		first_flags = wbits | (len ? VRING_DESC_F_WRITE : 0);
-		for (unsigned i = 0; i < n; i++) {
+		if (to == vq->last_avail && vq->num - pk->room == n) {
+			last_id = pk_publish_batch_single(vq, n, &slot, &wbits);
+			slots = n;
+			walk = 0;
+		}
+		for (unsigned i = 0; i < walk; i++) {
 			const struct vq_packed_rec rec = recs[slot];
 
 			in_flight[rec.id] = 0;
