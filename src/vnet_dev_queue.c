@@ -155,8 +155,8 @@ int vnet_dev_queue_start(struct vnet_dev *dev, unsigned qidx, const struct guest
 	q->vq.packed = dev_has(dev, VIRTIO_F_RING_PACKED);
 	q->vq.in_order = dev_has(dev, VIRTIO_F_IN_ORDER);
 	/* One used entry per batch only where lengths mean nothing (TX: the notes on DPDK). */
-	q->vq.batch_used = q->vq.in_order && q->kind == VNET_QUEUE_TX;
 	q->vq.reads_only = q->kind == VNET_QUEUE_TX;
+	q->vq.batch_used = q->vq.in_order && q->vq.reads_only;
 	if (vq_start(&q->vq, mem) < 0) {
 		queue_view_publish(q);
 		return -1;
