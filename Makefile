@@ -31,7 +31,7 @@ unit: build
 	meson test -C $(BUILD) --print-errorlogs
 
 $(ASAN_BUILD)/build.ninja:
-	meson setup $(ASAN_BUILD) -Db_sanitize=address,undefined -Db_lundef=false
+	meson setup $(ASAN_BUILD) -Db_sanitize=address,undefined -Db_lundef=false -Dguest_race=true
 
 asan: $(ASAN_BUILD)/build.ninja
 	ninja -C $(ASAN_BUILD)
