@@ -224,6 +224,8 @@ static int state_parse(const struct vnet_dev *dev, const uint8_t *buf, size_t le
 	if (in->active < 1 || in->active > dev->params.queue_pairs)
 		return *why = "bad number of active queue pairs", -1;
 	memcpy(in->mac, buf + 12, 6);
+	if (mac_is_group(in->mac))
+		return *why = "a group address as the device's MAC", -1;
 	mode = buf[18];
 	n_uc = buf[19];
 	n_mc = buf[20];

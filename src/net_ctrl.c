@@ -71,9 +71,8 @@ static uint8_t ctrl_mac(struct vnet_dev *dev, uint8_t cmd, const uint8_t *p, siz
 
 	switch (cmd) {
 	case VIRTIO_NET_CTRL_MAC_ADDR_SET:
-		/* A station address is unicast: a multicast one would let a port-secured switch
-		 * port (mac-change=on) send from, and teach the FDB, a group address. */
-		if (!dev_has(dev, VIRTIO_NET_F_CTRL_MAC_ADDR) || len != 6 || (p[0] & 1))
+		/* A station address is unicast (mac_is_group()). */
+		if (!dev_has(dev, VIRTIO_NET_F_CTRL_MAC_ADDR) || len != 6 || mac_is_group(p))
 			return VIRTIO_NET_ERR;
 		memcpy(dev->mac, p, 6);
 		return VIRTIO_NET_OK;
@@ -99,13 +98,13 @@ static uint8_t ctrl_mac(struct vnet_dev *dev, uint8_t cmd, const uint8_t *p, siz
  * @f: the filter and RX mode (applied only with CTRL_RX negotiated)
  * @mac: the address CTRL_MAC_ADDR_SET gave (applied only with CTRL_MAC_ADDR); NULL: keep it
  *
- * Return: 0, or -1 (nothing changed) for a table over VNET_MAC_TABLE_SIZE or an overflowed
- * one with entries.
+ * Return: 0, or -1 (nothing changed) for a table over VNET_MAC_TABLE_SIZE, an overflowed
+ * one with entries, or a group address for the MAC (CTRL_MAC_ADDR_SET refuses those too).
  */
 int net_ctrl_restore_rx(struct vnet_dev *dev, const struct vnet_rx_filter *f, const uint8_t *mac)
 {
 	if (f->n_uc > VNET_MAC_TABLE_SIZE || f->n_mc > VNET_MAC_TABLE_SIZE ||
-	    (f->uc_overflow && f->n_uc) || (f->mc_overflow && f->n_mc))
+	    (f->uc_overflow && f->n_uc) || (f->mc_overflow && f->n_mc) || (mac && mac_is_group(mac)))
 		return -1;
 	/* What CTRL_RX / CTRL_MAC_TABLE_SET and CTRL_MAC_ADDR_SET could have set, no more. */
 	if (dev_has(dev, VIRTIO_NET_F_CTRL_RX))

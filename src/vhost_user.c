@@ -16,6 +16,7 @@
 #include "vhost_user_migrate.h"
 #include "vhost_user_msg.h"
 #include "vhost_user_ring.h"
+#include "vhost_user_state.h"
 #include "virtio_net_defs.h"
 
 /*
@@ -131,6 +132,25 @@ static enum vu_result handle_rem_mem_reg(struct vu_conn *c, struct vu_rx *rx)
 	return VU_OK;
 }
 
+/* Requests answered with their own reply message (never with a REPLY_ACK). */
+static bool has_own_reply(uint32_t request)
+{
+	return request == VU_GET_FEATURES || request == VU_GET_PROTOCOL_FEATURES ||
+	       request == VU_GET_VRING_BASE || request == VU_GET_QUEUE_NUM ||
+	       request == VU_GET_CONFIG || request == VU_SET_LOG_BASE ||
+	       request == VU_GET_MAX_MEM_SLOTS ||
+	       request == VU_SET_DEVICE_STATE_FD || request == VU_CHECK_DEVICE_STATE;
+}
+
+/* acked() - whether @m gets a REPLY_ACK: asked for, negotiated, and not a request with a reply. */
+static bool acked(const struct vu_conn *c, const struct vu_msg *m)
+{
+	/* After dispatch: UML asks for an ack on the very SET_PROTOCOL_FEATURES enabling it. */
+	return (m->flags & VU_FLAG_NEED_REPLY) &&
+	       (c->protocol_features & BIT_ULL(VU_PROTOCOL_F_REPLY_ACK)) &&
+	       !has_own_reply(m->request);
+}
+
 /* ---- device-level requests ---- */
 
 /* conn_reset() - RESET_OWNER / RESET_DEVICE: device reset, rings' fds dropped, memory kept. */
@@ -178,17 +198,29 @@ static enum vu_result handle_set_protocol_features(struct vu_conn *c, const stru
 	return VU_OK;
 }
 
+/*
+ * handle_set_features() - the driver's features. The state table (vhost_user_state.c) lets this
+ * through while rings run only when nothing but VHOST_F_LOG_ALL changes (QEMU toggles it around
+ * a migration): then only the dirty log is switched. Otherwise every ring is stopped, the device
+ * takes the features (layout, header, offloads) and the rings that wait for them start.
+ */
 static enum vu_result handle_set_features(struct vu_conn *c, const struct vu_msg *m)
 {
+	const bool none_started[VNET_MAX_QUEUES] = {false};
 	uint64_t f = m->p.u64 & ~(BIT_ULL(VHOST_USER_F_PROTOCOL_FEATURES) | BIT_ULL(VHOST_F_LOG_ALL));
 
-	if (vnet_dev_set_features(c->dev, f) < 0) {
-		log_guest("vhost-user: SET_FEATURES %#" PRIx64 " refused", f);
-		return VU_FAIL;
+	if (!vu_ring_any_started(c)) {
+		if (vnet_dev_set_features(c->dev, f) < 0) {
+			/* Unheard, the frontend would go on with features the device has not. */
+			log_guest("vhost-user: SET_FEATURES %#" PRIx64 " refused%s", f,
+				  acked(c, m) ? "" : "; no REPLY_ACK to say it: closing the connection");
+			return acked(c, m) ? VU_FAIL : VU_DISCONNECT;
+		}
+		c->features_set = true;
+		c->protocol_bit_accepted = m->p.u64 & BIT_ULL(VHOST_USER_F_PROTOCOL_FEATURES);
 	}
-	c->features_set = true;
-	c->protocol_bit_accepted = m->p.u64 & BIT_ULL(VHOST_USER_F_PROTOCOL_FEATURES);
 	vu_mig_set_log_all(c, m->p.u64 & BIT_ULL(VHOST_F_LOG_ALL));
+	vu_ring_resume_all(c, none_started);
 	return VU_OK;
 }
 
@@ -219,7 +251,7 @@ static enum vu_result vu_dispatch(struct vu_conn *c, struct vu_rx *rx)
 	case VU_SET_MEM_TABLE:
 		return handle_set_mem_table(c, rx);
 	case VU_GET_MAX_MEM_SLOTS:
-		return vu_reply_u64(c->sock, m->request, GUEST_MEM_MAX_REGIONS);
+		return vu_reply_u64(c->sock, m->request, vu_mem_max_slots(c));
 	case VU_ADD_MEM_REG:
 		return handle_add_mem_reg(c, rx);
 	case VU_REM_MEM_REG:
@@ -278,14 +310,31 @@ static enum vu_result vu_dispatch(struct vu_conn *c, struct vu_rx *rx)
 	}
 }
 
-/* Requests answered with their own reply message (never with a REPLY_ACK). */
-static bool has_own_reply(uint32_t request)
+/*
+ * vu_refuse() - a message the state does not allow: logged with the state, and answered so that
+ * frontend and device never go on with different ideas of the device. An ERR ack (REPLY_ACK) or
+ * a request's own failure reply says it, and the connection stays for a retry or a reset.
+ * Without either, a refused ring message breaks its ring (NEEDS_RESET, error fd) and a refused
+ * device message closes the connection.
+ */
+static enum vu_result vu_refuse(struct vu_conn *c, const struct vu_msg *m,
+				const struct vu_refusal *r)
 {
-	return request == VU_GET_FEATURES || request == VU_GET_PROTOCOL_FEATURES ||
-	       request == VU_GET_VRING_BASE || request == VU_GET_QUEUE_NUM ||
-	       request == VU_GET_CONFIG || request == VU_SET_LOG_BASE ||
-	       request == VU_GET_MAX_MEM_SLOTS ||
-	       request == VU_SET_DEVICE_STATE_FD || request == VU_CHECK_DEVICE_STATE;
+	char state[96];
+
+	log_guest("vhost-user: %s refused: %s (state: %s)", vu_request_name(m->request), r->why,
+		  vu_state_name(c, state, sizeof(state)));
+	if (has_own_reply(m->request)) /* SET_DEVICE_STATE_FD: the failure form of its reply */
+		return vu_reply_u64(c->sock, m->request, 1) == VU_OK ? VU_FAIL : VU_DISCONNECT;
+	if (acked(c, m))
+		return VU_FAIL;
+	if (r->scope == VU_REFUSE_RING) {
+		vu_ring_break(c, r->qidx, "a message refused while the ring runs");
+		return VU_FAIL;
+	}
+	log_guest("vhost-user: no REPLY_ACK to refuse %s with: closing the connection",
+		  vu_request_name(m->request));
+	return VU_DISCONNECT;
 }
 
 /* ---- public interface ---- */
@@ -337,6 +386,7 @@ void vu_conn_init(struct vu_conn *c, int sock, struct vnet_dev *dev, const struc
  */
 int vu_conn_handle_readable(struct vu_conn *c)
 {
+	struct vu_refusal refusal;
 	struct vu_rx rx;
 	enum vu_result res;
 	int got;
@@ -350,14 +400,15 @@ int vu_conn_handle_readable(struct vu_conn *c)
 	c->messages++;
 	log_debug("vhost-user: %s", vu_request_name(rx.msg.request));
 
-	res = vu_dispatch(c, &rx);
+	if (vu_state_allows(c, &rx.msg, &refusal))
+		res = vu_dispatch(c, &rx);
+	else
+		res = vu_refuse(c, &rx.msg, &refusal);
 	vu_close_fds(rx.fds, rx.nfds); /* every fd a handler did not keep */
 	if (res == VU_DISCONNECT)
 		return -1;
 	/* After dispatch: UML asks for an ack on the very SET_PROTOCOL_FEATURES enabling it. */
-	if ((rx.msg.flags & VU_FLAG_NEED_REPLY) &&
-	    (c->protocol_features & BIT_ULL(VU_PROTOCOL_F_REPLY_ACK)) &&
-	    !has_own_reply(rx.msg.request)) {
+	if (acked(c, &rx.msg)) {
 		uint64_t ack = res == VU_OK ? 0 : 1;
 
 		if (vu_io_reply(c->sock, rx.msg.request, &ack, sizeof(ack)) < 0)

@@ -62,10 +62,13 @@ void vu_ring_drop_fds(struct vu_conn *c)
 	}
 }
 
-/* Memory, size and all three ring addresses are known. */
+/*
+ * Features (and with them the ring's layout), memory, size and all three ring addresses are
+ * known. The layout is fixed from here until the ring stops (vhost_user_state.c).
+ */
 static bool ring_ready(const struct vu_conn *c, const struct vnet_queue *q)
 {
-	return c->mem.nregions > 0 && q->vq.num != 0 && q->vq.desc_addr != 0 &&
+	return c->features_set && c->mem.nregions > 0 && q->vq.num != 0 && q->vq.desc_addr != 0 &&
 	       q->vq.avail_addr != 0 && q->vq.used_addr != 0;
 }
 
@@ -105,6 +108,85 @@ static bool stop_if_started(struct vu_conn *c, unsigned qidx, struct vnet_queue 
 static bool protocol_features_negotiated(const struct vu_conn *c)
 {
 	return c->protocol_bit_accepted;
+}
+
+/* ring_queue() - queue qidx of the device, or NULL out of range (nothing logged). */
+static struct vnet_queue *ring_queue(const struct vu_conn *c, unsigned qidx)
+{
+	if (qidx >= vnet_dev_num_queues(c->dev) || qidx >= VNET_MAX_QUEUES)
+		return NULL;
+	return vnet_dev_queue(c->dev, qidx);
+}
+
+/**
+ * vu_ring_started() - whether a ring is started (running, or broken and not yet stopped).
+ * @c: the connection
+ * @qidx: the ring
+ *
+ * Return: true if started; false if stopped or out of range.
+ */
+bool vu_ring_started(const struct vu_conn *c, unsigned qidx)
+{
+	const struct vnet_queue *q = ring_queue(c, qidx);
+
+	return q && q->vq.started;
+}
+
+/**
+ * vu_ring_any_started() - whether any ring of the device is started.
+ * @c: the connection
+ *
+ * Return: true if one is.
+ */
+bool vu_ring_any_started(const struct vu_conn *c)
+{
+	for (unsigned i = 0; i < vnet_dev_num_queues(c->dev) && i < VNET_MAX_QUEUES; i++)
+		if (vu_ring_started(c, i))
+			return true;
+	return false;
+}
+
+/**
+ * vu_ring_addr() - a ring's addresses as SET_VRING_ADDR set them.
+ * @c: the connection
+ * @qidx: the ring
+ * @a: filled (index, desc, avail, used; flags and log as the ring logs now)
+ *
+ * Return: false if the ring is out of range.
+ */
+bool vu_ring_addr(const struct vu_conn *c, unsigned qidx, struct vu_vring_addr *a)
+{
+	const struct vnet_queue *q = ring_queue(c, qidx);
+
+	if (!q)
+		return false;
+	*a = (struct vu_vring_addr){.index = qidx, .desc = q->vq.desc_addr,
+				    .avail = q->vq.avail_addr, .used = q->vq.used_addr,
+				    .flags = q->vq.log_used ? VU_VRING_F_LOG : 0,
+				    .log = q->vq.log_used_gpa};
+	return true;
+}
+
+/**
+ * vu_ring_break() - a ring message was refused and the frontend cannot hear it (no REPLY_ACK):
+ * break the ring, so that frontend and device never run it on different settings.
+ * @c: the connection
+ * @qidx: the ring (out of range: nothing)
+ * @why: the refusal, for the log line
+ *
+ * Only started rings are refused such messages (vhost_user_state.c).
+ *
+ * Return: nothing; the ring is marked broken (NEEDS_RESET: it runs again only after a stop and
+ * a new start) and its error fd signalled.
+ */
+void vu_ring_break(struct vu_conn *c, unsigned qidx, const char *why)
+{
+	struct vnet_queue *q = ring_queue(c, qidx);
+
+	if (!q)
+		return;
+	vq_mark_broken(&q->vq, why);
+	vu_ring_signal_error(c, qidx);
 }
 
 /**
@@ -157,8 +239,8 @@ void vu_ring_resume_all(struct vu_conn *c, const bool was_started[VNET_MAX_QUEUE
  * @c: the connection
  * @m: the message
  *
- * A running queue is stopped for the change and restarted. (Features changed to split later
- * with a size that is not a power of two: vq_start() refuses the ring.)
+ * The ring is stopped (vhost_user_state.c refuses this for a started one). (Features changed
+ * to split later with a size that is not a power of two: vq_start() refuses the ring.)
  *
  * Return: VU_OK, or VU_FAIL (logged) for a bad queue index or size.
  */
@@ -168,7 +250,6 @@ enum vu_result vu_ring_set_num(struct vu_conn *c, const struct vu_msg *m)
 	bool packed = (vnet_dev_features(c->dev) >> VIRTIO_F_RING_PACKED) & 1;
 	struct vnet_queue *q;
 	unsigned qidx;
-	bool was;
 
 	if (!(q = conn_queue(c, m, &qidx)))
 		return VU_FAIL;
@@ -177,10 +258,7 @@ enum vu_result vu_ring_set_num(struct vu_conn *c, const struct vu_msg *m)
 			  packed ? "" : "power of two, ", VQ_MAX_SIZE);
 		return VU_FAIL;
 	}
-	was = stop_if_started(c, qidx, q);
 	q->vq.num = (uint16_t)num;
-	if (was)
-		try_start(c, qidx, q);
 	return VU_OK;
 }
 
@@ -189,7 +267,9 @@ enum vu_result vu_ring_set_num(struct vu_conn *c, const struct vu_msg *m)
  * @c: the connection
  * @m: the message
  *
- * The queue starts once it is fully configured and has a kick fd (or was running).
+ * The queue starts once it is fully configured and has a kick fd. A running queue may be sent
+ * only its own ring addresses again (vhost_user_state.c), with logging turned on or off (QEMU
+ * does so around a migration): it is stopped for the change and restarted.
  *
  * Return: VU_OK, or VU_FAIL (logged) for a bad queue index.
  */
@@ -218,6 +298,8 @@ enum vu_result vu_ring_set_addr(struct vu_conn *c, const struct vu_msg *m)
  * @c: the connection
  * @m: the message
  *
+ * The ring is stopped (vhost_user_state.c refuses this for a started one).
+ *
  * Return: VU_OK, or VU_FAIL (logged) for a bad queue index or a split-ring base over 16 bits.
  */
 enum vu_result vu_ring_set_base(struct vu_conn *c, const struct vu_msg *m)
@@ -225,7 +307,6 @@ enum vu_result vu_ring_set_base(struct vu_conn *c, const struct vu_msg *m)
 	uint32_t base = m->p.state.num;
 	struct vnet_queue *q;
 	unsigned qidx;
-	bool was;
 
 	if (!(q = conn_queue(c, m, &qidx)))
 		return VU_FAIL;
@@ -235,12 +316,9 @@ enum vu_result vu_ring_set_base(struct vu_conn *c, const struct vu_msg *m)
 		log_guest("vhost-user: queue %u: base %u is not a split-ring index", qidx, base);
 		return VU_FAIL;
 	}
-	was = stop_if_started(c, qidx, q);
 	vq_set_base(&q->vq, base);
 	if (c->ops && c->ops->ring_base)
 		c->ops->ring_base(c->ctx, qidx, base);
-	if (was)
-		try_start(c, qidx, q);
 	return VU_OK;
 }
 

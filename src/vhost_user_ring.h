@@ -24,6 +24,18 @@ void vu_ring_pause_all(struct vu_conn *c, bool was_started[VNET_MAX_QUEUES]);
 /* vu_ring_resume_all() - restart the queues that ran or have a kick fd, on the new table. */
 void vu_ring_resume_all(struct vu_conn *c, const bool was_started[VNET_MAX_QUEUES]);
 
+/* vu_ring_started() - whether ring qidx is started (running or broken); false out of range. */
+bool vu_ring_started(const struct vu_conn *c, unsigned qidx);
+
+/* vu_ring_any_started() - whether any of the device's rings is started. */
+bool vu_ring_any_started(const struct vu_conn *c);
+
+/* vu_ring_addr() - ring qidx's addresses as SET_VRING_ADDR set them; false out of range. */
+bool vu_ring_addr(const struct vu_conn *c, unsigned qidx, struct vu_vring_addr *a);
+
+/* vu_ring_break() - a refused ring message the frontend cannot be told of: break the ring. */
+void vu_ring_break(struct vu_conn *c, unsigned qidx, const char *why);
+
 /* vu_ring_drop_fds() - close every queue's kick, call and err fd (the owner hears of kicks). */
 void vu_ring_drop_fds(struct vu_conn *c);
 

@@ -301,17 +301,28 @@ uint32_t vnet_dev_config_read(const struct vnet_dev *dev, uint32_t offset, void 
  * @buf: the bytes
  * @len: their count
  *
- * Only the mac field is writable, and only without CTRL_MAC_ADDR (legacy drivers).
+ * Only the mac field is writable, and only without CTRL_MAC_ADDR (legacy drivers), and only
+ * to a station address (mac_is_group(): checked on the address the write leaves).
  * Return: 0, or -1 (logged) for anything else.
  */
 int vnet_dev_config_write(struct vnet_dev *dev, uint32_t offset, const void *buf, uint32_t len)
 {
+	uint8_t mac[6];
+
 	/* Legacy drivers without CTRL_MAC_ADDR may write the mac field; nothing else is writable. */
 	if (offset >= 6 || len > 6 - offset || dev_has(dev, VIRTIO_NET_F_CTRL_MAC_ADDR)) {
 		log_guest("config write of %u bytes at offset %u refused", len, offset);
 		return -1;
 	}
-	memcpy(dev->mac + offset, buf, len);
+	/* Writes may come a byte at a time: what is checked is the address they leave. */
+	memcpy(mac, dev->mac, 6);
+	memcpy(mac + offset, buf, len);
+	if (mac_is_group(mac)) {
+		log_guest("config write of %u bytes at offset %u refused: a group address as the "
+			  "device's MAC", len, offset);
+		return -1;
+	}
+	memcpy(dev->mac, mac, 6);
 	return 0;
 }
 

@@ -142,6 +142,16 @@ static inline struct vnet_queue *dev_queue(struct vnet_dev *dev, unsigned qidx)
 }
 
 /* dev_has() - whether feature bit `bit` was negotiated. */
+/*
+ * mac_is_group() - a multicast or broadcast address (I/G bit set). The device's own address is a
+ * station address: a group one would let a port-secured switch port (mac-change=on) send from,
+ * and teach the FDB, a group address. Every way a MAC reaches dev->mac checks this.
+ */
+static inline bool mac_is_group(const uint8_t mac[6])
+{
+	return mac[0] & 1;
+}
+
 static inline bool dev_has(const struct vnet_dev *dev, unsigned bit)
 {
 	return dev->features & BIT_ULL(bit);

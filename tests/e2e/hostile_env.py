@@ -154,9 +154,13 @@ class Env:
         self.hostile.append(f)
         return f
 
-    def client(self, port=0):
+    def client(self, port=0, owned=True):
+        """A raw frontend on the port; owned: it sends SET_OWNER first, as every real frontend
+        does before anything the state table wants an owner for (vhost_user_state.c)."""
         c = VhostUserClient(self.socks[port])
         self.hostile.append(c)
+        if owned:
+            c.send(vu.SET_OWNER)
         return c
 
     def close_hostile(self):

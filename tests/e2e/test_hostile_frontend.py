@@ -406,6 +406,110 @@ def bad_features(env, res):
     refused(res, c.set_features((1 << 63) | (1 << vu.VIRTIO_F_VERSION_1)), 'SET_FEATURES bit 63')
 
 
+# ---- the state table (vhost_user_state.c): nothing changes a running ring's layout ----
+PACKED_F, IN_ORDER_F = 1 << vu.VIRTIO_F_RING_PACKED, 1 << vu.VIRTIO_F_IN_ORDER
+PROTO_BIT = 1 << vu.VHOST_USER_F_PROTOCOL_FEATURES
+
+
+@case('SET_FEATURES flipping the ring layout under running rings',
+      log=r'SET_FEATURES refused: features other than LOG_ALL change while rings run')
+def features_flip_running(env, res):
+    f = env.frontend().setup()
+    for extra, what in ((PACKED_F, 'RING_PACKED added'), (PACKED_F | IN_ORDER_F, 'packed+IN_ORDER'),
+                        (IN_ORDER_F, 'IN_ORDER added')):
+        refused(res, f.vu.set_features(f.features | extra | PROTO_BIT),
+                'SET_FEATURES with %s on running split rings' % what)
+    # LOG_ALL alone may change while rings run (QEMU's migration does it).
+    log_all = 1 << 26
+    res.check(f.vu.set_features(f.features | PROTO_BIT | log_all) == 0 and
+              f.vu.set_features(f.features | PROTO_BIT) == 0,
+              'SET_FEATURES toggling LOG_ALL alone accepted while rings run')
+    res.check(f.transmit(ether_frame(BCAST, MACS[0])), 'the split rings still carry a frame')
+    expect_alive_conn(res, f.vu, 'the refused flips')
+
+
+@case('SET_FEATURES flipping the layout without REPLY_ACK closes the connection',
+      log=r'no REPLY_ACK to refuse SET_FEATURES with: closing the connection')
+def features_flip_no_ack(env, res):
+    f = env.frontend(protocol=0).setup()
+    f.vu.send(vu.SET_FEATURES, struct.pack('=Q', f.features | PACKED_F | PROTO_BIT))
+    expect_dropped(env, res, f.vu, 'a layout flip it could not refuse with an ack')
+
+
+@case('SET_VRING_NUM and SET_VRING_ADDR (moved) on a running ring refused',
+      log=r'SET_VRING_NUM refused: its ring is running')
+def ring_change_running(env, res):
+    f = env.frontend().setup()
+    r = f.rings[TX_Q]
+    refused(res, f.vu.set_vring_num(TX_Q, 128), 'SET_VRING_NUM on the running TX ring')
+    refused(res, f.vu.set_vring_addr(TX_Q, f.mem.uva(r.desc) + 4096, f.mem.uva(r.used),
+                                     f.mem.uva(r.avail)), 'SET_VRING_ADDR moving the running TX ring')
+    res.check(f.vu.set_vring_addr(TX_Q, f.mem.uva(r.desc), f.mem.uva(r.used),
+                                  f.mem.uva(r.avail)) == 0,
+              'SET_VRING_ADDR naming the same rings accepted (QEMU re-sends them for logging)')
+    res.check(f.transmit(ether_frame(BCAST, MACS[0])), 'the TX ring still carries a frame')
+
+
+def _rx_post(f, n=8, size=2048):
+    """Post n receive buffers on f's RX ring; {id: address}."""
+    ring, bufs = f.rings[RX_Q], {}
+    for _ in range(n):
+        a = f.mem.alloc(size)
+        bufs[ring.add_chain([(a, size, True)])] = a
+        ring.put_avail(list(bufs)[-1])
+    ring.kick()
+    return bufs
+
+
+def _rx_frame(f, bufs, timeout=3.0):
+    """The next frame f received (virtio-net header stripped), or None."""
+    u = f.rings[RX_Q].get_used(timeout)
+    if u is None or u[0] not in bufs or u[1] is None:
+        return None
+    return f.mem.read(bufs[u[0]], u[1])[vu.NET_HDR_LEN:]
+
+
+def _relayout(f, features):
+    """As a VMM does when the guest reloads its driver with other features: stop every ring
+    (GET_VRING_BASE), SET_FEATURES, then the rings again in the new layout."""
+    for i in list(f.rings):
+        f.vu.get_vring_base(i)
+        f.rings.pop(i).close()
+    f.want_features = f.features = features
+    vu.ok(f.vu.set_features(features | PROTO_BIT), 'SET_FEATURES')
+    for i in (RX_Q, TX_Q, CTRL_Q):
+        f.setup_ring(f.make_ring(i))
+
+
+@case('stop / renegotiate / restart: packed, split, packed (with and without IN_ORDER), byte-exact',
+      nolog='every step is legal: nothing to log')
+def relayout_cycle(env, res):
+    base = vu.DEFAULT_FEATURES & ~(PACKED_F | IN_ORDER_F)
+    cycle = ((PACKED_F | IN_ORDER_F, 'packed+IN_ORDER'), (IN_ORDER_F, 'split+IN_ORDER'),
+             (PACKED_F, 'packed'), (0, 'split'), (PACKED_F | IN_ORDER_F, 'packed+IN_ORDER'),
+             (PACKED_F, 'packed'))
+    f = env.frontend(features=base | cycle[0][0], mem_size=4 << 20).setup()
+    with VirtioNetFrontend(env.socks[1], mem_size=4 << 20) as p1:
+        p1.setup()
+        p1_bufs = _rx_post(p1, 32)
+        for n, (extra, what) in enumerate(cycle):
+            if n:
+                _relayout(f, base | extra)
+            f_bufs = _rx_post(f, 4)
+            out = ether_frame(MACS[1], MACS[0], payload=b'p0 to p1 in %s, step %d' % (what.encode(), n)
+                              + bytes(range(200)))
+            back = ether_frame(MACS[0], MACS[1], payload=b'p1 to p0 in %s, step %d' % (what.encode(), n)
+                               + bytes(range(200, 0, -1)))
+            sent = f.transmit(out)
+            got = _rx_frame(p1, p1_bufs)
+            res.check(sent and got == out, '%s (step %d): p0 -> p1 byte-exact' % (what, n))
+            sent = p1.transmit(back)
+            got = _rx_frame(f, f_bufs)
+            res.check(sent and got == back, '%s (step %d): p1 -> p0 byte-exact' % (what, n))
+        res.check(f.ctrl(vu.CTRL_NOTF_COAL, vu.NOTF_COAL_TX_SET, struct.pack('<II', 4, 20)) ==
+                  vu.VIRTIO_NET_OK, 'the control queue works after the last restart')
+
+
 # ---- SET_MEM_TABLE ----
 def mem_client(env):
     c = env.client()

@@ -147,13 +147,18 @@ static uint64_t request_u64(struct side *s, uint32_t req, uint64_t v)
 	return reply(s);
 }
 
-/* negotiate() - REPLY_ACK and LOG_SHMFD, plus the protocol features in `extra`. */
+/*
+ * negotiate() - REPLY_ACK and LOG_SHMFD, plus the protocol features in `extra`, then SET_OWNER
+ * (acked), as every real frontend sends before its rings (vhost_user_state.c).
+ */
 static void negotiate_with(struct side *s, uint64_t extra)
 {
 	assert_int_equal(request_u64(s, VU_SET_PROTOCOL_FEATURES,
 				     (1ull << VU_PROTOCOL_F_REPLY_ACK) |
 					     (1ull << VU_PROTOCOL_F_LOG_SHMFD) | extra),
 			 0);
+	send_msg(s, VU_SET_OWNER, NULL, 0, NULL, 0);
+	assert_int_equal(reply(s), 0);
 }
 
 /* A sparse memfd of `size` bytes: costs nothing until touched. */
