@@ -741,6 +741,45 @@ static void test_config_write_only_mac_without_ctrl_mac_addr(void **state)
 	td_free(td);
 }
 
+/*
+ * Finding 4 of hardening round 3: a group address never becomes the device's MAC, whichever way
+ * it comes: a config write (whole, or the byte that sets the I/G bit), a device-state stream, a
+ * restore (--state-dir), or CTRL_MAC_ADDR_SET.
+ */
+static void test_group_mac_refused_from_every_source(void **state)
+{
+	static const uint8_t group[6] = {0x03, 0xaa, 0xbb, 0xcc, 0xdd, 0xee};
+	static uint8_t buf[VNET_STATE_MAX];
+	struct vnet_rx_filter f;
+	uint8_t b = 0x01;
+	const char *why;
+	size_t len;
+	struct test_dev *td = dev_with(1, 0);
+
+	(void)state;
+	assert_int_equal(vnet_dev_config_write(td->dev, 0, group, 6), -1);
+	assert_int_equal(vnet_dev_config_write(td->dev, 0, &b, 1), -1); /* byte-wise */
+	assert_memory_equal(vnet_dev_mac(td->dev), default_mac, 6);
+	/* A stream saved from this device, its MAC byte turned into a group address. */
+	len = vnet_dev_state_save(td->dev, buf, sizeof(buf));
+	assert_true(len > 18);
+	buf[12] |= 1;
+	for (unsigned i = 0; i < vnet_dev_num_queues(td->dev); i++)
+		vnet_dev_queue_stop(td->dev, i); /* a stream loads into a stopped device */
+	assert_int_equal(vnet_dev_state_load(td->dev, buf, len, &why), -1);
+	assert_string_equal(why, "a group address as the device's MAC");
+	assert_memory_equal(vnet_dev_mac(td->dev), default_mac, 6);
+	td_free(td);
+
+	td = dev_with(1, F(CTRL_RX) | F(CTRL_MAC_ADDR));
+	memset(&f, 0, sizeof(f));
+	assert_int_equal(vnet_dev_restore_rx(td->dev, &f, group), -1);
+	assert_int_equal(cmd1(td, VIRTIO_NET_CTRL_MAC, VIRTIO_NET_CTRL_MAC_ADDR_SET, group, 6),
+			 VIRTIO_NET_ERR);
+	assert_memory_equal(vnet_dev_mac(td->dev), default_mac, 6);
+	td_free(td);
+}
+
 #define T(fn) cmocka_unit_test_teardown(fn, td_cleanup)
 
 int main(void)
@@ -758,6 +797,7 @@ int main(void)
 	    T(test_mac_table_set_truncated_is_err),
 	    T(test_mac_addr_set_changes_config_space_mac),
 	    T(test_restore_rx_puts_back_filter_and_mac),
+	    T(test_group_mac_refused_from_every_source),
 	    T(test_restore_rx_needs_the_features),
 	    T(test_mq_vq_pairs_set_within_range),
 	    T(test_mq_steering_spreads_flows_with_even_ports),
