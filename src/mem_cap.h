@@ -15,6 +15,16 @@
 #define MEM_CAP_PORT_DEFAULT (2ull << 40)   /* 2 TiB per port (max-mem=) */
 #define MEM_CAP_DAEMON_DEFAULT (64ull << 40) /* 64 TiB in all: half of x86-64's user space */
 
+/*
+ * Memory regions a port's frontend may map by default (max-mem-slots=; GET_MAX_MEM_SLOTS
+ * answers it): QEMU asks and uses min(that, its own 512). A QEMU guest maps 1 to 4 regions,
+ * SET_MEM_TABLE carries 8, the rest is room for DIMM or virtio-mem hotplug. With its dirty log,
+ * 1024 ports at this cap keep below Linux's default vm.max_map_count (65530 mappings a
+ * process) even while each replaces its table: 1024 x (32 + 1 + 8) = 41,984. At most
+ * GUEST_MEM_MAX_REGIONS (509).
+ */
+#define MEM_CAP_SLOTS_DEFAULT 32u
+
 /* Room for mem_cap_format()'s longest output ("18446744073709551615" and a NUL). */
 #define MEM_CAP_STR_LEN 24
 

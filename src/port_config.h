@@ -31,6 +31,7 @@ struct port_config {
 	unsigned n_queue_workers;
 	uint8_t queue_workers[VNET_MAX_QUEUE_PAIRS];
 	uint64_t max_mem; /* max-mem=: guest memory the frontend may map (mem_cap.h); 0 default */
+	unsigned max_mem_slots; /* max-mem-slots=: memory regions it may map (mem_cap.h); 0 default */
 	bool no_device_state; /* migrate-state=off: DEVICE_STATE not offered (port state stays) */
 	struct vnet_dev_params dev;
 	unsigned max_macs;   /* switch: max-macs=, MACs the port may hold in the FDB (0: default) */

@@ -55,6 +55,14 @@ static uint64_t port_mem_cap(void *ctx)
 	return p->cfg.max_mem;
 }
 
+/* The port's max-mem-slots= (0: the default). */
+static unsigned port_mem_slots(void *ctx)
+{
+	const struct port *p = ctx;
+
+	return p->cfg.max_mem_slots;
+}
+
 /* The port's migrate-state= (default on): offer DEVICE_STATE. */
 static bool port_device_state(void *ctx)
 {
@@ -77,6 +85,7 @@ static const struct vu_owner_ops port_vu_ops = {
 	.kick_changed = port_kick_changed,
 	.state_fd_changed = port_state_fd_changed,
 	.mem_cap = port_mem_cap,
+	.mem_slots = port_mem_slots,
 	.device_state = port_device_state,
 	.ring_base = port_ring_base,
 	.queue_starting = port_queue_starting,

@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "err_msg.h"
+#include "guest_fault.h"
+#include "guest_mem.h"
 #include "hex_text.h"
 #include "mem_cap.h"
 #include "port.h"
@@ -39,6 +41,7 @@ static const char *const port_key_names[K_COUNT] = {
 	[K_RSS] = "rss",
 	[K_CLIENT] = "client",	       [K_WORKER] = "worker",
 	[K_MAX_MEM] = "max-mem",       [K_MIGRATE_STATE] = "migrate-state",
+	[K_MAX_MEM_SLOTS] = "max-mem-slots",
 	[K_MAX_MACS] = "max-macs",     [K_LEARN_RATE] = "learn-rate",
 	[K_PORT_SECURITY] = "port-security", [K_MAC_CHANGE] = "mac-change",
 	[K_ALLOWED_MACS] = "allowed-macs",
@@ -52,6 +55,10 @@ static const char *const port_key_names[K_COUNT] = {
 	[K_XDP] = "xdp",	       [K_XDP_QUEUE] = "queue",
 	[K_QUEUE_WORKERS] = "queue-workers",
 };
+
+/* max-mem-slots= ends at what the SIGBUS table holds for every port (guest_fault.h). */
+_Static_assert(GUEST_FAULT_PORTS >= VNETD_MAX_PORTS, "the SIGBUS table has room for every port");
+_Static_assert(GUEST_MEM_MAX_REGIONS == 509, "max-mem-slots='s message says 1..509");
 
 static int bad_value(struct port_parse *pp, const char *key, const char *value, const char *expect)
 {
@@ -374,6 +381,11 @@ static int apply_port_key(struct port_config *pc, struct port_parse *pp, enum po
 		if (mem_cap_parse(value, &pc->max_mem) < 0)
 			return bad_value(pp, name, value,
 					 "a size of 1..2^63 bytes, K/M/G/T suffixes");
+		return 0;
+	case K_MAX_MEM_SLOTS:
+		if (!port_spec_parse_ulong(value, 1, GUEST_MEM_MAX_REGIONS, &v))
+			return bad_value(pp, name, value, "1..509 memory regions");
+		pc->max_mem_slots = (unsigned)v;
 		return 0;
 	case K_MIGRATE_STATE: {
 		bool on;

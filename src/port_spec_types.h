@@ -42,6 +42,7 @@ enum port_key {
 	K_RSS,
 	K_WORKER,
 	K_MAX_MEM,
+	K_MAX_MEM_SLOTS,
 	K_MIGRATE_STATE,
 	K_MAX_MACS,
 	K_LEARN_RATE,

@@ -31,6 +31,12 @@ struct vu_owner_ops {
 	 */
 	uint64_t (*mem_cap)(void *ctx);
 	/*
+	 * The most memory regions (mappings in the daemon-wide SIGBUS table, guest_fault.h) this
+	 * connection may map, which GET_MAX_MEM_SLOTS answers: the port's max-mem-slots=. NULL or
+	 * 0: MEM_CAP_SLOTS_DEFAULT; at most GUEST_MEM_MAX_REGIONS.
+	 */
+	unsigned (*mem_slots)(void *ctx);
+	/*
 	 * Whether to offer VHOST_USER_PROTOCOL_F_DEVICE_STATE (the port's migrate-state=): false
 	 * leaves vnetd's per-port state out of a migration. NULL: offered.
 	 */

@@ -43,6 +43,49 @@ void vu_mem_unmap_table(struct guest_mem *mem)
 	mem_cap_uncharge(bytes);
 }
 
+_Static_assert(GUEST_FAULT_PORT_MAPS >= GUEST_MEM_MAX_REGIONS + VU_MAX_REGIONS + 1,
+	       "the SIGBUS table holds a port's regions at its largest cap, a new SET_MEM_TABLE "
+	       "beside them and its dirty log");
+_Static_assert(MEM_CAP_SLOTS_DEFAULT >= 1 && MEM_CAP_SLOTS_DEFAULT <= GUEST_MEM_MAX_REGIONS,
+	       "the default slot cap is one the table can hold");
+
+/**
+ * vu_mem_max_slots() - the memory regions a connection may map: its port's max-mem-slots=.
+ * @c: the connection (its owner's mem_slots() gives the cap)
+ *
+ * What GET_MAX_MEM_SLOTS answers, and what SET_MEM_TABLE and ADD_MEM_REG are held to. With the
+ * dirty log, the connection holds at most this + 1 mappings in the daemon-wide SIGBUS table
+ * (this + 9 while a SET_MEM_TABLE replaces its table), so no set of ports within their caps
+ * can fill it (guest_fault.h).
+ *
+ * Return: 1..GUEST_MEM_MAX_REGIONS; MEM_CAP_SLOTS_DEFAULT when the owner does not say.
+ */
+unsigned vu_mem_max_slots(const struct vu_conn *c)
+{
+	unsigned n = c->ops && c->ops->mem_slots ? c->ops->mem_slots(c->ctx) : 0;
+
+	if (n == 0)
+		return MEM_CAP_SLOTS_DEFAULT;
+	return n < GUEST_MEM_MAX_REGIONS ? n : GUEST_MEM_MAX_REGIONS;
+}
+
+/**
+ * vu_mem_maps() - the guest mappings a connection holds: its table's regions and its dirty log.
+ * @c: the connection
+ *
+ * Each is one entry in the daemon-wide SIGBUS table (vu_map_fd()).
+ *
+ * Return: the count.
+ */
+unsigned vu_mem_maps(const struct vu_conn *c)
+{
+	unsigned n = c->log.mmap_base != NULL;
+
+	for (unsigned i = 0; i < c->mem.nregions; i++)
+		n += c->mem.regions[i].mmap_base != NULL;
+	return n;
+}
+
 static uint64_t conn_mem_cap(const struct vu_conn *c)
 {
 	uint64_t cap = c->ops && c->ops->mem_cap ? c->ops->mem_cap(c->ctx) : 0;
@@ -137,9 +180,10 @@ static int map_region(struct vu_conn *c, const struct vu_mem_region *r, uint64_t
  * @fds: one fd per region; the caller keeps and closes them
  * @out: the new table
  *
- * Before anything is mapped, the whole table is admitted against the caps (vu_mem_admit()):
- * the new table and the dirty log against the port's max-mem= (the old table goes), and the
- * new table against the daemon-wide cap (which still holds the old one until it is unmapped).
+ * Before anything is mapped, the whole table is admitted against the caps: its regions against
+ * the port's max-mem-slots= (vu_mem_max_slots()); in bytes (vu_mem_admit()), the new table and
+ * the dirty log against the port's max-mem= (the old table goes), and the new table against the
+ * daemon-wide cap (which still holds the old one until it is unmapped).
  *
  * Return: 0 with *out mapped and charged, or -1 (logged; nothing mapped, nothing charged).
  */
@@ -149,6 +193,11 @@ int vu_mem_map_table(struct vu_conn *c, const struct vu_mem_table *t, const int 
 	uint64_t len[VU_MAX_REGIONS], total = 0;
 
 	_Static_assert(VU_MAX_REGIONS <= GUEST_MEM_MAX_REGIONS, "a table fits guest_mem");
+	if (t->nregions > vu_mem_max_slots(c)) {
+		log_guest("vhost-user: SET_MEM_TABLE: refused %u regions: over the port's "
+			  "max-mem-slots=%u", t->nregions, vu_mem_max_slots(c));
+		return -1;
+	}
 	for (unsigned i = 0; i < t->nregions; i++) {
 		if (region_len(&t->regions[i], "SET_MEM_TABLE", &len[i]) < 0)
 			return -1;
@@ -185,8 +234,8 @@ fail:
  * @r: the region
  * @fd: its file; the caller keeps and closes it
  *
- * Checked before anything is mapped: the numbers (size, wrap-around), a free slot (of
- * GUEST_MEM_MAX_REGIONS), no overlap with the table in guest physical or frontend virtual
+ * Checked before anything is mapped: the numbers (size, wrap-around), a free slot (of the
+ * port's max-mem-slots=, vu_mem_max_slots()), no overlap with the table in guest physical or frontend virtual
  * addresses, and the caps: table, new region and dirty log within the port's max-mem=, the new
  * region within the daemon-wide cap (vu_mem_admit()).
  *
@@ -200,8 +249,9 @@ int vu_mem_add_region(struct vu_conn *c, const struct vu_mem_region *r, int fd)
 
 	if (region_len(r, "ADD_MEM_REG", &len) < 0)
 		return -1;
-	if (c->mem.nregions >= GUEST_MEM_MAX_REGIONS) {
-		log_guest("vhost-user: ADD_MEM_REG: all %u memory slots in use", GUEST_MEM_MAX_REGIONS);
+	if (c->mem.nregions >= vu_mem_max_slots(c)) {
+		log_guest("vhost-user: ADD_MEM_REG: all %u memory slots in use (the port's "
+			  "max-mem-slots=)", vu_mem_max_slots(c));
 		return -1;
 	}
 	if (guest_mem_check(&c->mem, &reg) < 0) {

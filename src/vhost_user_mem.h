@@ -17,13 +17,24 @@
  */
 int vu_mem_admit(struct vu_conn *c, const char *what, uint64_t bytes, uint64_t kept);
 
+/*
+ * vu_mem_max_slots() - the memory regions the connection may map (its port's max-mem-slots=,
+ * 1..GUEST_MEM_MAX_REGIONS, default MEM_CAP_SLOTS_DEFAULT): what GET_MAX_MEM_SLOTS answers and
+ * what SET_MEM_TABLE and ADD_MEM_REG are held to.
+ */
+unsigned vu_mem_max_slots(const struct vu_conn *c);
+
+/* vu_mem_maps() - the mappings the connection holds (regions and dirty log; guest_fault.h). */
+unsigned vu_mem_maps(const struct vu_conn *c);
+
 /* vu_mem_table_bytes() - the address space a table's own mappings take (what mem_cap counts). */
 uint64_t vu_mem_table_bytes(const struct guest_mem *mem);
 
 /*
- * vu_mem_map_table() - check, admit (against the caps, beside the connection's dirty log) and
- * map a SET_MEM_TABLE table into *out, one fd per region. 0, or -1 (logged; nothing stays
- * mapped or charged). The connection's own table is not touched.
+ * vu_mem_map_table() - check, admit (against the caps: max-mem-slots= for its regions, bytes
+ * beside the connection's dirty log) and map a SET_MEM_TABLE table into *out, one fd per
+ * region. 0, or -1 (logged; nothing stays mapped or charged). The connection's own table is
+ * not touched.
  */
 int vu_mem_map_table(struct vu_conn *c, const struct vu_mem_table *t, const int *fds,
 		     struct guest_mem *out);
@@ -32,8 +43,9 @@ int vu_mem_map_table(struct vu_conn *c, const struct vu_mem_table *t, const int 
 void vu_mem_unmap_table(struct guest_mem *mem);
 
 /*
- * vu_mem_add_region() - ADD_MEM_REG: check (slot free, no overlap), admit against the caps and
- * map one region into the connection's table; 0, or -1 (logged; nothing changed).
+ * vu_mem_add_region() - ADD_MEM_REG: check (a slot free of max-mem-slots=, no overlap), admit
+ * against the caps and map one region into the connection's table; 0, or -1 (logged; nothing
+ * changed).
  */
 int vu_mem_add_region(struct vu_conn *c, const struct vu_mem_region *r, int fd);
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_mem_slots.c - CONFIGURE_MEM_SLOTS on one connection: ADD/REM_MEM_REG, 509 slots, caps, rings. */
+/* test_mem_slots.c - CONFIGURE_MEM_SLOTS: ADD/REM_MEM_REG, max-mem-slots= (at most 509), caps, rings, ports side by side. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,16 +18,48 @@
 #include "dirty_log.h"
 #include "log.h"
 #include "mem_cap.h"
+#include "port_spec.h"
 #include "vhost_user.h"
+#include "vhost_user_mem.h"
 #include "vhost_user_msg.h"
 #include "vnet_dev.h"
 
 #define MIB (1ull << 20)
 #define PAGE 4096ull
 
+#include "virtio_net_defs.h"
 #include "vu_side.h"
 
 #define negotiate(s) negotiate_with((s), 1ull << VU_PROTOCOL_F_CONFIGURE_MEM_SLOTS)
+
+/* What the owner's mem_slots() says (the port's max-mem-slots=) for sides opened with it. */
+static unsigned slots_cap;
+
+static unsigned owner_mem_slots(void *ctx)
+{
+	(void)ctx;
+	return slots_cap;
+}
+
+static const struct vu_owner_ops owner_with_slots = {
+    .kick_changed = owner_kick_changed, .mem_cap = owner_mem_cap, .mem_slots = owner_mem_slots};
+
+/* side_open_slots() - side_open() for a port of max-mem-slots=slots (0: the default). */
+static void side_open_slots(struct side *s, uint64_t cap, unsigned slots)
+{
+	side_open(s, cap);
+	slots_cap = slots;
+	s->conn.ops = &owner_with_slots;
+}
+
+/* max_slots() - GET_MAX_MEM_SLOTS. */
+static uint64_t max_slots(struct side *s)
+{
+	uint64_t v = 0;
+
+	send_msg(s, VU_GET_MAX_MEM_SLOTS, &v, 0, NULL, 0);
+	return reply(s);
+}
 
 
 /* Region i of the tests: gpa and uva 1 MiB apart per slot, `size` bytes. */
@@ -93,8 +125,7 @@ static void test_get_max_mem_slots_and_negotiation(void **state)
 	assert_int_equal(add_reg(&s, &r), 1);
 	assert_int_equal(s.conn.mem.nregions, 0);
 	negotiate(&s);
-	send_msg(&s, VU_GET_MAX_MEM_SLOTS, &v, 0, NULL, 0);
-	assert_int_equal(reply(&s), 509);
+	assert_int_equal(max_slots(&s), MEM_CAP_SLOTS_DEFAULT); /* no max-mem-slots=: 32 */
 	assert_int_equal(add_reg(&s, &r), 0);
 	assert_int_equal(s.conn.mem.nregions, 1);
 	side_close(&s);
@@ -108,8 +139,9 @@ static void test_509_slots_add_remove_overlap(void **state)
 
 	(void)state;
 	mem_cap_set_daemon(MEM_CAP_DAEMON_DEFAULT);
-	side_open(&s, 0);
+	side_open_slots(&s, 0, 509); /* max-mem-slots=509, the most */
 	negotiate(&s);
+	assert_int_equal(max_slots(&s), 509);
 	for (unsigned i = 0; i < 509; i++) {
 		r = slot_region(508 - i, PAGE); /* backwards: each one goes to the front */
 		assert_int_equal(add_reg(&s, &r), 0);
@@ -213,6 +245,8 @@ static void start_queue(struct side *s, unsigned q, const struct vu_mem_region *
 	uint64_t idx = q;
 	int kick = eventfd(0, EFD_CLOEXEC);
 
+	/* Rings start only once the features (their layout) are known. */
+	assert_int_equal(request_u64(s, VU_SET_FEATURES, 1ull << VIRTIO_F_VERSION_1), 0);
 	send_msg(s, VU_SET_VRING_NUM, &num, sizeof(num), NULL, 0);
 	assert_int_equal(reply(s), 0);
 	send_msg(s, VU_SET_VRING_ADDR, &a, sizeof(a), NULL, 0);
@@ -267,7 +301,7 @@ static void test_dirty_log_through_added_regions(void **state)
 	const struct guest_mem_region *g;
 
 	(void)state;
-	side_open(&s, 0);
+	side_open_slots(&s, 0, 64);
 	negotiate(&s);
 	for (unsigned i = 0; i < 64; i++) {
 		struct vu_mem_region r = slot_region(i, 2 * PAGE);
@@ -295,6 +329,138 @@ static void test_dirty_log_through_added_regions(void **state)
 	side_close(&s);
 }
 
+/* A SET_MEM_TABLE of regions 0..n-1 (one page each, a memfd each); its REPLY_ACK. */
+static uint64_t set_table(struct side *s, unsigned first, unsigned n)
+{
+	struct vu_mem_table t = {.nregions = n};
+	int fds[VU_MAX_REGIONS];
+	uint64_t ack;
+
+	for (unsigned i = 0; i < n; i++) {
+		t.regions[i] = slot_region(first + i, PAGE);
+		fds[i] = sparse_memfd(PAGE);
+	}
+	send_msg(s, VU_SET_MEM_TABLE, &t, (uint32_t)(8 + n * sizeof(t.regions[0])), fds, n);
+	ack = reply(s);
+	for (unsigned i = 0; i < n; i++)
+		close(fds[i]);
+	return ack;
+}
+
+static void test_max_mem_slots_is_the_ports_cap(void **state)
+{
+	struct side s;
+	struct vu_mem_region r;
+	struct vu_log l = {.mmap_size = 4096, .mmap_offset = 0};
+	int fd = sparse_memfd(4096);
+
+	(void)state;
+	mem_cap_set_daemon(MEM_CAP_DAEMON_DEFAULT);
+	side_open_slots(&s, 0, 5);
+	negotiate(&s);
+	assert_int_equal(max_slots(&s), 5);
+	/* SET_MEM_TABLE: 6 regions are over the cap, refused before anything is mapped; 5 fit. */
+	assert_int_equal(set_table(&s, 0, 6), 1);
+	assert_int_equal(s.conn.mem.nregions, 0);
+	assert_true(mem_cap_in_use() == 0);
+	assert_int_equal(set_table(&s, 0, 5), 0);
+	assert_int_equal(s.conn.mem.nregions, 5);
+	/* ADD_MEM_REG: no sixth slot until one is removed. */
+	r = slot_region(10, PAGE);
+	assert_int_equal(add_reg(&s, &r), 1);
+	r = slot_region(2, PAGE);
+	assert_int_equal(rem_reg(&s, &r, false), 0);
+	r = slot_region(10, PAGE);
+	assert_int_equal(add_reg(&s, &r), 0);
+	r = slot_region(11, PAGE);
+	assert_int_equal(add_reg(&s, &r), 1);
+	/* The dirty log is one mapping more, beside a full table: never refused for slots. */
+	assert_int_equal(vu_mem_maps(&s.conn), 5);
+	send_msg(&s, VU_SET_LOG_BASE, &l, sizeof(l), &fd, 1);
+	assert_int_equal(reply(&s), 0);
+	close(fd);
+	assert_int_equal(vu_mem_maps(&s.conn), 6);
+	side_close(&s);
+	/* Over 509 (an owner that does not check): the table's limit. */
+	side_open_slots(&s, 0, 100000);
+	negotiate(&s);
+	assert_int_equal(max_slots(&s), GUEST_MEM_MAX_REGIONS);
+	side_close(&s);
+	assert_true(mem_cap_in_use() == 0);
+}
+
+static void test_max_mem_slots_port_key(void **state)
+{
+	struct port_config pc;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(port_spec_runtime("socket=/a,switch", 0, &pc, NULL, NULL, 0, err,
+					   sizeof(err)), 0);
+	assert_int_equal(pc.max_mem_slots, 0); /* the default, MEM_CAP_SLOTS_DEFAULT */
+	assert_int_equal(port_spec_runtime("socket=/a,switch,max-mem-slots=509", 0, &pc, NULL, NULL,
+					   0, err, sizeof(err)), 0);
+	assert_int_equal(pc.max_mem_slots, 509);
+	assert_int_equal(port_spec_runtime("socket=/a,switch,max-mem-slots=8", 0, &pc, NULL, NULL,
+					   0, err, sizeof(err)), 0);
+	assert_int_equal(pc.max_mem_slots, 8);
+	for (const char *const *b = (const char *const[]){"0", "510", "-1", "8k", "", NULL}; *b;
+	     b++) {
+		char spec[64];
+
+		snprintf(spec, sizeof(spec), "socket=/a,switch,max-mem-slots=%s", *b);
+		assert_int_equal(port_spec_runtime(spec, 0, &pc, NULL, NULL, 0, err, sizeof(err)),
+				 -1);
+		assert_non_null(strstr(err, "max-mem-slots"));
+	}
+}
+
+/*
+ * Finding 3 of issue 40: the SIGBUS watch table was daemon-wide (8192 mappings) and each port
+ * was told 509 slots, so 17 frontends adding one-page regions filled it and a fresh VM on
+ * another port had its SET_MEM_TABLE refused. Each port now gets its own cap and the table
+ * holds every port's: the 17 ports fill their caps, get an ERR beyond them, and an 18th port
+ * still maps its table.
+ */
+#define TENANTS 17
+
+static struct side tenants[TENANTS + 1];
+
+static void test_ports_at_their_cap_leave_room_for_a_fresh_one(void **state)
+{
+	(void)state;
+	mem_cap_set_daemon(MEM_CAP_DAEMON_DEFAULT);
+	for (unsigned t = 0; t < TENANTS; t++) {
+		struct side *s = &tenants[t];
+		uint64_t n;
+		unsigned ok = 0;
+
+		side_open(s, 0); /* the default max-mem-slots= */
+		negotiate(s);
+		n = max_slots(s);
+		assert_true(n >= VU_MAX_REGIONS && n <= GUEST_MEM_MAX_REGIONS);
+		for (unsigned i = 0; i < n; i++) {
+			struct vu_mem_region r = slot_region(i, 1); /* one byte: one page mapped */
+
+			ok += add_reg(s, &r) == 0;
+		}
+		assert_int_equal(ok, n); /* all it was promised */
+		{
+			struct vu_mem_region r = slot_region((unsigned)n, 1);
+
+			assert_int_equal(add_reg(s, &r), 1); /* ERR beyond its cap */
+		}
+	}
+	/* A fresh VM on another port: its 8-region table maps. */
+	side_open(&tenants[TENANTS], 0);
+	negotiate(&tenants[TENANTS]);
+	assert_int_equal(set_table(&tenants[TENANTS], 0, VU_MAX_REGIONS), 0);
+	assert_int_equal(tenants[TENANTS].conn.mem.nregions, VU_MAX_REGIONS);
+	for (unsigned t = 0; t <= TENANTS; t++)
+		side_close(&tenants[t]);
+	assert_true(mem_cap_in_use() == 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -303,6 +469,9 @@ int main(void)
 		cmocka_unit_test(test_add_mem_reg_within_the_caps),
 		cmocka_unit_test(test_removing_a_rings_region_stops_that_queue_only),
 		cmocka_unit_test(test_dirty_log_through_added_regions),
+		cmocka_unit_test(test_max_mem_slots_is_the_ports_cap),
+		cmocka_unit_test(test_max_mem_slots_port_key),
+		cmocka_unit_test(test_ports_at_their_cap_leave_room_for_a_fresh_one),
 	};
 
 	log_threshold = LOG_ERR;
