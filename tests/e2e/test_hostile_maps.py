@@ -79,7 +79,11 @@ def forward_check(vd, socks, ck):
     fresh = peer = None
     try:
         peer = VirtioNetFrontend(socks['peer'])
-        peer.setup()
+        try:
+            peer.setup()
+        except (VhostUserError, OSError) as e:
+            ck.check(False, 'peer: its guest is set up (%s)' % e)
+            return
         rx = peer.rings[RX_Q]
         bufs = {}  # chain head: its buffer
         for _ in range(4):
@@ -159,7 +163,8 @@ def main():
         mapped = memfd_maps(pid)
         ck.check(mapped == total, 'vnetd maps the %d regions acked (%d)' % (total, mapped))
         ck.check(total == SMALL_CAP + (HOSTILE - 1) * DEFAULT_CAP,
-                 'the hostile ports hold %d mappings in all, not %d+' % (total, OLD_TABLE))
+                 'the hostile ports hold %d mappings in all, the sum of their caps (the old '
+                 'table held %d)' % (total, OLD_TABLE))
         log = open(vd.log_path, 'rb').read()[log_start:].decode(errors='replace')
         ck.check(re.search(r'ADD_MEM_REG: all %d memory slots in use' % DEFAULT_CAP, log)
                  is not None, 'vnetd logs the refusal naming the cap')
@@ -167,7 +172,8 @@ def main():
         alive = 0
         for c in hostile:
             try:
-                alive += c.get_max_mem_slots() in (SMALL_CAP, DEFAULT_CAP)
+                c.get_max_mem_slots()
+                alive += 1
             except (VhostUserError, OSError):
                 pass
         ck.check(alive == HOSTILE, '%d of %d hostile connections still answer' % (alive, HOSTILE))
