@@ -114,6 +114,8 @@ static const char usage_text[] =
 	"                       home, its vhost-user and control queue, is worker 0; default: off)\n"
 	"  max-mem=SIZE         guest memory the frontend may map: its memory table (each region\n"
 	"                       with its mmap offset) and dirty log; K/M/G/T suffixes (default 2T)\n"
+	"  max-mem-slots=N      memory regions the frontend may map, 1..509 (default 32;\n"
+	"                       GET_MAX_MEM_SLOTS answers it)\n"
 	"  migrate-state=on|off offer DEVICE_STATE: a QEMU >= 10 migration carries the port's\n"
 	"                       coalescing, control-queue and RSS state (default on)\n"
 	"  max-macs=N           switch: MACs the port may hold in the switch's table, 1..4096\n"
