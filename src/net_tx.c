@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "guest_race.h"
 #include "log.h"
 #include "net_rate.h"
 #include "notify.h"
@@ -138,6 +139,7 @@ static int tx_send_one(struct vnet_dev *dev, struct vnet_queue *q)
 		stat_inc(&q->stats.dropped);
 		return TX_DROPPED;
 	}
+	guest_race(GUEST_RACE_TX_POPPED); /* the backend gets hdr, the copy that was checked */
 	r = dev->be_ops->transmit(q->be, hdr, c->iov, c->nread, dev->hdr_len,
 				  c->read_len - dev->hdr_len);
 	if (r == -EAGAIN)
@@ -194,6 +196,7 @@ static inline __attribute__((always_inline)) bool tx_burst_take(struct vnet_dev 
 	dev->tx_burst[n].data = buf + dev->hdr_len;
 	dev->tx_burst[n].len = (uint32_t)(c->read_len - dev->hdr_len);
 	dev->tx_burst_head[n] = c->head;
+	guest_race(GUEST_RACE_TX_POPPED); /* the header decided on: the backend gets its copy */
 	return true;
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "guest_race.h"
 #include "iov.h"
 #include "log.h"
 #include "stat_atomic.h"
@@ -28,8 +29,8 @@
  * in switch_internal.h.
  */
 
-#define SW_MAX_FRAME 65536 /* the largest frame a port takes */
 #define SW_FLOOD 0xffffu   /* cross-worker tag: every port of the receiving worker */
+#define SW_FWD_IOV 8	   /* a forwarded frame's pieces: its checked copy, the rest in place */
 
 _Static_assert(SWITCH_MAX_WORKERS <= XQ_MAX_WORKERS, "the cross-worker queues cover every worker");
 _Static_assert(SW_MAX_FRAME <= XQ_MAX_FRAME, "every frame fits a cross-worker queue");
@@ -202,11 +203,14 @@ static void pkt_put(struct sw_worker *w, struct sw_packet *pkt)
 }
 
 /**
- * switch_pool_free() - free a worker's pool of packet buffers (switch_destroy()).
+ * switch_pool_free() - free a worker's pool of packet buffers and its whole-frame copy
+ * (switch_destroy()).
  * @w: the worker, which forwards no more
  */
 void switch_pool_free(struct sw_worker *w)
 {
+	free(w->whole);
+	w->whole = NULL;
 	for (unsigned k = 0; k < 2; k++)
 		while (w->pool[k]) {
 			struct sw_packet *pkt = w->pool[k];
@@ -309,6 +313,7 @@ static inline __attribute__((always_inline)) void
 port_deliver(struct switch_port *dst, const struct iovec *iov, unsigned iovcnt, size_t off,
 	     size_t len, const int pair)
 {
+	guest_race(GUEST_RACE_TX_FORWARD);
 	if (dst->q_len && port_drain(dst, SWITCH_QUEUE_PACKETS, SWITCH_QUEUE_BYTES) != 0) {
 		port_enqueue(dst, iov, iovcnt, off, len, pair);
 		return;
@@ -359,6 +364,7 @@ static inline __attribute__((always_inline)) void sw_deliver(struct switch_port 
 							     const bool guarded)
 {
 	if (guarded && dst->up) {
+		guest_race(GUEST_RACE_TX_FORWARD);
 		dst->up->deliver(dst->up_ctx, iov, iovcnt, off, len);
 		return;
 	}
@@ -420,6 +426,7 @@ static void cross_send(struct switch_port *src, unsigned to, const struct switch
 			   : SW_FLOOD | (uint64_t)(src->home->slot + 1u) << 16 |
 				     (uint64_t)sender_pair(src) << 32;
 
+	guest_race(GUEST_RACE_TX_FORWARD);
 	if (xq_push(src->sw->xq, src->worker, to, tag, iov, iovcnt, off, len) == 0)
 		src->crossed++;
 	else
@@ -438,6 +445,7 @@ static int cross_unicast(struct switch_port *src, unsigned to, uint64_t tag,
 	struct xq *q = src->sw->xq;
 	int r;
 
+	guest_race(GUEST_RACE_TX_FORWARD);
 	while ((r = xq_push(q, src->worker, to, tag, iov, iovcnt, off, len)) == -ENOSPC) {
 		if (xq_block(q, src->worker, to, len)) {
 			src->xq_wait = (uint16_t)(to + 1);
@@ -466,6 +474,7 @@ static int spread_deliver(struct switch_port *src, unsigned worker, unsigned fro
 	}
 	if (src)
 		return cross_unicast(src, run->worker, tag, iov, iovcnt, off, len);
+	guest_race(GUEST_RACE_TX_FORWARD);
 	if (xq_push(dst->sw->xq, worker, run->worker, tag, iov, iovcnt, off, len) != 0)
 		__atomic_fetch_add(&dst->spread_dropped, 1, __ATOMIC_RELAXED);
 	return 0;
@@ -473,15 +482,17 @@ static int spread_deliver(struct switch_port *src, unsigned worker, unsigned fro
 
 /*
  * What every frame of src goes through before it is forwarded: its length, port security, storm
- * control for broadcasts, the access port's tag check, ips=, then learning its source. Leaves the
- * frame's MACs and EtherType in src->macs. False: dropped (counted). `xw`, `storm`, `ips`: as
- * transmit()'s.
+ * control for broadcasts, the access port's tag check, ips=, then learning its source. Each
+ * check reads src's copy of the frame's first bytes (sw_head()), taken once from the guest:
+ * the frame's MACs and EtherType (src->head), grown by the checks that read further
+ * (sw_head_need()); the switch forwards that copy (sw_fwd_iov()). False: dropped (counted).
+ * `xw`, `storm`, `ips`: as transmit()'s.
  */
 static inline __attribute__((always_inline)) bool
 sw_admit(struct switch_port *src, const struct iovec *iov, unsigned iovcnt, size_t off, size_t len,
 	 uint64_t now, const bool xw, const bool storm, const bool ips)
 {
-	const uint8_t *dst_mac = src->macs, *src_mac = src->macs + SW_ETH_ALEN;
+	const uint8_t *dst_mac = src->head, *src_mac = src->head + SW_ETH_ALEN;
 
 	if (len < SW_MIN_FRAME || len > SW_MAX_FRAME) {
 		src->dropped++;
@@ -490,11 +501,14 @@ sw_admit(struct switch_port *src, const struct iovec *iov, unsigned iovcnt, size
 		return false;
 	}
 	/*
-	 * Only the MAC addresses are looked at; the frame is copied once, later. The guest's header
-	 * is not: the switch offers no offloads, so the device already dropped any frame asking for
-	 * a checksum or GSO (tx_hdr_allowed()), and the header we forward is a zeroed one.
+	 * The MAC addresses and EtherType, into the port: what the checks read and what leaves;
+	 * the rest of the frame is copied once, later. The guest's header is not: the switch
+	 * offers no offloads, so the device already dropped any frame asking for a checksum or GSO
+	 * (tx_hdr_allowed()), and the header we forward is a zeroed one.
 	 */
-	iov_copy_from(iov, iovcnt, off, src->macs, sizeof(src->macs));
+	src->head_whole = false;
+	src->head_len = SW_MIN_FRAME;
+	iov_copy_from(iov, iovcnt, off, src->head, SW_MIN_FRAME);
 
 	/*
 	 * Port security: in the common case one compare against the port's MAC, and a look at the
@@ -508,7 +522,7 @@ sw_admit(struct switch_port *src, const struct iovec *iov, unsigned iovcnt, size
 			sw_psec_drop(src, src_mac);
 			return false;
 		}
-		memcpy(&et, src->macs + 2 * SW_ETH_ALEN, sizeof(et));
+		memcpy(&et, src->head + 2 * SW_ETH_ALEN, sizeof(et));
 		if (__builtin_expect(et != SW_ET_IPV4, 0) && !sw_lladdr_pass(src, iov, iovcnt, off, len))
 			return false;
 	}
@@ -518,12 +532,67 @@ sw_admit(struct switch_port *src, const struct iovec *iov, unsigned iovcnt, size
 	 */
 	if (storm && src->flood_rate && (dst_mac[0] & 1) && !storm_take(src, now))
 		return false;
-	if (storm && src->access && sw_access_tagged(src, iov, iovcnt, off))
+	if (storm && src->access && sw_access_tagged(src))
 		return false;
 	if (ips && !sw_ips_pass(src, iov, iovcnt, off, len))
 		return false;
 	learn_cached(src->sw, src, src_mac, now, xw);
+	guest_race(GUEST_RACE_TX_ADMITTED);
 	return true;
+}
+
+/* sw_fwd_iov()'s general case: the rest of the frame in more than one piece of the chain. */
+static __attribute__((noinline)) unsigned sw_fwd_iov_slow(struct switch_port *src,
+							  const struct iovec *iov, unsigned iovcnt,
+							  size_t off, size_t len,
+							  struct iovec fwd[SW_FWD_IOV])
+{
+	const struct iovec *v = iov;
+	size_t at = off + src->head_len, rest = len - src->head_len;
+	unsigned n = 1, cnt = iovcnt;
+
+	while (cnt && at >= v[0].iov_len) {
+		at -= v[0].iov_len;
+		v++;
+		cnt--;
+	}
+	for (unsigned i = 0; rest && i < cnt && n < SW_FWD_IOV; i++, at = 0) {
+		size_t take = v[i].iov_len - at < rest ? v[i].iov_len - at : rest;
+
+		fwd[n++] = (struct iovec){.iov_base = (uint8_t *)v[i].iov_base + at, .iov_len = take};
+		rest -= take;
+	}
+	if (!rest || n < SW_FWD_IOV) /* all of it (the chain may not hold more: as it is) */
+		return n;
+	/* More pieces than SW_FWD_IOV (no Linux guest's): the whole frame into the port's copy. */
+	if (!sw_head_need(src, iov, iovcnt, off, len, len))
+		return 0;
+	fwd[0] = (struct iovec){.iov_base = (void *)sw_head(src), .iov_len = src->head_len};
+	return 1;
+}
+
+/*
+ * The frame (len bytes at byte off of iov) as every path forwards it, into fwd: src's checked
+ * copy of its first bytes (sw_head(), what the checks read), then the rest of it in place in the
+ * guest's buffers, which each receiver, queue or backend copies once. Returns the entries
+ * (offset 0 in them), 0 when the frame cannot be forwarded (dropped: no memory for a copy).
+ */
+static inline __attribute__((always_inline)) unsigned
+sw_fwd_iov(struct switch_port *src, const struct iovec *iov, unsigned iovcnt, size_t off,
+	   size_t len, struct iovec fwd[SW_FWD_IOV])
+{
+	size_t at = off + src->head_len;
+
+	fwd[0] = (struct iovec){.iov_base = (void *)sw_head(src), .iov_len = src->head_len};
+	if (src->head_len == len)
+		return 1;
+	/* Nearly always: the rest in the first piece (the device's header and the frame). */
+	if (iovcnt && at < iov[0].iov_len && len - src->head_len <= iov[0].iov_len - at) {
+		fwd[1] = (struct iovec){.iov_base = (uint8_t *)iov[0].iov_base + at,
+					.iov_len = len - src->head_len};
+		return 2;
+	}
+	return sw_fwd_iov_slow(src, iov, iovcnt, off, len, fwd);
 }
 
 /*
@@ -571,7 +640,7 @@ sw_flood(struct switch_port *src, const struct iovec *iov, unsigned iovcnt, size
 	struct switch_port *dst;
 	int deliveries = 0;
 
-	if (storm && !(src->macs[0] & 1) && src->flood_rate && !storm_take(src, now))
+	if (storm && !(src->head[0] & 1) && src->flood_rate && !storm_take(src, now))
 		return 0;
 	src->flooded++;
 	for (unsigned i = 0, k = 0; i < own->nports; i++) {
@@ -616,15 +685,23 @@ transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size
 {
 	struct switch_port *src = port_of(be), *dst;
 	uint64_t now = src->sw->w[xw ? src->worker : 0].now_ns;
+	struct iovec fwd[SW_FWD_IOV];
+	unsigned n;
 
 	if (!sw_admit(src, iov, iovcnt, off, len, now, xw, storm, ips))
 		return 0;
-	if (!(src->macs[0] & 1)) {
-		dst = lookup_cached(src->sw, src, src->macs, now);
-		if (dst)
-			return sw_unicast(src, dst, iov, iovcnt, off, len, xw, storm);
+	/* From here on the frame is its checked copy, then the rest in the guest's buffers. */
+	n = sw_fwd_iov(src, iov, iovcnt, off, len, fwd);
+	if (__builtin_expect(!n, 0)) {
+		src->dropped++;
+		return 0;
 	}
-	return sw_flood(src, iov, iovcnt, off, len, now, xw, storm);
+	if (!(src->head[0] & 1)) {
+		dst = lookup_cached(src->sw, src, src->head, now);
+		if (dst)
+			return sw_unicast(src, dst, fwd, n, 0, len, xw, storm);
+	}
+	return sw_flood(src, fwd, n, 0, len, now, xw, storm);
 }
 
 /*
@@ -635,11 +712,14 @@ transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size
 static void port_deliver_burst(struct switch_port *dst, const struct vnet_frame *f,
 			       const uint8_t (*heads)[VNET_FRAME_HEAD], unsigned from, unsigned to)
 {
-	unsigned k = from + vnet_dev_receive_burst(dst->dev, f + from, heads + from, to - from);
+	unsigned k;
 
+	guest_race(GUEST_RACE_TX_FORWARD);
+	k = from + vnet_dev_receive_burst(dst->dev, f + from, heads + from, to - from);
 	for (; k < to; k++) {
 		struct iovec iov[2];
 
+		guest_race(GUEST_RACE_TX_FORWARD);
 		port_enqueue(dst, iov, vnet_frame_iov(&f[k], heads[k], iov), 0, f[k].len, -1);
 	}
 }
@@ -667,16 +747,17 @@ static unsigned switch_transmit_burst(struct vnet_backend *be, const struct vnet
 		const struct iovec iov = {.iov_base = (void *)f[i].data, .iov_len = f[i].len};
 		struct switch_port *dst = NULL;
 		bool ok = sw_admit(src, &iov, 1, 0, f[i].len, now, false, false, false);
-		uint16_t et;
+		struct iovec fwd[SW_FWD_IOV];
+		unsigned nfwd;
 		bool deep;
 
-		if (ok && !(src->macs[0] & 1))
-			dst = lookup_cached(src->sw, src, src->macs, now);
-		/* Port security looks deeper into ARP and ND frames than their Ethernet header: those
-		 * go at once, transmit()'s way; the others in runs, with the header it checked. */
-		memcpy(&et, src->macs + 2 * SW_ETH_ALEN, sizeof(et));
-		deep = src->psec && et != SW_ET_IPV4;
-		memcpy(src->burst_head[i], src->macs, VNET_FRAME_HEAD);
+		if (ok && !(src->head[0] & 1))
+			dst = lookup_cached(src->sw, src, src->head, now);
+		/* Port security may read further than the Ethernet header (ARP, ND, IPv6's next
+		 * header): those frames go at once, transmit()'s way, with all it read; the others in
+		 * runs, each with the Ethernet header it checked. */
+		deep = src->head_len != VNET_FRAME_HEAD;
+		memcpy(src->burst_head[i], src->head, VNET_FRAME_HEAD);
 		if (dst && dst == run && !deep) {
 			src->forwarded++;
 			continue;
@@ -690,10 +771,12 @@ static unsigned switch_transmit_burst(struct vnet_backend *be, const struct vnet
 			src->forwarded++;
 			run = dst;
 			start = i;
+		} else if (!(nfwd = sw_fwd_iov(src, &iov, 1, 0, f[i].len, fwd))) {
+			src->dropped++;
 		} else if (dst) {
-			(void)sw_unicast(src, dst, &iov, 1, 0, f[i].len, false, false);
+			(void)sw_unicast(src, dst, fwd, nfwd, 0, f[i].len, false, false);
 		} else {
-			more += (uint32_t)sw_flood(src, &iov, 1, 0, f[i].len, now, false, false);
+			more += (uint32_t)sw_flood(src, fwd, nfwd, 0, f[i].len, now, false, false);
 		}
 	}
 	if (run)

@@ -22,6 +22,8 @@
 #define SW_ETH_ALEN FDB_ETH_ALEN
 #define SW_MAGIC 0x73776974u /* "swit": catches a tap handle passed to the switch */
 #define SW_MIN_FRAME 14	      /* an Ethernet header */
+#define SW_MAX_FRAME 65536    /* the largest frame a port takes */
+#define SW_HEAD_MAX 256	      /* the checked copy of a frame's first bytes, in the port */
 #define SW_NS 1000000000ull   /* a second in ns (storm control's credit per frame) */
 
 struct sw_packet; /* a queued frame's buffer (switch.c) */
@@ -90,8 +92,19 @@ struct switch_port {
 	struct fdb_ver src_ver;
 	uint64_t src_retry_ns;
 	uint8_t src_mac[SW_ETH_ALEN];
-	uint8_t macs[2 * SW_ETH_ALEN + 2]; /* the frame being sent: destination, source, EtherType */
-	/* switch_transmit_burst(): each frame's Ethernet header as admitted (macs), what its
+	/*
+	 * The frame being sent as its checks read it (sw_admit()), copied once from the guest:
+	 * destination, source, EtherType, and what port security, the tag check and ips= read
+	 * behind them: its first head_len bytes in head[], or, where the checks read beyond
+	 * SW_HEAD_MAX, the whole frame in its worker's `whole` buffer (head_whole). Every path
+	 * forwards these bytes, not the guest's (sw_fwd_iov()): what was checked is what leaves,
+	 * whatever the sender's guest writes into its buffer meanwhile; the rest of the frame is
+	 * copied once, from the guest's buffer to the receiver, queue or backend.
+	 */
+	uint32_t head_len;
+	bool head_whole;
+	uint8_t head[SW_HEAD_MAX] __attribute__((aligned(16)));
+	/* switch_transmit_burst(): each frame's Ethernet header as admitted (head), what its
 	 * receiver gets whatever the sender's guest writes into the frame meanwhile */
 	uint8_t burst_head[VNET_BURST_MAX][VNET_FRAME_HEAD];
 	uint8_t dst_mac[SW_ETH_ALEN];
@@ -131,6 +144,9 @@ struct sw_worker {
 	/* Free packet buffers by size class ([0] small, [1] large), and how many each holds. */
 	struct sw_packet *pool[2];
 	unsigned pool_len[2];
+	/* SW_MAX_FRAME bytes, allocated at first use: the checked copy of a frame whose checks
+	 * read beyond SW_HEAD_MAX, or that comes in too many pieces (a port's head_whole) */
+	uint8_t *whole;
 };
 
 struct vnet_switch {
@@ -180,6 +196,22 @@ __attribute__((noinline, cold)) void sw_learn_refused(struct switch_port *p, enu
 /* sw_psec_drop() - p's frame from source MAC mac, not the port's: dropped, counted, logged. */
 __attribute__((noinline, cold)) void sw_psec_drop(struct switch_port *p, const uint8_t *mac);
 
+/* sw_head() - p's checked copy of the frame being sent (head_len bytes of it). */
+static inline const uint8_t *sw_head(const struct switch_port *p)
+{
+	return p->head_whole ? p->sw->w[p->worker].whole : p->head;
+}
+
+/*
+ * sw_head_need() - make p's checked copy hold the frame's (len bytes at byte off of iov) first
+ * n bytes, all of it if shorter: only the bytes beyond what it holds are read from the guest.
+ * Returns sw_head(p), or NULL when the whole-frame buffer could not be allocated (the caller
+ * drops the frame).
+ */
+__attribute__((noinline)) const uint8_t *sw_head_need(struct switch_port *p, const struct iovec *iov,
+						      unsigned iovcnt, size_t off, size_t len,
+						      size_t n);
+
 /* sw_lladdr_pass() - a port-secured port's non-IPv4 frame: do its ARP/ND addresses pass? */
 __attribute__((noinline)) bool sw_lladdr_pass(struct switch_port *p, const struct iovec *iov,
 					      unsigned iovcnt, size_t off, size_t len);
@@ -195,7 +227,6 @@ __attribute__((noinline)) bool sw_ips_pass(struct switch_port *p, const struct i
 					   unsigned iovcnt, size_t off, size_t len);
 
 /* sw_access_tagged() - an access port's frame carries a VLAN tag (dropped, counted, logged). */
-__attribute__((noinline)) bool sw_access_tagged(struct switch_port *p, const struct iovec *iov,
-						unsigned iovcnt, size_t off);
+__attribute__((noinline)) bool sw_access_tagged(struct switch_port *p);
 
 #endif

@@ -5,6 +5,8 @@
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/uio.h>
 
 #include "iov.h"
@@ -65,15 +67,59 @@ __attribute__((noinline, cold)) void sw_psec_drop(struct switch_port *p, const u
 }
 
 /**
+ * sw_head_need() - make p's checked copy of its frame hold the frame's first n bytes.
+ * @p: the sending port, inside sw_admit() (its copy holds head_len bytes)
+ * @iov: the frame's chain, in the guest's memory
+ * @iovcnt: its entries
+ * @off: where the frame starts in it
+ * @len: the frame's length
+ * @n: how many of its first bytes the caller reads (all of them if len is smaller)
+ *
+ * Only the bytes beyond what the copy holds are read from the guest, once: the copy grows in
+ * p->head up to SW_HEAD_MAX, beyond that the whole frame goes into the worker's `whole` buffer
+ * (allocated at its first use), behind what p->head held. Out of line: only frames whose checks
+ * read beyond their Ethernet header come here.
+ *
+ * Return: the copy (sw_head(p)), or NULL when the whole-frame buffer could not be allocated.
+ */
+__attribute__((noinline)) const uint8_t *sw_head_need(struct switch_port *p, const struct iovec *iov,
+						      unsigned iovcnt, size_t off, size_t len,
+						      size_t n)
+{
+	struct sw_worker *w = &p->sw->w[p->worker];
+
+	if (n > len)
+		n = len;
+	if (n <= p->head_len)
+		return sw_head(p);
+	if (n <= SW_HEAD_MAX) {
+		p->head_len += (uint32_t)iov_copy_from(iov, iovcnt, off + p->head_len,
+						       p->head + p->head_len, n - p->head_len);
+		return p->head;
+	}
+	if (!w->whole && !(w->whole = malloc(SW_MAX_FRAME))) {
+		log_err("switch %s: no memory for a copy of a frame: dropped", p->name);
+		return NULL;
+	}
+	/* What the checks read so far stays what they read: the guest's bytes only behind it. */
+	memcpy(w->whole, p->head, p->head_len);
+	p->head_len += (uint32_t)iov_copy_from(iov, iovcnt, off + p->head_len, w->whole + p->head_len,
+					       len - p->head_len);
+	p->head_whole = true;
+	return w->whole;
+}
+
+/**
  * sw_lladdr_pass() - a port-secured port's frame that is not IPv4: if ARP or ND (or tagged),
  * whether the link-layer addresses it claims are the port's.
- * @p: the sending port (p->macs: the frame's addresses and EtherType)
+ * @p: the sending port (its checked copy holds the frame's Ethernet header, sw_head())
  * @iov: the frame's chain
  * @iovcnt: its entries
  * @off: where the frame starts in it
  * @len: the frame's length
  *
- * switch_lladdr.c has the rules; dropped, counted and logged (rate-limited) if not. Out of
+ * switch_lladdr.c has the rules, which read p's checked copy, grown as they ask (sw_head_need():
+ * the switch forwards that copy); dropped, counted and logged (rate-limited) if not. Out of
  * line: IPv4 never comes here.
  *
  * Return: true when the frame may leave.
@@ -82,19 +128,38 @@ __attribute__((noinline)) bool sw_lladdr_pass(struct switch_port *p, const struc
 					      unsigned iovcnt, size_t off, size_t len)
 {
 	const struct switch_mac_set macs = {p->psec_mac, p->allowed, p->n_allowed};
-	unsigned et = (unsigned)p->macs[12] << 8 | p->macs[13];
-	const char *why;
-	uint8_t nh;
+	unsigned et = (unsigned)p->head[12] << 8 | p->head[13];
+	const char *why = NULL;
+	const uint8_t *f;
+	size_t want = SW_HEAD_MAX, need = 0;
 
 	if (!switch_lladdr_inspects(et))
 		return true;
-	/* IPv6 whose next header is neither ICMPv6 nor an option header (TCP, UDP...): one byte. */
-	if (et == 0x86dd && iov_copy_from(iov, iovcnt, off + SW_MIN_FRAME + 6, &nh, 1) == 1 &&
-	    !switch_lladdr_ipv6_nh(nh))
-		return true;
-	why = switch_lladdr_check(iov, iovcnt, off, len, &macs);
-	if (!why)
-		return true;
+	/* IPv6 whose next header is neither ICMPv6 nor an option header (TCP, UDP...): 7 bytes more. */
+	if (et == 0x86dd && len > SW_MIN_FRAME + 6) {
+		f = sw_head_need(p, iov, iovcnt, off, len, SW_MIN_FRAME + 7);
+		if (f && !switch_lladdr_ipv6_nh(f[SW_MIN_FRAME + 6]))
+			return true;
+	}
+	/* ARP, ND, tags: their first SW_HEAD_MAX bytes; the whole frame if the rules ask for more. */
+	for (;;) {
+		enum switch_lladdr_verdict v;
+
+		if (!(f = sw_head_need(p, iov, iovcnt, off, len, want))) {
+			p->dropped++;
+			return false;
+		}
+		v = switch_lladdr_judge(f, p->head_len, len, &macs, &why, &need);
+		if (v == SWITCH_LLADDR_PASS)
+			return true;
+		if (v == SWITCH_LLADDR_DROP)
+			break;
+		if (need <= p->head_len || want >= len) { /* no more to give: cannot be read */
+			why = "a frame port security cannot read";
+			break;
+		}
+		want = len;
+	}
 	stat_inc(&p->arp_nd_spoofed);
 	log_guest("switch %s: dropped %s (port security)", p->name, why);
 	return false;
@@ -142,7 +207,8 @@ __attribute__((noinline, cold)) void sw_storm_log(struct switch_port *p, uint64_
 
 /**
  * sw_ips_pass() - p has an ips= list: whether its frame may leave.
- * @p: the sending port
+ * @p: the sending port (its checked copy, sw_head(), grows to SWITCH_IPS_HDR bytes here: the
+ *     rules read it, the switch forwards it)
  * @iov: the frame's chain
  * @iovcnt: its entries
  * @off: where the frame starts in it
@@ -156,10 +222,15 @@ __attribute__((noinline, cold)) void sw_storm_log(struct switch_port *p, uint64_
 __attribute__((noinline)) bool sw_ips_pass(struct switch_port *p, const struct iovec *iov,
 					   unsigned iovcnt, size_t off, size_t len)
 {
-	uint8_t hdr[SWITCH_IPS_HDR];
-	size_t n = iov_copy_from(iov, iovcnt, off, hdr, len < sizeof(hdr) ? len : sizeof(hdr));
-	const char *why = switch_ips_check(p->ips, p->n_ips, hdr, n);
+	const uint8_t *hdr = sw_head_need(p, iov, iovcnt, off, len, SWITCH_IPS_HDR);
+	const char *why;
 
+	if (!hdr) {
+		p->dropped++;
+		return false;
+	}
+	why = switch_ips_check(p->ips, p->n_ips, hdr,
+			       p->head_len < SWITCH_IPS_HDR ? p->head_len : SWITCH_IPS_HDR);
 	if (!why)
 		return true;
 	stat_inc(&p->ip_spoofed);
@@ -172,23 +243,17 @@ __attribute__((noinline)) bool sw_ips_pass(struct switch_port *p, const struct i
 /**
  * sw_access_tagged() - whether an access port's frame carries a VLAN tag (802.1Q 0x8100,
  * 802.1ad 0x88a8, the old QinQ 0x9100): the guest of an access port sends untagged frames only.
- * @p: the sending port, an access port
- * @iov: the frame's chain
- * @iovcnt: its entries
- * @off: where the frame starts in it
+ * @p: the sending port, an access port (its checked copy holds the frame's EtherType, which the
+ *     switch forwards: the guest cannot tag the frame after this check)
  *
  * A tagged frame is dropped, counted and logged (rate-limited). Out of line: access ports only.
  *
  * Return: true when the frame is tagged (dropped).
  */
-__attribute__((noinline)) bool sw_access_tagged(struct switch_port *p, const struct iovec *iov,
-						unsigned iovcnt, size_t off)
+__attribute__((noinline)) bool sw_access_tagged(struct switch_port *p)
 {
-	uint8_t et[2];
-	unsigned type;
+	unsigned type = (unsigned)p->head[2 * SW_ETH_ALEN] << 8 | p->head[2 * SW_ETH_ALEN + 1];
 
-	iov_copy_from(iov, iovcnt, off + 2 * SW_ETH_ALEN, et, sizeof(et));
-	type = (unsigned)et[0] << 8 | et[1];
 	if (type != 0x8100 && type != 0x88a8 && type != 0x9100)
 		return false;
 	stat_inc(&p->tagged_dropped);

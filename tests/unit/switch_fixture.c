@@ -41,6 +41,7 @@ void sw_new(void)
 	sw = switch_create(1, NULL, NULL);
 	assert_non_null(sw);
 	nports = 0;
+	tx_ntracked = 0;
 	clock_ns = 1000 * NS;
 	switch_set_clock(sw, clock_ns);
 }
@@ -61,6 +62,54 @@ struct port *port_add(uint64_t features)
 	memcpy(p->mac, (const uint8_t[6]){0x02, 0, 0, 0, 0, (uint8_t)(0xa0 + nports)}, 6);
 	nports++;
 	return p;
+}
+
+/* ---- A switch over several workers, one thread playing them all ---- */
+
+static void wake_none(void *ctx, unsigned worker)
+{
+	(void)ctx;
+	(void)worker; /* drain_workers() looks at every worker anyway */
+}
+
+static const struct switch_owner_ops wake_ops = {.wake = wake_none};
+
+void sw_new_workers(unsigned nworkers)
+{
+	sw = switch_create(nworkers, &wake_ops, NULL);
+	assert_non_null(sw);
+	nports = 0;
+	tx_ntracked = 0;
+	clock_ns = 1000 * NS;
+	switch_set_clock(sw, clock_ns);
+}
+
+/* port_add() on worker `worker`, with the ops table switch_port_ops() picks. */
+struct port *port_add_on(uint64_t features, unsigned worker)
+{
+	static const char *const names[MAX_PORTS] = {"a", "b", "c", "d", "e"};
+	struct port *p = &ports[nports];
+
+	assert_true(nports < MAX_PORTS);
+	memset(p, 0, sizeof(*p));
+	p->td = td_new(1, TD_BASE_FEATURES | features);
+	p->be = switch_attach(sw, p->td->dev, names[nports], worker);
+	assert_non_null(p->be);
+	vnet_dev_attach_backend(p->td->dev, switch_port_ops(p->be), p->be);
+	memcpy(p->mac, (const uint8_t[6]){0x02, 0, 0, 0, 0, (uint8_t)(0xa0 + nports)}, 6);
+	nports++;
+	return p;
+}
+
+/* Every worker ends its round and places what the others queued for it, until none is left. */
+void drain_workers(void)
+{
+	for (unsigned w = 0; w < SWITCH_MAX_WORKERS; w++)
+		switch_worker_round_end(sw, w);
+	for (unsigned w = 0; w < SWITCH_MAX_WORKERS; w++)
+		while (switch_worker_rx(sw, w))
+			;
+	pump();
 }
 
 void port_detach(struct port *p)
@@ -143,11 +192,53 @@ void tx_queue_cut(struct port *p, const uint8_t *frame, size_t len, const uint32
 		off += cuts[i];
 	}
 	assert_int_equal(off, HDR + len);
+	if (tx_ntracked < TX_TRACK) {
+		struct tx_tracked *t = &tx_tracked[tx_ntracked++];
+
+		for (unsigned i = 0; i < ncuts; i++) {
+			t->host[i] = fake_mem_host(&td->mem, b[i].gpa);
+			t->len[i] = cuts[i];
+		}
+		t->n = ncuts;
+	}
 	if (indirect)
 		fake_vq_add_indirect(&td->vq[TXQ], b, ncuts);
 	else
 		fake_vq_add_chain(&td->vq[TXQ], b, ncuts);
 	free(pkt);
+}
+
+/* ---- Guest memory the tests' "other vCPU" rewrites ---- */
+
+struct tx_tracked tx_tracked[TX_TRACK];
+unsigned tx_ntracked;
+
+/* Forget the frames queued so far (tx_queue_cut() tracks each from now on). */
+void tx_track_reset(void)
+{
+	tx_ntracked = 0;
+}
+
+/* Write n bytes at byte frame_off of tracked frame k, in its guest's buffers (wherever cut). */
+void tx_guest_write(unsigned k, size_t frame_off, const void *bytes, size_t n)
+{
+	const struct tx_tracked *t = &tx_tracked[k];
+	const uint8_t *src = bytes;
+	size_t at = HDR + frame_off, c;
+
+	assert_true(k < tx_ntracked);
+	for (unsigned i = 0; i < t->n && n; i++) {
+		if (at >= t->len[i]) {
+			at -= t->len[i];
+			continue;
+		}
+		c = t->len[i] - at < n ? t->len[i] - at : n;
+		memcpy(t->host[i] + at, src, c);
+		src += c;
+		n -= c;
+		at = 0;
+	}
+	assert_int_equal(n, 0);
 }
 
 void tx_kick(struct port *p)

@@ -82,6 +82,26 @@ void expect_nothing(const struct port *p);
 void two_ports_b_learned(void);
 struct switch_port_counters counters(const struct port *p);
 
+/*
+ * The frames queued on TX rings since tx_track_reset(), by where their bytes lie in the sending
+ * guest's memory: what a test's "other vCPU" (guest_race.h) rewrites while the switch works.
+ */
+#define TX_TRACK 256
+struct tx_tracked {
+	uint8_t *host[FAKE_MAX_CHAIN]; /* each descriptor's bytes (the first holds the header) */
+	uint32_t len[FAKE_MAX_CHAIN];
+	unsigned n;
+};
+extern struct tx_tracked tx_tracked[TX_TRACK];
+extern unsigned tx_ntracked;
+void tx_track_reset(void);
+void tx_guest_write(unsigned k, size_t frame_off, const void *bytes, size_t n);
+
+/* A switch over nworkers workers (ports: port_add_on()); drain_workers() plays their threads. */
+void sw_new_workers(unsigned nworkers);
+struct port *port_add_on(uint64_t features, unsigned worker);
+void drain_workers(void);
+
 /* A test: the switch destroyed and the devices freed after it. */
 #define T(fn) cmocka_unit_test_teardown(fn, sw_teardown)
 

@@ -169,7 +169,7 @@ static void test_port_security_off_learns_any_source(void **state)
 
 /* ---- ARP and ND: the MACs inside (port security) ---- */
 
-static uint8_t nf[256]; /* the frame being built */
+static uint8_t nf[1024]; /* the frame being built */
 
 /* Ethernet header from p's MAC to broadcast with `type`, behind an 802.1Q tag if asked. */
 static size_t nf_eth(const struct port *p, unsigned type, bool tagged)
@@ -258,9 +258,11 @@ static void nf_send(struct port *p, struct port *to, size_t len, bool passes)
 
 /*
  * (22a) ARP from a port-secured port: a request or reply whose sender MAC is another port's
- * (the Ethernet source its own) is dropped and counted, also behind a VLAN tag; its own or an
- * allowed MAC passes; a non-Ethernet hardware address is no MAC of anyone's and passes; a port
- * without port security sends any.
+ * (the Ethernet source its own) is dropped and counted, also behind a VLAN tag and with
+ * hardware type 6 (IEEE 802, which Linux takes on Ethernet too); its own or an allowed MAC
+ * passes; an ARP packet whose addresses are not 6 bytes (which port security cannot read and
+ * no Ethernet host takes) is dropped, as is a truncated one; a port without port security
+ * sends any.
  */
 static void test_port_security_arp_sender_mac(void **state)
 {
@@ -276,7 +278,13 @@ static void test_port_security_arp_sender_mac(void **state)
 	nf_send(b, a, arp_from(b, 2, mac_unknown, 6, true), false); /* behind a tag */
 	assert_int_equal(counters(b).arp_nd_spoofed, 3);
 	assert_int_equal(counters(b).spoofed, 0);
-	nf_send(b, a, arp_from(b, 1, mac_unknown, 8, false), true); /* not Ethernet's */
+	nf_send(b, a, arp_from(b, 1, mac_unknown, 8, false), false); /* not 6-byte addresses */
+	arp_from(b, 2, a->mac, 6, false);
+	nf[14 + 1] = 6; /* hardware type IEEE 802: Linux takes it on Ethernet */
+	nf_send(b, a, 60, false);
+	arp_from(b, 2, b->mac, 6, false);
+	nf_send(b, a, 14 + 13, false); /* ends inside the sender MAC */
+	assert_int_equal(counters(b).arp_nd_spoofed, 6);
 	assert_int_equal(switch_port_set_security(b->be, &(struct switch_port_security){
 							    .on = true, .n_allowed = 1, .allowed = nested}),
 			 0);
@@ -284,7 +292,8 @@ static void test_port_security_arp_sender_mac(void **state)
 	assert_int_equal(switch_port_set_security(b->be, &(struct switch_port_security){.on = false}),
 			 0);
 	nf_send(b, a, arp_from(b, 2, mac_unknown, 6, false), true);
-	assert_int_equal(counters(b).arp_nd_spoofed, 3);
+	nf_send(b, a, arp_from(b, 1, mac_unknown, 8, false), true);
+	assert_int_equal(counters(b).arp_nd_spoofed, 6);
 	assert_int_equal(counters(a).arp_nd_spoofed, 0);
 }
 
@@ -342,6 +351,70 @@ static void test_port_security_nd_link_layer_addresses(void **state)
 	assert_int_equal(counters(b).spoofed, 0);
 }
 
+/* An ARP reply from p's MAC with sender MAC sha behind ntags 802.1Q / 802.1ad tags. */
+static size_t arp_tagged(const struct port *p, unsigned ntags, const uint8_t *sha)
+{
+	size_t at = 12;
+
+	arp_from(p, 2, sha, 6, false);
+	memmove(nf + 12 + 4 * ntags, nf + 12, 60 - 12);
+	for (unsigned i = 0; i < ntags; i++, at += 4) {
+		nf[at] = i ? 0x81 : 0x88, nf[at + 1] = i ? 0x00 : 0xa8;
+		nf[at + 2] = 0x00, nf[at + 3] = (uint8_t)(10 + i);
+	}
+	return 60 + 4 * ntags;
+}
+
+/*
+ * (22c) What port security cannot read does not leave a port-secured port: ARP behind three
+ * VLAN tags (two are looked behind; before, the third passed unread, whatever sender MAC it
+ * carried), a frame that ends in its tags, ND whose options run past the message, a link-layer
+ * address option not Ethernet's 8 bytes, a payload length past the frame. ND longer than the
+ * switch's copy of a frame's first bytes (SW_HEAD_MAX) is read whole: a foreign target address
+ * at its end is dropped, its own passes byte-exact.
+ */
+static void test_port_security_drops_what_it_cannot_read(void **state)
+{
+	struct port *a = &ports[0], *b = &ports[1];
+	size_t len;
+
+	(void)state;
+	sw_up_secure(2, 32, false);
+	nf_send(b, a, arp_tagged(b, 2, b->mac), true);
+	nf_send(b, a, arp_tagged(b, 2, a->mac), false);
+	assert_int_equal(counters(b).arp_nd_spoofed, 1);
+	nf_send(b, a, arp_tagged(b, 3, a->mac), false); /* passed before: three tags, unread */
+	nf_send(b, a, arp_tagged(b, 3, b->mac), false);
+	nf_send(b, a, arp_tagged(b, 4, b->mac), false);
+	assert_int_equal(counters(b).arp_nd_spoofed, 4);
+	arp_tagged(b, 2, b->mac);
+	nf_send(b, a, 14 + 4 + 2, false); /* ends inside its second tag's EtherType */
+	assert_int_equal(counters(b).arp_nd_spoofed, 5);
+	/* ND: an option past the message's end, a 16-byte link-layer option, a long payload. */
+	len = nd_from(b, 135, 0, 1, 1, b->mac, false);
+	nf[len - 8 + 1] = 2; /* the SLLA option claims 16 bytes: past the message */
+	nf_send(b, a, len, false);
+	len = nd_from(b, 135, 0, 1, 2, b->mac, false);
+	nf_send(b, a, len, false); /* 16 bytes, within the message: not Ethernet's */
+	len = nd_from(b, 136, 0, 2, 1, b->mac, false);
+	nf[14 + 5] += 8; /* payload length 8 bytes past the frame */
+	nf_send(b, a, len, false);
+	assert_int_equal(counters(b).arp_nd_spoofed, 8);
+	/* Longer than the switch's copy of a frame's head: read whole. */
+	len = nd_from(b, 136, 60, 2, 1, a->mac, false);
+	assert_true(len > 256 + 64);
+	nf_send(b, a, len, false);
+	len = nd_from(b, 136, 60, 2, 1, b->mac, false);
+	nf_send(b, a, len, true);
+	assert_int_equal(counters(b).arp_nd_spoofed, 9);
+	/* Untagged and two tags deep, its own, still pass; a port without security sends any. */
+	nf_send(b, a, arp_from(b, 2, b->mac, 6, false), true);
+	assert_int_equal(switch_port_set_security(b->be, &(struct switch_port_security){.on = false}),
+			 0);
+	nf_send(b, a, arp_tagged(b, 3, a->mac), true);
+	assert_int_equal(counters(b).arp_nd_spoofed, 9);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -352,6 +425,7 @@ int main(void)
 	    T(test_port_security_off_learns_any_source),
 	    T(test_port_security_arp_sender_mac),
 	    T(test_port_security_nd_link_layer_addresses),
+	    T(test_port_security_drops_what_it_cannot_read),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
