@@ -12,7 +12,8 @@ export VNETD_BUILD := $(abspath $(BUILD))
 
 .PHONY: all deps build check docs-check unit asan fuzz-smoke fuzz e2e demo doctor soak bench \
 	bench-fairness bench-datapath bench-scale bench-workers bench-coal-causes install \
-	bench-migration bench-fdb-flood bench-rate clean deb deb-check check-migration-qemu72 tsan
+	bench-migration bench-fdb-flood bench-rate clean deb deb-check check-migration-qemu72 tsan \
+	fuzz-proto
 
 all: build
 
@@ -64,6 +65,16 @@ fuzz-smoke: $(FUZZ_BUILD)/build.ninja
 fuzz: $(FUZZ_BUILD)/build.ninja
 	ninja -C $(FUZZ_BUILD)
 	tools/run-fuzzers.sh $(FUZZ_BUILD) seconds $(FUZZ_SECONDS)
+
+# Only fuzz_vhost_proto (whole frontends, their guests and a racing second vCPU against vhost-user,
+# devices and switch) for FUZZ_SECONDS, from its seeds, the corpus kept in
+# $(FUZZ_BUILD)/fuzz-corpus/vhost_proto (a later run goes on from it); crashes in fuzz-artifacts.
+fuzz-proto: $(FUZZ_BUILD)/build.ninja
+	ninja -C $(FUZZ_BUILD) tests/fuzz/fuzz_vhost_proto
+	mkdir -p $(FUZZ_BUILD)/fuzz-corpus/vhost_proto $(FUZZ_BUILD)/fuzz-artifacts
+	$(FUZZ_BUILD)/tests/fuzz/fuzz_vhost_proto -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+		-artifact_prefix=$(FUZZ_BUILD)/fuzz-artifacts/fuzz_vhost_proto- \
+		$(FUZZ_BUILD)/fuzz-corpus/vhost_proto tests/fuzz/corpus/vhost_proto
 
 e2e: build
 	$(PYTHON) tests/e2e/run_all.py
