@@ -9,6 +9,7 @@
 
 #include "virtqueue_internal.h"
 
+#include "guest_race.h"
 #include "log.h"
 
 static const char *const walk_error_names[] = {
@@ -66,6 +67,8 @@ enum vq_walk_error vq_chain_add_buf(const struct guest_mem *mem, uint64_t addr, 
 		return VQ_WALK_READ_AFTER_WRITE;
 	if (!len)
 		return VQ_WALK_OK;
+	if (n >= VQ_MAX_CHAIN) /* never within one walk; VQ_MAX_CHAIN - n must not wrap */
+		return VQ_WALK_TOO_MANY_IOV;
 	/* Data buffers may straddle adjacent regions: one iovec per region. */
 	got = guest_mem_translate_iov(mem, GUEST_ADDR_GPA, addr, len, &out->iov[n],
 				      VQ_MAX_CHAIN - n);
@@ -85,10 +88,18 @@ enum vq_walk_error vq_chain_add_buf(const struct guest_mem *mem, uint64_t addr, 
 	return VQ_WALK_OK;
 }
 
-/* Every chain vq_walk_chain()'s fast path does not take; d is the head descriptor's copy. */
+/*
+ * Every chain vq_walk_chain()'s fast path does not take; d is the head descriptor's copy. With
+ * `in_order` (a split IN_ORDER ring, num a power of 2) the walk checks IN_ORDER as it goes, on
+ * the same copies: each top-level NEXT must name the slot right after its own (0 after num - 1),
+ * and *last gets the chain's last top-level descriptor (the next chain must start after it).
+ * Each descriptor is read once; between two reads the guest's other vCPU may run
+ * (GUEST_RACE_RING_WALK), and nothing read before is read again.
+ */
 static __attribute__((noinline)) enum vq_walk_error
 walk_chain_slow(const struct guest_mem *mem, const struct vring_desc *desc, unsigned num,
-		unsigned head, bool indirect_ok, struct vq_chain *out, struct vring_desc d)
+		unsigned head, bool indirect_ok, struct vq_chain *out, struct vring_desc d,
+		bool in_order, unsigned *last)
 {
 	const struct vring_desc *table = desc;
 	unsigned table_size = num, in_table = 0, total = 0, idx = head;
@@ -97,10 +108,15 @@ walk_chain_slow(const struct guest_mem *mem, const struct vring_desc *desc, unsi
 	out->nread = out->nwrite = 0;
 	out->read_len = out->write_len = 0;
 	out->ndesc = 0;
+	*last = head;
 
 	for (;;) {
-		if (total)
+		if (total) {
+			guest_race(GUEST_RACE_RING_WALK);
 			d = vq_desc_read(table, idx);
+			if (!indirect)
+				*last = idx;
+		}
 
 		/* A table of n entries can hold at most n descriptors of one chain. */
 		if (++in_table > table_size || ++total > VQ_MAX_CHAIN)
@@ -138,6 +154,8 @@ walk_chain_slow(const struct guest_mem *mem, const struct vring_desc *desc, unsi
 
 		if (!(d.flags & VRING_DESC_F_NEXT))
 			return VQ_WALK_OK;
+		if (in_order && !indirect && d.next != ((idx + 1) & (num - 1)))
+			return VQ_WALK_IN_ORDER;
 		idx = d.next;
 		if (idx >= table_size)
 			return VQ_WALK_BAD_NEXT;
@@ -149,46 +167,39 @@ static bool is_pow2(unsigned n)
 	return n && !(n & (n - 1));
 }
 
+/* The ring's private memory back to the heap, and every pointer into it forgotten. */
+static void vq_priv_free(struct virtqueue *vq)
+{
+	free(vq->priv);
+	vq->priv = NULL;
+	vq->pk.rec = NULL;
+	vq->pk.in_flight = NULL;
+	vq->pk.cap = 0;
+}
+
 /*
  * IN_ORDER batches (split): vq_push() writes into a private shadow of the used ring and
  * vq_publish() copies one element per batch. 0, or -1 (no memory).
  */
 static int split_shadow_alloc(struct virtqueue *vq)
 {
-	free(vq->pk.mem_block);
-	vq->pk.mem_block = NULL;
-	if (!vq->batch_used)
+	if (!vq->run.batch_used)
 		return 0;
-	vq->pk.mem_block = calloc(1, sizeof(struct vring_used) +
-					 (size_t)vq->num * sizeof(struct vring_used_elem));
-	return vq->pk.mem_block ? 0 : -1;
+	vq->priv = calloc(1, sizeof(struct vring_used) +
+				 (size_t)vq->run.num * sizeof(struct vring_used_elem));
+	return vq->priv ? 0 : -1;
 }
 
-/**
- * vq_start() - translate and check the ring addresses the transport set, and start the queue.
- * @vq: the queue: num, desc/avail/used_addr, ring_space and the layout flags set
- * @mem: the guest memory the rings and every later chain are translated in
- *
- * Split: the size must be a power of two up to VQ_MAX_SIZE, the rings aligned and each inside
- * one region; starts at last_avail (kept across a stop) and the used index the ring holds.
- * Packed: see vq_packed_start(). Clears a broken state.
- *
- * Return: 0, or -1 (rate-limited log line) with the queue not started.
+/*
+ * The split half of vq_start(): the ring's size and layout are in vq->run, a base for a split
+ * ring (if any) in last_avail.
  */
-int vq_start(struct virtqueue *vq, const struct guest_mem *mem)
+static int split_start(struct virtqueue *vq, const struct guest_mem *mem)
 {
-	uint64_t num = vq->num;
+	uint64_t num = vq->run.num;
 
-	vq->started = false;
-	vq->ready = VQ_FAST_NONE;
-	if (vq->packed)
-		return vq_packed_start(vq, mem);
-	if (vq->base_set) {
-		vq->last_avail = (uint16_t)vq->base;
-		vq->base_set = false;
-	}
-	if (!is_pow2(vq->num) || vq->num > VQ_MAX_SIZE) {
-		log_guest("queue %u: bad size %u", vq->index, vq->num);
+	if (!is_pow2(vq->run.num) || vq->run.num > VQ_MAX_SIZE) {
+		log_guest("queue %u: bad size %u", vq->index, vq->run.num);
 		return -1;
 	}
 	if ((vq->desc_addr & 15) || (vq->avail_addr & 1) || (vq->used_addr & 3)) {
@@ -220,9 +231,9 @@ int vq_start(struct virtqueue *vq, const struct guest_mem *mem)
 		goto refuse;
 	}
 	vq->uring = vq->used;
-	if (vq->batch_used)
-		vq->used = vq->pk.mem_block;
-	vq->mask = (uint16_t)(vq->num - 1);
+	if (vq->run.batch_used)
+		vq->used = vq->priv;
+	vq->mask = (uint16_t)(vq->run.num - 1);
 	vq->mem = mem;
 	vq->shadow_avail = vq->last_avail; /* forces a read of the index at the first pop */
 	vq->used_idx = VQ_READ_ONCE_U16(&vq->uring->idx);
@@ -233,7 +244,7 @@ int vq_start(struct virtqueue *vq, const struct guest_mem *mem)
 	vq->io_next = VQ_IO_ANY; /* IN_ORDER: the first head after a start may be any */
 	vq->broken = false;
 	vq->started = true;
-	vq->ready = vq->in_order ? VQ_FAST_SPLIT_IN_ORDER : VQ_FAST_SPLIT;
+	vq->ready = vq->run.in_order ? VQ_FAST_SPLIT_IN_ORDER : VQ_FAST_SPLIT;
 	return 0;
 
 refuse:
@@ -244,16 +255,73 @@ refuse:
 }
 
 /**
- * vq_stop() - stop the queue and forget its ring pointers.
- * @vq: the queue; last_avail stays, for GET_VRING_BASE
+ * vq_start() - translate and check the ring addresses the transport set, and start the queue.
+ * @vq: the queue: num, desc/avail/used_addr, ring_space and the layout flags set
+ * @mem: the guest memory the rings and every later chain are translated in
+ *
+ * The size and layout flags are taken once, into vq->run: they are the ring's for this run,
+ * whatever the transport's fields say later. A started ring is stopped first (vq_stop()); the
+ * ring's private memory is allocated here for this run's layout, and only here. A base set for
+ * the other layout (or kept by a stop of a run on it) does not apply: the ring starts from the
+ * beginning (split: avail index 0; packed: slot 0, wrap counters 1), as after a reset.
+ *
+ * Split: the size must be a power of two up to VQ_MAX_SIZE, the rings aligned and each inside
+ * one region; starts at last_avail (kept across a stop; vq_set_base() sets it) and the used
+ * index the ring holds.
+ * Packed: see vq_packed_start(). Clears a broken state.
+ *
+ * Return: 0, or -1 (rate-limited log line) with the queue not started.
+ */
+int vq_start(struct virtqueue *vq, const struct guest_mem *mem)
+{
+	int rc;
+
+	if (vq->started)
+		vq_stop(vq);
+	vq_priv_free(vq); /* nothing to free: a stopped ring has none (vq->priv) */
+	vq->ready = VQ_FAST_NONE;
+	vq->run = (struct vq_run){.num = vq->num,
+				  .packed = vq->packed,
+				  .in_order = vq->in_order,
+				  .batch_used = vq->batch_used,
+				  .reads_only = vq->reads_only,
+				  .event_idx = vq->event_idx,
+				  .indirect = vq->indirect};
+	if (vq->base_set && vq->base_packed != vq->run.packed) {
+		log_guest("queue %u: the vring base 0x%x is a %s ring's; this %s ring starts from "
+			  "the beginning", vq->index, vq->base,
+			  vq->base_packed ? "packed" : "split", vq->run.packed ? "packed" : "split");
+		vq->base_set = false;
+		vq->last_avail = 0;
+	}
+	if (vq->run.packed) {
+		rc = vq_packed_start(vq, mem);
+	} else {
+		if (vq->base_set) {
+			vq->last_avail = (uint16_t)vq->base;
+			vq->base_set = false;
+		}
+		rc = split_start(vq, mem);
+	}
+	if (rc < 0)
+		vq_priv_free(vq);
+	return rc;
+}
+
+/**
+ * vq_stop() - stop the queue, forget its ring pointers and free its private memory.
+ * @vq: the queue; its position stays, for GET_VRING_BASE and the next start if on the same
+ *      layout (split: last_avail; packed: a base for a packed ring)
  */
 void vq_stop(struct virtqueue *vq)
 {
 	if (vq->ready == VQ_FAST_PACKED)
 		vq->shadow_avail = vq->last_avail; /* kept from now (virtqueue.h) */
-	if (vq->started && vq->packed) {
-		/* A packed ring has no index in memory: the next start resumes from here. */
+	if (vq->started && vq->run.packed) {
+		/* A packed ring has no index in memory: the next start resumes from here, if it is
+		 * a packed one (a split ring's position is last_avail). */
 		vq->base = vq_packed_get_base(vq);
+		vq->base_packed = true;
 		vq->base_set = true;
 	}
 	vq->started = false;
@@ -263,6 +331,7 @@ void vq_stop(struct virtqueue *vq)
 	vq->used = vq->uring = NULL;
 	vq->pk.dev_event = NULL;
 	vq->pk.drv_event = NULL;
+	vq_priv_free(vq);
 }
 
 /**
@@ -303,6 +372,7 @@ enum vq_walk_error vq_walk_chain(const struct guest_mem *mem, const struct vring
 				 unsigned num, unsigned head, bool indirect_ok, struct vq_chain *out)
 {
 	struct vring_desc d;
+	unsigned last;
 
 	out->head = (uint16_t)head;
 	if (head >= num) {
@@ -314,7 +384,7 @@ enum vq_walk_error vq_walk_chain(const struct guest_mem *mem, const struct vring
 	d = vq_desc_read(desc, head);
 	if (vq_chain_one(mem, &d, out))
 		return VQ_WALK_OK;
-	return walk_chain_slow(mem, desc, num, head, indirect_ok, out, d);
+	return walk_chain_slow(mem, desc, num, head, indirect_ok, out, d, false, &last);
 }
 
 /**
@@ -325,7 +395,7 @@ enum vq_walk_error vq_walk_chain(const struct guest_mem *mem, const struct vring
  */
 uint16_t vq_avail_idx(struct virtqueue *vq)
 {
-	if (vq->packed)
+	if (vq->run.packed)
 		return vq_packed_avail_idx(vq);
 	return le16toh(__atomic_load_n(&vq->avail->idx, __ATOMIC_ACQUIRE));
 }
@@ -347,11 +417,11 @@ bool vq_avail_at_least(struct virtqueue *vq, unsigned n)
 
 	if (n == 0)
 		return true;
-	if (vq->packed)
+	if (vq->run.packed)
 		return vq_packed_avail_at_least(vq, n);
 	unpopped = (uint16_t)(vq_avail_idx(vq) - vq->last_avail);
-	if (unpopped > vq->num)
-		unpopped = vq->num;
+	if (unpopped > vq->run.num)
+		unpopped = vq->run.num;
 	return unpopped >= n;
 }
 
@@ -365,34 +435,38 @@ bool vq_has_avail(struct virtqueue *vq)
 {
 	if (!vq->started || vq->broken)
 		return false;
-	if (vq->packed)
+	if (vq->run.packed)
 		return vq_packed_has_avail(vq);
 	return __atomic_load_n(&vq->avail->idx, __ATOMIC_ACQUIRE) != htole16(vq->last_avail);
 }
 
 /*
- * IN_ORDER (split): the driver uses the descriptor table in ring order, a chain's descriptors
- * at head, head + 1, ... (0 after num - 1), the next chain right after. Follows the top-level
- * links again (at most the chain's descriptor count) and moves io_next past the chain.
+ * The split pop's walk of the chain at head (below num): vq_walk_chain(), and on an IN_ORDER
+ * ring its check in the same walk (walk_chain_slow()): the driver uses the descriptor table in
+ * ring order, a chain's descriptors at head, head + 1, ... (0 after num - 1), the next chain
+ * right after (io_next, moved past the chain). One read of each descriptor decides both, so a
+ * pop costs the descriptors chain->ndesc counts, whatever the driver rewrites meanwhile.
  */
-static enum vq_walk_error split_in_order_check(struct virtqueue *vq, uint16_t head)
+static enum vq_walk_error split_walk(struct virtqueue *vq, uint16_t head, struct vq_chain *chain)
 {
-	unsigned idx = head, mask = vq->num - 1u;
+	const bool in_order = vq->run.in_order;
+	struct vring_desc d;
+	enum vq_walk_error err;
+	unsigned last = head;
 
-	if (vq->io_next != VQ_IO_ANY && head != vq->io_next)
+	chain->head = head;
+	if (in_order && vq->io_next != VQ_IO_ANY && head != vq->io_next)
 		return VQ_WALK_IN_ORDER;
-	for (unsigned i = 0; i < vq->num; i++) {
-		struct vring_desc d = vq_desc_read(vq->desc, idx);
-
-		if (!(d.flags & VRING_DESC_F_NEXT)) {
-			vq->io_next = (idx + 1) & mask;
-			return VQ_WALK_OK;
-		}
-		if (d.next != ((idx + 1) & mask))
-			return VQ_WALK_IN_ORDER;
-		idx = d.next;
+	d = vq_desc_read(vq->desc, head);
+	if (!vq_chain_one(vq->mem, &d, chain)) {
+		err = walk_chain_slow(vq->mem, vq->desc, vq->run.num, head, vq->run.indirect, chain,
+				      d, in_order, &last);
+		if (err != VQ_WALK_OK)
+			return err;
 	}
-	return VQ_WALK_TOO_LONG;
+	if (in_order)
+		vq->io_next = (last + 1) & (vq->run.num - 1u);
+	return VQ_WALK_OK;
 }
 
 /**
@@ -413,7 +487,7 @@ int vq_pop_slow(struct virtqueue *vq, struct vq_chain *chain)
 	uint16_t head;
 	enum vq_walk_error err;
 
-	if (vq->packed)
+	if (vq->run.packed)
 		return vq_packed_pop(vq, chain);
 	if (vq->broken)
 		return -1;
@@ -425,15 +499,14 @@ int vq_pop_slow(struct virtqueue *vq, struct vq_chain *chain)
 		vq->shadow_avail = le16toh(__atomic_load_n(&vq->avail->idx, __ATOMIC_ACQUIRE));
 		if (vq->shadow_avail == vq->last_avail)
 			return 0;
-		if ((uint16_t)(vq->shadow_avail - vq->last_avail) > vq->num) {
+		if ((uint16_t)(vq->shadow_avail - vq->last_avail) > vq->run.num) {
 			vq_mark_broken(vq, "avail index moved by more than the queue size");
 			return -1;
 		}
 	}
-	head = VQ_READ_ONCE_U16(&vq->avail->ring[vq->last_avail & (vq->num - 1)]);
-	err = vq_walk_chain(vq->mem, vq->desc, vq->num, head, vq->indirect, chain);
-	if (err == VQ_WALK_OK && vq->in_order)
-		err = split_in_order_check(vq, head);
+	head = VQ_READ_ONCE_U16(&vq->avail->ring[vq->last_avail & (vq->run.num - 1)]);
+	err = head < vq->run.num ? split_walk(vq, head, chain) : VQ_WALK_BAD_HEAD;
+	guest_race(GUEST_RACE_RING_WALK); /* the chain is taken: nothing of it is read again */
 	if (err != VQ_WALK_OK) {
 		vq_mark_broken(vq, vq_walk_error_str(err));
 		return -1;
@@ -451,18 +524,20 @@ int vq_pop_slow(struct virtqueue *vq, struct vq_chain *chain)
  */
 void vq_unpop(struct virtqueue *vq, unsigned n)
 {
-	if (vq->packed) {
+	if (!vq->started)
+		return; /* a stop gave every chain back already */
+	if (vq->run.packed) {
 		vq_packed_unpop(vq, n);
 		return;
 	}
-	if (vq->in_order && n) {
+	if (vq->run.in_order && n) {
 		/* The head to expect again is the first given back's, read again from the ring: a
 		 * driver may have rewritten it, and vq_pop()'s fast path trusts io_next to be below
 		 * num, so anything else expects no head in particular (the walker checks it). */
 		uint16_t first = (uint16_t)(vq->last_avail - n);
-		uint16_t head = VQ_READ_ONCE_U16(&vq->avail->ring[first & (vq->num - 1)]);
+		uint16_t head = VQ_READ_ONCE_U16(&vq->avail->ring[first & (vq->run.num - 1)]);
 
-		vq->io_next = head < vq->num ? head : VQ_IO_ANY;
+		vq->io_next = head < vq->run.num ? head : VQ_IO_ANY;
 	}
 	vq->last_avail = (uint16_t)(vq->last_avail - n);
 }
@@ -483,18 +558,19 @@ static void vq_log_used_range(struct virtqueue *vq, uint64_t off, uint64_t len)
  * may reuse the chain's descriptors for other buffers at once, and a walk after that would
  * log those instead of the ones written (a chain a driver changes in flight is its own loss).
  */
-static void vq_log_buffers(struct virtqueue *vq, uint16_t from, unsigned n)
+static __attribute__((noinline, cold)) void vq_log_buffers(struct virtqueue *vq, uint16_t from,
+								  unsigned n)
 {
-	static struct vq_chain chain; /* one event-loop thread; only used within this call */
+	struct vq_chain chain; /* this call's own (16 KiB): queues log on several workers at once */
 
-	if (n > vq->num) /* clamped here, off the path that does not log */
-		n = vq->num;
+	if (n > vq->run.num) /* clamped here, off the path that does not log */
+		n = vq->run.num;
 	for (unsigned i = 0; i < n; i++) {
 		const struct vring_used_elem *e = &vq->used->ring[(uint16_t)(from + i) & vq->mask];
 		uint32_t id = VQ_READ_ONCE_U32(&e->id), len = VQ_READ_ONCE_U32(&e->len);
 
-		if (!len ||
-		    vq_walk_chain(vq->mem, vq->desc, vq->num, id, vq->indirect, &chain) != VQ_WALK_OK)
+		if (!len || vq_walk_chain(vq->mem, vq->desc, vq->run.num, id, vq->run.indirect,
+					  &chain) != VQ_WALK_OK)
 			continue;
 		dirty_log_iov(vq->log, vq->mem, &chain.iov[chain.nread], chain.nwrite, len);
 	}
@@ -503,13 +579,13 @@ static void vq_log_buffers(struct virtqueue *vq, uint16_t from, unsigned n)
 /* Log the ring's part of a publication, after its stores: n used elements and the index. */
 static void vq_log_published(struct virtqueue *vq, uint16_t from, unsigned n)
 {
-	unsigned first = from & (vq->num - 1u);
+	unsigned first = from & (vq->run.num - 1u);
 
-	if (n > vq->num)
-		n = vq->num;
-	if (first + n > vq->num) { /* wraps: the tail of the ring, then its start */
-		vq_log_used_range(vq, 4 + 8ull * first, 8ull * (vq->num - first));
-		n -= vq->num - first;
+	if (n > vq->run.num)
+		n = vq->run.num;
+	if (first + n > vq->run.num) { /* wraps: the tail of the ring, then its start */
+		vq_log_used_range(vq, 4 + 8ull * first, 8ull * (vq->run.num - first));
+		n -= vq->run.num - first;
 		first = 0;
 	}
 	vq_log_used_range(vq, 4 + 8ull * first, 8ull * n);
@@ -528,11 +604,13 @@ void vq_publish(struct virtqueue *vq)
 	uint16_t from = vq->used_published;
 	unsigned n;
 
-	if (vq->packed) {
+	if (vq->run.packed) {
 		vq_packed_publish(vq);
 		return;
 	}
-	if (vq->batch_used && from != vq->used_idx) {
+	if (__builtin_expect(!vq->started, 0))
+		return; /* no ring to publish to */
+	if (vq->run.batch_used && from != vq->used_idx) {
 		/* IN_ORDER: the batch's last element alone, where the driver looks next. */
 		const struct vring_used_elem *e =
 			&vq->used->ring[(uint16_t)(vq->used_idx - 1) & vq->mask];
@@ -585,14 +663,14 @@ bool vq_driver_would_notify(const struct virtqueue *vq)
 {
 	uint16_t old = vq->signalled_used, new = vq->used_published, event;
 
-	if (vq->packed)
+	if (vq->run.packed)
 		return vq_packed_would_notify(vq);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (!vq->event_idx)
+	if (!vq->run.event_idx)
 		return !(VQ_READ_ONCE_U16(&vq->avail->flags) & VRING_AVAIL_F_NO_INTERRUPT);
 	if (!vq->signalled_valid)
 		return true;
-	event = VQ_READ_ONCE_U16(&vq->avail->ring[vq->num]); /* used_event */
+	event = VQ_READ_ONCE_U16(&vq->avail->ring[vq->run.num]); /* used_event */
 	return (uint16_t)(new - event - 1) < (uint16_t)(new - old);
 }
 
@@ -609,19 +687,20 @@ bool vq_kick_enable(struct virtqueue *vq)
 {
 	if (!vq->started || vq->broken)
 		return false;
-	if (vq->packed)
+	if (vq->run.packed)
 		return vq_packed_kick_enable(vq);
 	/*
 	 * avail_event = the driver's avail index now, not last_avail: when we stopped short of
 	 * the end (a packet that needs more buffers than are there), the driver's next additions
 	 * start at its avail index, and only an event inside them makes it kick.
 	 */
-	if (vq->event_idx)
-		VQ_WRITE_ONCE_U16((uint16_t *)&vq->uring->ring[vq->num], vq_avail_idx(vq));
+	if (vq->run.event_idx)
+		VQ_WRITE_ONCE_U16((uint16_t *)&vq->uring->ring[vq->run.num], vq_avail_idx(vq));
 	else
 		VQ_WRITE_ONCE_U16(&vq->uring->flags, 0);
 	if (__builtin_expect(vq->log != NULL, 0))
-		vq_log_used_range(vq, vq->event_idx ? 4 + 8ull * vq->num : 0, sizeof(uint16_t));
+		vq_log_used_range(vq, vq->run.event_idx ? 4 + 8ull * vq->run.num : 0,
+				  sizeof(uint16_t));
 	/* Order our store before re-reading avail->idx, or a kick could be lost. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	return vq_has_avail(vq);
@@ -636,11 +715,11 @@ bool vq_kick_enable(struct virtqueue *vq)
  */
 void vq_kick_disable(struct virtqueue *vq)
 {
-	if (vq->packed) {
+	if (vq->run.packed) {
 		vq_packed_kick_disable(vq);
 		return;
 	}
-	if (vq->started && !vq->broken && !vq->event_idx &&
+	if (vq->started && !vq->broken && !vq->run.event_idx &&
 	    VQ_READ_ONCE_U16(&vq->uring->flags) != VRING_USED_F_NO_NOTIFY) {
 		VQ_WRITE_ONCE_U16(&vq->uring->flags, VRING_USED_F_NO_NOTIFY);
 		if (__builtin_expect(vq->log != NULL, 0))
@@ -658,7 +737,7 @@ void vq_reset(struct virtqueue *vq)
 	void (*on_broken)(void *, unsigned) = vq->on_broken;
 	void *owner_ctx = vq->owner_ctx;
 
-	free(vq->pk.mem_block);
+	free(vq->priv);
 	memset(vq, 0, sizeof(*vq));
 	vq->index = index;
 	vq->on_broken = on_broken;
@@ -671,28 +750,27 @@ void vq_reset(struct virtqueue *vq)
  */
 void vq_free(struct virtqueue *vq)
 {
-	vq_stop(vq);
-	free(vq->pk.mem_block);
-	vq->pk.mem_block = NULL;
-	vq->pk.rec = NULL;
-	vq->pk.in_flight = NULL;
+	vq_stop(vq); /* frees the ring's private memory */
 }
 
 /**
  * vq_set_base() - SET_VRING_BASE: where the next vq_start() resumes.
- * @vq: the queue, stopped; vq->packed must already say the layout
+ * @vq: the queue, stopped; vq->packed must already say the layout of the next start
  * @base: split: the next avail index (16 bits); packed: bits 0-14 next avail slot, bit 15 its
  *        wrap counter, bits 16-30 next used slot, bit 31 its wrap counter (vhost-user spec;
  *        a zero top half, as DPDK sends, means used == avail)
  *
- * Return: 0, or -1 for a split base over 16 bits (nothing changed).
+ * The base is for the layout vq->packed says: a start on the other one does not use it.
+ *
+ * Return: 0, or -1 for a started ring or a split base over 16 bits (nothing changed).
  */
 int vq_set_base(struct virtqueue *vq, uint32_t base)
 {
-	if (!vq->packed && base > UINT16_MAX)
+	if (vq->started || (!vq->packed && base > UINT16_MAX))
 		return -1;
 	vq->base = base;
 	vq->base_set = true;
+	vq->base_packed = vq->packed;
 	if (!vq->packed) {
 		vq->last_avail = (uint16_t)base;
 		vq->used_idx = (uint16_t)base;
@@ -704,13 +782,17 @@ int vq_set_base(struct virtqueue *vq, uint32_t base)
  * vq_get_base() - GET_VRING_BASE's value.
  * @vq: the queue (started or stopped)
  *
+ * Started: where the ring is, in its run's layout. Stopped (GET_VRING_BASE answers after the
+ * stop): where the last run stopped, in its layout, or what SET_VRING_BASE set since; a ring
+ * that never ran: a fresh one of vq->packed's layout.
+ *
  * Return: split: the next avail index; packed: as vq_set_base() takes it, both halves.
  */
 uint32_t vq_get_base(const struct virtqueue *vq)
 {
-	if (!vq->packed)
-		return vq->last_avail;
 	if (vq->started)
-		return vq_packed_get_base(vq);
-	return vq->base_set ? vq->base : 0x80008000u;
+		return vq->run.packed ? vq_packed_get_base(vq) : vq->last_avail;
+	if (vq->base_set)
+		return vq->base;
+	return (vq->run.num ? vq->run.packed : vq->packed) ? 0x80008000u : vq->last_avail;
 }

@@ -138,11 +138,12 @@ struct vq_packed_state {
 	uint32_t room;         /* slots not in flight: num - slots popped and not published */
 	uint16_t max_nslots;   /* the most slots one popped list took since start (>= 1) */
 	unsigned cap;          /* power of 2 >= num: rec[] and the shadow used ring */
+	/* rec, the shadow used ring and in_flight lie in the ring's private block (vq->priv): */
+	/* set by vq_packed_start(), NULL from vq_stop() on. */
 	struct vq_packed_rec *rec; /* per popped list, at the slot it starts at (and, of several */
 				   /* slots, at its last one: vq_packed_unpop() walks back) */
 	uint8_t *in_flight;    /* per buffer id (VQ_PACKED_IDS): popped and not yet published, */
 			       /* or >= num (so one test covers the id's range too) */
-	void *mem_block;       /* rec, shadow used ring and in_flight in one allocation */
 	uint64_t desc_gpa;     /* the descriptor ring's GPA (dirty log); 0: unknown */
 	uint16_t *dev_event;   /* Device Event Suppression (we write), NULL for split */
 	const uint32_t *drv_event; /* Driver Event Suppression, read as one 32-bit snapshot */
@@ -155,10 +156,22 @@ struct vq_packed_state {
  */
 enum { VQ_FAST_NONE, VQ_FAST_SPLIT, VQ_FAST_PACKED, VQ_FAST_SPLIT_IN_ORDER, VQ_FAST_PACKED_BACK };
 
+/*
+ * What a ring runs with: its size and layout as vq_start() found them in the transport's fields
+ * of struct virtqueue, fixed until the ring stops (and kept after, as what the last run was).
+ * Every function of the virtqueue reads these, never the transport's fields: a field rewritten
+ * while the ring runs (a SET_FEATURES or SET_VRING_NUM the transport should have refused)
+ * changes nothing until the next vq_start().
+ */
+struct vq_run {
+	uint16_t num;
+	bool packed, in_order, batch_used, reads_only, event_idx, indirect;
+};
+
 /* One virtqueue as the device sees it; split unless `packed`. */
 struct virtqueue {
 	unsigned index;
-	/* Set by the transport before start. */
+	/* Set by the transport before start: the next vq_start() takes them (struct vq_run). */
 	uint16_t num;
 	uint64_t desc_addr, avail_addr, used_addr; /* packed: descriptors, Driver, Device Area */
 	enum guest_addr_space ring_space;
@@ -169,11 +182,13 @@ struct virtqueue {
 	bool batch_used;      /* IN_ORDER and lengths do not matter (TX): one used entry a batch */
 	bool reads_only;      /* the device only reads the buffers (TX): every used length is 0 */
 	bool base_set;        /* base holds a SET_VRING_BASE value (or the last stop's) */
+	bool base_packed;     /* ... for a packed ring (a base of the other layout is not used) */
 	uint32_t base;        /* vring base as vhost-user encodes it (packed: both positions) */
 	/* State. */
 	bool started;         /* rings translated and usable */
 	bool broken;          /* guest broke the ring: stopped until reset */
 	uint8_t ready;        /* started, not broken: which inline fast path vq_pop() takes */
+	struct vq_run run;    /* size and layout of this run (of the last, when stopped) */
 	uint16_t mask;        /* vq_push()'s index mask: num - 1, or the packed shadow's cap - 1 */
 	uint32_t io_next;     /* split IN_ORDER: the head the next chain must start at (always */
 			      /* below num: vq_pop()'s fast path relies on it), or */
@@ -183,6 +198,13 @@ struct virtqueue {
 	struct vring_used *used;  /* where vq_push() writes: the used ring, or a private shadow */
 	struct vring_used *uring; /* split: the guest's used ring (== used unless batch_used) */
 	struct vq_packed_state pk;
+	/*
+	 * The ring's private memory: what its layout allocated at vq_start() (packed: records,
+	 * shadow used ring, in_flight; split with batch_used: the shadow), freed at vq_stop(),
+	 * vq_reset() and vq_free(). Non-NULL exactly while the ring is started: nothing of one run
+	 * is reused by the next, whatever its layout.
+	 */
+	void *priv;
 	uint16_t last_avail;  /* next avail ring entry to consume */
 	uint16_t shadow_avail; /* driver's avail index as last read (vq_pop reads it once per batch); */
 			       /* packed: not kept while ready is VQ_FAST_PACKED (= last_avail then) */
@@ -307,7 +329,7 @@ static inline __attribute__((always_inline)) void vq_prefetch_desc(const struct 
 static inline __attribute__((always_inline)) void vq_prefetch_head(const struct virtqueue *vq,
 								   unsigned head, const bool write)
 {
-	if (head < vq->num)
+	if (head < vq->run.num)
 		vq_prefetch_desc(vq, head, write);
 }
 
@@ -317,14 +339,17 @@ static inline __attribute__((always_inline)) void vq_prefetch_head(const struct 
  */
 static inline void vq_prefetch_next(const struct virtqueue *vq)
 {
-	vq_prefetch_head(vq, VQ_READ_ONCE_U16(&vq->avail->ring[vq->last_avail & (vq->num - 1)]),
+	vq_prefetch_head(vq, VQ_READ_ONCE_U16(&vq->avail->ring[vq->last_avail & (vq->run.num - 1)]),
 			 false);
 }
 
-/* vq_start() - translate and check ring addresses; 0, or -1 (logged) if bad. */
+/*
+ * vq_start() - take the size and layout the transport set (vq->run: fixed for this run),
+ * allocate the ring's private memory, translate and check ring addresses; 0, or -1 (logged).
+ */
 int vq_start(struct virtqueue *vq, const struct guest_mem *mem);
 
-/* vq_stop() - forget ring pointers; keeps last_avail for GET_VRING_BASE. */
+/* vq_stop() - forget ring pointers, free the private memory; keeps the position as a base. */
 void vq_stop(struct virtqueue *vq);
 
 /* vq_mark_broken() - stop processing this queue after a guest error (NEEDS_RESET); tells on_broken. */
@@ -387,7 +412,7 @@ static inline __attribute__((always_inline)) bool vq_packed_pop_one(struct virtq
 #endif
 		memcpy(&pk->rec[pk->next_slot], &rec, sizeof(rec));
 	}
-	if (++pk->next_slot >= vq->num) {
+	if (++pk->next_slot >= vq->run.num) {
 		pk->next_slot = 0;
 		pk->next_wrap = !pk->next_wrap;
 		pk->next_want ^= VRING_PACKED_DESC_F_AVAIL | VRING_PACKED_DESC_F_USED;
@@ -400,9 +425,9 @@ static inline __attribute__((always_inline)) bool vq_packed_pop_one(struct virtq
 		 * fewer slots (any size is legal) is not worth it. */
 		unsigned ahead = pk->next_slot + VQ_PREFETCH_AHEAD - 1u;
 
-		if (ahead >= vq->num)
-			ahead -= vq->num;
-		if (ahead < vq->num)
+		if (ahead >= vq->run.num)
+			ahead -= vq->run.num;
+		if (ahead < vq->run.num)
 			vq_prefetch_desc(vq, ahead, write);
 	}
 	return true;
@@ -416,7 +441,7 @@ static inline __attribute__((always_inline)) bool vq_packed_pop_one(struct virtq
 static inline __attribute__((always_inline)) bool vq_split_pop_one(struct virtqueue *vq, struct vq_chain *chain,
 				    const bool in_order, const bool write)
 {
-	uint16_t mask = (uint16_t)(vq->num - 1);
+	uint16_t mask = (uint16_t)(vq->run.num - 1);
 	uint16_t head;
 	struct vring_desc d;
 
@@ -424,7 +449,7 @@ static inline __attribute__((always_inline)) bool vq_split_pop_one(struct virtqu
 		return false;
 	head = VQ_READ_ONCE_U16(&vq->avail->ring[vq->last_avail & mask]);
 	/* IN_ORDER: io_next is below num (or VQ_IO_ANY, which no head equals). */
-	if (in_order ? head != vq->io_next : head >= vq->num)
+	if (in_order ? head != vq->io_next : head >= vq->run.num)
 		return false;
 	d = vq_desc_read(vq->desc, head);
 	if (!vq_chain_one(vq->mem, &d, chain))
@@ -587,7 +612,10 @@ void vq_reset(struct virtqueue *vq);
 /* vq_free() - release what a packed or IN_ORDER queue allocated (device teardown). */
 void vq_free(struct virtqueue *vq);
 
-/* vq_set_base() - SET_VRING_BASE: where the next start resumes; -1 if the value cannot be one. */
+/*
+ * vq_set_base() - SET_VRING_BASE: where the next start resumes, if on vq->packed's layout; -1
+ * if the value cannot be one or the ring is started.
+ */
 int vq_set_base(struct virtqueue *vq, uint32_t base);
 
 /* vq_get_base() - GET_VRING_BASE's value (packed: avail and used position with wraps). */

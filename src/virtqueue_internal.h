@@ -14,7 +14,7 @@ enum vq_walk_error vq_walk_packed(const struct guest_mem *mem, const struct pvir
 				  unsigned num, unsigned slot, bool wrap, uint16_t head_flags,
 				  bool indirect_ok, struct vq_chain *out, unsigned *nslots);
 
-/* The packed layout's half of the virtqueue API; virtqueue.c dispatches on vq->packed. */
+/* The packed layout's half of the virtqueue API; virtqueue.c dispatches on vq->run.packed. */
 int vq_packed_start(struct virtqueue *vq, const struct guest_mem *mem);
 int vq_packed_pop(struct virtqueue *vq, struct vq_chain *chain);
 void vq_packed_unpop(struct virtqueue *vq, unsigned n);

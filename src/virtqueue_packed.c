@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "guest_race.h"
 #include "log.h"
 #include "virtqueue_internal.h"
 
@@ -84,6 +85,8 @@ static enum vq_walk_error pk_walk_indirect(const struct guest_mem *mem, const st
 		struct pvirtq_desc e;
 		enum vq_walk_error err;
 
+		if (i)
+			guest_race(GUEST_RACE_RING_WALK); /* between two reads of the table */
 		memcpy(&e, (const uint8_t *)table + (size_t)i * sizeof(e), sizeof(e));
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		e.flags = le16toh(e.flags);
@@ -135,6 +138,7 @@ enum vq_walk_error vq_walk_packed(const struct guest_mem *mem, const struct pvir
 		enum vq_walk_error err;
 
 		if (n) {
+			guest_race(GUEST_RACE_RING_WALK); /* between two reads of the ring */
 			flags = pk_flags(&ring[s]);
 			if (!pk_is_avail(flags, w))
 				return VQ_WALK_NOT_AVAIL;
@@ -171,8 +175,9 @@ enum vq_walk_error vq_walk_packed(const struct guest_mem *mem, const struct pvir
 
 /**
  * vq_packed_start() - translate and check a packed ring and start the queue.
- * @vq: the queue: num (1..VQ_MAX_SIZE, any value), desc_addr (16-aligned, 16 * num bytes),
- *      avail_addr (Driver Area) and used_addr (Device Area, both 4-aligned, 4 bytes), and base
+ * @vq: the queue (from vq_start(): vq->run set, no private memory): vq->run.num (1..VQ_MAX_SIZE,
+ *      any value), desc_addr (16-aligned, 16 * num bytes), avail_addr (Driver Area) and
+ *      used_addr (Device Area, both 4-aligned, 4 bytes), and a packed ring's base
  * @mem: the guest memory
  *
  * Resumes at the positions vq_set_base() (or the last stop) gave, else at slot 0 with both
@@ -191,8 +196,8 @@ int vq_packed_start(struct virtqueue *vq, const struct guest_mem *mem)
 	uint64_t off;
 	const struct guest_mem_region *r;
 
-	if (vq->num == 0 || vq->num > VQ_MAX_SIZE) {
-		log_guest("queue %u: bad size %u", vq->index, vq->num);
+	if (vq->run.num == 0 || vq->run.num > VQ_MAX_SIZE) {
+		log_guest("queue %u: bad size %u", vq->index, vq->run.num);
 		return -1;
 	}
 	if ((vq->desc_addr & 15) || (vq->avail_addr & 3) || (vq->used_addr & 3)) {
@@ -208,16 +213,16 @@ int vq_packed_start(struct virtqueue *vq, const struct guest_mem *mem)
 			used_slot = avail_slot;
 			used_wrap = avail_wrap;
 		}
-		if (avail_slot >= vq->num || used_slot >= vq->num) {
+		if (avail_slot >= vq->run.num || used_slot >= vq->run.num) {
 			log_guest("queue %u: packed base 0x%x outside a ring of %u", vq->index,
-				  vq->base, vq->num);
+				  vq->base, vq->run.num);
 			return -1;
 		}
 		if (avail_slot != used_slot || avail_wrap != used_wrap)
 			log_guest("queue %u: %s: resuming at the used position", vq->index,
 				  "buffers were in flight at the last stop");
 	}
-	vq->desc = guest_mem_translate(mem, vq->ring_space, vq->desc_addr, 16ull * vq->num);
+	vq->desc = guest_mem_translate(mem, vq->ring_space, vq->desc_addr, 16ull * vq->run.num);
 	pk->drv_event = guest_mem_translate(mem, vq->ring_space, vq->avail_addr, 4);
 	pk->dev_event = guest_mem_translate(mem, vq->ring_space, vq->used_addr, 4);
 	if (!vq->desc || !pk->drv_event || !pk->dev_event) {
@@ -230,7 +235,7 @@ int vq_packed_start(struct virtqueue *vq, const struct guest_mem *mem)
 		goto refuse;
 	}
 	if (vq->base_set && vq->base == 0 &&
-	    !(le16toh(__atomic_load_n(&pk_ring(vq)[vq->num - 1].flags, __ATOMIC_ACQUIRE)) &
+	    !(le16toh(__atomic_load_n(&pk_ring(vq)[vq->run.num - 1].flags, __ATOMIC_ACQUIRE)) &
 	      VRING_PACKED_DESC_F_USED)) {
 		/*
 		 * Base 0 names slot 0 with both wrap counters 0: a ring after one lap, whose every
@@ -240,28 +245,26 @@ int vq_packed_start(struct virtqueue *vq, const struct guest_mem *mem)
 		 */
 		avail_wrap = used_wrap = true;
 	}
-	while (cap < vq->num)
+	while (cap < vq->run.num)
 		cap <<= 1;
-	if (!pk->mem_block || pk->cap != cap) {
+	{
+		/* This run's own block (vq->priv; a stopped ring has none): nothing of another
+		 * run, of either layout, is reused. */
 		size_t rec = (size_t)cap * sizeof(struct vq_packed_rec);
 		size_t shadow = sizeof(struct vring_used) + (size_t)cap * sizeof(struct vring_used_elem);
 
-		free(pk->mem_block);
-		pk->mem_block = calloc(1, rec + shadow + VQ_PACKED_IDS);
-		if (!pk->mem_block) {
+		vq->priv = calloc(1, rec + shadow + VQ_PACKED_IDS);
+		if (!vq->priv) {
 			log_warn("queue %u: no memory for the packed ring's records", vq->index);
 			goto refuse;
 		}
 		pk->cap = cap;
-		pk->rec = pk->mem_block;
-		vq->used = (struct vring_used *)((uint8_t *)pk->mem_block + rec);
-		pk->in_flight = (uint8_t *)pk->mem_block + rec + shadow;
-	} else {
-		vq->used = (struct vring_used *)((uint8_t *)pk->mem_block +
-						 (size_t)cap * sizeof(struct vq_packed_rec));
+		pk->rec = vq->priv;
+		vq->used = (struct vring_used *)((uint8_t *)vq->priv + rec);
+		pk->in_flight = (uint8_t *)vq->priv + rec + shadow;
 	}
-	memset(pk->in_flight, 0, vq->num);
-	memset(pk->in_flight + vq->num, 1, VQ_PACKED_IDS - vq->num); /* out of range: never free */
+	/* calloc: ids below num free; those out of range never are */
+	memset(pk->in_flight + vq->run.num, 1, VQ_PACKED_IDS - vq->run.num);
 	r = guest_mem_find_host(mem, vq->desc, &off);
 	pk->desc_gpa = r ? r->gpa + off : 0;
 	vq->avail = NULL;
@@ -274,7 +277,7 @@ int vq_packed_start(struct virtqueue *vq, const struct guest_mem *mem)
 	pk->used_slot = used_slot;
 	pk->used_wrap = used_wrap;
 	pk->used_lin = pk->sig_lin = 0;
-	pk->room = vq->num;
+	pk->room = vq->run.num;
 	pk->max_nslots = 1;
 	vq->last_avail = vq->shadow_avail = 0;
 	vq->used_idx = vq->used_published = vq->signalled_used = 0;
@@ -288,9 +291,10 @@ int vq_packed_start(struct virtqueue *vq, const struct guest_mem *mem)
 
 refuse:
 	vq->desc = NULL;
+	vq->used = NULL;
 	pk->drv_event = NULL;
 	pk->dev_event = NULL;
-	return -1;
+	return -1; /* vq_start() frees vq->priv */
 }
 
 /**
@@ -341,18 +345,19 @@ int vq_packed_pop(struct virtqueue *vq, struct vq_chain *chain)
 			chain->write_len = w ? d.len : 0;
 			chain->ndesc = 1;
 			chain->head = d.id;
-			if (d.id >= vq->num) {
+			if (d.id >= vq->run.num) {
 				err = VQ_WALK_BAD_ID;
 				goto broken;
 			}
 			goto take;
 		}
 	}
-	err = vq_walk_packed(vq->mem, ring, vq->num, pk->next_slot, pk->next_wrap, flags,
-			     vq->indirect, chain, &nslots);
+	err = vq_walk_packed(vq->mem, ring, vq->run.num, pk->next_slot, pk->next_wrap, flags,
+			     vq->run.indirect, chain, &nslots);
 	if (err != VQ_WALK_OK)
 		goto broken;
 take:
+	guest_race(GUEST_RACE_RING_WALK); /* the list is taken: nothing of it is read again */
 	if (nslots > pk->room) {
 		err = VQ_WALK_OVERRUN; /* a lie about the wrap made our own slots look new */
 		goto broken;
@@ -367,9 +372,9 @@ take:
 	rec->id = chain->head;
 	if (nslots > pk->max_nslots)
 		pk->max_nslots = (uint16_t)nslots;
-	pk_advance(vq->num, &pk->next_slot, &pk->next_wrap, nslots);
+	pk_advance(vq->run.num, &pk->next_slot, &pk->next_wrap, nslots);
 	if (nslots > 1) /* at the list's last slot too, for vq_packed_unpop() */
-		*pk_rec(vq, pk->next_slot ? pk->next_slot - 1u : vq->num - 1u) = *rec;
+		*pk_rec(vq, pk->next_slot ? pk->next_slot - 1u : vq->run.num - 1u) = *rec;
 	pk->next_want = pk_want(pk->next_wrap);
 	pk->room -= nslots;
 	vq->last_avail++;
@@ -402,11 +407,11 @@ void vq_packed_unpop(struct virtqueue *vq, unsigned n)
 	while (n-- && vq->last_avail != vq->used_idx) {
 		/* The last list given back ends right before next_slot. */
 		const struct vq_packed_rec *rec =
-			pk_rec(vq, pk->next_slot ? pk->next_slot - 1u : vq->num - 1u);
+			pk_rec(vq, pk->next_slot ? pk->next_slot - 1u : vq->run.num - 1u);
 
 		vq->last_avail--;
 		pk->in_flight[rec->id] = 0;
-		pk_retreat(vq->num, &pk->next_slot, &pk->next_wrap, rec->nslots);
+		pk_retreat(vq->run.num, &pk->next_slot, &pk->next_wrap, rec->nslots);
 		pk->room += rec->nslots;
 	}
 	pk->next_want = pk_want(pk->next_wrap);
@@ -446,12 +451,12 @@ bool vq_packed_would_notify(const struct virtqueue *vq)
 	pk_read_event(pk->drv_event, &off_wrap, &flags);
 	if (flags == VRING_PACKED_EVENT_F_DISABLE)
 		return false;
-	if (flags != VRING_PACKED_EVENT_F_DESC || !vq->event_idx || !vq->signalled_valid)
+	if (flags != VRING_PACKED_EVENT_F_DESC || !vq->run.event_idx || !vq->signalled_valid)
 		return true;
 	lap = pk->used_lin - pk->used_slot; /* slot count where the current lap began */
 	event = lap + (off_wrap & 0x7fffu);
 	if ((bool)(off_wrap >> 15) != pk->used_wrap)
-		event -= vq->num; /* the previous lap */
+		event -= vq->run.num; /* the previous lap */
 	return (uint32_t)(pk->used_lin - event - 1) < (uint32_t)(pk->used_lin - pk->sig_lin);
 }
 
@@ -525,12 +530,12 @@ bool vq_packed_avail_at_least(struct virtqueue *vq, unsigned n)
 	if (n <= known)
 		return true;
 	d = (uint64_t)(n - known) * vq->pk.max_nslots - 1u;
-	if (d >= vq->num)
+	if (d >= vq->run.num)
 		return false;
 	pk_far(vq, &slot, &wrap);
 	s = slot + (unsigned)d;
-	if (s >= vq->num) {
-		s -= vq->num;
+	if (s >= vq->run.num) {
+		s -= vq->run.num;
 		wrap = !wrap;
 	}
 	return pk_slot_avail(vq, (uint16_t)s, wrap);
@@ -553,7 +558,7 @@ bool vq_packed_kick_enable(struct virtqueue *vq)
 	bool far_wrap;
 
 	pk_far(vq, &far_slot, &far_wrap);
-	if (vq->event_idx) {
+	if (vq->run.event_idx) {
 		__atomic_store_n(&pk->dev_event[0],
 				 htole16((uint16_t)(far_slot | (far_wrap ? 0x8000u : 0))),
 				 __ATOMIC_RELAXED);
@@ -576,7 +581,7 @@ bool vq_packed_kick_enable(struct virtqueue *vq)
  */
 void vq_packed_kick_disable(struct virtqueue *vq)
 {
-	if (!vq->started || vq->broken || vq->event_idx)
+	if (!vq->started || vq->broken || vq->run.event_idx)
 		return;
 	/* Only when it changes: a polling queue comes here on every run (see vq_kick_disable()). */
 	if (__atomic_load_n(&vq->pk.dev_event[1], __ATOMIC_RELAXED) ==

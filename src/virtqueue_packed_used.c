@@ -10,9 +10,10 @@
  * list's writable part, found by walking the list again, which is still in the ring (its used
  * descriptor is not written yet). Lists start at the used position, one after the other.
  */
-static void pk_log_buffers(struct virtqueue *vq, uint16_t from, unsigned n)
+static __attribute__((noinline, cold)) void pk_log_buffers(struct virtqueue *vq, uint16_t from,
+								  unsigned n)
 {
-	static struct vq_chain chain; /* one event-loop thread; only used within this call */
+	struct vq_chain chain; /* this call's own (16 KiB): queues log on several workers at once */
 	const struct pvirtq_desc *ring = pk_ring(vq);
 	uint16_t slot = vq->pk.used_slot;
 	bool wrap = vq->pk.used_wrap;
@@ -22,10 +23,11 @@ static void pk_log_buffers(struct virtqueue *vq, uint16_t from, unsigned n)
 		uint32_t len = le32toh(vq->used->ring[(uint16_t)(from + i) & vq->mask].len);
 		unsigned nslots;
 
-		if (len && vq_walk_packed(vq->mem, ring, vq->num, slot, wrap, pk_flags(&ring[slot]),
-					  vq->indirect, &chain, &nslots) == VQ_WALK_OK)
+		if (len && vq_walk_packed(vq->mem, ring, vq->run.num, slot, wrap,
+					  pk_flags(&ring[slot]), vq->run.indirect, &chain,
+					  &nslots) == VQ_WALK_OK)
 			dirty_log_iov(vq->log, vq->mem, &chain.iov[chain.nread], chain.nwrite, len);
-		pk_advance(vq->num, &slot, &wrap, rec->nslots);
+		pk_advance(vq->run.num, &slot, &wrap, rec->nslots);
 	}
 }
 
@@ -41,7 +43,7 @@ static void pk_log_slots(struct virtqueue *vq, unsigned n, bool batch)
 		dirty_log_gpa(vq->log, vq->pk.desc_gpa + 16ull * slot, 16);
 		if (batch)
 			return; /* one descriptor covers the batch */
-		pk_advance(vq->num, &slot, &wrap, pk_rec(vq, slot)->nslots);
+		pk_advance(vq->run.num, &slot, &wrap, pk_rec(vq, slot)->nslots);
 	}
 }
 
@@ -66,7 +68,7 @@ static inline __attribute__((always_inline)) uint16_t
 pk_publish_single(struct virtqueue *vq, uint16_t from, unsigned n, unsigned *slot, uint16_t *wbits,
 		  const bool reads)
 {
-	struct pvirtq_desc *ring = pk_ring(vq), *d = ring + *slot, *dend = ring + vq->num;
+	struct pvirtq_desc *ring = pk_ring(vq), *d = ring + *slot, *dend = ring + vq->run.num;
 	const struct vq_packed_rec *rec = vq->pk.rec + *slot;
 	const struct vring_used_elem *e = &vq->used->ring[from & vq->mask];
 	const struct vring_used_elem *eend = vq->used->ring + vq->pk.cap;
@@ -136,7 +138,7 @@ pk_publish_batch_single(struct virtqueue *vq, unsigned n, unsigned *slot, uint16
 {
 	const struct vq_packed_rec *recs = vq->pk.rec;
 	uint8_t *in_flight = vq->pk.in_flight;
-	const unsigned num = vq->num;
+	const unsigned num = vq->run.num;
 	unsigned k = *slot, m = n;
 
 	while (m) {
@@ -174,7 +176,7 @@ void vq_packed_publish(struct virtqueue *vq)
 	uint16_t from = vq->used_published, to = vq->used_idx;
 	unsigned n = (uint16_t)(to - from), popped = (uint16_t)(vq->last_avail - from);
 	const bool logging = vq->log != NULL;
-	const unsigned mask = vq->mask, num = vq->num;
+	const unsigned mask = vq->mask, num = vq->run.num;
 	const struct vq_packed_rec *recs = pk->rec;
 	const struct vring_used_elem *shadow = vq->used->ring;
 	uint8_t *in_flight = pk->in_flight;
@@ -191,12 +193,12 @@ void vq_packed_publish(struct virtqueue *vq)
 		return;
 	to = (uint16_t)(from + n);
 	/* Every popped buffer is published and each took one slot: consecutive slots. */
-	single = to == vq->last_avail && vq->num - pk->room == n;
-	if (__builtin_expect(logging, 0) && !vq->reads_only) /* reads_only: nothing written */
+	single = to == vq->last_avail && vq->run.num - pk->room == n;
+	if (__builtin_expect(logging, 0) && !vq->run.reads_only) /* reads_only: nothing written */
 		pk_log_buffers(vq, from, n);
 	wbits = pk->used_wrap ? VRING_PACKED_DESC_F_AVAIL | VRING_PACKED_DESC_F_USED : 0;
 	first = &ring[slot];
-	if (vq->batch_used) {
+	if (vq->run.batch_used) {
 		const struct vring_used_elem *e = &shadow[(uint16_t)(to - 1) & mask];
 		uint32_t len = le32toh(e->len);
 		uint16_t last_id = 0;
@@ -221,13 +223,13 @@ void vq_packed_publish(struct virtqueue *vq)
 		}
 		pk_write_used(first, last_id, len);
 	} else if (single) {
-		first_flags = vq->reads_only ? pk_publish_single(vq, from, n, &slot, &wbits, true)
+		first_flags = vq->run.reads_only ? pk_publish_single(vq, from, n, &slot, &wbits, true)
 					     : pk_publish_single(vq, from, n, &slot, &wbits, false);
 		slots = n;
 	} else {
 		for (uint16_t k = from;;) {
 			const struct vq_packed_rec rec = recs[slot];
-			uint32_t len = vq->reads_only ? 0 : le32toh(shadow[k & mask].len);
+			uint32_t len = vq->run.reads_only ? 0 : le32toh(shadow[k & mask].len);
 			struct pvirtq_desc *d = &ring[slot];
 			uint16_t f = wbits | (len ? VRING_DESC_F_WRITE : 0);
 
@@ -250,7 +252,7 @@ void vq_packed_publish(struct virtqueue *vq)
 	/* Release: every store above is visible before the batch's first flags. */
 	__atomic_store_n(&first->flags, htole16(first_flags), __ATOMIC_RELEASE);
 	if (__builtin_expect(logging, 0))
-		pk_log_slots(vq, n, vq->batch_used);
+		pk_log_slots(vq, n, vq->run.batch_used);
 	pk->used_lin += slots;
 	pk->room += slots;
 	pk->used_slot = (uint16_t)slot;

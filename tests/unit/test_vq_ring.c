@@ -148,7 +148,9 @@ static void test_pop_indirect_not_negotiated_breaks_queue(void **state)
 	struct fx *f = *state;
 	struct fake_buf b = {f->data, 10, false};
 
+	vq_stop(&f->vq); /* the layout is the ring's from its start to its stop */
 	f->vq.indirect = false;
+	assert_int_equal(vq_start(&f->vq, &f->mem.gm), 0);
 	fake_vq_add_indirect(&f->fq, &b, 1);
 	fake_vq_publish(&f->fq);
 	assert_int_equal(vq_pop(&f->vq, &f->chain), -1);
