@@ -535,6 +535,12 @@ class Churn(threading.Thread):
                 finally:
                     f.close()
                 self.rounds += 1
+                # A VMM reconnects once the old connection is gone: until vnetd's worker has
+                # read the hang-up, it refuses a second frontend.
+                for _ in range(600):
+                    if not self.vd.port_info()[self.name]['connected']:
+                        break
+                    time.sleep(0.05)
                 if self.rounds % 2 == 0:
                     self.vd.ctl('port-del', self.name)
                     self.name = self.vd.ctl('port-add', self.spec).stdout.strip()
