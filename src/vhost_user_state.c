@@ -12,8 +12,8 @@
  * What a message needs of the state before its handler runs. A frontend may send anything in
  * any order; the handlers may assume what the table says and nothing else. The states:
  *
- *   connection: fresh -> owned (SET_OWNER) -> features set (SET_FEATURES) -> memory set;
- *               RESET_OWNER / RESET_DEVICE go back to owned (features cleared, memory kept)
+ *   connection: fresh -> features set (SET_FEATURES) -> memory set (SET_MEM_TABLE, ADD_MEM_REG);
+ *               RESET_OWNER / RESET_DEVICE clear the features (memory kept)
  *   each ring:  stopped -> started (configured, memory and features known, kick fd: it runs)
  *               -> broken (the guest broke it: stopped processing, NEEDS_RESET) ;
  *               GET_VRING_BASE, RESET_* and the connection's end stop it again
@@ -24,30 +24,25 @@
  * docs/design.md shows this table as prose.
  */
 enum vu_need {
-	NEED_OWNER = 1u << 0,          /* SET_OWNER was seen */
-	NEED_RING_STOPPED = 1u << 1,   /* the ring it names is not started (a broken one is) */
-	NEED_ALL_STOPPED = 1u << 2,    /* no ring is started */
-	NEED_SAME_FEATURES = 1u << 3,  /* while a ring is started only VHOST_F_LOG_ALL may change */
-	NEED_SAME_RING_ADDR = 1u << 4, /* while its ring is started only the log fields may change */
+	NEED_RING_STOPPED = 1u << 0,   /* the ring it names is not started (a broken one is) */
+	NEED_ALL_STOPPED = 1u << 1,    /* no ring is started */
+	NEED_SAME_FEATURES = 1u << 2,  /* while a ring is started only VHOST_F_LOG_ALL may change */
+	NEED_SAME_RING_ADDR = 1u << 3, /* while its ring is started only the log fields may change */
 };
 
-/* Requests not named here need nothing (answers, resets) or are refused by the dispatcher. */
+/*
+ * Requests not named here need nothing: they answer, reset, stop, or change nothing a running
+ * ring uses (the handlers of SET_MEM_TABLE and REM_MEM_REG stop the rings around their change
+ * themselves). SET_OWNER is not required first: DPDK 22.11's virtio-user sends none when it
+ * reconnects (SET_VRING_ENABLE, then SET_FEATURES, memory and rings), and DPDK's vhost library
+ * and QEMU's libvhost-user take it so too.
+ */
 static const uint8_t vu_needs[VU_CHECK_DEVICE_STATE + 1] = {
-	[VU_SET_FEATURES] = NEED_OWNER | NEED_SAME_FEATURES,
+	[VU_SET_FEATURES] = NEED_SAME_FEATURES,
 	[VU_SET_PROTOCOL_FEATURES] = NEED_ALL_STOPPED,
-	[VU_SET_MEM_TABLE] = NEED_OWNER,
-	[VU_ADD_MEM_REG] = NEED_OWNER,
-	[VU_REM_MEM_REG] = NEED_OWNER,
-	[VU_SET_VRING_NUM] = NEED_OWNER | NEED_RING_STOPPED,
-	[VU_SET_VRING_ADDR] = NEED_OWNER | NEED_SAME_RING_ADDR,
-	[VU_SET_VRING_BASE] = NEED_OWNER | NEED_RING_STOPPED,
-	[VU_SET_VRING_KICK] = NEED_OWNER,
-	[VU_SET_VRING_CALL] = NEED_OWNER,
-	[VU_SET_VRING_ERR] = NEED_OWNER,
-	[VU_SET_VRING_ENABLE] = NEED_OWNER,
-	[VU_SET_CONFIG] = NEED_OWNER,
-	[VU_SEND_RARP] = NEED_OWNER,
-	[VU_NET_SET_MTU] = NEED_OWNER,
+	[VU_SET_VRING_NUM] = NEED_RING_STOPPED,
+	[VU_SET_VRING_ADDR] = NEED_SAME_RING_ADDR,
+	[VU_SET_VRING_BASE] = NEED_RING_STOPPED,
 	[VU_SET_DEVICE_STATE_FD] = NEED_ALL_STOPPED,
 };
 
@@ -91,8 +86,6 @@ bool vu_state_allows(const struct vu_conn *c, const struct vu_msg *m, struct vu_
 	unsigned need = m->request < sizeof(vu_needs) ? vu_needs[m->request] : 0;
 	unsigned qidx = vu_msg_vring_index(m);
 
-	if ((need & NEED_OWNER) && !c->owner_set)
-		return refuse(r, "no SET_OWNER yet", VU_REFUSE_DEVICE, 0);
 	if ((need & NEED_ALL_STOPPED) && vu_ring_any_started(c))
 		return refuse(r, "a ring is running (stop every ring with GET_VRING_BASE first)",
 			      VU_REFUSE_DEVICE, 0);

@@ -277,25 +277,42 @@ static void test_refusal_without_reply_ack(void **state)
 	fe_close(&f);
 }
 
-/* A frontend that skipped SET_OWNER: ring and feature messages are refused. */
-static void test_messages_before_owner(void **state)
+/*
+ * DPDK 22.11's virtio-user reconnects without SET_OWNER (SET_VRING_ENABLE, SET_FEATURES, memory,
+ * rings): taken. A kick before SET_FEATURES waits for the features (the ring's layout).
+ */
+static void test_reconnect_without_owner_and_kick_before_features(void **state)
 {
-	struct vu_vring_state num = {.index = 0, .num = 64};
-	uint64_t feat = SPLIT;
+	struct vu_mem_table t = {.nregions = 1};
+	struct vu_vring_state num = {.index = 1, .num = 64}, en = {.index = 1, .num = 1};
+	struct vu_vring_addr a = ring_addr(1, 0);
+	uint64_t idx = 1;
+	int memfd = sparse_memfd(MIB), kick = eventfd(0, EFD_CLOEXEC);
 	struct side s;
 
 	(void)state;
 	side_open(&s, 0);
 	assert_int_equal(request_u64(&s, VU_SET_PROTOCOL_FEATURES, 1ull << VU_PROTOCOL_F_REPLY_ACK),
 			 0);
-	send_msg(&s, VU_SET_VRING_NUM, &num, sizeof(num), NULL, 0);
-	assert_int_equal(reply(&s), 1);
-	assert_int_equal(request_u64(&s, VU_SET_FEATURES, feat), 1);
-	assert_true(vnet_dev_features(s.dev) == 0);
-	send_msg(&s, VU_SET_OWNER, NULL, 0, NULL, 0);
+	send_msg(&s, VU_SET_VRING_ENABLE, &en, sizeof(en), NULL, 0);
 	assert_int_equal(reply(&s), 0);
-	assert_int_equal(request_u64(&s, VU_SET_FEATURES, feat), 0);
+	t.regions[0] = (struct vu_mem_region){.guest_phys_addr = GPA, .memory_size = MIB,
+					      .userspace_addr = UVA};
+	send_msg(&s, VU_SET_MEM_TABLE, &t, sizeof(t), &memfd, 1);
+	assert_int_equal(reply(&s), 0);
+	send_msg(&s, VU_SET_VRING_NUM, &num, sizeof(num), NULL, 0);
+	assert_int_equal(reply(&s), 0);
+	send_msg(&s, VU_SET_VRING_ADDR, &a, sizeof(a), NULL, 0);
+	assert_int_equal(reply(&s), 0);
+	send_msg(&s, VU_SET_VRING_KICK, &idx, sizeof(idx), &kick, 1);
+	assert_int_equal(reply(&s), 0);
+	assert_false(vnet_dev_queue(s.dev, 1)->vq.started); /* no layout known yet */
+	assert_int_equal(request_u64(&s, VU_SET_FEATURES, SPLIT | PACKED), 0);
+	assert_true(vnet_dev_queue(s.dev, 1)->vq.started);
+	assert_true(vnet_dev_queue(s.dev, 1)->vq.packed);
 	side_close(&s);
+	close(memfd);
+	close(kick);
 }
 
 int main(void)
@@ -306,7 +323,7 @@ int main(void)
 		cmocka_unit_test(test_ring_messages_on_running_ring_refused),
 		cmocka_unit_test(test_stop_renegotiate_restart_cycle),
 		cmocka_unit_test(test_refusal_without_reply_ack),
-		cmocka_unit_test(test_messages_before_owner),
+		cmocka_unit_test(test_reconnect_without_owner_and_kick_before_features),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
