@@ -35,6 +35,38 @@
 _Static_assert(SWITCH_MAX_WORKERS <= XQ_MAX_WORKERS, "the cross-worker queues cover every worker");
 _Static_assert(SW_MAX_FRAME <= XQ_MAX_FRAME, "every frame fits a cross-worker queue");
 _Static_assert(SWITCH_MAX_PORTS < SW_FLOOD, "a port slot is never the flood tag");
+_Static_assert(SW_HEAD_MAX >= SWITCH_IPS_HDR, "ips= reads the checked copy of a frame's head");
+
+/*
+ * A frame as the switch forwards it (sw_fwd_iov()): its len bytes, first the sender's checked
+ * copy of its head (what port security, the tag check and ips= read), then the rest in place in
+ * the sender's guest memory (or a cross-worker ring, an uplink's buffer). Nearly always (flat)
+ * the whole frame lies in one buffer there and the checked copy is its Ethernet header alone:
+ * a receiving guest takes it in one copy with `head` put over its first bytes
+ * (vnet_dev_receive_burst()'s heads), and the others get the two pieces from sw_fwd_vec().
+ * Else iov[0..iovcnt): the checked copy, then the rest's pieces.
+ */
+struct sw_fwd {
+	const uint8_t *flat; /* the frame in one buffer; NULL: iov */
+	const uint8_t *head; /* flat: the VNET_FRAME_HEAD bytes that replace its first ones */
+	const struct iovec *iov;
+	unsigned iovcnt;
+	size_t len;
+};
+
+/* fw's frame as iovecs, at offset 0 (tmp: room for a flat frame's two pieces); their count. */
+static inline unsigned sw_fwd_vec(const struct sw_fwd *fw, struct iovec tmp[2],
+				  const struct iovec **iov)
+{
+	const struct vnet_frame f = {.data = fw->flat, .len = (uint32_t)fw->len};
+
+	if (!fw->flat) {
+		*iov = fw->iov;
+		return fw->iovcnt;
+	}
+	*iov = tmp;
+	return vnet_frame_iov(&f, fw->head, tmp);
+}
 
 /* A frame copied for a port whose guest had no RX buffers (the header is a zeroed one). */
 struct sw_packet {
@@ -303,33 +335,45 @@ static int port_drain(struct switch_port *p, unsigned max_pkts, size_t max_bytes
 }
 
 /*
- * Give a packet (the sender's chain: its header, then a frame of len bytes) to dst's guest
- * with a zeroed header: one copy, from the sender's guest memory (or a cross-worker queue)
- * straight into dst's buffers. Packets queued earlier (dst had no buffers) go first, so order
- * is kept and the port returns to the one-copy path as soon as its guest has buffers again;
- * only what still does not fit is queued (a copy). Runs on dst's worker.
+ * Give a frame to dst's guest with a zeroed header: one copy, from the sender's guest memory
+ * (or a cross-worker queue) straight into dst's buffers, its head from the sender's checked
+ * copy (struct sw_fwd). Packets queued earlier (dst had no buffers) go first, so order is kept
+ * and the port returns to the one-copy path as soon as its guest has buffers again; only what
+ * still does not fit is queued (a copy). Runs on dst's worker.
  */
 static inline __attribute__((always_inline)) void
-port_deliver(struct switch_port *dst, const struct iovec *iov, unsigned iovcnt, size_t off,
-	     size_t len, const int pair)
+port_deliver(struct switch_port *dst, const struct sw_fwd *fw, const int pair)
 {
+	struct iovec tmp[2];
+	const struct iovec *iov;
+	unsigned cnt;
+
 	guest_race(GUEST_RACE_TX_FORWARD);
-	if (dst->q_len && port_drain(dst, SWITCH_QUEUE_PACKETS, SWITCH_QUEUE_BYTES) != 0) {
-		port_enqueue(dst, iov, iovcnt, off, len, pair);
-		return;
+	if (!dst->q_len || port_drain(dst, SWITCH_QUEUE_PACKETS, SWITCH_QUEUE_BYTES) == 0) {
+		if (pair < 0 && fw->flat) {
+			/* One buffer and the checked header, as a burst's frame: one copy. */
+			const struct vnet_frame f = {.data = fw->flat, .len = (uint32_t)fw->len};
+
+			if (vnet_dev_receive_burst(dst->dev, &f,
+						   (const uint8_t(*)[VNET_FRAME_HEAD])fw->head, 1))
+				return;
+		} else {
+			cnt = sw_fwd_vec(fw, tmp, &iov);
+			if (pair < 0 ? vnet_dev_receive_frame(dst->dev, NULL, iov, cnt, 0, fw->len)
+				     : vnet_dev_receive_frame_on(dst->dev, (unsigned)pair, NULL, iov,
+								 cnt, 0, fw->len))
+				return;
+		}
 	}
-	if (pair < 0 ? vnet_dev_receive_frame(dst->dev, NULL, iov, iovcnt, off, len)
-		     : vnet_dev_receive_frame_on(dst->dev, (unsigned)pair, NULL, iov, iovcnt, off, len))
-		return;
-	port_enqueue(dst, iov, iovcnt, off, len, pair);
+	cnt = sw_fwd_vec(fw, tmp, &iov);
+	port_enqueue(dst, iov, cnt, 0, fw->len, pair);
 }
 
 /* A frame for one pair of a spread port, on the worker running it (its home or a lane). */
 static __attribute__((noinline)) void port_deliver_pair(struct switch_port *dst, unsigned pair,
-							const struct iovec *iov, unsigned iovcnt,
-							size_t off, size_t len)
+							const struct sw_fwd *fw)
 {
-	port_deliver(dst, iov, iovcnt, off, len, (int)pair);
+	port_deliver(dst, fw, (int)pair);
 }
 
 /* The cross-worker tag of a frame for port p (its slot and serial; a pair + 1, or 0). */
@@ -345,8 +389,7 @@ static inline uint64_t port_tag(const struct switch_port *p, unsigned pair_plus1
  * unicast back-pressures its sender (-EAGAIN: cross_unicast()).
  */
 static int spread_deliver(struct switch_port *src, unsigned worker, unsigned from_pair,
-			  struct switch_port *dst, const struct iovec *iov, unsigned iovcnt,
-			  size_t off, size_t len);
+			  struct switch_port *dst, const struct sw_fwd *fw);
 
 /* The pair of the sender's TX queue (a spread destination's pick without MQ), 0 for uplinks. */
 static inline unsigned sender_pair(const struct switch_port *src)
@@ -359,27 +402,30 @@ static inline unsigned sender_pair(const struct switch_port *src)
  * guarded transmit's and the cross-worker queue's, the only ones that may meet an uplink.
  */
 static inline __attribute__((always_inline)) void sw_deliver(struct switch_port *dst,
-							     const struct iovec *iov,
-							     unsigned iovcnt, size_t off, size_t len,
+							     const struct sw_fwd *fw,
 							     const bool guarded)
 {
 	if (guarded && dst->up) {
+		struct iovec tmp[2];
+		const struct iovec *iov;
+		unsigned cnt = sw_fwd_vec(fw, tmp, &iov);
+
 		guest_race(GUEST_RACE_TX_FORWARD);
-		dst->up->deliver(dst->up_ctx, iov, iovcnt, off, len);
+		dst->up->deliver(dst->up_ctx, iov, cnt, 0, fw->len);
 		return;
 	}
-	port_deliver(dst, iov, iovcnt, off, len, -1);
+	port_deliver(dst, fw, -1);
 }
 
 /* sw_deliver() on a switch spread over workers: a spread port's pair may be another's. */
 static inline __attribute__((always_inline)) void
-xw_deliver(unsigned worker, unsigned from_pair, struct switch_port *dst, const struct iovec *iov,
-	   unsigned iovcnt, size_t off, size_t len, const bool guarded)
+xw_deliver(unsigned worker, unsigned from_pair, struct switch_port *dst, const struct sw_fwd *fw,
+	   const bool guarded)
 {
 	if (__builtin_expect(dst->npairs != 0, 0))
-		(void)spread_deliver(NULL, worker, from_pair, dst, iov, iovcnt, off, len);
+		(void)spread_deliver(NULL, worker, from_pair, dst, fw);
 	else
-		sw_deliver(dst, iov, iovcnt, off, len, guarded);
+		sw_deliver(dst, fw, guarded);
 }
 
 /* One frame another worker queued for worker `worker` (xq_deliver_fn). */
@@ -388,7 +434,8 @@ static unsigned xq_deliver(void *ctx, unsigned worker, uint64_t tag, const uint8
 {
 	struct vnet_switch *sw = ctx;
 	struct sw_worker *w = &sw->w[worker];
-	struct iovec iov = {.iov_base = (void *)frame, .iov_len = len};
+	const struct iovec iov = {.iov_base = (void *)frame, .iov_len = len};
+	const struct sw_fwd fw = {.iov = &iov, .iovcnt = 1, .len = len}; /* in vnetd's memory */
 	unsigned slot = (unsigned)(tag & 0xffff), pair_plus1 = (unsigned)(tag >> 48 & 0xff);
 	struct switch_port *dst;
 
@@ -400,7 +447,7 @@ static unsigned xq_deliver(void *ctx, unsigned worker, uint64_t tag, const uint8
 			dst = w->ports[i];
 			if (dst->is_lane || dst->slot + 1u == from)
 				continue;
-			xw_deliver(worker, from_pair, dst, &iov, 1, 0, len, true);
+			xw_deliver(worker, from_pair, dst, &fw, true);
 		}
 		return w->nports;
 	}
@@ -409,9 +456,9 @@ static unsigned xq_deliver(void *ctx, unsigned worker, uint64_t tag, const uint8
 	if (!dst || dst->serial != (uint32_t)(tag >> 16) || dst->worker != worker)
 		return 1;
 	if (pair_plus1)
-		port_deliver_pair(dst, pair_plus1 - 1, &iov, 1, 0, len);
+		port_deliver_pair(dst, pair_plus1 - 1, &fw);
 	else
-		sw_deliver(dst, &iov, 1, 0, len, true);
+		sw_deliver(dst, &fw, true);
 	return 1;
 }
 
@@ -419,15 +466,18 @@ static unsigned xq_deliver(void *ctx, unsigned worker, uint64_t tag, const uint8
 
 /* Queue the frame for worker `to` (dst a port there, or SW_FLOOD): one copy, or a drop. */
 static void cross_send(struct switch_port *src, unsigned to, const struct switch_port *dst,
-		       const struct iovec *iov, unsigned iovcnt, size_t off, size_t len)
+		       const struct sw_fwd *fw)
 {
 	/* a flood names its sender (not back to it) and the sender's pair (a spread port's pick) */
 	uint64_t tag = dst ? port_tag(dst, 0)
 			   : SW_FLOOD | (uint64_t)(src->home->slot + 1u) << 16 |
 				     (uint64_t)sender_pair(src) << 32;
+	struct iovec tmp[2];
+	const struct iovec *iov;
+	unsigned cnt = sw_fwd_vec(fw, tmp, &iov);
 
 	guest_race(GUEST_RACE_TX_FORWARD);
-	if (xq_push(src->sw->xq, src->worker, to, tag, iov, iovcnt, off, len) == 0)
+	if (xq_push(src->sw->xq, src->worker, to, tag, iov, cnt, 0, fw->len) == 0)
 		src->crossed++;
 	else
 		src->dropped++;
@@ -440,14 +490,17 @@ static void cross_send(struct switch_port *src, unsigned to, const struct switch
  * when it gave bytes back (xq_block()); switch_worker_rx() then resumes the port.
  */
 static int cross_unicast(struct switch_port *src, unsigned to, uint64_t tag,
-			 const struct iovec *iov, unsigned iovcnt, size_t off, size_t len)
+			 const struct sw_fwd *fw)
 {
 	struct xq *q = src->sw->xq;
+	struct iovec tmp[2];
+	const struct iovec *iov;
+	unsigned cnt = sw_fwd_vec(fw, tmp, &iov);
 	int r;
 
 	guest_race(GUEST_RACE_TX_FORWARD);
-	while ((r = xq_push(q, src->worker, to, tag, iov, iovcnt, off, len)) == -ENOSPC) {
-		if (xq_block(q, src->worker, to, len)) {
+	while ((r = xq_push(q, src->worker, to, tag, iov, cnt, 0, fw->len)) == -ENOSPC) {
+		if (xq_block(q, src->worker, to, fw->len)) {
 			src->xq_wait = (uint16_t)(to + 1);
 			src->sw->w[src->worker].xq_waiting = true;
 			return -EAGAIN;
@@ -461,21 +514,23 @@ static int cross_unicast(struct switch_port *src, unsigned to, uint64_t tag,
 }
 
 static int spread_deliver(struct switch_port *src, unsigned worker, unsigned from_pair,
-			  struct switch_port *dst, const struct iovec *iov, unsigned iovcnt,
-			  size_t off, size_t len)
+			  struct switch_port *dst, const struct sw_fwd *fw)
 {
-	unsigned pair = vnet_dev_rx_pair(dst->dev, from_pair, iov, iovcnt, off, len);
+	struct iovec tmp[2];
+	const struct iovec *iov;
+	unsigned cnt = sw_fwd_vec(fw, tmp, &iov);
+	unsigned pair = vnet_dev_rx_pair(dst->dev, from_pair, iov, cnt, 0, fw->len);
 	struct switch_port *run = dst->pair_port[pair < dst->npairs ? pair : 0];
 	uint64_t tag = port_tag(run, pair + 1u);
 
 	if (run->worker == worker) {
-		port_deliver_pair(run, pair, iov, iovcnt, off, len);
+		port_deliver_pair(run, pair, fw);
 		return 0;
 	}
 	if (src)
-		return cross_unicast(src, run->worker, tag, iov, iovcnt, off, len);
+		return cross_unicast(src, run->worker, tag, fw);
 	guest_race(GUEST_RACE_TX_FORWARD);
-	if (xq_push(dst->sw->xq, worker, run->worker, tag, iov, iovcnt, off, len) != 0)
+	if (xq_push(dst->sw->xq, worker, run->worker, tag, iov, cnt, 0, fw->len) != 0)
 		__atomic_fetch_add(&dst->spread_dropped, 1, __ATOMIC_RELAXED);
 	return 0;
 }
@@ -506,7 +561,6 @@ sw_admit(struct switch_port *src, const struct iovec *iov, unsigned iovcnt, size
 	 * offers no offloads, so the device already dropped any frame asking for a checksum or GSO
 	 * (tx_hdr_allowed()), and the header we forward is a zeroed one.
 	 */
-	src->head_whole = false;
 	src->head_len = SW_MIN_FRAME;
 	iov_copy_from(iov, iovcnt, off, src->head, SW_MIN_FRAME);
 
@@ -541,58 +595,60 @@ sw_admit(struct switch_port *src, const struct iovec *iov, unsigned iovcnt, size
 	return true;
 }
 
-/* sw_fwd_iov()'s general case: the rest of the frame in more than one piece of the chain. */
-static __attribute__((noinline)) unsigned sw_fwd_iov_slow(struct switch_port *src,
-							  const struct iovec *iov, unsigned iovcnt,
-							  size_t off, size_t len,
-							  struct iovec fwd[SW_FWD_IOV])
+/* sw_fwd_iov()'s general case: a longer checked copy, or a frame in several pieces. */
+static __attribute__((noinline)) bool sw_fwd_iov_slow(struct switch_port *src,
+						      const struct iovec *iov, unsigned iovcnt,
+						      size_t off, size_t len,
+						      struct iovec v[SW_FWD_IOV], struct sw_fwd *fw)
 {
-	const struct iovec *v = iov;
+	const struct iovec *in = iov;
 	size_t at = off + src->head_len, rest = len - src->head_len;
 	unsigned n = 1, cnt = iovcnt;
 
-	while (cnt && at >= v[0].iov_len) {
-		at -= v[0].iov_len;
-		v++;
+	v[0] = (struct iovec){.iov_base = (void *)sw_head(src), .iov_len = src->head_len};
+	fw->iov = v;
+	while (cnt && at >= in[0].iov_len) {
+		at -= in[0].iov_len;
+		in++;
 		cnt--;
 	}
 	for (unsigned i = 0; rest && i < cnt && n < SW_FWD_IOV; i++, at = 0) {
-		size_t take = v[i].iov_len - at < rest ? v[i].iov_len - at : rest;
+		size_t take = in[i].iov_len - at < rest ? in[i].iov_len - at : rest;
 
-		fwd[n++] = (struct iovec){.iov_base = (uint8_t *)v[i].iov_base + at, .iov_len = take};
+		v[n++] = (struct iovec){.iov_base = (uint8_t *)in[i].iov_base + at, .iov_len = take};
 		rest -= take;
 	}
-	if (!rest || n < SW_FWD_IOV) /* all of it (the chain may not hold more: as it is) */
-		return n;
+	if (!rest || n < SW_FWD_IOV) { /* all of it (the chain may not hold more: as it is) */
+		fw->iovcnt = n;
+		return true;
+	}
 	/* More pieces than SW_FWD_IOV (no Linux guest's): the whole frame into the port's copy. */
 	if (!sw_head_need(src, iov, iovcnt, off, len, len))
-		return 0;
-	fwd[0] = (struct iovec){.iov_base = (void *)sw_head(src), .iov_len = src->head_len};
-	return 1;
+		return false;
+	v[0] = (struct iovec){.iov_base = (void *)sw_head(src), .iov_len = src->head_len};
+	fw->iovcnt = 1;
+	return true;
 }
 
 /*
- * The frame (len bytes at byte off of iov) as every path forwards it, into fwd: src's checked
- * copy of its first bytes (sw_head(), what the checks read), then the rest of it in place in the
- * guest's buffers, which each receiver, queue or backend copies once. Returns the entries
- * (offset 0 in them), 0 when the frame cannot be forwarded (dropped: no memory for a copy).
+ * The frame (len bytes at byte off of iov) as every path forwards it, into fw (struct sw_fwd,
+ * v its pieces if need be): src's checked copy of its first bytes (sw_head(), what the checks
+ * read), then the rest of it in place in the guest's buffers, which each receiver, queue or
+ * backend copies once. False when the frame cannot be forwarded (dropped: no memory for a copy).
  */
-static inline __attribute__((always_inline)) unsigned
+static inline __attribute__((always_inline)) bool
 sw_fwd_iov(struct switch_port *src, const struct iovec *iov, unsigned iovcnt, size_t off,
-	   size_t len, struct iovec fwd[SW_FWD_IOV])
+	   size_t len, struct iovec v[SW_FWD_IOV], struct sw_fwd *fw)
 {
-	size_t at = off + src->head_len;
-
-	fwd[0] = (struct iovec){.iov_base = (void *)sw_head(src), .iov_len = src->head_len};
-	if (src->head_len == len)
-		return 1;
-	/* Nearly always: the rest in the first piece (the device's header and the frame). */
-	if (iovcnt && at < iov[0].iov_len && len - src->head_len <= iov[0].iov_len - at) {
-		fwd[1] = (struct iovec){.iov_base = (uint8_t *)iov[0].iov_base + at,
-					.iov_len = len - src->head_len};
-		return 2;
+	fw->len = len;
+	/* Nearly always: the frame in the chain's first piece, its Ethernet header checked. */
+	if (src->head_len == VNET_FRAME_HEAD && iovcnt && off + len <= iov[0].iov_len) {
+		fw->flat = (const uint8_t *)iov[0].iov_base + off;
+		fw->head = src->head;
+		return true;
 	}
-	return sw_fwd_iov_slow(src, iov, iovcnt, off, len, fwd);
+	fw->flat = NULL;
+	return sw_fwd_iov_slow(src, iov, iovcnt, off, len, v, fw);
 }
 
 /*
@@ -601,8 +657,8 @@ sw_fwd_iov(struct switch_port *src, const struct iovec *iov, unsigned iovcnt, si
  * is full, the sender sends it again on resume.
  */
 static inline __attribute__((always_inline)) int
-sw_unicast(struct switch_port *src, struct switch_port *dst, const struct iovec *iov,
-	   unsigned iovcnt, size_t off, size_t len, const bool xw, const bool storm)
+sw_unicast(struct switch_port *src, struct switch_port *dst, const struct sw_fwd *fw,
+	   const bool xw, const bool storm)
 {
 	/* The FDB's port of the sender: a lane's frames are its home's (no lanes on one worker). */
 	const struct switch_port *self = xw ? src->home : src;
@@ -611,14 +667,13 @@ sw_unicast(struct switch_port *src, struct switch_port *dst, const struct iovec 
 		return 0;
 	src->forwarded++;
 	if (xw && __builtin_expect(dst->npairs != 0, 0)) {
-		if (spread_deliver(src, src->worker, sender_pair(src), dst, iov, iovcnt, off, len) <
-		    0) {
+		if (spread_deliver(src, src->worker, sender_pair(src), dst, fw) < 0) {
 			src->forwarded--; /* sent again on resume */
 			return -EAGAIN;
 		}
 	} else if (!xw || dst->worker == src->worker) {
-		sw_deliver(dst, iov, iovcnt, off, len, storm);
-	} else if (cross_unicast(src, dst->worker, port_tag(dst, 0), iov, iovcnt, off, len) < 0) {
+		sw_deliver(dst, fw, storm);
+	} else if (cross_unicast(src, dst->worker, port_tag(dst, 0), fw) < 0) {
 		src->forwarded--; /* sent again on resume */
 		return -EAGAIN;
 	}
@@ -631,8 +686,8 @@ sw_unicast(struct switch_port *src, struct switch_port *dst, const struct iovec 
  * first, which the sender's budget is charged for.
  */
 static inline __attribute__((always_inline)) int
-sw_flood(struct switch_port *src, const struct iovec *iov, unsigned iovcnt, size_t off, size_t len,
-	 uint64_t now, const bool xw, const bool storm)
+sw_flood(struct switch_port *src, const struct sw_fwd *fw, uint64_t now, const bool xw,
+	 const bool storm)
 {
 	struct vnet_switch *sw = src->sw;
 	const struct switch_port *self = xw ? src->home : src;
@@ -648,10 +703,9 @@ sw_flood(struct switch_port *src, const struct iovec *iov, unsigned iovcnt, size
 		if (dst == self || (xw && dst->is_lane))
 			continue;
 		if (xw)
-			xw_deliver(src->worker, sender_pair(src), dst, iov, iovcnt, off, len,
-				   storm);
+			xw_deliver(src->worker, sender_pair(src), dst, fw, storm);
 		else
-			sw_deliver(dst, iov, iovcnt, off, len, storm);
+			sw_deliver(dst, fw, storm);
 		if (k++)
 			deliveries++;
 	}
@@ -664,7 +718,7 @@ sw_flood(struct switch_port *src, const struct iovec *iov, unsigned iovcnt, size
 			if (wi == src->worker || !sw->w[wi].nflood ||
 			    (sw->w[wi].nflood == 1 && self->worker == wi))
 				continue;
-			cross_send(src, wi, NULL, iov, iovcnt, off, len);
+			cross_send(src, wi, NULL, fw);
 			copies++;
 		}
 		deliveries = copies > 1 ? (int)copies - 1 : 0;
@@ -685,23 +739,22 @@ transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size
 {
 	struct switch_port *src = port_of(be), *dst;
 	uint64_t now = src->sw->w[xw ? src->worker : 0].now_ns;
-	struct iovec fwd[SW_FWD_IOV];
-	unsigned n;
+	struct iovec v[SW_FWD_IOV];
+	struct sw_fwd fw;
 
 	if (!sw_admit(src, iov, iovcnt, off, len, now, xw, storm, ips))
 		return 0;
 	/* From here on the frame is its checked copy, then the rest in the guest's buffers. */
-	n = sw_fwd_iov(src, iov, iovcnt, off, len, fwd);
-	if (__builtin_expect(!n, 0)) {
+	if (__builtin_expect(!sw_fwd_iov(src, iov, iovcnt, off, len, v, &fw), 0)) {
 		src->dropped++;
 		return 0;
 	}
 	if (!(src->head[0] & 1)) {
 		dst = lookup_cached(src->sw, src, src->head, now);
 		if (dst)
-			return sw_unicast(src, dst, fwd, n, 0, len, xw, storm);
+			return sw_unicast(src, dst, &fw, xw, storm);
 	}
-	return sw_flood(src, fwd, n, 0, len, now, xw, storm);
+	return sw_flood(src, &fw, now, xw, storm);
 }
 
 /*
@@ -725,12 +778,51 @@ static void port_deliver_burst(struct switch_port *dst, const struct vnet_frame 
 }
 
 /*
+ * A flood of src's burst may go in a run (port_deliver_burst() to each port): no port it reaches
+ * has frames queued (they go first) or is an uplink. Returns the ports it reaches (> 0), or 0:
+ * the flood takes sw_flood()'s way.
+ */
+static unsigned flood_run_ports(const struct switch_port *src)
+{
+	const struct sw_worker *own = &src->sw->w[0];
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < own->nports; i++) {
+		const struct switch_port *p = own->ports[i];
+
+		if (p == src)
+			continue;
+		if (p->q_len || p->up)
+			return 0;
+		n++;
+	}
+	return n;
+}
+
+/* A run of src's burst ends: frames [start, end) to run, or (run NULL) flooded to every port. */
+static void run_end(struct switch_port *src, struct switch_port *run, const struct vnet_frame *f,
+		    unsigned start, unsigned end)
+{
+	const struct sw_worker *own = &src->sw->w[0];
+
+	if (run) {
+		port_deliver_burst(run, f, src->burst_head, start, end);
+		return;
+	}
+	for (unsigned i = 0; i < own->nports; i++)
+		if (own->ports[i] != src)
+			port_deliver_burst(own->ports[i], f, src->burst_head, start, end);
+}
+
+/*
  * transmit_burst of the plain ops table (one worker, no storm control, VLAN tags or ips=): each
  * frame admitted and looked up as transmit() does; a run of frames for the same port that has
- * nothing queued goes to its guest in one vnet_dev_receive_burst(). Anything else (a flood, a
- * port with queued frames, the sender itself) ends the run and takes transmit()'s way, so each
- * receiver gets its frames in the order they were sent. Floods' further deliveries count
- * against `room` (backend.h): the call ends where the sender's budget would.
+ * nothing queued goes to its guest in one vnet_dev_receive_burst(), a run of floods to each
+ * other port's guest so (when none has frames queued). Anything else (a port with queued
+ * frames, the sender itself, a frame whose checks read beyond its Ethernet header) ends the run
+ * and takes transmit()'s way, so each receiver gets its frames in the order they were sent.
+ * Floods' further deliveries count against `room` (backend.h): the call ends where the sender's
+ * budget would.
  */
 static unsigned switch_transmit_burst(struct vnet_backend *be, const struct vnet_frame *f,
 				      const struct virtio_net_hdr_v1 *hdr, unsigned n, uint32_t room,
@@ -738,7 +830,8 @@ static unsigned switch_transmit_burst(struct vnet_backend *be, const struct vnet
 {
 	struct switch_port *src = port_of(be), *run = NULL;
 	const uint64_t now = src->sw->w[0].now_ns;
-	uint32_t more = 0; /* further deliveries of this call */
+	uint32_t more = 0;  /* further deliveries of this call */
+	unsigned flood = 0; /* a run of floods: the ports each reaches (run NULL); 0: none */
 	unsigned start = 0, i;
 
 	(void)hdr;  /* NULL: no burst_offloads */
@@ -747,8 +840,8 @@ static unsigned switch_transmit_burst(struct vnet_backend *be, const struct vnet
 		const struct iovec iov = {.iov_base = (void *)f[i].data, .iov_len = f[i].len};
 		struct switch_port *dst = NULL;
 		bool ok = sw_admit(src, &iov, 1, 0, f[i].len, now, false, false, false);
-		struct iovec fwd[SW_FWD_IOV];
-		unsigned nfwd;
+		struct iovec v[SW_FWD_IOV];
+		struct sw_fwd fw;
 		bool deep;
 
 		if (ok && !(src->head[0] & 1))
@@ -758,29 +851,39 @@ static unsigned switch_transmit_burst(struct vnet_backend *be, const struct vnet
 		 * runs, each with the Ethernet header it checked. */
 		deep = src->head_len != VNET_FRAME_HEAD;
 		memcpy(src->burst_head[i], src->head, VNET_FRAME_HEAD);
-		if (dst && dst == run && !deep) {
-			src->forwarded++;
+		if (ok && !deep && (dst ? dst == run : flood != 0)) {
+			if (dst) {
+				src->forwarded++;
+			} else {
+				src->flooded++;
+				more += flood - 1;
+			}
 			continue;
 		}
-		if (run)
-			port_deliver_burst(run, f, src->burst_head, start, i);
+		if (run || flood)
+			run_end(src, run, f, start, i);
 		run = NULL;
+		flood = 0;
 		if (!ok)
 			continue;
 		if (dst && !deep && dst != src && !dst->q_len && !dst->up) {
 			src->forwarded++;
 			run = dst;
 			start = i;
-		} else if (!(nfwd = sw_fwd_iov(src, &iov, 1, 0, f[i].len, fwd))) {
+		} else if (!dst && !deep && (flood = flood_run_ports(src)) != 0) {
+			src->flooded++;
+			more += flood - 1;
+			start = i;
+		} else if (!sw_fwd_iov(src, &iov, 1, 0, f[i].len, v, &fw)) {
 			src->dropped++;
 		} else if (dst) {
-			(void)sw_unicast(src, dst, fwd, nfwd, 0, f[i].len, false, false);
+			(void)sw_unicast(src, dst, &fw, false, false);
 		} else {
-			more += (uint32_t)sw_flood(src, fwd, nfwd, 0, f[i].len, now, false, false);
+			more += (uint32_t)sw_flood(src, &fw, now, false, false);
 		}
 	}
-	if (run)
-		port_deliver_burst(run, f, src->burst_head, start, i);
+	if (run || flood)
+		run_end(src, run, f, start, i);
 	*extra += more;
 	return i;
 }

@@ -165,6 +165,9 @@ void switch_port_set_access(struct vnet_backend *be, bool on);
  * An uplink of a switch (a tap trunk's side of one VLAN, port.c): a port without a device.
  * deliver() gets each frame the switch sends it (len bytes at byte off of iov, valid during
  * the call only) on the uplink's worker's thread; it sends it on or drops it, never queues.
+ * The frame's first bytes (MACs, EtherType, what the sender's checks read) are the switch's
+ * checked copy in its own memory, the rest may be the sending guest's buffer: deliver() copies
+ * each byte once and decides nothing on the rest.
  */
 struct switch_uplink_ops {
 	void (*deliver)(void *ctx, const struct iovec *iov, unsigned iovcnt, size_t off,

@@ -96,13 +96,13 @@ struct switch_port {
 	 * The frame being sent as its checks read it (sw_admit()), copied once from the guest:
 	 * destination, source, EtherType, and what port security, the tag check and ips= read
 	 * behind them: its first head_len bytes in head[], or, where the checks read beyond
-	 * SW_HEAD_MAX, the whole frame in its worker's `whole` buffer (head_whole). Every path
+	 * SW_HEAD_MAX, the whole frame in its worker's `whole` buffer (head_len > SW_HEAD_MAX:
+	 * the frame's length). Every path
 	 * forwards these bytes, not the guest's (sw_fwd_iov()): what was checked is what leaves,
 	 * whatever the sender's guest writes into its buffer meanwhile; the rest of the frame is
 	 * copied once, from the guest's buffer to the receiver, queue or backend.
 	 */
 	uint32_t head_len;
-	bool head_whole;
 	uint8_t head[SW_HEAD_MAX] __attribute__((aligned(16)));
 	/* switch_transmit_burst(): each frame's Ethernet header as admitted (head), what its
 	 * receiver gets whatever the sender's guest writes into the frame meanwhile */
@@ -145,7 +145,7 @@ struct sw_worker {
 	struct sw_packet *pool[2];
 	unsigned pool_len[2];
 	/* SW_MAX_FRAME bytes, allocated at first use: the checked copy of a frame whose checks
-	 * read beyond SW_HEAD_MAX, or that comes in too many pieces (a port's head_whole) */
+	 * read beyond SW_HEAD_MAX, or that comes in too many pieces (a port's head_len > SW_HEAD_MAX) */
 	uint8_t *whole;
 };
 
@@ -199,14 +199,14 @@ __attribute__((noinline, cold)) void sw_psec_drop(struct switch_port *p, const u
 /* sw_head() - p's checked copy of the frame being sent (head_len bytes of it). */
 static inline const uint8_t *sw_head(const struct switch_port *p)
 {
-	return p->head_whole ? p->sw->w[p->worker].whole : p->head;
+	return p->head_len <= SW_HEAD_MAX ? p->head : p->sw->w[p->worker].whole;
 }
 
 /*
  * sw_head_need() - make p's checked copy hold the frame's (len bytes at byte off of iov) first
  * n bytes, all of it if shorter: only the bytes beyond what it holds are read from the guest.
- * Returns sw_head(p), or NULL when the whole-frame buffer could not be allocated (the caller
- * drops the frame).
+ * Returns sw_head(p), or NULL when the whole-frame buffer could not be allocated or the buffers
+ * hold less than the frame (the caller drops the frame).
  */
 __attribute__((noinline)) const uint8_t *sw_head_need(struct switch_port *p, const struct iovec *iov,
 						      unsigned iovcnt, size_t off, size_t len,

@@ -80,7 +80,8 @@ __attribute__((noinline, cold)) void sw_psec_drop(struct switch_port *p, const u
  * (allocated at its first use), behind what p->head held. Out of line: only frames whose checks
  * read beyond their Ethernet header come here.
  *
- * Return: the copy (sw_head(p)), or NULL when the whole-frame buffer could not be allocated.
+ * Return: the copy (sw_head(p)), or NULL when the whole-frame buffer could not be allocated
+ * (or the buffers hold less than the frame).
  */
 __attribute__((noinline)) const uint8_t *sw_head_need(struct switch_port *p, const struct iovec *iov,
 						      unsigned iovcnt, size_t off, size_t len,
@@ -103,9 +104,10 @@ __attribute__((noinline)) const uint8_t *sw_head_need(struct switch_port *p, con
 	}
 	/* What the checks read so far stays what they read: the guest's bytes only behind it. */
 	memcpy(w->whole, p->head, p->head_len);
-	p->head_len += (uint32_t)iov_copy_from(iov, iovcnt, off + p->head_len, w->whole + p->head_len,
-					       len - p->head_len);
-	p->head_whole = true;
+	if (iov_copy_from(iov, iovcnt, off + p->head_len, w->whole + p->head_len,
+			  len - p->head_len) != len - p->head_len)
+		return NULL; /* buffers shorter than the frame (the device never gives such) */
+	p->head_len = (uint32_t)len;
 	return w->whole;
 }
 

@@ -574,7 +574,9 @@ static bool tap_rx_resume(struct vnet_backend *be)
  *
  * One writev on queue 0: a zeroed header, the MACs and tag (copied), the rest of the frame in
  * place. Never blocks: a full tap drops the frame. On the port's worker's thread, not inside
- * queue 0's own transmit (it shares its tx_iov).
+ * queue 0's own transmit (it shares its tx_iov). A switch uplink's frame (port_trunk.c) starts
+ * with the switch's checked copy of its head (switch.h): the MACs and the EtherType behind the
+ * tag are the ones the sender's access port checked, whatever its guest writes meanwhile.
  *
  * Return: 0 sent, or a negative errno (dropped).
  */

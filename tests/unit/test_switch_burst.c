@@ -225,6 +225,63 @@ static void test_runt_inside_a_burst(void **state)
 	assert_int_equal(forwarded(a), 7);
 }
 
+/*
+ * Floods inside a burst go in runs, each to every other port in one call: broadcasts and unknown
+ * destinations mixed with unicast to B; B's guest runs dry within the first kick (the rest of
+ * its frames queue), so in the second kick the floods go one by one behind B's queue. Each
+ * guest gets its frames in the order sent; the counters as one by one.
+ */
+static void test_flood_runs_in_a_burst(void **state)
+{
+	static const enum dest dests[] = {TO_ALL,	  TO_ALL, TO_UNKNOWN, TO_ALL, TO_B, TO_B,
+					  TO_UNKNOWN, TO_ALL, TO_ALL,	  TO_C,	  TO_ALL};
+	const unsigned n = sizeof(dests) / sizeof(dests[0]);
+	struct port *a = &ports[0], *b, *c;
+	unsigned to_b = 0, to_c = 0;
+	uint64_t fwd, fl;
+
+	(void)state;
+	three_ports_learned();
+	b = &ports[1];
+	c = &ports[2];
+	fwd = forwarded(a);
+	fl = flooded(a);
+	send_many(a, b->mac, 60, 500, 24); /* B keeps them: 6 of its 32 buffers are left */
+	fwd += 24;
+	for (unsigned round = 0; round < 2; round++) {
+		for (unsigned i = 0; i < n; i++)
+			(void)tx_queue_flags(a, dest_mac(dests[i]), 60 + i, 100 * round + i, 0);
+		tx_kick(a);
+	}
+	for (unsigned k = 0; k < 2 * n; k++) {
+		enum dest d = dests[k % n];
+
+		to_b += d != TO_C;
+		to_c += d != TO_B;
+	}
+	/* What did not fit in B's 6 buffers waits in its queue, in order. */
+	assert_int_equal(switch_port_queued(b->be), to_b - 6);
+	rx_post(b, 64, 1526);
+	for (unsigned k = 0; k < 24; k++)
+		expect_from(b, a, b->mac, 60, 500 + k);
+	for (unsigned k = 0; k < 2 * n; k++) {
+		enum dest d = dests[k % n];
+		unsigned seed = 100 * (k / n) + k % n;
+
+		if (d != TO_C)
+			expect_from(b, a, dest_mac(d), 60 + k % n, seed);
+		if (d != TO_B)
+			expect_from(c, a, dest_mac(d), 60 + k % n, seed);
+	}
+	expect_nothing(a);
+	expect_nothing(b);
+	expect_nothing(c);
+	assert_int_equal(to_c, 18);
+	assert_int_equal(forwarded(a) - fwd, 6);
+	assert_int_equal(flooded(a) - fl, 16);
+	assert_int_equal(dropped(a) + dropped(b) + dropped(c), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -232,6 +289,7 @@ int main(void)
 	    T(test_receiver_runs_dry_inside_a_burst),
 	    T(test_offload_frame_inside_a_burst),
 	    T(test_runt_inside_a_burst),
+	    T(test_flood_runs_in_a_burst),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
