@@ -89,7 +89,8 @@ enum vq_walk_error vq_chain_add_buf(const struct guest_mem *mem, uint64_t addr, 
 }
 
 /*
- * Every chain vq_walk_chain()'s fast path does not take; d is the head descriptor's copy. With
+ * Every chain vq_walk_chain()'s fast path does not take; d is the head descriptor's copy; at most
+ * max_desc (<= VQ_MAX_CHAIN) descriptors, indirect ones included, are taken. With
  * `in_order` (a split IN_ORDER ring, num a power of 2) the walk checks IN_ORDER as it goes, on
  * the same copies: each top-level NEXT must name the slot right after its own (0 after num - 1),
  * and *last gets the chain's last top-level descriptor (the next chain must start after it).
@@ -98,8 +99,8 @@ enum vq_walk_error vq_chain_add_buf(const struct guest_mem *mem, uint64_t addr, 
  */
 static __attribute__((noinline)) enum vq_walk_error
 walk_chain_slow(const struct guest_mem *mem, const struct vring_desc *desc, unsigned num,
-		unsigned head, bool indirect_ok, struct vq_chain *out, struct vring_desc d,
-		bool in_order, unsigned *last)
+		unsigned head, bool indirect_ok, unsigned max_desc, struct vq_chain *out,
+		struct vring_desc d, bool in_order, unsigned *last)
 {
 	const struct vring_desc *table = desc;
 	unsigned table_size = num, in_table = 0, total = 0, idx = head;
@@ -119,7 +120,7 @@ walk_chain_slow(const struct guest_mem *mem, const struct vring_desc *desc, unsi
 		}
 
 		/* A table of n entries can hold at most n descriptors of one chain. */
-		if (++in_table > table_size || ++total > VQ_MAX_CHAIN)
+		if (++in_table > table_size || ++total > max_desc)
 			return VQ_WALK_TOO_LONG;
 		out->ndesc = total;
 
@@ -280,6 +281,7 @@ int vq_start(struct virtqueue *vq, const struct guest_mem *mem)
 		vq_stop(vq);
 	vq_priv_free(vq); /* nothing to free: a stopped ring has none (vq->priv) */
 	vq->ready = VQ_FAST_NONE;
+	vq->log_credit = 0;
 	vq->run = (struct vq_run){.num = vq->num,
 				  .packed = vq->packed,
 				  .in_order = vq->in_order,
@@ -354,6 +356,27 @@ void vq_mark_broken(struct virtqueue *vq, const char *what)
 		vq->on_broken(vq->owner_ctx, vq->index);
 }
 
+/* vq_walk_chain() taking at most max_desc descriptors (a logging walk: vq_log_walk_max()). */
+static enum vq_walk_error walk_chain_max(const struct guest_mem *mem, const struct vring_desc *desc,
+					 unsigned num, unsigned head, bool indirect_ok,
+					 unsigned max_desc, struct vq_chain *out)
+{
+	struct vring_desc d;
+	unsigned last;
+
+	out->head = (uint16_t)head;
+	if (head >= num) {
+		out->nread = out->nwrite = 0;
+		out->read_len = out->write_len = 0;
+		out->ndesc = 0;
+		return VQ_WALK_BAD_HEAD;
+	}
+	d = vq_desc_read(desc, head);
+	if (vq_chain_one(mem, &d, out))
+		return VQ_WALK_OK;
+	return walk_chain_slow(mem, desc, num, head, indirect_ok, max_desc, out, d, false, &last);
+}
+
 /**
  * vq_walk_chain() - the one descriptor-chain walker.
  * @mem: guest memory the buffers are translated in
@@ -371,20 +394,7 @@ void vq_mark_broken(struct virtqueue *vq, const char *what)
 enum vq_walk_error vq_walk_chain(const struct guest_mem *mem, const struct vring_desc *desc,
 				 unsigned num, unsigned head, bool indirect_ok, struct vq_chain *out)
 {
-	struct vring_desc d;
-	unsigned last;
-
-	out->head = (uint16_t)head;
-	if (head >= num) {
-		out->nread = out->nwrite = 0;
-		out->read_len = out->write_len = 0;
-		out->ndesc = 0;
-		return VQ_WALK_BAD_HEAD;
-	}
-	d = vq_desc_read(desc, head);
-	if (vq_chain_one(mem, &d, out))
-		return VQ_WALK_OK;
-	return walk_chain_slow(mem, desc, num, head, indirect_ok, out, d, false, &last);
+	return walk_chain_max(mem, desc, num, head, indirect_ok, VQ_MAX_CHAIN, out);
 }
 
 /**
@@ -459,8 +469,8 @@ static enum vq_walk_error split_walk(struct virtqueue *vq, uint16_t head, struct
 		return VQ_WALK_IN_ORDER;
 	d = vq_desc_read(vq->desc, head);
 	if (!vq_chain_one(vq->mem, &d, chain)) {
-		err = walk_chain_slow(vq->mem, vq->desc, vq->run.num, head, vq->run.indirect, chain,
-				      d, in_order, &last);
+		err = walk_chain_slow(vq->mem, vq->desc, vq->run.num, head, vq->run.indirect,
+				      VQ_MAX_CHAIN, chain, d, in_order, &last);
 		if (err != VQ_WALK_OK)
 			return err;
 	}
@@ -512,6 +522,7 @@ int vq_pop_slow(struct virtqueue *vq, struct vq_chain *chain)
 		return -1;
 	}
 	vq->last_avail++;
+	vq_log_credit_add(vq, chain->ndesc);
 	if (vq->shadow_avail != vq->last_avail)
 		vq_prefetch_next(vq);
 	return 1;
@@ -568,11 +579,15 @@ static __attribute__((noinline, cold)) void vq_log_buffers(struct virtqueue *vq,
 	for (unsigned i = 0; i < n; i++) {
 		const struct vring_used_elem *e = &vq->used->ring[(uint16_t)(from + i) & vq->mask];
 		uint32_t id = VQ_READ_ONCE_U32(&e->id), len = VQ_READ_ONCE_U32(&e->len);
+		enum vq_walk_error err;
 
-		if (!len || vq_walk_chain(vq->mem, vq->desc, vq->run.num, id, vq->run.indirect,
-					  &chain) != VQ_WALK_OK)
+		if (!len)
 			continue;
-		dirty_log_iov(vq->log, vq->mem, &chain.iov[chain.nread], chain.nwrite, len);
+		err = walk_chain_max(vq->mem, vq->desc, vq->run.num, id, vq->run.indirect,
+				     vq_log_walk_max(vq), &chain);
+		vq_log_credit_spend(vq, chain.ndesc);
+		if (err == VQ_WALK_OK)
+			dirty_log_iov(vq->log, vq->mem, &chain.iov[chain.nread], chain.nwrite, len);
 	}
 }
 

@@ -210,6 +210,12 @@ struct virtqueue {
 			       /* packed: not kept while ready is VQ_FAST_PACKED (= last_avail then) */
 	uint16_t used_idx;    /* next used ring entry to write (published or not) */
 	uint16_t used_published; /* used index the driver can see (last vq_publish()) */
+	/*
+	 * Descriptors the pops read beyond one a chain, not yet read again by a dirty-log walk
+	 * (at most VQ_LOG_CREDIT_MAX): the logging walks of a publication read no more than the
+	 * pops of its chains did, whatever the driver rewrote in between (virtqueue_internal.h).
+	 */
+	uint32_t log_credit;
 	uint16_t signalled_used; /* used index at the last notification decision */
 	bool signalled_valid;
 	uint32_t unsignalled; /* used entries published since the last decision (wrap guard) */

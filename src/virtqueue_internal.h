@@ -12,7 +12,41 @@ enum vq_walk_error vq_chain_add_buf(const struct guest_mem *mem, uint64_t addr, 
 /* vq_walk_packed() - the one packed-ring list walker (see its definition). */
 enum vq_walk_error vq_walk_packed(const struct guest_mem *mem, const struct pvirtq_desc *ring,
 				  unsigned num, unsigned slot, bool wrap, uint16_t head_flags,
-				  bool indirect_ok, struct vq_chain *out, unsigned *nslots);
+				  bool indirect_ok, unsigned max_desc, struct vq_chain *out,
+				  unsigned *nslots);
+
+/*
+ * The dirty log's walks read again the chains a publication covers (the pops' iovecs are gone
+ * by then). A driver that rewrites a popped chain could make that walk far longer than the pop
+ * (a one-descriptor chain, counted as 1, turned into a table of VQ_MAX_CHAIN): so a pop that
+ * read k descriptors credits k - 1, and a logging walk may read one descriptor and the credit,
+ * which it spends. A driver that leaves its chains alone is walked exactly as popped; one that
+ * does not gets its pages unlogged (its own loss) and the worker no extra work. The cap is a
+ * full ring of the longest chains: the credit of chains popped while nothing was logged.
+ */
+#define VQ_LOG_CREDIT_MAX (VQ_MAX_SIZE * VQ_MAX_CHAIN)
+
+/* vq_log_credit_add() - a pop read ndesc (>= 1) descriptors. */
+static inline void vq_log_credit_add(struct virtqueue *vq, unsigned ndesc)
+{
+	uint32_t c = vq->log_credit + (ndesc > 1 ? ndesc - 1u : 0u);
+
+	vq->log_credit = c < VQ_LOG_CREDIT_MAX ? c : VQ_LOG_CREDIT_MAX;
+}
+
+/* vq_log_walk_max() - the most descriptors the next logging walk of one chain may read. */
+static inline unsigned vq_log_walk_max(const struct virtqueue *vq)
+{
+	return vq->log_credit < VQ_MAX_CHAIN - 1u ? vq->log_credit + 1u : VQ_MAX_CHAIN;
+}
+
+/* vq_log_credit_spend() - a logging walk read ndesc descriptors (at most vq_log_walk_max()). */
+static inline void vq_log_credit_spend(struct virtqueue *vq, unsigned ndesc)
+{
+	uint32_t extra = ndesc > 1 ? ndesc - 1u : 0u;
+
+	vq->log_credit = extra < vq->log_credit ? vq->log_credit - extra : 0;
+}
 
 /* The packed layout's half of the virtqueue API; virtqueue.c dispatches on vq->run.packed. */
 int vq_packed_start(struct virtqueue *vq, const struct guest_mem *mem);

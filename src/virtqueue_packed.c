@@ -67,7 +67,7 @@ static inline uint16_t pk_want(bool wrap)
 
 /* An indirect table of a packed ring: sequential entries, only WRITE valid, no nesting. */
 static enum vq_walk_error pk_walk_indirect(const struct guest_mem *mem, const struct pvirtq_desc *d,
-					   struct vq_chain *out)
+					   unsigned max_desc, struct vq_chain *out)
 {
 	const struct pvirtq_desc *table;
 	unsigned n;
@@ -93,7 +93,7 @@ static enum vq_walk_error pk_walk_indirect(const struct guest_mem *mem, const st
 		/* NEXT inside a table is ignored (early drivers set it), the ids too. */
 		if (e.flags & VRING_DESC_F_INDIRECT)
 			return VQ_WALK_NESTED_INDIRECT;
-		if (++out->ndesc > VQ_MAX_CHAIN)
+		if (++out->ndesc > max_desc)
 			return VQ_WALK_TOO_LONG;
 		err = vq_chain_add_buf(mem, le64toh(e.addr), le32toh(e.len),
 				       e.flags & VRING_DESC_F_WRITE, &seen_write, out);
@@ -112,18 +112,20 @@ static enum vq_walk_error pk_walk_indirect(const struct guest_mem *mem, const st
  * @wrap: the wrap counter at @slot
  * @head_flags: the head's flags, read with acquire
  * @indirect_ok: VIRTIO_RING_F_INDIRECT_DESC negotiated
+ * @max_desc: the most descriptors taken (VQ_MAX_CHAIN; less for a logging walk)
  * @out: the chain (out->head = the buffer id, from the list's last descriptor)
  * @nslots: ring slots the list takes (1 for an indirect one)
  *
  * Every later descriptor of a NEXT list must be available with the wrap counter of its own
- * slot; INDIRECT only alone in a list; at most num slots and VQ_MAX_CHAIN descriptors; the id
+ * slot; INDIRECT only alone in a list; at most num slots and max_desc descriptors; the id
  * must be below num. Pure: touches no queue state.
  *
  * Return: VQ_WALK_OK, or why the list is invalid (@out then partial).
  */
 enum vq_walk_error vq_walk_packed(const struct guest_mem *mem, const struct pvirtq_desc *ring,
 				  unsigned num, unsigned slot, bool wrap, uint16_t head_flags,
-				  bool indirect_ok, struct vq_chain *out, unsigned *nslots)
+				  bool indirect_ok, unsigned max_desc, struct vq_chain *out,
+				  unsigned *nslots)
 {
 	uint16_t s = (uint16_t)slot, flags = head_flags;
 	bool w = wrap, seen_write = false;
@@ -144,7 +146,7 @@ enum vq_walk_error vq_walk_packed(const struct guest_mem *mem, const struct pvir
 				return VQ_WALK_NOT_AVAIL;
 		}
 		d = pk_desc_read(&ring[s], flags);
-		if (++n > num || ++out->ndesc > VQ_MAX_CHAIN)
+		if (++n > num || ++out->ndesc > max_desc)
 			return VQ_WALK_TOO_LONG;
 		*nslots = n;
 		if (d.flags & VRING_DESC_F_INDIRECT) {
@@ -154,7 +156,7 @@ enum vq_walk_error vq_walk_packed(const struct guest_mem *mem, const struct pvir
 			if (n > 1 || (d.flags & VRING_DESC_F_NEXT))
 				return VQ_WALK_NESTED_INDIRECT;
 			out->ndesc = 0; /* the table's entries are what costs */
-			err = pk_walk_indirect(mem, &d, out);
+			err = pk_walk_indirect(mem, &d, max_desc, out);
 			if (err != VQ_WALK_OK)
 				return err;
 			if (!out->ndesc)
@@ -353,7 +355,7 @@ int vq_packed_pop(struct virtqueue *vq, struct vq_chain *chain)
 		}
 	}
 	err = vq_walk_packed(vq->mem, ring, vq->run.num, pk->next_slot, pk->next_wrap, flags,
-			     vq->run.indirect, chain, &nslots);
+			     vq->run.indirect, VQ_MAX_CHAIN, chain, &nslots);
 	if (err != VQ_WALK_OK)
 		goto broken;
 take:
@@ -378,6 +380,7 @@ take:
 	pk->next_want = pk_want(pk->next_wrap);
 	pk->room -= nslots;
 	vq->last_avail++;
+	vq_log_credit_add(vq, chain->ndesc);
 	if (fresh)
 		vq->shadow_avail = vq->last_avail; /* the farthest position is next_slot again */
 	else if (vq->last_avail == vq->shadow_avail && vq->ready == VQ_FAST_PACKED_BACK)

@@ -23,10 +23,16 @@ static __attribute__((noinline, cold)) void pk_log_buffers(struct virtqueue *vq,
 		uint32_t len = le32toh(vq->used->ring[(uint16_t)(from + i) & vq->mask].len);
 		unsigned nslots;
 
-		if (len && vq_walk_packed(vq->mem, ring, vq->run.num, slot, wrap,
-					  pk_flags(&ring[slot]), vq->run.indirect, &chain,
-					  &nslots) == VQ_WALK_OK)
-			dirty_log_iov(vq->log, vq->mem, &chain.iov[chain.nread], chain.nwrite, len);
+		if (len) {
+			enum vq_walk_error err = vq_walk_packed(
+				vq->mem, ring, vq->run.num, slot, wrap, pk_flags(&ring[slot]),
+				vq->run.indirect, vq_log_walk_max(vq), &chain, &nslots);
+
+			vq_log_credit_spend(vq, chain.ndesc);
+			if (err == VQ_WALK_OK)
+				dirty_log_iov(vq->log, vq->mem, &chain.iov[chain.nread], chain.nwrite,
+					      len);
+		}
 		pk_advance(vq->run.num, &slot, &wrap, rec->nslots);
 	}
 }

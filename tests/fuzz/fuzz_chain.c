@@ -6,18 +6,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dirty_log.h"
 #include "fuzz_touch.h"
 #include "guest_mem.h"
+#include "guest_race.h"
 #include "log.h"
 #include "virtqueue.h"
 
 /*
  * Input: a 16-byte header, then the image of 64 KiB of guest memory (zero-padded).
  *   [0] flags: bit0 indirect_ok, bit1 EVENT_IDX, bit2 two regions, bit3 rings as UVAs,
- *       bit4 (with bit2) the two regions adjacent in GPA and UVA, so buffers may straddle them
+ *       bit4 (with bit2) the two regions adjacent in GPA and UVA, so buffers may straddle them,
+ *       bit5 IN_ORDER, bit6 (with bit5) a TX queue's batch_used, bit7 dirty logging on
  *   [1] log2 queue size (mod 9: 1..256)   [2..3] walker head   [4..5] vq last_avail
  *   [6] chains to pop   [8..9] desc ring offset/16   [10..11] avail offset/2
  *   [12..13] used offset/4   (ring offsets may point outside memory: vq_start must say no)
+ *   [14] the guest's other vCPU (guest_race builds; 0: none): at each GUEST_RACE_RING_WALK point
+ *       it rewrites one byte, of the descriptor table (bit0) or anywhere, [15] the value mixed in
+ * Oracles besides ASan: a pop reads no more descriptors than the chain it returns counts (one
+ * GUEST_RACE_RING_WALK point per descriptor read after the first, and one after the walk), and
+ * a publication's logging walks no more than one per buffer plus the credit of the pops.
  * The descriptor table the walker sees is the start of guest memory. Two regions: the halves of
  * the image, 4 KiB apart in both address spaces, or adjacent; adjacent halves live in separate
  * arrays, so an iovec that runs past the end of a region is an ASan error.
@@ -31,6 +39,38 @@
 static _Alignas(64) uint8_t mem_buf[MEM_SIZE];
 static _Alignas(64) uint8_t mem_lo[MEM_SIZE / 2], mem_hi[MEM_SIZE / 2]; /* adjacent layout */
 static struct vq_chain chain;
+static uint8_t log_bitmap[128]; /* pages up to 4 MiB of GPA: all of the fuzz memory */
+
+#if defined(VNETD_GUEST_RACE) && VNETD_GUEST_RACE
+/* The other vCPU: where it writes and what, and how often it ran (the oracles' count). */
+static struct {
+	uint8_t *mem, *lo, *hi; /* the image, or its two adjacent halves */
+	uint8_t *table;         /* the queue's descriptor table (NULL before the start) */
+	unsigned table_len, calls;
+	uint8_t seed, value;
+} race;
+
+static void race_hook(void *ctx, enum guest_race_point point)
+{
+	unsigned k, off;
+
+	(void)ctx;
+	if (point != GUEST_RACE_RING_WALK)
+		return;
+	k = ++race.calls;
+	if ((race.seed & 1) && race.table) {
+		race.table[(race.seed * 7u + k * 13u) % race.table_len] ^= (uint8_t)(race.value + k);
+		return;
+	}
+	off = (race.seed * 2654435761u + k * 40503u) % MEM_SIZE;
+	if (race.mem)
+		race.mem[off] ^= (uint8_t)(race.value + k);
+	else if (off < MEM_SIZE / 2)
+		race.lo[off] ^= (uint8_t)(race.value + k);
+	else
+		race.hi[off - MEM_SIZE / 2] ^= (uint8_t)(race.value + k);
+}
+#endif
 
 static uint16_t le16(const uint8_t *p)
 {
@@ -67,6 +107,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct guest_mem mem;
 	struct virtqueue vq;
+	struct dirty_log log = {.bitmap = log_bitmap, .size = sizeof(log_bitmap)};
 	uint8_t flags, *table;
 	unsigned num, npop;
 	uint64_t base;
@@ -104,12 +145,36 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	vq.ring_space = (flags & 8) ? GUEST_ADDR_UVA : GUEST_ADDR_GPA;
 	vq.event_idx = flags & 2;
 	vq.indirect = flags & 1;
+	vq.in_order = flags & 32;
+	vq.batch_used = vq.reads_only = (flags & 32) && (flags & 64);
 	if (vq_start(&vq, &mem) != 0)
 		return 0;
+	if (flags & 128) {
+		memset(log_bitmap, 0, sizeof(log_bitmap));
+		vq.log = &log;
+		vq.log_used = true;
+		vq.log_used_gpa = MEM_GPA;
+	}
+#if defined(VNETD_GUEST_RACE) && VNETD_GUEST_RACE
+	race.mem = adjacent ? NULL : mem_buf;
+	race.lo = mem_lo;
+	race.hi = mem_hi;
+	race.table = (uint8_t *)vq.desc;
+	race.table_len = 16u * num;
+	race.seed = data[14];
+	race.value = data[15];
+	race.calls = 0;
+	guest_race_hook = data[14] ? race_hook : NULL;
+#endif
 	vq.last_avail = le16(data + 4);
 	for (unsigned i = 0; i < npop; i++) {
-		int r = vq_pop(&vq, &chain);
+		unsigned calls_before = 0;
+		int r;
 
+#if defined(VNETD_GUEST_RACE) && VNETD_GUEST_RACE
+		calls_before = race.calls;
+#endif
+		r = vq_pop(&vq, &chain);
 		if (r < 0) {
 			if (!vq.broken)
 				abort(); /* -1 means the queue is broken */
@@ -118,12 +183,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (r == 0)
 			break;
 		fuzz_touch_chain(&chain);
+#if defined(VNETD_GUEST_RACE) && VNETD_GUEST_RACE
+		if (race.calls - calls_before > chain.ndesc)
+			abort(); /* a pop read more descriptors than it counts */
+#endif
+		(void)calls_before;
 		if (i == 3)
 			vq_unpop(&vq, 1); /* popped again next round */
+		else if (vq.batch_used)
+			vq_push_last(&vq, chain.head, 1);
 		else
-			vq_push(&vq, chain.head, (uint32_t)chain.write_len);
+			vq_push(&vq, chain.head, vq.reads_only ? 0 : (uint32_t)chain.write_len);
 		if (i % 8 == 7) {
+			uint32_t credit = vq.log_credit;
+			uint16_t n = (uint16_t)(vq.used_idx - vq.used_published);
+
+#if defined(VNETD_GUEST_RACE) && VNETD_GUEST_RACE
+			calls_before = race.calls;
+#endif
 			vq_publish(&vq);
+#if defined(VNETD_GUEST_RACE) && VNETD_GUEST_RACE
+			if (race.calls - calls_before > n + credit)
+				abort(); /* logging walks beyond what the pops read */
+#endif
+			(void)credit;
+			(void)n;
 			(void)vq_driver_wants_notify(&vq);
 		}
 	}
@@ -135,5 +219,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	(void)vq_has_avail(&vq);
 	vq_stop(&vq);
 	vq_reset(&vq);
+#if defined(VNETD_GUEST_RACE) && VNETD_GUEST_RACE
+	guest_race_hook = NULL;
+	race.table = NULL;
+#endif
 	return 0;
 }

@@ -6,19 +6,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dirty_log.h"
 #include "fuzz_touch.h"
 #include "guest_mem.h"
+#include "guest_race.h"
 #include "log.h"
 #include "virtqueue_internal.h"
 
 /*
  * Input: a 16-byte header, then the image of 64 KiB of guest memory (zero-padded).
  *   [0] flags: bit0 indirect_ok, bit1 EVENT_IDX, bit2 IN_ORDER + one descriptor per batch,
- *       bit3 reads_only (TX: lengths 0, published from the records)
+ *       bit3 reads_only (TX: lengths 0, published from the records), bit4 dirty logging on,
+ *       bit5 the guest's other vCPU (guest_race builds): at each GUEST_RACE_RING_WALK point it
+ *       rewrites a byte of guest memory, where and what from [3..5]
  *   [1..2] queue size - 1 (mod 600: 1..600, any value)   [3..4] walker slot
  *   [5] pops   [6..7] desc ring offset/16   [8..9] driver area offset/4
  *   [10..11] device area offset/4   [12..15] vring base (set before the start)
- * The ring's descriptors, tables and buffers are all fuzz-written guest memory.
+ * The ring's descriptors, tables and buffers are all fuzz-written guest memory. Oracles besides
+ * ASan: a pop reads no more descriptors than the chain it returns counts (one
+ * GUEST_RACE_RING_WALK point per descriptor read after the first of a walk, and one after it),
+ * and a publication's logging walks no more than one per buffer plus the pops' credit.
  */
 #define MEM_GPA 0x100000ull
 #define MEM_SIZE 0x10000u
@@ -26,6 +33,24 @@
 
 static _Alignas(64) uint8_t mem_buf[MEM_SIZE];
 static struct vq_chain chain;
+static uint8_t log_bitmap[128]; /* pages up to 4 MiB of GPA: all of the fuzz memory */
+static unsigned race_calls;
+
+#if defined(VNETD_GUEST_RACE) && VNETD_GUEST_RACE
+static unsigned race_seed;
+static uint8_t race_value;
+
+/* The other vCPU: one byte of guest memory rewritten at each point, deterministically. */
+static void race_hook(void *ctx, enum guest_race_point point)
+{
+	(void)ctx;
+	if (point != GUEST_RACE_RING_WALK)
+		return;
+	race_calls++;
+	mem_buf[(race_seed * 2654435761u + race_calls * 40503u) % MEM_SIZE] ^=
+		(uint8_t)(race_value + race_calls);
+}
+#endif
 
 static uint16_t le16(const uint8_t *p)
 {
@@ -37,7 +62,8 @@ static uint16_t le16(const uint8_t *p)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct virtqueue vq; /* keeps its allocation between runs: vq_reset() frees it */
+	static struct virtqueue vq; /* vq_reset() frees what a failed run left */
+	struct dirty_log log = {.bitmap = log_bitmap, .size = sizeof(log_bitmap)};
 	struct guest_mem mem;
 	struct guest_mem_region r = {0};
 	unsigned num, npop, nslots, held = 0;
@@ -67,7 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint16_t f = le16((const uint8_t *)&ring[slot].flags);
 
 		if (vq_walk_packed(&mem, ring, num, slot, f & VRING_PACKED_DESC_F_AVAIL, f,
-				   flags & 1, &chain, &nslots) == VQ_WALK_OK) {
+				   flags & 1, VQ_MAX_CHAIN, &chain, &nslots) == VQ_WALK_OK) {
 			fuzz_touch_chain(&chain);
 			if (nslots < 1 || nslots > num || chain.head >= num)
 				abort();
@@ -88,7 +114,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	(void)vq_set_base(&vq, (uint32_t)le16(data + 12) | (uint32_t)le16(data + 14) << 16);
 	if (vq_start(&vq, &mem) != 0)
 		return 0;
+	if (flags & 16) {
+		memset(log_bitmap, 0, sizeof(log_bitmap));
+		vq.log = &log;
+		vq.log_used = true;
+		vq.log_used_gpa = MEM_GPA;
+	}
+	race_calls = 0;
+#if defined(VNETD_GUEST_RACE) && VNETD_GUEST_RACE
+	race_seed = le16(data + 3);
+	race_value = data[5];
+	guest_race_hook = (flags & 32) ? race_hook : NULL;
+#endif
 	for (unsigned i = 0; i < npop; i++) {
+		unsigned calls_before = race_calls;
 		int got = vq_pop(&vq, &chain);
 
 		if (got < 0) {
@@ -101,6 +140,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_touch_chain(&chain);
 		if (chain.head >= num)
 			abort();
+		if (race_calls - calls_before > chain.ndesc)
+			abort(); /* a pop read more descriptors than it counts */
 		if (i % 5 == 3) {
 			vq_unpop(&vq, 1); /* walked again next round */
 			continue;
@@ -110,7 +151,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		else
 			vq_push(&vq, chain.head, vq.reads_only ? 0 : (uint32_t)chain.write_len);
 		if (++held % 7 == 0) {
+			uint32_t credit = vq.log_credit;
+			uint16_t n = (uint16_t)(vq.used_idx - vq.used_published);
+			unsigned publish_before = race_calls;
+
 			vq_publish(&vq);
+			if (race_calls - publish_before > n + credit)
+				abort(); /* logging walks beyond what the pops read */
 			(void)vq_driver_wants_notify(&vq);
 		}
 	}
@@ -125,5 +172,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if ((vq_get_base(&vq) & 0x7fff) >= num || (vq_get_base(&vq) >> 16 & 0x7fff) >= num)
 		abort();
 	vq_stop(&vq);
+#if defined(VNETD_GUEST_RACE) && VNETD_GUEST_RACE
+	guest_race_hook = NULL;
+#endif
 	return 0;
 }

@@ -326,6 +326,81 @@ static void test_log_interleaved_packed(void **state)
 	log_interleaved(true);
 }
 
+/* The guest turns the buffer it made available at head (split) / slot 0 (packed) into an
+ * INDIRECT descriptor to a table of VQ_MAX_CHAIN writable buffers. */
+static void grow_into_table(struct ring *r, uint16_t head)
+{
+	uint64_t t = fake_mem_alloc(&r->p->mem, 16ull * VQ_MAX_CHAIN, 16);
+	struct vring_desc *table = fake_mem_host(&r->p->mem, t);
+	struct pvirtq_desc *ptable = fake_mem_host(&r->p->mem, t);
+
+	for (unsigned i = 0; i < VQ_MAX_CHAIN; i++) {
+		uint64_t addr = r->p->data + 64u * (i % 64);
+
+		if (r->packed)
+			ptable[i] = (struct pvirtq_desc){.addr = addr, .len = 64,
+							 .flags = VRING_DESC_F_WRITE};
+		else /* linked by NEXT in a split table */
+			table[i] = (struct vring_desc){
+				.addr = addr, .len = 64, .next = (uint16_t)(i + 1),
+				.flags = VRING_DESC_F_WRITE |
+					 (i + 1 < VQ_MAX_CHAIN ? VRING_DESC_F_NEXT : 0)};
+	}
+	if (r->packed) {
+		r->p->ring[0].addr = t;
+		r->p->ring[0].len = 16u * VQ_MAX_CHAIN;
+		r->p->ring[0].flags |= VRING_DESC_F_INDIRECT;
+		return;
+	}
+	r->fq.desc[head] = (struct vring_desc){t, 16u * VQ_MAX_CHAIN, VRING_DESC_F_INDIRECT, 0};
+}
+
+/*
+ * Dirty logging re-walks the chains a publication covers. A guest that turns a one-descriptor
+ * chain, popped (and counted) as one, into an indirect table of VQ_MAX_CHAIN buffers before the
+ * publication gets a logging walk of no more descriptors than its pops read (one
+ * GUEST_RACE_RING_WALK point: the second read ends it), not VQ_MAX_CHAIN of them (before: 1,024
+ * reads and translations per such buffer, on the worker every port of it shares).
+ */
+static void log_walk_after_rewrite(bool packed)
+{
+	struct ring *r = ring_new(packed, false);
+	struct walk_race w = {.r = r};
+	struct fake_buf b = {r->p->data, 64, true};
+	uint16_t head;
+
+	if (packed) {
+		pd_add(r->p, &b, 1, 3);
+		head = 3;
+	} else {
+		head = (uint16_t)fake_vq_add_chain(&r->fq, &b, 1);
+		fake_vq_publish(&r->fq);
+	}
+	assert_int_equal(vq_pop(&r->p->vq, &r->p->chain), 1);
+	assert_int_equal(r->p->chain.ndesc, 1);
+	vq_push(&r->p->vq, head, 64);
+	grow_into_table(r, head);
+	r->p->vq.log = &r->log;
+	race_install(&w);
+	vq_publish(&r->p->vq);
+	race_remove();
+	assert_true(w.calls <= 1);
+	assert_false(r->p->vq.broken);
+	ring_free(r);
+}
+
+static void test_log_walk_bounded_by_pops_split(void **state)
+{
+	(void)state;
+	log_walk_after_rewrite(false);
+}
+
+static void test_log_walk_bounded_by_pops_packed(void **state)
+{
+	(void)state;
+	log_walk_after_rewrite(true);
+}
+
 #else
 
 static void skip_without_race(void **state)
@@ -339,8 +414,60 @@ static void skip_without_race(void **state)
 #define test_packed_list_rewritten_after_read skip_without_race
 #define test_log_interleaved_split skip_without_race
 #define test_log_interleaved_packed skip_without_race
+#define test_log_walk_bounded_by_pops_split skip_without_race
+#define test_log_walk_bounded_by_pops_packed skip_without_race
 
 #endif
+
+/*
+ * A driver that leaves its chains alone is logged whole, however long they are and whichever
+ * publication covers them: two chains of three popped together, published one at a time.
+ */
+static void log_honest_long_chains(bool packed)
+{
+	struct ring *r = ring_new(packed, false);
+	uint16_t id[2];
+
+	for (unsigned k = 0; k < 2; k++) {
+		struct fake_buf b[3] = {{r->p->data + 0x4000u * k, 64, true},
+					{r->p->data + 0x4000u * k + 0x1000, 64, true},
+					{r->p->data + 0x4000u * k + 0x2000, 64, true}};
+
+		if (packed) {
+			pd_add(r->p, b, 3, (uint16_t)(5 + k));
+			id[k] = (uint16_t)(5 + k);
+		} else {
+			id[k] = (uint16_t)fake_vq_add_chain(&r->fq, b, 3);
+		}
+	}
+	if (!packed)
+		fake_vq_publish(&r->fq);
+	for (unsigned k = 0; k < 2; k++) {
+		assert_int_equal(vq_pop(&r->p->vq, &r->p->chain), 1);
+		assert_int_equal(r->p->chain.ndesc, 3);
+	}
+	r->p->vq.log = &r->log;
+	for (unsigned k = 0; k < 2; k++) {
+		vq_push(&r->p->vq, id[k], 3 * 64);
+		vq_publish(&r->p->vq);
+		for (unsigned j = 0; j < 3; j++)
+			assert_true(page_logged(r, r->p->data + 0x4000u * k + 0x1000u * j));
+	}
+	reap(r);
+	ring_free(r);
+}
+
+static void test_log_honest_long_chains_split(void **state)
+{
+	(void)state;
+	log_honest_long_chains(false);
+}
+
+static void test_log_honest_long_chains_packed(void **state)
+{
+	(void)state;
+	log_honest_long_chains(true);
+}
 
 /* ---- Two workers logging at once (real threads; the TSan build checks for races) ---- */
 
@@ -417,6 +544,10 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_packed_list_rewritten_after_read),
 		cmocka_unit_test(test_log_interleaved_split),
 		cmocka_unit_test(test_log_interleaved_packed),
+		cmocka_unit_test(test_log_walk_bounded_by_pops_split),
+		cmocka_unit_test(test_log_walk_bounded_by_pops_packed),
+		cmocka_unit_test(test_log_honest_long_chains_split),
+		cmocka_unit_test(test_log_honest_long_chains_packed),
 		cmocka_unit_test(test_log_two_threads_split),
 		cmocka_unit_test(test_log_two_threads_packed),
 	};
