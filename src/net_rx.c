@@ -152,7 +152,7 @@ static __attribute__((noinline)) int rx_place(struct vnet_dev *dev, struct vnet_
 			 * entries too, so a ring of indirect buffers may count as full early: a
 			 * drop, never a queue that waits for ever (and a switch port behind it).
 			 */
-			if (r == 0 && nslots < q->vq.num && ndesc < q->vq.num)
+			if (r == 0 && nslots < q->vq.run.num && ndesc < q->vq.run.num)
 				return 0;
 			log_guest("queue %u: packet needs more than %u RX buffers; dropped",
 				  q->vq.index, r == 0 ? nslots : VNET_RX_MAX_BUFFERS);

@@ -155,7 +155,7 @@ static bool guard_ring_low(const struct vnet_dev *dev, struct vnet_queue *q)
 
 		return cache < enough && !vq_avail_at_least(&q->vq, enough - cache);
 	}
-	uint32_t limit = (3u * q->vq.num + 3u) / 4u; /* held + unpopped >= 3/4 of the ring */
+	uint32_t limit = (3u * q->vq.run.num + 3u) / 4u; /* held + unpopped >= 3/4 of the ring */
 
 	return q->guard.held_descs >= limit ||
 	       vq_avail_at_least(&q->vq, limit - q->guard.held_descs);

@@ -358,16 +358,17 @@ void port_persist_rings_stop(struct port *p)
 		char err[160];
 		uint32_t base;
 
-		if (!q || !q->vq.started || !q->vq.packed || q->vq.broken || !k->from_set ||
+		/* What the ring ran with (vq.run), not what the transport set since. */
+		if (!q || !q->vq.started || !q->vq.run.packed || q->vq.broken || !k->from_set ||
 		    q->vq.desc_addr > INT64_MAX)
 			continue;
+		r.size = q->vq.run.num;
+		r.in_order = q->vq.run.in_order;
 		base = vnet_dev_queue_stop(p->dev, i);
 		r.desc = q->vq.desc_addr;
 		r.from = k->from;
-		r.size = q->vq.num;
 		r.avail = (uint16_t)base;
 		r.used = (uint16_t)(base >> 16);
-		r.in_order = q->vq.in_order;
 		r.present = true;
 		if (port_state_ring_check(&r, err, sizeof(err)) < 0) {
 			log_guest("%s: queue %u: stop position not kept: %s", p->name, i, err);
