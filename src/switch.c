@@ -640,12 +640,26 @@ static inline __attribute__((always_inline)) bool
 sw_fwd_iov(struct switch_port *src, const struct iovec *iov, unsigned iovcnt, size_t off,
 	   size_t len, struct iovec v[SW_FWD_IOV], struct sw_fwd *fw)
 {
+	const size_t h = src->head_len;
+
 	fw->len = len;
-	/* Nearly always: the frame in the chain's first piece, its Ethernet header checked. */
-	if (src->head_len == VNET_FRAME_HEAD && iovcnt && off + len <= iov[0].iov_len) {
-		fw->flat = (const uint8_t *)iov[0].iov_base + off;
-		fw->head = src->head;
-		return true;
+	/* Nearly always: the frame in the chain's first piece, ... */
+	if (iovcnt && off + len <= iov[0].iov_len) {
+		const uint8_t *frame = (const uint8_t *)iov[0].iov_base + off;
+
+		/* ... its Ethernet header checked: a flat frame */
+		if (h == VNET_FRAME_HEAD) {
+			fw->flat = frame;
+			fw->head = src->head;
+			return true;
+		}
+		/* ... or a longer head (ARP, ND, IPv6 on a port-secured port, ips=): two pieces */
+		if (h < len && h <= SW_HEAD_MAX) {
+			v[0] = (struct iovec){.iov_base = src->head, .iov_len = h};
+			v[1] = (struct iovec){.iov_base = (void *)(frame + h), .iov_len = len - h};
+			*fw = (struct sw_fwd){.iov = v, .iovcnt = 2, .len = len};
+			return true;
+		}
 	}
 	fw->flat = NULL;
 	return sw_fwd_iov_slow(src, iov, iovcnt, off, len, v, fw);

@@ -129,20 +129,30 @@ __attribute__((noinline)) const uint8_t *sw_head_need(struct switch_port *p, con
 __attribute__((noinline)) bool sw_lladdr_pass(struct switch_port *p, const struct iovec *iov,
 					      unsigned iovcnt, size_t off, size_t len)
 {
-	const struct switch_mac_set macs = {p->psec_mac, p->allowed, p->n_allowed};
 	unsigned et = (unsigned)p->head[12] << 8 | p->head[13];
+	struct switch_mac_set macs;
 	const char *why = NULL;
 	const uint8_t *f;
 	size_t want = SW_HEAD_MAX, need = 0;
 
 	if (!switch_lladdr_inspects(et))
 		return true;
-	/* IPv6 whose next header is neither ICMPv6 nor an option header (TCP, UDP...): 7 bytes more. */
+	/* IPv6 whose next header is neither ICMPv6 nor an option header (TCP, UDP...): the 7 bytes
+	 * behind the Ethernet header (all the copy holds here), read once; the frame's first piece
+	 * nearly always holds them. */
 	if (et == 0x86dd && len > SW_MIN_FRAME + 6) {
-		f = sw_head_need(p, iov, iovcnt, off, len, SW_MIN_FRAME + 7);
+		if (iovcnt && off + SW_MIN_FRAME + 7 <= iov[0].iov_len) {
+			memcpy(p->head + SW_MIN_FRAME, (const uint8_t *)iov[0].iov_base + off + SW_MIN_FRAME,
+			       7);
+			p->head_len = SW_MIN_FRAME + 7;
+			f = p->head;
+		} else {
+			f = sw_head_need(p, iov, iovcnt, off, len, SW_MIN_FRAME + 7);
+		}
 		if (f && !switch_lladdr_ipv6_nh(f[SW_MIN_FRAME + 6]))
 			return true;
 	}
+	macs = (struct switch_mac_set){p->psec_mac, p->allowed, p->n_allowed};
 	/* ARP, ND, tags: their first SW_HEAD_MAX bytes; the whole frame if the rules ask for more. */
 	for (;;) {
 		enum switch_lladdr_verdict v;
