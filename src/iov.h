@@ -52,7 +52,8 @@ size_t iov_copy_iov_slow(const struct iovec *dst, unsigned dst_cnt, size_t dst_o
 /*
  * iov_copy_iov() - copy up to len bytes from src (starting at byte src_off) to dst (starting at
  * dst_off), segment to segment with no bounce buffer; returns bytes copied. memmove: one
- * frontend may give two ports the same memory.
+ * frontend may give two ports the same memory. Inline: one segment on each side, or a source
+ * in two (a switch's checked copy of a frame's head, then the rest in the sender's buffer).
  */
 static inline size_t iov_copy_iov(const struct iovec *dst, unsigned dst_cnt, size_t dst_off,
 				  const struct iovec *src, unsigned src_cnt, size_t src_off,
@@ -68,12 +69,22 @@ static inline size_t iov_copy_iov(const struct iovec *dst, unsigned dst_cnt, siz
 		src++;
 		src_cnt--;
 	}
-	/* Small packets: one segment on each side. */
-	if (dst_cnt && src_cnt && len <= dst[0].iov_len - dst_off &&
-	    len <= src[0].iov_len - src_off) {
-		memmove((char *)dst[0].iov_base + dst_off, (const char *)src[0].iov_base + src_off,
-			len);
-		return len;
+	if (dst_cnt && src_cnt && len <= dst[0].iov_len - dst_off) {
+		char *d = (char *)dst[0].iov_base + dst_off;
+		const char *s0 = (const char *)src[0].iov_base + src_off;
+		size_t a = src[0].iov_len - src_off; /* > 0: the walk above skipped empty segments */
+
+		/* Small packets: one segment on each side. */
+		if (len <= a) {
+			memmove(d, s0, len);
+			return len;
+		}
+		/* A source in two pieces that hold len, into one destination segment. */
+		if (src_cnt > 1 && len - a <= src[1].iov_len) {
+			memmove(d, s0, a);
+			memmove(d + a, src[1].iov_base, len - a);
+			return len;
+		}
 	}
 	return iov_copy_iov_slow(dst, dst_cnt, dst_off, src, src_cnt, src_off, len);
 }

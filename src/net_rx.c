@@ -270,11 +270,13 @@ static inline void rx_delivered(struct vnet_dev *dev, struct vnet_queue *q, size
 
 /*
  * The receive path: into queue pair `forced` (>= 0: a constant of the one caller that picked it,
- * vnet_dev_receive_frame_on()), else the pair the flow hash or RSS picks.
+ * vnet_dev_receive_frame_on()), else the pair the flow hash or RSS picks. `head` (NULL: none;
+ * else only with one active pair and no RSS, the frame iov[0] alone at off 0): the checked copy
+ * of its first VNET_FRAME_HEAD bytes, which the filter reads and the guest gets in their place.
  */
 static inline __attribute__((always_inline)) int
 receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 *hdr_in, const struct iovec *iov,
-	      unsigned iovcnt, size_t off, size_t frame_len, const int forced)
+	      unsigned iovcnt, size_t off, size_t frame_len, const uint8_t *head, const int forced)
 {
 	const uint8_t *eth = dev->rx_eth;
 	struct virtio_net_hdr_v1_hash *hdr = &dev->rx_hdr;
@@ -296,17 +298,24 @@ receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 *hdr_in, cons
 	} else {
 		memset(&hdr->hdr, 0, sizeof(hdr->hdr));
 	}
-	/* Look at the Ethernet header in place when one segment holds it (it nearly always does). */
-	while (iovcnt && off >= iov[0].iov_len) {
-		off -= iov[0].iov_len;
-		iov++;
-		iovcnt--;
+	if (head) {
+		eth = head; /* one active pair: need is 14, the checked copy's length */
+		got = VNET_FRAME_HEAD;
+	} else {
+		/* Look at the Ethernet header in place when one segment holds it (nearly always). */
+		while (iovcnt && off >= iov[0].iov_len) {
+			off -= iov[0].iov_len;
+			iov++;
+			iovcnt--;
+		}
+		if (iovcnt && need <= iov[0].iov_len - off)
+			eth = (const uint8_t *)iov[0].iov_base + off;
+		else
+			got = iov_copy_from(iov, iovcnt, off, dev->rx_eth, need);
 	}
-	if (iovcnt && need <= iov[0].iov_len - off)
-		eth = (const uint8_t *)iov[0].iov_base + off;
-	else
-		got = iov_copy_from(iov, iovcnt, off, dev->rx_eth, need);
-	if (forced >= 0) {
+	if (head) {
+		pair = 0;
+	} else if (forced >= 0) {
 		pair = (unsigned)forced;
 		if (__builtin_expect(dev->rss.report, 0))
 			(void)rx_rss(dev, iov, iovcnt, off, frame_len); /* the header's hash */
@@ -326,7 +335,7 @@ receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 *hdr_in, cons
 		return 1; /* over the port's RX rate: dropped, counted */
 
 	do {
-		r = rx_place_one(dev, q, hdr, iov, iovcnt, off, frame_len, NULL, VQ_FAST_NONE);
+		r = rx_place_one(dev, q, hdr, iov, iovcnt, off, frame_len, head, VQ_FAST_NONE);
 		if (r == 0 && !rx_wait_for_buffers(q, vq_avail_seen(&q->vq)))
 			break;
 	} while (r == 0);
@@ -364,7 +373,35 @@ receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 *hdr_in, cons
 int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 *hdr_in,
 			   const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len)
 {
-	return receive_frame(dev, hdr_in, iov, iovcnt, off, frame_len, -1);
+	return receive_frame(dev, hdr_in, iov, iovcnt, off, frame_len, NULL, -1);
+}
+
+/**
+ * vnet_dev_receive_checked() - deliver one bare frame in one buffer with the checked copy of its
+ * Ethernet header (copying receive)
+ * @dev: the device
+ * @f: the frame (f->data, f->len bytes in one buffer), with an all-zero header
+ * @head: the VNET_FRAME_HEAD bytes its guest gets in place of its first ones (the sender's checked
+ *        copy: the frame's own bytes may have changed since), which the receive filter reads too
+ *
+ * vnet_dev_receive_burst() for one frame, without the burst's set-up: the rest of the frame is
+ * copied once from @f into the guest's buffers, its head from @head. A device with several
+ * active pairs or RSS takes [head][rest of @f] as two pieces through vnet_dev_receive_frame().
+ * Context: the thread that owns the device.
+ * Return: as vnet_dev_receive_frame().
+ */
+int vnet_dev_receive_checked(struct vnet_dev *dev, const struct vnet_frame *f,
+			     const uint8_t head[VNET_FRAME_HEAD])
+{
+	const struct iovec one = {.iov_base = (void *)f->data, .iov_len = f->len};
+
+	if (__builtin_expect(dev->active_pairs > 1 || dev->rss_on, 0) || f->len < VNET_FRAME_HEAD) {
+		struct iovec two[2];
+		unsigned cnt = vnet_frame_iov(f, f->len < VNET_FRAME_HEAD ? NULL : head, two);
+
+		return receive_frame(dev, NULL, two, cnt, 0, f->len, NULL, -1);
+	}
+	return receive_frame(dev, NULL, &one, 1, 0, f->len, head, -1);
 }
 
 /**
@@ -389,7 +426,7 @@ int vnet_dev_receive_frame_on(struct vnet_dev *dev, unsigned pair,
 {
 	if (2u * pair + 1u >= dev->nqueues)
 		pair = 0;
-	return receive_frame(dev, hdr_in, iov, iovcnt, off, frame_len, (int)pair);
+	return receive_frame(dev, hdr_in, iov, iovcnt, off, frame_len, NULL, (int)pair);
 }
 
 /*
@@ -481,7 +518,7 @@ unsigned vnet_dev_receive_burst(struct vnet_dev *dev, const struct vnet_frame *f
 			unsigned cnt = vnet_frame_iov(
 			    &f[i], heads && f[i].len >= VNET_FRAME_HEAD ? heads[i] : NULL, iov);
 
-			if (!receive_frame(dev, NULL, iov, cnt, 0, f[i].len, -1))
+			if (!receive_frame(dev, NULL, iov, cnt, 0, f[i].len, NULL, -1))
 				break;
 		}
 		return i;
@@ -518,7 +555,8 @@ static int receive_packet(struct vnet_dev *dev, const struct iovec *iov, unsigne
 		return 1;
 	}
 	iov_copy_from(iov, iovcnt, 0, &hdr, sizeof(hdr));
-	return receive_frame(dev, &hdr, iov, iovcnt, VNET_HDR_LEN, total - VNET_HDR_LEN, forced);
+	return receive_frame(dev, &hdr, iov, iovcnt, VNET_HDR_LEN, total - VNET_HDR_LEN, NULL,
+			     forced);
 }
 
 /**

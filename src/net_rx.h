@@ -35,6 +35,14 @@ int vnet_dev_receive_frame(struct vnet_dev *dev, const struct virtio_net_hdr_v1 
 			   const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len);
 
 /*
+ * vnet_dev_receive_checked() - vnet_dev_receive_frame() for frame f in one buffer with an all-zero
+ * header, its guest getting head's VNET_FRAME_HEAD (backend.h) bytes in place of its first ones
+ * (the sender's checked copy), as one frame of vnet_dev_receive_burst() does.
+ */
+int vnet_dev_receive_checked(struct vnet_dev *dev, const struct vnet_frame *f,
+			     const uint8_t head[14]);
+
+/*
  * vnet_dev_receive_burst() - vnet_dev_receive_frame() for n frames in order, each in one buffer
  * with an all-zero header; heads (NULL: none): per frame, VNET_FRAME_HEAD (backend.h) bytes its
  * guest gets in place of its first ones (the sender's checked copy). Returns the frames taken

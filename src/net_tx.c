@@ -217,12 +217,12 @@ static unsigned tx_burst_flush(struct vnet_dev *dev, struct vnet_queue *q, unsig
 
 	if (took > n)
 		took = n;
-	if (q->vq.batch_used) { /* IN_ORDER: one used element for the burst */
+	if (q->vq.run.batch_used) { /* IN_ORDER: one used element for the burst */
 		for (unsigned i = 0; i < took; i++)
 			*sent_bytes += dev->tx_burst[i].len;
 		if (took)
 			vq_push_last(&q->vq, dev->tx_burst_head[took - 1], took);
-	} else if (q->vq.packed) { /* lengths 0, ids from the ring's records: nothing to write */
+	} else if (q->vq.run.packed) { /* lengths 0, ids from the ring's records: nothing to write */
 		for (unsigned i = 0; i < took; i++)
 			*sent_bytes += dev->tx_burst[i].len;
 		vq_push_read_n(&q->vq, took);

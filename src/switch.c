@@ -43,7 +43,8 @@ _Static_assert(SW_HEAD_MAX >= SWITCH_IPS_HDR, "ips= reads the checked copy of a 
  * the sender's guest memory (or a cross-worker ring, an uplink's buffer). Nearly always (flat)
  * the whole frame lies in one buffer there and the checked copy is its Ethernet header alone:
  * a receiving guest takes it in one copy with `head` put over its first bytes
- * (vnet_dev_receive_burst()'s heads), and the others get the two pieces from sw_fwd_vec().
+ * (vnet_dev_receive_checked(), vnet_dev_receive_burst()'s heads), and the others get the two
+ * pieces from sw_fwd_vec().
  * Else iov[0..iovcnt): the checked copy, then the rest's pieces.
  */
 struct sw_fwd {
@@ -354,8 +355,7 @@ port_deliver(struct switch_port *dst, const struct sw_fwd *fw, const int pair)
 			/* One buffer and the checked header, as a burst's frame: one copy. */
 			const struct vnet_frame f = {.data = fw->flat, .len = (uint32_t)fw->len};
 
-			if (vnet_dev_receive_burst(dst->dev, &f,
-						   (const uint8_t(*)[VNET_FRAME_HEAD])fw->head, 1))
+			if (vnet_dev_receive_checked(dst->dev, &f, fw->head))
 				return;
 		} else {
 			cnt = sw_fwd_vec(fw, tmp, &iov);

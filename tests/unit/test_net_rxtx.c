@@ -11,7 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "fake_driver.h"
+#include "iov.h"
 #include "virtio_net_defs.h"
 #include "vnet_dev.h"
 
@@ -694,6 +696,186 @@ static void test_tx_poll_mode_ends_at_reset(void **state)
 	td_free(td);
 }
 
+/* ---- Copies between iovec arrays (iov_copy_iov()'s inline cases) ---- */
+
+/*
+ * iov_copy_iov() from src cut into pieces of the given lengths (0: an empty piece), starting at
+ * src_off, into one destination segment of dst_len bytes at dst_off: what it returns and writes
+ * must be what a byte-by-byte copy of the same bytes gives, and nothing past the copy changes.
+ */
+static void check_copy_iov(const uint32_t *cuts, unsigned ncuts, size_t src_off, size_t dst_off,
+			   size_t dst_len, size_t len)
+{
+	uint8_t src[256], dst[256 + 16], want[256 + 16];
+	struct iovec in[8], out = {dst, dst_len};
+	size_t total = 0, at = 0, expect;
+
+	assert_true(ncuts <= 8 && dst_len <= 256);
+	fill_pattern(src, sizeof(src), 9);
+	for (unsigned i = 0; i < ncuts; i++) {
+		in[i] = (struct iovec){src + total + i, cuts[i]}; /* a gap of i bytes: not one buffer */
+		total += cuts[i];
+	}
+	memset(dst, 0xcc, sizeof(dst));
+	memset(want, 0xcc, sizeof(want));
+	expect = len;
+	if (expect > (total > src_off ? total - src_off : 0))
+		expect = total > src_off ? total - src_off : 0;
+	if (expect > (dst_len > dst_off ? dst_len - dst_off : 0))
+		expect = dst_len > dst_off ? dst_len - dst_off : 0;
+	for (unsigned i = 0, pos = 0; i < ncuts; i++)
+		for (uint32_t b = 0; b < cuts[i]; b++, pos++)
+			if (pos >= src_off && pos < src_off + expect)
+				want[dst_off + at++] = ((uint8_t *)in[i].iov_base)[b];
+	assert_int_equal(at, expect);
+	assert_int_equal(iov_copy_iov(&out, 1, dst_off, in, ncuts, src_off, len), expect);
+	assert_memory_equal(dst, want, sizeof(dst));
+}
+
+static void test_iov_copy_two_piece_source(void **state)
+{
+	const uint32_t two[] = {21, 43}, empty_first[] = {0, 21, 43}, empty_second[] = {21, 0, 43},
+		       empty_last[] = {21, 43, 0}, three[] = {14, 7, 43}, one[] = {64};
+
+	(void)state;
+	check_copy_iov(two, 2, 0, 0, 64, 64);	   /* exact fit: the destination holds both */
+	check_copy_iov(two, 2, 0, 12, 76, 64);	   /* after a header, exact fit */
+	check_copy_iov(two, 2, 0, 0, 100, 64);	   /* room to spare */
+	check_copy_iov(two, 2, 0, 0, 63, 64);	   /* destination one byte short: 63 copied */
+	check_copy_iov(two, 2, 0, 0, 30, 64);	   /* destination smaller than the source */
+	check_copy_iov(two, 2, 0, 0, 21, 64);	   /* ... holding the first piece alone */
+	check_copy_iov(two, 2, 0, 0, 64, 40);	   /* len inside the second piece */
+	check_copy_iov(two, 2, 0, 0, 64, 22);	   /* one byte of the second piece */
+	check_copy_iov(two, 2, 0, 0, 64, 21);	   /* the first piece exactly */
+	check_copy_iov(two, 2, 0, 0, 64, 0);	   /* nothing */
+	check_copy_iov(two, 2, 0, 0, 200, 100);   /* len past the source: what it holds */
+	check_copy_iov(two, 2, 5, 0, 64, 59);	   /* from inside the first piece, to the end */
+	check_copy_iov(two, 2, 20, 0, 64, 44);	   /* the first piece's last byte, then the second */
+	check_copy_iov(two, 2, 21, 0, 64, 43);	   /* from the second piece's start: one piece */
+	check_copy_iov(two, 2, 64, 0, 64, 10);	   /* from the end: nothing */
+	check_copy_iov(empty_first, 3, 0, 0, 64, 64);  /* an empty piece before: skipped */
+	check_copy_iov(empty_second, 3, 0, 0, 64, 64); /* an empty piece between */
+	check_copy_iov(empty_second, 3, 0, 0, 64, 30);
+	check_copy_iov(empty_last, 3, 0, 0, 64, 64);   /* an empty piece after */
+	check_copy_iov(three, 3, 0, 0, 64, 64);	       /* three pieces: the general loop */
+	check_copy_iov(three, 3, 3, 4, 64, 60);
+	check_copy_iov(one, 1, 0, 0, 64, 64);	       /* one piece */
+	check_copy_iov(one, 1, 0, 0, 32, 64);
+}
+
+/* ---- RX: a frame with the sender's checked head (vnet_dev_receive_checked()) ---- */
+
+/* A 60-byte frame and a different checked copy of its Ethernet header. */
+static void checked_frame(uint8_t frame[60], uint8_t head[VNET_FRAME_HEAD], uint8_t want[60])
+{
+	static const uint8_t guest_dst[6] = {0x02, 0x66, 0x66, 0x66, 0x66, 0x66};
+
+	fill_pattern(frame, 60, 11);
+	memset(head, 0xff, 6); /* broadcast: the device's filter takes it */
+	memcpy(head + 6, "\x02\x00\x00\x00\x00\x01", 6);
+	head[12] = 0x88, head[13] = 0xb5;
+	memcpy(frame, guest_dst, 6); /* what the sender's guest wrote after the check */
+	memcpy(want, head, VNET_FRAME_HEAD);
+	memcpy(want + VNET_FRAME_HEAD, frame + VNET_FRAME_HEAD, 60 - VNET_FRAME_HEAD);
+}
+
+static void test_rx_checked_head_replaces_the_frames_first_bytes(void **state)
+{
+	struct test_dev *td = td_new(1, TD_BASE_FEATURES);
+	uint8_t frame[60], head[VNET_FRAME_HEAD], want[60];
+	const struct vnet_frame f = {frame, 60}, runt = {frame, 13};
+	uint32_t id, len;
+	uint64_t gpa;
+	uint8_t *buf;
+	int h;
+
+	(void)state;
+	checked_frame(frame, head, want);
+	/* No buffers: 0, nothing taken. */
+	assert_int_equal(vnet_dev_receive_checked(td->dev, &f, head), 0);
+	gpa = post_one(td, 1526, &h);
+	assert_int_equal(vnet_dev_receive_checked(td->dev, &f, head), 1);
+	vnet_dev_rx_flush(td->dev);
+	assert_true(fake_vq_get_used(&td->vq[RXQ], &id, &len));
+	assert_int_equal(id, h);
+	assert_int_equal(len, HDR + 60);
+	buf = fake_mem_host(&td->mem, gpa);
+	assert_int_equal(get_le16(buf + 10), 1);
+	assert_memory_equal(buf + HDR, want, 60);
+	assert_int_equal(buf[HDR + 60], 0xcc);
+	/* A runt is dropped and counted (its head is not read: fewer bytes than it). */
+	assert_int_equal(vnet_dev_receive_checked(td->dev, &runt, head), 1);
+	assert_int_equal(stats(td, RXQ)->dropped, 1);
+	assert_int_equal(stats(td, RXQ)->packets, 1);
+	td_free(td);
+}
+
+/* A buffer too small for the frame: the general placement, still with the checked head. */
+static void test_rx_checked_head_across_mergeable_buffers(void **state)
+{
+	struct test_dev *td = td_new(1, TD_BASE_FEATURES | F(MRG_RXBUF));
+	uint8_t frame[60], head[VNET_FRAME_HEAD], want[HDR + 60], got[HDR + 60];
+	const struct vnet_frame f = {frame, 60};
+	uint64_t gpa[4];
+	int heads[4];
+	uint32_t id, len;
+	size_t at = 0;
+
+	(void)state;
+	checked_frame(frame, head, want + HDR);
+	for (unsigned i = 0; i < 4; i++)
+		gpa[i] = post_one(td, 20, &heads[i]); /* 12 + 8, 20, 20, 12: the head spans two */
+	assert_int_equal(vnet_dev_receive_checked(td->dev, &f, head), 1);
+	vnet_dev_rx_flush(td->dev);
+	for (unsigned i = 0; i < 4; i++) {
+		assert_true(fake_vq_get_used(&td->vq[RXQ], &id, &len));
+		assert_int_equal(id, heads[i]);
+		memcpy(got + at, fake_mem_host(&td->mem, gpa[i]), len);
+		at += len;
+	}
+	assert_int_equal(at, HDR + 60);
+	assert_int_equal(get_le16(got + 10), 4);
+	assert_memory_equal(got + HDR, want + HDR, 60);
+	td_free(td);
+}
+
+/* Several active pairs: the frame as two pieces through the flow hash, the head still checked. */
+static void test_rx_checked_head_with_several_pairs(void **state)
+{
+	struct test_dev *td = td_new(2, TD_BASE_FEATURES | F(MQ) | F(CTRL_VQ));
+	uint8_t frame[60], head[VNET_FRAME_HEAD], want[60];
+	uint8_t in[4] = {VIRTIO_NET_CTRL_MQ, VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET, 2, 0};
+	const struct vnet_frame f = {frame, 60};
+	uint64_t gpa[2];
+	int h[2];
+	uint32_t id, len;
+	unsigned found = 0;
+
+	(void)state;
+	assert_int_equal(td_exec(td, in, sizeof(in)), VIRTIO_NET_OK);
+	checked_frame(frame, head, want);
+	for (unsigned q = 0; q < 2; q++) {
+		struct fake_buf b = {fake_mem_alloc(&td->mem, 1526, 8), 1526, true};
+
+		memset(fake_mem_host(&td->mem, b.gpa), 0xcc, 1526);
+		gpa[q] = b.gpa;
+		h[q] = fake_vq_add_chain(&td->vq[2 * q], &b, 1);
+		fake_vq_publish(&td->vq[2 * q]);
+	}
+	assert_int_equal(vnet_dev_receive_checked(td->dev, &f, head), 1);
+	vnet_dev_rx_flush(td->dev);
+	for (unsigned q = 0; q < 2; q++) {
+		if (!fake_vq_get_used(&td->vq[2 * q], &id, &len))
+			continue;
+		found++;
+		assert_int_equal(id, h[q]);
+		assert_int_equal(len, HDR + 60);
+		assert_memory_equal((uint8_t *)fake_mem_host(&td->mem, gpa[q]) + HDR, want, 60);
+	}
+	assert_int_equal(found, 1);
+	td_free(td);
+}
+
 #define T(fn) cmocka_unit_test_teardown(fn, td_cleanup)
 
 int main(void)
@@ -720,6 +902,10 @@ int main(void)
 	    T(test_rx_oversize_packet_dropped_and_counted),
 	    T(test_rx_used_index_published_once_per_flush),
 	    T(test_rx_hostile_buffer_breaks_queue),
+	    cmocka_unit_test(test_iov_copy_two_piece_source),
+	    T(test_rx_checked_head_replaces_the_frames_first_bytes),
+	    T(test_rx_checked_head_across_mergeable_buffers),
+	    T(test_rx_checked_head_with_several_pairs),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
