@@ -510,6 +510,36 @@ def relayout_cycle(env, res):
                   vu.VIRTIO_NET_OK, 'the control queue works after the last restart')
 
 
+# ---- the device's MAC is a station address from every source (mac_is_group()) ----
+CTRL_MAC_ADDR_F = 1 << 23
+MAC_ADDR_SET = 1
+
+
+def _mac_bytes(mac):
+    return bytes(int(x, 16) for x in mac.split(':'))
+
+
+@case('group MAC as the device address: SET_CONFIG (whole and byte-wise), CTRL_MAC_ADDR_SET',
+      log=r"refused: a group address as the device's MAC")
+def group_mac(env, res):
+    # A legacy driver (no CTRL_MAC_ADDR) may write the config space's MAC: never a group one.
+    f = env.frontend(protocol=(1 << vu.PROTOCOL_F_REPLY_ACK) | (1 << vu.PROTOCOL_F_CONFIG)).setup()
+    for off, data, what in ((0, b'\x01\x00\x5e\x00\x00\x01', 'an IPv4 multicast MAC'),
+                            (0, b'\xff' * 6, 'the broadcast MAC'),
+                            (0, b'\x53', 'byte 0 with the group bit (byte-wise)')):
+        refused(res, f.vu.request(vu.SET_CONFIG, struct.pack('=III', off, len(data), 0) +
+                                  data), 'SET_CONFIG of %s' % what)
+    res.check(f.vu.get_config(0, 6) == _mac_bytes(MACS[0]), 'the config space keeps p0\'s MAC')
+    res.check(f.transmit(ether_frame(BCAST, MACS[0])), 'p0 still sends from its own MAC')
+    f.close()
+    env.wait_disconnected('p0')
+    # A driver with CTRL_MAC_ADDR: the command answers ERR for a group address.
+    g = env.frontend(features=vu.DEFAULT_FEATURES | CTRL_MAC_ADDR_F).setup()
+    ack = g.ctrl(vu.CTRL_MAC, MAC_ADDR_SET, b'\x03\x00\x00\x77\x00\x01')
+    res.check(ack == vu.VIRTIO_NET_ERR, 'CTRL_MAC_ADDR_SET of a group MAC answered ERR (%r)' % ack)
+    res.check(g.vu.get_config(0, 6) == _mac_bytes(MACS[0]), 'and the MAC did not change')
+
+
 # ---- SET_MEM_TABLE ----
 def mem_client(env):
     c = env.client()
