@@ -285,6 +285,28 @@ static void up_deliver(void *ctx, const struct iovec *iov, unsigned iovcnt, size
 static const struct switch_uplink_ops up_ops = {.deliver = up_deliver};
 
 /*
+ * (R4)'s send: a's untagged IPv4 frame of 100 bytes for dst (into want) in `cuts` pieces, while
+ * the other vCPU writes evil (b's MAC and an 802.1Q tag) over its source MAC at `at`: the uplink
+ * gets it once, as checked.
+ */
+static void untagged_raced(struct port *a, const uint8_t *dst, unsigned seed, unsigned cuts,
+			   enum guest_race_point at, const uint8_t evil[8], uint8_t want[100])
+{
+	memcpy(want, make_frame(dst, a->mac, 100, seed), 100);
+	want[12] = 0x08, want[13] = 0x00; /* IPv4's EtherType: untagged */
+	want[14] = 0x00, want[15] = 0x14; /* tagged, these would say VLAN 20 */
+	up_n = 0;
+	tx_track_reset();
+	queue_cut(a, want, 100, cuts);
+	race_on(at, 6, evil, 8);
+	tx_kick(a);
+	race_off();
+	assert_int_equal(up_n, 1);
+	assert_int_equal(up_len[0], 100);
+	assert_memory_equal(up_frames[0], want, 100);
+}
+
+/*
  * (R4) Access ports (vlan=N) and an uplink (a tap trunk's side): an access port's untagged frame
  * whose guest writes an 802.1Q tag (and another port's MAC) into it after the tag check must
  * not leave tagged: the trunk would carry it double-tagged into VLAN 20. The uplink and the
@@ -319,31 +341,9 @@ static void test_race_inner_tag_on_access_port(void **state)
 		for (unsigned cuts = 1; cuts <= 2; cuts++) {
 			unsigned seed = 10 * pi + cuts;
 
-			memcpy(want, make_frame(mac_bcast, a->mac, sizeof(want), seed), sizeof(want));
-			want[12] = 0x08, want[13] = 0x00; /* IPv4's EtherType: untagged */
-			want[14] = 0x00, want[15] = 0x14; /* tagged, these would say VLAN 20 */
-			up_n = 0;
-			tx_track_reset();
-			queue_cut(a, want, sizeof(want), cuts);
-			race_on(points[pi], 6, evil, sizeof(evil));
-			tx_kick(a);
-			race_off();
-			assert_int_equal(up_n, 1);
-			assert_int_equal(up_len[0], sizeof(want));
-			assert_memory_equal(up_frames[0], want, sizeof(want));
+			untagged_raced(a, mac_bcast, seed, cuts, points[pi], evil, want);
 			expect_bytes(b, want, sizeof(want));
-
-			memcpy(want, make_frame(far, a->mac, sizeof(want), seed + 50), sizeof(want));
-			want[12] = 0x08, want[13] = 0x00;
-			want[14] = 0x00, want[15] = 0x14;
-			up_n = 0;
-			tx_track_reset();
-			queue_cut(a, want, sizeof(want), cuts);
-			race_on(points[pi], 6, evil, sizeof(evil));
-			tx_kick(a);
-			race_off();
-			assert_int_equal(up_n, 1);
-			assert_memory_equal(up_frames[0], want, sizeof(want));
+			untagged_raced(a, far, seed + 50, cuts, points[pi], evil, want);
 			expect_nothing(b);
 		}
 	assert_int_equal(counters(a).tagged_dropped, 0);

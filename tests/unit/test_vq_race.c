@@ -281,6 +281,19 @@ static void publish_other(struct walk_race *w)
 	vq_publish(&w->other->p->vq);
 }
 
+/* The test_<name>_split and test_<name>_packed cmocka tests: fn(false) and fn(true). */
+#define BOTH_LAYOUTS(name, fn)                                                                     \
+	static void test_##name##_split(void **state)                                              \
+	{                                                                                          \
+		(void)state;                                                                       \
+		fn(false);                                                                         \
+	}                                                                                          \
+	static void test_##name##_packed(void **state)                                             \
+	{                                                                                          \
+		(void)state;                                                                       \
+		fn(true);                                                                          \
+	}
+
 /*
  * Two ports' RX queues log the buffers they wrote at their publications; one port's logging
  * runs in the middle of the other's walk (what two workers do at once, made deterministic).
@@ -314,17 +327,7 @@ static void log_interleaved(bool packed)
 	ring_free(b);
 }
 
-static void test_log_interleaved_split(void **state)
-{
-	(void)state;
-	log_interleaved(false);
-}
-
-static void test_log_interleaved_packed(void **state)
-{
-	(void)state;
-	log_interleaved(true);
-}
+BOTH_LAYOUTS(log_interleaved, log_interleaved)
 
 /* The guest turns the buffer it made available at head (split) / slot 0 (packed) into an
  * INDIRECT descriptor to a table of VQ_MAX_CHAIN writable buffers. */
@@ -389,17 +392,7 @@ static void log_walk_after_rewrite(bool packed)
 	ring_free(r);
 }
 
-static void test_log_walk_bounded_by_pops_split(void **state)
-{
-	(void)state;
-	log_walk_after_rewrite(false);
-}
-
-static void test_log_walk_bounded_by_pops_packed(void **state)
-{
-	(void)state;
-	log_walk_after_rewrite(true);
-}
+BOTH_LAYOUTS(log_walk_bounded_by_pops, log_walk_after_rewrite)
 
 #else
 
@@ -457,17 +450,7 @@ static void log_honest_long_chains(bool packed)
 	ring_free(r);
 }
 
-static void test_log_honest_long_chains_split(void **state)
-{
-	(void)state;
-	log_honest_long_chains(false);
-}
-
-static void test_log_honest_long_chains_packed(void **state)
-{
-	(void)state;
-	log_honest_long_chains(true);
-}
+BOTH_LAYOUTS(log_honest_long_chains, log_honest_long_chains)
 
 /* ---- Two workers logging at once (real threads; the TSan build checks for races) ---- */
 
@@ -524,17 +507,7 @@ static void log_two_threads(bool packed)
 	pthread_barrier_destroy(&go);
 }
 
-static void test_log_two_threads_split(void **state)
-{
-	(void)state;
-	log_two_threads(false);
-}
-
-static void test_log_two_threads_packed(void **state)
-{
-	(void)state;
-	log_two_threads(true);
-}
+BOTH_LAYOUTS(log_two_threads, log_two_threads)
 
 int main(int argc, char **argv)
 {
