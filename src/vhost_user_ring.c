@@ -269,7 +269,9 @@ enum vu_result vu_ring_set_num(struct vu_conn *c, const struct vu_msg *m)
  *
  * The queue starts once it is fully configured and has a kick fd. A running queue may be sent
  * only its own ring addresses again (vhost_user_state.c), with logging turned on or off (QEMU
- * does so around a migration): it is stopped for the change and restarted.
+ * does so around a migration): it is stopped for the change and restarted. A broken one is
+ * stopped and stays so: a restart would clear what broke it (a guest error, or a refused ring
+ * message the frontend believes taken) without the frontend setting the ring up again.
  *
  * Return: VU_OK, or VU_FAIL (logged) for a bad queue index.
  */
@@ -278,17 +280,18 @@ enum vu_result vu_ring_set_addr(struct vu_conn *c, const struct vu_msg *m)
 	const struct vu_vring_addr *a = &m->p.addr;
 	struct vnet_queue *q;
 	unsigned qidx;
-	bool was;
+	bool was, broken;
 
 	if (!(q = conn_queue(c, m, &qidx)))
 		return VU_FAIL;
+	broken = q->vq.started && q->vq.broken;
 	was = stop_if_started(c, qidx, q);
 	q->vq.desc_addr = a->desc;
 	q->vq.avail_addr = a->avail;
 	q->vq.used_addr = a->used;
 	q->vq.ring_space = GUEST_ADDR_UVA;
 	vu_mig_vring_addr(q, a);
-	if (was || c->q[qidx].kick >= 0)
+	if (!broken && (was || c->q[qidx].kick >= 0))
 		try_start(c, qidx, q);
 	return VU_OK;
 }

@@ -278,6 +278,36 @@ static void test_refusal_without_reply_ack(void **state)
 }
 
 /*
+ * A ring broken by a refused SET_VRING_NUM (no REPLY_ACK) and then sent its own addresses again
+ * (allowed on a running ring, for QEMU's log toggling) must not run again on the old size that
+ * the frontend believes replaced: it stays down until the frontend sets it up again. Before, the
+ * address message restarted it (vq_start() clears broken) with 64 entries, the frontend on 128.
+ */
+static void test_same_addr_does_not_revive_broken_ring(void **state)
+{
+	struct vu_vring_state num = {.index = 1, .num = 128};
+	struct vu_vring_addr a = ring_addr(1, 0);
+	struct fe f;
+
+	(void)state;
+	fe_open(&f, false);
+	start_all(&f, SPLIT);
+	send_msg(&f.s, VU_SET_VRING_NUM, &num, sizeof(num), NULL, 0);
+	assert_true(vq(&f, 1)->broken);
+	send_msg(&f.s, VU_SET_VRING_ADDR, &a, sizeof(a), NULL, 0);
+	assert_false(vq(&f, 1)->started && !vq(&f, 1)->broken); /* not running on 64 entries */
+	assert_true(vq(&f, 0)->started && !vq(&f, 0)->broken);
+	/* Set up again (stopped: GET_VRING_BASE, size, addresses, kick), it runs on 128. */
+	stop_ring(&f, 1);
+	send_msg(&f.s, VU_SET_VRING_NUM, &num, sizeof(num), NULL, 0);
+	send_msg(&f.s, VU_SET_VRING_ADDR, &a, sizeof(a), NULL, 0);
+	send_msg(&f.s, VU_SET_VRING_KICK, &(uint64_t){1}, sizeof(uint64_t), &f.kick[1], 1);
+	assert_true(vq(&f, 1)->started && !vq(&f, 1)->broken);
+	assert_int_equal(vq(&f, 1)->run.num, 128);
+	fe_close(&f);
+}
+
+/*
  * DPDK 22.11's virtio-user reconnects without SET_OWNER (SET_VRING_ENABLE, SET_FEATURES, memory,
  * rings): taken. A kick before SET_FEATURES waits for the features (the ring's layout).
  */
@@ -323,6 +353,7 @@ int main(void)
 		cmocka_unit_test(test_ring_messages_on_running_ring_refused),
 		cmocka_unit_test(test_stop_renegotiate_restart_cycle),
 		cmocka_unit_test(test_refusal_without_reply_ack),
+		cmocka_unit_test(test_same_addr_does_not_revive_broken_ring),
 		cmocka_unit_test(test_reconnect_without_owner_and_kick_before_features),
 	};
 
