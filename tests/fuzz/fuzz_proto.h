@@ -185,7 +185,9 @@ void fp_close_own(int *fd);
 int fp_make_fd(enum fp_fd_kind kind, int *keep, uint8_t *keep_kind); /* the fd to send */
 int fp_send(struct fp_port *p, uint32_t req, uint32_t flags, const void *payload, uint32_t size,
 	    const int *fds, unsigned nfds);
+#define FP_RAW_FDS 11 /* the most fds a raw message carries (more than vhost-user's 8) */
 void fp_send_raw(struct fp_port *p, const uint8_t *bytes, size_t len, const int *fds, unsigned nfds);
+void fp_hangup(struct fp_port *p); /* the frontend closes its end: vnetd sees EOF */
 void fp_loop(unsigned rounds);
 void fp_kick(struct fp_port *p, unsigned q); /* the frontend's side: write the kick fd */
 void fp_oracle_probe(void);

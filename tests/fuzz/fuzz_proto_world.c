@@ -450,6 +450,11 @@ int __wrap_vnet_dev_receive_frame_on(struct vnet_dev *dev, unsigned pair,
 				     unsigned iovcnt, size_t off, size_t frame_len);
 unsigned __real_vnet_dev_receive_burst(struct vnet_dev *dev, const struct vnet_frame *f,
 				       const uint8_t (*heads)[14], unsigned n);
+/* Weak: a tree without vnet_dev_receive_checked() (before d14064d) still links. */
+int __real_vnet_dev_receive_checked(struct vnet_dev *dev, const struct vnet_frame *f,
+				    const uint8_t head[14]) __attribute__((weak));
+int __wrap_vnet_dev_receive_checked(struct vnet_dev *dev, const struct vnet_frame *f,
+				    const uint8_t head[14]);
 unsigned __wrap_vnet_dev_receive_burst(struct vnet_dev *dev, const struct vnet_frame *f,
 				       const uint8_t (*heads)[14], unsigned n);
 
@@ -515,6 +520,26 @@ unsigned __wrap_vnet_dev_receive_burst(struct vnet_dev *dev, const struct vnet_f
 	W.cur = cur;
 	for (unsigned i = 0; i < ret && i < n; i++)
 		count_frame(r, ids[i]);
+	return ret;
+}
+
+int __wrap_vnet_dev_receive_checked(struct vnet_dev *dev, const struct vnet_frame *f,
+				    const uint8_t head[14])
+{
+	struct fp_port *r = port_of_dev(dev);
+	struct iovec iov[2];
+	int id, ret, cur = W.cur;
+
+	if (!r)
+		return __real_vnet_dev_receive_checked(dev, f, head);
+	if (f->len < 14)
+		fp_fail("ORACLE 2: a checked frame shorter than an Ethernet header");
+	id = check_frame(r, iov, vnet_frame_iov(f, head, iov), 0, f->len);
+	W.cur = r->idx;
+	ret = __real_vnet_dev_receive_checked(dev, f, head);
+	W.cur = cur;
+	if (ret)
+		count_frame(r, id);
 	return ret;
 }
 
@@ -834,7 +859,7 @@ static void send_msg(struct fp_port *p, const uint8_t *bytes, size_t len, const 
 		     unsigned nfds, bool reply)
 {
 	union {
-		char b[CMSG_SPACE(sizeof(int) * VU_MAX_FDS)];
+		char b[CMSG_SPACE(sizeof(int) * FP_RAW_FDS)];
 		struct cmsghdr align;
 	} cbuf;
 	struct iovec iov = {.iov_base = (void *)bytes, .iov_len = len};
@@ -843,7 +868,7 @@ static void send_msg(struct fp_port *p, const uint8_t *bytes, size_t len, const 
 
 	if (!p->connected || !len)
 		return;
-	for (unsigned i = 0; i < nfds && i < VU_MAX_FDS; i++)
+	for (unsigned i = 0; i < nfds && i < FP_RAW_FDS; i++)
 		if (fds[i] >= 0)
 			k++;
 	if (k) {
@@ -856,7 +881,7 @@ static void send_msg(struct fp_port *p, const uint8_t *bytes, size_t len, const 
 		cm->cmsg_level = SOL_SOCKET;
 		cm->cmsg_type = SCM_RIGHTS;
 		cm->cmsg_len = CMSG_LEN(sizeof(int) * k);
-		for (unsigned i = 0; i < nfds && i < VU_MAX_FDS; i++)
+		for (unsigned i = 0; i < nfds && i < FP_RAW_FDS; i++)
 			if (fds[i] >= 0)
 				memcpy(CMSG_DATA(cm) + sizeof(int) * j++, &fds[i], sizeof(int));
 	}
@@ -868,6 +893,23 @@ static void send_msg(struct fp_port *p, const uint8_t *bytes, size_t len, const 
 void fp_send_raw(struct fp_port *p, const uint8_t *bytes, size_t len, const int *fds, unsigned nfds)
 {
 	send_msg(p, bytes, len, fds, nfds, true);
+}
+
+void fp_hangup(struct fp_port *p)
+{
+	if (!p->connected)
+		return;
+	fp_close_own(&p->sock);
+	for (unsigned k = 0; k < 4 && p->connected; k++) {
+		W.cur = p->idx;
+		if (vu_conn_handle_readable(&p->conn) < 0) {
+			W.cur = -1;
+			fp_disconnect(p);
+			return;
+		}
+		W.cur = -1;
+	}
+	fp_disconnect(p);
 }
 
 /* Requests vnetd answers with a message of their own (else only with NEED_REPLY). */

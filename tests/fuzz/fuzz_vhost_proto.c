@@ -18,8 +18,9 @@
  * send control commands and race the device from a second vCPU (fp_race_set()).
  *
  * Oracles besides ASan/UBSan and libFuzzer's timeout and leak checks:
- *  1. after the operations, a fresh frontend on another port still gets SET_MEM_TABLE accepted
- *     (nothing daemon-wide is left exhausted by the others' mappings);
+ *  1. after the operations, with every other frontend still connected, a fresh frontend on
+ *     another port still gets SET_MEM_TABLE accepted (nothing daemon-wide is left exhausted by
+ *     the others' mappings);
  *  2. every frame delivered to a port's guest carries a source MAC that port security admitted
  *     for its sender, passes its sender's ARP/ND, ips= and access-port checks as delivered,
  *     and no more frames of a MAC arrive than its port sent (fuzz_proto_world.c);
@@ -233,13 +234,15 @@ static void op_mem(struct fp_port *p, uint8_t kind, uint8_t arg)
 		fd = fp_make_fd(FP_FD_MEMFD, &keep, NULL);
 		mem_reg(p, VU_ADD_MEM_REG, region(p, gpa, arg & 0x80 ? 1 : 4096, 0), fd);
 		fp_close_own(&fd);
+		W.fills++;
 		break;
 	}
 	case 4:
 		mem_reg(p, VU_REM_MEM_REG, region(p, h, FP_MEM_SIZE - h, h), -1);
 		break;
-	case 5: /* a region larger than its file */
-		r[0] = region(p, 0, arg & 1 ? 2ull * FP_MEM_SIZE : FP_MEM_SIZE, arg & 2 ? 4096 : 0);
+	case 5: /* a region larger than its file, or at an odd offset of it */
+		r[0] = region(p, 0, arg & 1 ? 2ull * FP_MEM_SIZE : FP_MEM_SIZE - 4096,
+			      arg & 2 ? 4096 : arg & 4 ? 1 + (arg >> 3) % 15 : 0);
 		mem_table(p, r, 1, fds);
 		break;
 	case 6: { /* n pieces of the same file */
@@ -255,15 +258,24 @@ static void op_mem(struct fp_port *p, uint8_t kind, uint8_t arg)
 		mem_table(p, r, n, fds);
 		break;
 	}
-	default: /* user addresses that are not the rings', or two regions on top of each other */
+	default: /* user addresses not the rings', regions on top of each other, bad numbers */
 		r[0] = region(p, 0, FP_MEM_SIZE, 0);
-		if (arg & 1) {
+		switch (arg & 7) {
+		case 1:
 			r[1] = r[0];
 			mem_table(p, r, 2, fds);
-		} else {
-			r[0].userspace_addr += 4096ull * (1 + arg);
-			mem_table(p, r, 1, fds);
+			return;
+		case 2: r[0].memory_size = 0; break;
+		case 3: r[0].guest_phys_addr = UINT64_MAX - 4095; break;
+		case 4: r[0].userspace_addr = UINT64_MAX - 4095; break;
+		case 5: r[0].mmap_offset = UINT64_MAX - 4095; break;
+		case 6: r[0].memory_size = 1ull << 62; break;
+		default: r[0].userspace_addr += 4096ull * (1 + arg); break;
 		}
+		if (arg & 8)
+			mem_reg(p, VU_ADD_MEM_REG, r[0], p->memfd);
+		else
+			mem_table(p, r, 1, fds);
 		break;
 	}
 }
@@ -513,23 +525,33 @@ static void op_config(struct fp_port *p, struct fp_in *in)
 
 /* ---- Raw messages and the rest ---- */
 
+/*
+ * RAW: [req][flags][size][fds][size bytes]. fds: bits 0-1 how many (bit 5: 8 more, past what a
+ * message may carry), bits 2-4 their kind, bit 6 the frontend hangs up right after, bit 7 nine
+ * more payload bytes. flags bit 6 (no meaning on the wire): the header claims 3 more bytes than
+ * follow; size 255: it claims 4096 (over any payload).
+ */
 static void op_raw(struct fp_port *p, struct fp_in *in)
 {
 	uint8_t buf[VU_HDR_SIZE + VU_MSG_MAX_PAYLOAD];
-	uint32_t req = in8(in) % 48, flags = in8(in), size = in8(in);
+	uint32_t req = in8(in) % 48, flags = in8(in), size = in8(in), claim;
 	uint8_t fdspec = in8(in);
-	unsigned nfds = fdspec & 3;
+	unsigned nfds = (fdspec & 3) + (fdspec & 0x20 ? 8 : 0);
 	enum fp_fd_kind kind = (enum fp_fd_kind)((fdspec >> 2) % FP_FD_KINDS);
-	int fds[3] = {-1, -1, -1}, keep[3] = {-1, -1, -1};
+	int fds[FP_RAW_FDS], keep[FP_RAW_FDS];
 
+	claim = size == 255 ? 4096 : size;
 	if (fdspec & 0x80)
-		size += 9;
+		size += 9, claim += 9;
 	if (size > VU_MSG_MAX_PAYLOAD)
 		size = VU_MSG_MAX_PAYLOAD;
-	vu_msg_put_header(buf, req, flags, size);
+	if (flags & 0x40)
+		claim = size + 3;
+	vu_msg_put_header(buf, req, flags, claim);
 	for (uint32_t i = 0; i < size; i++)
 		buf[VU_HDR_SIZE + i] = in8(in);
 	for (unsigned i = 0; i < nfds; i++) {
+		keep[i] = -1;
 		if (kind == FP_FD_MEMFD && i == 0)
 			fds[i] = p->memfd; /* the guest's own memory: a table that maps */
 		else
@@ -542,6 +564,8 @@ static void op_raw(struct fp_port *p, struct fp_in *in)
 		if (keep[i] != fds[i])
 			fp_close_own(&keep[i]);
 	}
+	if (fdspec & 0x40)
+		fp_hangup(p);
 }
 
 static void op_fill(uint8_t spare, uint16_t n)
@@ -745,8 +769,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (unsigned n = 0; n < MAX_OPS && in.off < in.n; n++)
 		run_op(&in);
 	fp_loop(8);
-	if (W.fills)
-		fp_oracle_probe();
+	fp_oracle_probe(); /* while every other frontend of the input is still connected */
 	fp_world_end();
 	return 0;
 }
