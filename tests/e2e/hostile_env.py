@@ -44,6 +44,19 @@ class Result:
         print('    --   ' + what, flush=True)
 
 
+def prerequisites():
+    """None when vnetd and vnetctl are built and Python has os.memfd_create and os.eventfd;
+    else the exit status a hostile test's main() returns (1: not built, SKIP: no such Python)."""
+    for exe in (VNETD, VNETCTL):
+        if not os.access(exe, os.X_OK):
+            print('FAIL: %s not built (run make)' % exe)
+            return 1
+    if not (hasattr(os, 'memfd_create') and hasattr(os, 'eventfd')):
+        print('SKIP: needs Python >= 3.10 on Linux (os.memfd_create, os.eventfd)')
+        return SKIP
+    return None
+
+
 class Env:
     """The vnetd under test, its log, and the hostile objects of the running case."""
 

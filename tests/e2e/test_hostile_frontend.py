@@ -22,8 +22,8 @@ import threading
 import time
 
 from hostile_env import *  # noqa: F401,F403 (the cases use the whole kit)
-from hostile_env import Env, Result, run_suite
-from harness import SKIP, VNETCTL, VNETD, workdir
+from hostile_env import Env, Result, prerequisites, run_suite
+from harness import VNETD, workdir
 
 
 # =============================================================================================
@@ -1812,13 +1812,9 @@ def spoofed_nd_lla(env, res):
 
 # =============================================================================================
 def main():
-    for exe in (VNETD, VNETCTL):
-        if not os.access(exe, os.X_OK):
-            print('FAIL: %s not built (run make)' % exe)
-            return 1
-    if not (hasattr(os, 'memfd_create') and hasattr(os, 'eventfd')):
-        print('SKIP: needs Python >= 3.10 on Linux (os.memfd_create, os.eventfd)')
-        return SKIP
+    missing = prerequisites()
+    if missing is not None:
+        return missing
     return run_suite(Env(workdir('hostile')), CASES, 'hostile-frontend')
 
 

@@ -26,8 +26,8 @@ import re
 import sys
 import time
 
-from harness import SKIP, VNETCTL, VNETD, Vnetd, workdir
-from harness import NoNs
+from harness import NoNs, Vnetd, workdir
+from hostile_env import Result, prerequisites
 import vhost_user_client as vu
 from vhost_user_client import (NET_HDR_LEN, RX_Q, VhostUserClient, VhostUserError,
                                VirtioNetFrontend, ether_frame)
@@ -40,17 +40,6 @@ PAGE = 4096
 MEMFD_NAME = 'vnetd-hostile-maps'
 FRESH_MAC, PEER_MAC = '52:54:00:40:03:01', '52:54:00:40:03:02'
 SLOTS_PROTOCOL = (1 << vu.PROTOCOL_F_REPLY_ACK) | (1 << vu.PROTOCOL_F_CONFIGURE_MEM_SLOTS)
-
-
-class Checks:
-    def __init__(self):
-        self.failures = []
-
-    def check(self, cond, what):
-        print(('  ok   ' if cond else '  FAIL ') + what, flush=True)
-        if not cond:
-            self.failures.append(what)
-        return cond
 
 
 def region(i):
@@ -118,13 +107,9 @@ def forward_check(vd, socks, ck):
 
 
 def main():
-    for exe in (VNETD, VNETCTL):
-        if not os.access(exe, os.X_OK):
-            print('FAIL: %s not built (run make)' % exe)
-            return 1
-    if not (hasattr(os, 'memfd_create') and hasattr(os, 'eventfd')):
-        print('SKIP: needs Python >= 3.10 on Linux (os.memfd_create, os.eventfd)')
-        return SKIP
+    missing = prerequisites()
+    if missing is not None:
+        return missing
     t0 = time.monotonic()
     wd = workdir('hostile-maps')
     socks = {'h%d' % i: os.path.join(wd, 'h%d.sock' % i) for i in range(HOSTILE)}
@@ -134,7 +119,7 @@ def main():
     ports[0] += ',max-mem-slots=%d' % SMALL_CAP
     ports.append('socket=%s,switch,mac=%s' % (socks['fresh'], FRESH_MAC))
     ports.append('socket=%s,switch,mac=%s' % (socks['peer'], PEER_MAC))
-    ck = Checks()
+    ck = Result('hostile-maps')
     vd = Vnetd(NoNs(), ports, wd).__enter__()
     hostile = []
     fd = os.memfd_create(MEMFD_NAME, os.MFD_CLOEXEC)

@@ -27,8 +27,8 @@ hostile_packed_env.py. Needs no root and no guest: switch ports create no interf
 import os
 import sys
 
-from harness import SKIP, VNETCTL, VNETD, workdir
-from hostile_env import expect_alive_conn, expect_broken, run_suite
+from harness import workdir
+from hostile_env import expect_alive_conn, expect_broken, prerequisites, run_suite
 from hostile_packed_env import (COAL_USECS, PACKED, PACKED_EVENT_IDX, PACKED_INDIRECT,
                                 PACKED_IN_ORDER, CASES, PackedEnv, RxBuffers, broken_log, buf,
                                 case, chain_case, expect_not_broken, fence, frame_to,
@@ -397,13 +397,9 @@ import hostile_packed_rings  # noqa: E402,F401 (registers its cases after these)
 
 
 def main():
-    for exe in (VNETD, VNETCTL):
-        if not os.access(exe, os.X_OK):
-            print('FAIL: %s not built (run make)' % exe)
-            return 1
-    if not (hasattr(os, 'memfd_create') and hasattr(os, 'eventfd')):
-        print('SKIP: needs Python >= 3.10 on Linux (os.memfd_create, os.eventfd)')
-        return SKIP
+    missing = prerequisites()
+    if missing is not None:
+        return missing
     return run_suite(PackedEnv(workdir('hostile-packed')), CASES, 'hostile-packed',
                      after=packed_after_case)
 
