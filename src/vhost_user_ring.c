@@ -215,6 +215,9 @@ void vu_ring_pause_all(struct vu_conn *c, bool was_started[VNET_MAX_QUEUES])
  * @c: the connection (c->mem is the new table: the rings are translated again)
  * @was_started: what vu_ring_pause_all() recorded
  *
+ * A ring that was broken (a guest error, or a refused ring message the frontend believes taken)
+ * is not restarted: it runs again only when the frontend sets it up again (its SET_VRING_KICK).
+ *
  * Return: nothing; a queue whose rings do not translate stays stopped (logged).
  */
 void vu_ring_resume_all(struct vu_conn *c, const bool was_started[VNET_MAX_QUEUES])
@@ -226,7 +229,8 @@ void vu_ring_resume_all(struct vu_conn *c, const bool was_started[VNET_MAX_QUEUE
 	for (unsigned i = 0; i < n; i++) {
 		struct vnet_queue *q = vnet_dev_queue(c->dev, i);
 
-		if (q && (was_started[i] || c->q[i].kick >= 0))
+		/* A broken ring stays stopped: a restart would clear what broke it. */
+		if (q && !q->vq.broken && (was_started[i] || c->q[i].kick >= 0))
 			try_start(c, i, q);
 	}
 }

@@ -124,6 +124,19 @@ static __attribute__((unused)) void take_and_push(struct ring *r, uint16_t id)
 	vq_push(&r->p->vq, id, 128);
 }
 
+/* The test_<name>_split and test_<name>_packed cmocka tests: fn(false) and fn(true). */
+#define BOTH_LAYOUTS(name, fn)                                                                     \
+	static void test_##name##_split(void **state)                                              \
+	{                                                                                          \
+		(void)state;                                                                       \
+		fn(false);                                                                         \
+	}                                                                                          \
+	static void test_##name##_packed(void **state)                                             \
+	{                                                                                          \
+		(void)state;                                                                       \
+		fn(true);                                                                          \
+	}
+
 #if defined(VNETD_GUEST_RACE) && VNETD_GUEST_RACE
 
 /* ---- The other vCPU rewrites descriptors the walker has read (GUEST_RACE_RING_WALK) ---- */
@@ -280,19 +293,6 @@ static void publish_other(struct walk_race *w)
 {
 	vq_publish(&w->other->p->vq);
 }
-
-/* The test_<name>_split and test_<name>_packed cmocka tests: fn(false) and fn(true). */
-#define BOTH_LAYOUTS(name, fn)                                                                     \
-	static void test_##name##_split(void **state)                                              \
-	{                                                                                          \
-		(void)state;                                                                       \
-		fn(false);                                                                         \
-	}                                                                                          \
-	static void test_##name##_packed(void **state)                                             \
-	{                                                                                          \
-		(void)state;                                                                       \
-		fn(true);                                                                          \
-	}
 
 /*
  * Two ports' RX queues log the buffers they wrote at their publications; one port's logging

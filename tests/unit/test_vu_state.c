@@ -307,6 +307,27 @@ static void test_same_addr_does_not_revive_broken_ring(void **state)
 	fe_close(&f);
 }
 
+/* A new memory table stops and restarts the rings, but not a broken one (review of 7702d59). */
+static void test_mem_table_does_not_revive_broken_ring(void **state)
+{
+	struct vu_vring_state num = {.index = 1, .num = 128};
+	struct vu_mem_table t = {.nregions = 1};
+	struct fe f;
+
+	(void)state;
+	fe_open(&f, false);
+	start_all(&f, SPLIT);
+	send_msg(&f.s, VU_SET_VRING_NUM, &num, sizeof(num), NULL, 0);
+	assert_true(vq(&f, 1)->broken);
+	t.regions[0] = (struct vu_mem_region){.guest_phys_addr = GPA, .memory_size = MIB,
+					      .userspace_addr = UVA};
+	send_msg(&f.s, VU_SET_MEM_TABLE, &t, sizeof(t), &f.memfd, 1);
+	assert_true(vq(&f, 0)->started && !vq(&f, 0)->broken); /* the healthy ring runs on */
+	assert_false(vq(&f, 1)->started);                       /* the broken one stays stopped */
+	assert_int_equal(vq(&f, 1)->run.num, 64);
+	fe_close(&f);
+}
+
 /*
  * DPDK 22.11's virtio-user reconnects without SET_OWNER (SET_VRING_ENABLE, SET_FEATURES, memory,
  * rings): taken. A kick before SET_FEATURES waits for the features (the ring's layout).
@@ -354,6 +375,7 @@ int main(void)
 		cmocka_unit_test(test_stop_renegotiate_restart_cycle),
 		cmocka_unit_test(test_refusal_without_reply_ack),
 		cmocka_unit_test(test_same_addr_does_not_revive_broken_ring),
+		cmocka_unit_test(test_mem_table_does_not_revive_broken_ring),
 		cmocka_unit_test(test_reconnect_without_owner_and_kick_before_features),
 	};
 
