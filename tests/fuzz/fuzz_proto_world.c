@@ -354,9 +354,12 @@ static void violation(const struct fp_port *r, const uint8_t *h, size_t len, con
 {
 	fprintf(stderr,
 		"fuzz_vhost_proto: ORACLE 2 (port security): %s\n  frame of %zu bytes to port %d: "
-		"dst %02x:%02x:%02x:%02x:%02x:%02x src %02x:%02x:%02x:%02x:%02x:%02x type %02x%02x\n",
+		"dst %02x:%02x:%02x:%02x:%02x:%02x src %02x:%02x:%02x:%02x:%02x:%02x type %02x%02x\n ",
 		what, len, r->idx, h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9], h[10],
 		h[11], h[12], h[13]);
+	for (size_t i = 0; i < len && i < 96; i++)
+		fprintf(stderr, "%s%02x", i % 32 ? " " : "\n  ", h[i]);
+	fprintf(stderr, "\n");
 	abort();
 }
 
@@ -403,7 +406,11 @@ static int check_frame(struct fp_port *r, const struct iovec *iov, unsigned cnt,
 			violation(r, h, len, "an access port's frame was delivered VLAN-tagged");
 		if (from == 1 && (why = switch_ips_check(fp_ips, 2, h, hl)) != NULL)
 			violation(r, h, len, why);
-		if (s->nallowed < 8 && (why = switch_lladdr_check(iov, cnt, off, len, &macs)) != NULL)
+		/* Port security reads into ARP, ND and tags, and IPv6 only when it may be ND (the
+		 * switch passes other IPv6 on its next header alone: sw_lladdr_pass()). */
+		if (s->nallowed < 8 && switch_lladdr_inspects(et) &&
+		    (et != 0x86dd || len < 21 || switch_lladdr_ipv6_nh(h[20])) &&
+		    (why = switch_lladdr_check(iov, cnt, off, len, &macs)) != NULL)
 			violation(r, h, len, why);
 	}
 	return mac_id(h + 6);
@@ -640,6 +647,9 @@ static void race_hook(void *ctx, enum guest_race_point point)
 			r->skip--;
 			continue;
 		}
+		if (getenv("FP_DEBUG"))
+			fprintf(stderr, "race: point %u port %d target %u\n", (unsigned)point, p->idx,
+				r->target & 7);
 		fp_race_write(p, r->target, r->a, r->b, r->v, r->flip);
 		r->flip = !r->flip;
 		if (!r->repeat)
