@@ -605,6 +605,16 @@ static void blind_check(void)
 
 /* ---- The second vCPU ---- */
 
+/* FP_DEBUG=1 in the environment: what each port's device did, and each race (read once). */
+static bool debug_on(void)
+{
+	static int on = -1;
+
+	if (on < 0)
+		on = getenv("FP_DEBUG") != NULL;
+	return on;
+}
+
 struct fp_race {
 	bool on, repeat, flip;
 	uint8_t points, target, a, b, skip;
@@ -647,7 +657,7 @@ static void race_hook(void *ctx, enum guest_race_point point)
 			r->skip--;
 			continue;
 		}
-		if (getenv("FP_DEBUG"))
+		if (debug_on())
 			fprintf(stderr, "race: point %u port %d target %u\n", (unsigned)point, p->idx,
 				r->target & 7);
 		fp_race_write(p, r->target, r->a, r->b, r->v, r->flip);
@@ -1172,14 +1182,10 @@ void fp_world_begin(const struct fp_config *cfg)
 	}
 }
 
-/* FP_DEBUG=1 in the environment: what each port's device did (to see inputs reach the data path). */
+/* FP_DEBUG: each port's queues and counters (to see that inputs reach the data path). */
 static void debug_report(void)
 {
-	static int on = -1;
-
-	if (on < 0)
-		on = getenv("FP_DEBUG") != NULL;
-	if (!on)
+	if (!debug_on())
 		return;
 	for (unsigned i = 0; i < FP_ALL; i++) {
 		struct fp_port *p = &W.p[i];
