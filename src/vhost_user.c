@@ -145,7 +145,6 @@ static bool has_own_reply(uint32_t request)
 /* acked() - whether @m gets a REPLY_ACK: asked for, negotiated, and not a request with a reply. */
 static bool acked(const struct vu_conn *c, const struct vu_msg *m)
 {
-	/* After dispatch: UML asks for an ack on the very SET_PROTOCOL_FEATURES enabling it. */
 	return (m->flags & VU_FLAG_NEED_REPLY) &&
 	       (c->protocol_features & BIT_ULL(VU_PROTOCOL_F_REPLY_ACK)) &&
 	       !has_own_reply(m->request);

@@ -15,18 +15,23 @@
 
 /* ---- queues ---- */
 
+/* ring_queue() - queue qidx of the device, or NULL out of range (nothing logged). */
+static struct vnet_queue *ring_queue(const struct vu_conn *c, unsigned qidx)
+{
+	if (qidx >= vnet_dev_num_queues(c->dev) || qidx >= VNET_MAX_QUEUES)
+		return NULL;
+	return vnet_dev_queue(c->dev, qidx);
+}
+
 /* conn_queue() - the queue a ring message names, or NULL (logged) if the device lacks it. */
 static struct vnet_queue *conn_queue(struct vu_conn *c, const struct vu_msg *m, unsigned *qidx)
 {
 	unsigned idx = vu_msg_vring_index(m);
-	unsigned n = vnet_dev_num_queues(c->dev);
-	struct vnet_queue *q = NULL;
+	struct vnet_queue *q = ring_queue(c, idx);
 
-	if (idx < n && idx < VNET_MAX_QUEUES)
-		q = vnet_dev_queue(c->dev, idx);
 	if (!q) {
 		log_guest("vhost-user: %s: queue %u out of range (device has %u)",
-			  vu_request_name(m->request), idx, n);
+			  vu_request_name(m->request), idx, vnet_dev_num_queues(c->dev));
 		return NULL;
 	}
 	*qidx = idx;
@@ -108,14 +113,6 @@ static bool stop_if_started(struct vu_conn *c, unsigned qidx, struct vnet_queue 
 static bool protocol_features_negotiated(const struct vu_conn *c)
 {
 	return c->protocol_bit_accepted;
-}
-
-/* ring_queue() - queue qidx of the device, or NULL out of range (nothing logged). */
-static struct vnet_queue *ring_queue(const struct vu_conn *c, unsigned qidx)
-{
-	if (qidx >= vnet_dev_num_queues(c->dev) || qidx >= VNET_MAX_QUEUES)
-		return NULL;
-	return vnet_dev_queue(c->dev, qidx);
 }
 
 /**
