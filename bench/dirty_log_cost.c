@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dirty_log.h"
+#include "mem/dirty_log.h"
 #include "fake_driver.h"
-#include "vnet_dev.h"
+#include "dev/vnet_dev.h"
 
 /*
  * Usage: dirty_log_cost on|off rx|tx PACKETS. A device on the unit tests' fake guest memory

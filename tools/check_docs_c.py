@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""check_docs_c.py - every src/*.c file starts with its SPDX line and a one-line purpose, and every
+"""check_docs_c.py - every file under src/ starts with its SPDX line and a one-line purpose, and every
 non-static function has a kernel-doc block at its definition ("/**" ... " * name() - what").
 
 Usage: tools/check_docs_c.py [--list]. Exit 0 ok, 1 with one line per missing item.
@@ -51,9 +51,11 @@ def check_file(path, errors):
 def main():
     errors = []
     for d in DIRS:
-        for f in sorted(os.listdir(os.path.join(TOP, d))):
-            if f.endswith(('.c', '.h')):
-                check_file(os.path.join(TOP, d, f), errors)
+        for root, dirs, files in os.walk(os.path.join(TOP, d)):
+            dirs.sort()
+            for f in sorted(files):
+                if f.endswith(('.c', '.h')):
+                    check_file(os.path.join(root, f), errors)
     for e in errors:
         print('check_docs_c: ' + e)
     if not errors:

@@ -43,7 +43,7 @@ PROBE_C = r'''
 #include <termios.h>
 #include <unistd.h>
 
-#include "sandbox.h"
+#include "daemon/sandbox.h"
 
 static void report(const char *what, long r)
 {

@@ -3,8 +3,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "config_file.h"
-#include "port_spec.h"
+#include "config/config_file.h"
+#include "config/port_spec.h"
 
 static struct config_ports cp;
 static struct port_config cfg[4];

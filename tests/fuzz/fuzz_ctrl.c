@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "fake_driver.h"
-#include "log.h"
-#include "virtio_net_defs.h"
-#include "vnet_dev.h"
+#include "lib/log.h"
+#include "lib/virtio_net_defs.h"
+#include "dev/vnet_dev.h"
 
 /*
  * Input: le64 features (intersected with what the device offers), one byte of queue pairs

@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "fuzz_datapath.h"
-#include "log.h"
-#include "virtio_net_defs.h"
+#include "lib/log.h"
+#include "lib/virtio_net_defs.h"
 
 /*
  * Input: 2 header bytes, then at most MAX_OPS operations [opcode][fixed operands] (bytes past

@@ -11,7 +11,7 @@
 #include <sys/uio.h>
 
 #include "fake_driver.h"
-#include "vnet_dev_core.h"
+#include "dev/vnet_dev_core.h"
 
 #define MEM_SIZE (512u << 10)
 #define MAX_OPS 64

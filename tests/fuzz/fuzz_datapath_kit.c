@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "fuzz_datapath.h"
-#include "iov.h"
-#include "virtio_net_defs.h"
+#include "lib/iov.h"
+#include "lib/virtio_net_defs.h"
 
 /* ---- The backend: checks what the device hands it ---------------------------------------- */
 

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "metrics.h"
+#include "control/metrics.h"
 
 /*
  * Byte 0 selects: even: the rest is request bytes as received so far, for metrics_http_status();

@@ -6,12 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dirty_log.h"
+#include "mem/dirty_log.h"
 #include "fuzz_touch.h"
-#include "guest_mem.h"
-#include "guest_race.h"
-#include "log.h"
-#include "virtqueue_internal.h"
+#include "mem/guest_mem.h"
+#include "mem/guest_race.h"
+#include "lib/log.h"
+#include "virtq/virtqueue_internal.h"
 
 /*
  * Input: a 16-byte header, then the image of 64 KiB of guest memory (zero-padded).

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "port_state.h"
+#include "port/port_state.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -9,10 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "switch.h"
-#include "vhost_user.h"
-#include "vhost_user_msg.h"
-#include "vnet_dev.h"
+#include "backend/switch/switch.h"
+#include "vhost/vhost_user.h"
+#include "vhost/vhost_user_msg.h"
+#include "dev/vnet_dev.h"
 
 /*
  * fuzz_vhost_proto plays whole frontends (QEMU, UML, DPDK as a hostile VMM would) against the

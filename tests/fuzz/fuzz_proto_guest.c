@@ -3,8 +3,8 @@
 #include <string.h>
 
 #include "fuzz_proto.h"
-#include "virtio_net_defs.h"
-#include "virtqueue.h"
+#include "lib/virtio_net_defs.h"
+#include "virtq/virtqueue.h"
 
 /* ---- Guest memory, as the guest sees it (the fuzzer's mapping of the memfd) ---- */
 

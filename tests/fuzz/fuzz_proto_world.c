@@ -13,12 +13,12 @@
 #include <unistd.h>
 
 #include "fuzz_proto.h"
-#include "guest_race.h"
-#include "iov.h"
-#include "log.h"
-#include "switch_ips.h"
-#include "switch_lladdr.h"
-#include "virtio_net_defs.h"
+#include "mem/guest_race.h"
+#include "lib/iov.h"
+#include "lib/log.h"
+#include "backend/switch/switch_ips.h"
+#include "backend/switch/switch_lladdr.h"
+#include "lib/virtio_net_defs.h"
 
 struct fp_world W;
 

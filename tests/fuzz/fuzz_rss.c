@@ -3,8 +3,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "rss_cmd.h"
-#include "toeplitz.h"
+#include "dev/rss/rss_cmd.h"
+#include "dev/rss/toeplitz.h"
 
 static struct toeplitz_key key;
 

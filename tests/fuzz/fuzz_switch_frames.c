@@ -5,8 +5,8 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#include "switch_ips.h"
-#include "switch_lladdr.h"
+#include "backend/switch/switch_ips.h"
+#include "backend/switch/switch_lladdr.h"
 
 /*
  * Input: [n][n cut lengths, one byte each] then a frame. The frame goes to switch_lladdr_check()

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "virtqueue.h"
+#include "virtq/virtqueue.h"
 
 static volatile uint8_t fuzz_touch_sink; /* keeps the reads */
 

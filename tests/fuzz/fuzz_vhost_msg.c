@@ -8,10 +8,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "vhost_user.h"
-#include "vhost_user_msg.h"
-#include "vnet_dev.h"
+#include "lib/log.h"
+#include "vhost/vhost_user.h"
+#include "vhost/vhost_user_msg.h"
+#include "dev/vnet_dev.h"
 
 /*
  * Input layout: byte 0 selects the mode, the rest is wire bytes.

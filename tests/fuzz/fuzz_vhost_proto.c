@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include "fuzz_proto.h"
-#include "vhost_user_migrate.h"
-#include "virtio_net_defs.h"
+#include "vhost/vhost_user_migrate.h"
+#include "lib/virtio_net_defs.h"
 
 /*
  * Input: [config] then operations, each [op][arguments]. The op byte's low 6 bits pick the

@@ -11,10 +11,10 @@
 
 #include <cmocka.h>
 
-#include "coalesce.h"
+#include "dev/coal/coalesce.h"
 #include "fake_driver.h"
-#include "virtio_net_defs.h"
-#include "vnet_dev.h"
+#include "lib/virtio_net_defs.h"
+#include "dev/vnet_dev.h"
 
 #define US 1000ull
 #define MS 1000000ull

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "iov.h"
-#include "virtio_net_defs.h"
+#include "lib/iov.h"
+#include "lib/virtio_net_defs.h"
 
 #define TD_MEM_GPA 0x100000ull
 #define TD_HDR_LEN 12u

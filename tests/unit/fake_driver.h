@@ -7,10 +7,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "guest_mem.h"
-#include "virtio_net_defs.h"
-#include "virtqueue.h"
-#include "vnet_dev.h"
+#include "mem/guest_mem.h"
+#include "lib/virtio_net_defs.h"
+#include "virtq/virtqueue.h"
+#include "dev/vnet_dev.h"
 
 /*
  * Guest memory: one calloc'd buffer at GPA `gpa` (UVA = gpa + FAKE_UVA_OFFSET). With two regions

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "iov.h"
+#include "lib/iov.h"
 
 struct vnet_switch *sw;
 

@@ -18,10 +18,10 @@
 #include <cmocka.h>
 
 #include "fake_driver.h"
-#include "switch.h"
+#include "backend/switch/switch.h"
 #include "switch_test_stats.h"
-#include "virtio_net_defs.h"
-#include "vnet_dev.h"
+#include "lib/virtio_net_defs.h"
+#include "dev/vnet_dev.h"
 
 #define F(bit) BIT_ULL(VIRTIO_NET_F_##bit)
 #define RXQ 0

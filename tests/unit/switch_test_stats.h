@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "switch.h"
+#include "backend/switch/switch.h"
 
 /* switch_port_stats() one counter at a time: 0 forwarded, 1 flooded, 2 dropped. */
 static inline uint64_t port_stat_of(const struct vnet_backend *be, int which)

@@ -2,7 +2,7 @@
 /* test_coal_adaptive.c - the adaptive controller on modelled workloads, and its place in the device. */
 #include "coal_helpers.h"
 
-#include "coal_adaptive.h"
+#include "dev/coal/coal_adaptive.h"
 
 #define TOP (COAL_ADAPT_LEVELS - 1)
 

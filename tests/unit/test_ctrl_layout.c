@@ -10,8 +10,8 @@
 #include <cmocka.h>
 
 #include "fake_driver.h"
-#include "virtio_net_defs.h"
-#include "vnet_dev.h"
+#include "lib/virtio_net_defs.h"
+#include "dev/vnet_dev.h"
 
 /*
  * Spec (struct virtio_net_ctrl): class, command, command-specific-data, then the device-written

@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "guest_fault.h"
-#include "log.h"
+#include "mem/guest_fault.h"
+#include "lib/log.h"
 
 /*
  * Built twice: as is, and with -fsanitize=thread (test_guest_fault_tsan), where the threaded

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "guest_mem.h"
+#include "mem/guest_mem.h"
 
 #define GPA0 0x10000ull
 #define UVA0 0x7f1200000000ull

@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "lat_hist.h"
+#include "lib/lat_hist.h"
 
 static void test_bounds_are_contiguous_from_zero_to_2_32(void **state)
 {

@@ -15,19 +15,19 @@
 
 #include <cmocka.h>
 
-#include "dirty_log.h"
-#include "log.h"
-#include "mem_cap.h"
-#include "port_spec.h"
-#include "vhost_user.h"
-#include "vhost_user_mem.h"
-#include "vhost_user_msg.h"
-#include "vnet_dev.h"
+#include "mem/dirty_log.h"
+#include "lib/log.h"
+#include "mem/mem_cap.h"
+#include "config/port_spec.h"
+#include "vhost/vhost_user.h"
+#include "vhost/vhost_user_mem.h"
+#include "vhost/vhost_user_msg.h"
+#include "dev/vnet_dev.h"
 
 #define MIB (1ull << 20)
 #define PAGE 4096ull
 
-#include "virtio_net_defs.h"
+#include "lib/virtio_net_defs.h"
 #include "vu_side.h"
 
 #define negotiate(s) negotiate_with((s), 1ull << VU_PROTOCOL_F_CONFIGURE_MEM_SLOTS)

@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "metrics.h"
-#include "metrics_text.h"
-#include "textbuf.h"
+#include "control/metrics.h"
+#include "control/metrics_text.h"
+#include "lib/textbuf.h"
 
 /* ---- lateness histogram (notify.c) through the device ---- */
 

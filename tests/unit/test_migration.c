@@ -12,11 +12,11 @@
 
 #include <cmocka.h>
 
-#include "dirty_log.h"
+#include "mem/dirty_log.h"
 #include "fake_driver.h"
-#include "virtio_net_defs.h"
-#include "virtqueue.h"
-#include "vnet_dev.h"
+#include "lib/virtio_net_defs.h"
+#include "virtq/virtqueue.h"
+#include "dev/vnet_dev.h"
 
 #define PAGE DIRTY_LOG_PAGE
 #define LOG_BYTES 256 /* 2048 pages: 8 MiB of GPA, more than the harness's memory */

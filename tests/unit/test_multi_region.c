@@ -10,9 +10,9 @@
 #include <cmocka.h>
 
 #include "fake_driver.h"
-#include "virtio_net_defs.h"
-#include "virtqueue.h"
-#include "vnet_dev.h"
+#include "lib/virtio_net_defs.h"
+#include "virtq/virtqueue.h"
+#include "dev/vnet_dev.h"
 
 #define MEM_GPA 0x40000ull
 #define MEM_SIZE (2u << 20)

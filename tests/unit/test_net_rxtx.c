@@ -11,11 +11,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "backend.h"
+#include "dev/backend.h"
 #include "fake_driver.h"
-#include "iov.h"
-#include "virtio_net_defs.h"
-#include "vnet_dev.h"
+#include "lib/iov.h"
+#include "lib/virtio_net_defs.h"
+#include "dev/vnet_dev.h"
 
 #define F(bit) BIT_ULL(VIRTIO_NET_F_##bit)
 #define RXQ 0

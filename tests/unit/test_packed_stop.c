@@ -3,8 +3,8 @@
 #include "coal_helpers.h"
 #include "vq_packed_driver.h"
 
-#include "virtio_net_defs.h"
-#include "vnet_dev_core.h"
+#include "lib/virtio_net_defs.h"
+#include "dev/vnet_dev_core.h"
 
 #define FRAME 64
 

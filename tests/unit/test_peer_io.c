@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "peer_io.h"
+#include "lib/peer_io.h"
 
 /* A blocking call would hang the test: SIGALRM ends it with a failure instead. */
 static int arm(void **state)

@@ -11,11 +11,11 @@
 
 #include <cmocka.h>
 
-#include "port_spec.h"
-#include "port_table.h"
-#include "switch.h"
-#include "virtio_net_defs.h"
-#include "worker.h"
+#include "config/port_spec.h"
+#include "port/port_table.h"
+#include "backend/switch/switch.h"
+#include "lib/virtio_net_defs.h"
+#include "loop/worker.h"
 
 static struct worker_pool pool;
 static struct port_table pt;

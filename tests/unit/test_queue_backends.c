@@ -12,8 +12,8 @@
 #include <cmocka.h>
 
 #include "fake_driver.h"
-#include "virtio_net_defs.h"
-#include "vnet_dev.h"
+#include "lib/virtio_net_defs.h"
+#include "dev/vnet_dev.h"
 
 #define F(bit) BIT_ULL(VIRTIO_NET_F_##bit)
 #define RXBUF 2048

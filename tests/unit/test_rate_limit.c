@@ -2,8 +2,8 @@
 /* test_rate_limit.c - per-port rate limits: bucket math, TX waits, RX drops, one timer, keys. */
 #include "coal_helpers.h"
 
-#include "port_spec.h"
-#include "rate_limit.h"
+#include "config/port_spec.h"
+#include "dev/rate_limit.h"
 
 #define T0 1000000000ull /* the harness's clock at creation */
 

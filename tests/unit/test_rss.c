@@ -11,10 +11,10 @@
 #include <cmocka.h>
 
 #include "fake_driver.h"
-#include "rss_cmd.h"
-#include "toeplitz.h"
-#include "virtio_net_defs.h"
-#include "vnet_dev.h"
+#include "dev/rss/rss_cmd.h"
+#include "dev/rss/toeplitz.h"
+#include "lib/virtio_net_defs.h"
+#include "dev/vnet_dev.h"
 
 #define F(bit) BIT_ULL(VIRTIO_NET_F_##bit)
 

@@ -10,10 +10,10 @@
 
 #include <cmocka.h>
 
-#include "config_file.h"
-#include "options.h"
-#include "port_spec.h"
-#include "port_state.h"
+#include "config/config_file.h"
+#include "config/options.h"
+#include "config/port_spec.h"
+#include "port/port_state.h"
 
 static struct config_ports cp;
 

@@ -9,7 +9,7 @@
 #include <cmocka.h>
 
 #include "coal_helpers.h"
-#include "iov.h"
+#include "lib/iov.h"
 
 #define F(bit) BIT_ULL(VIRTIO_NET_F_##bit)
 #define HDR 12u

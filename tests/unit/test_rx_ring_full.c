@@ -9,8 +9,8 @@
 #include <cmocka.h>
 
 #include "fake_driver.h"
-#include "virtio_net_defs.h"
-#include "vnet_dev.h"
+#include "lib/virtio_net_defs.h"
+#include "dev/vnet_dev.h"
 
 #define RXQ 0
 #define QSIZE 256 /* td_new()'s ring size */

@@ -2,7 +2,7 @@
 /* test_stall_guard.c - early notifications of the stall guard (notify.c), on the fake clock. */
 #include "coal_helpers.h"
 
-#include "coal_adaptive.h"
+#include "dev/coal/coal_adaptive.h"
 #include "vq_packed_driver.h"
 
 /* A device with the stall guard as given, every queue of size qsize. */

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "port_state.h"
+#include "port/port_state.h"
 
 #define SOCK "/run/vm-state-test.sock"
 

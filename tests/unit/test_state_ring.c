@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "port_state.h"
+#include "port/port_state.h"
 
 #define SOCK "/run/pk.sock"
 #define HEAD                                                                                    \

@@ -10,10 +10,10 @@
 
 #include <cmocka.h>
 
-#include "lat_hist.h"
-#include "stat_atomic.h"
-#include "queue_view.h"
-#include "vnet_dev.h"
+#include "lib/lat_hist.h"
+#include "lib/stat_atomic.h"
+#include "dev/queue_view.h"
+#include "dev/vnet_dev.h"
 
 /*
  * Linked with queue_view.c and lat_hist.c only, so that the same file also builds with

@@ -12,11 +12,11 @@
 #include <cmocka.h>
 
 #include "fake_driver.h"
-#include "switch.h"
+#include "backend/switch/switch.h"
 #include "switch_test_stats.h"
-#include "virtio_net_defs.h"
-#include "vnet_dev.h"
-#include "vnet_dev_lane.h"
+#include "lib/virtio_net_defs.h"
+#include "dev/vnet_dev.h"
+#include "dev/vnet_dev_lane.h"
 
 /*
  * Port S has two queue pairs: pair 0 on worker 0 (its home: the device), pair 1 on worker 1

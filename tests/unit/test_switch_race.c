@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "guest_race.h"
-#include "iov.h"
+#include "mem/guest_race.h"
+#include "lib/iov.h"
 
 /*
  * A guest with two vCPUs can rewrite a TX buffer while the switch works on it: between the

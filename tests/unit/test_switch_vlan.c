@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "iov.h"
+#include "lib/iov.h"
 
 /*
  * (26) An access port (vlan=N): frames its guest sends with an 802.1Q, 802.1ad or 0x9100 tag

@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "switch_xq.h"
+#include "backend/switch/switch_xq.h"
 
 /*
  * Linked with switch_xq.c and iov.c only, so that the same file also builds with

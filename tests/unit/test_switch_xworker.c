@@ -17,10 +17,10 @@
 #include <cmocka.h>
 
 #include "fake_driver.h"
-#include "switch.h"
+#include "backend/switch/switch.h"
 #include "switch_test_stats.h"
-#include "virtio_net_defs.h"
-#include "vnet_dev.h"
+#include "lib/virtio_net_defs.h"
+#include "dev/vnet_dev.h"
 
 /*
  * Built twice: as test_switch_xworker and, with the device model, the fake driver and the

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "uring_tx.h"
+#include "lib/uring_tx.h"
 
 struct fixture {
 	struct uring_tx *u;

@@ -4,8 +4,8 @@
 
 #include "vq_packed_driver.h"
 
-#include "dirty_log.h"
-#include "guest_race.h"
+#include "mem/dirty_log.h"
+#include "mem/guest_race.h"
 
 /*
  * A split or packed ring in fake guest memory of its own, with a dirty log of its own: two of

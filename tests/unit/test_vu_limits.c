@@ -17,14 +17,14 @@
 
 #include <cmocka.h>
 
-#include "log.h"
-#include "mem_cap.h"
-#include "options.h"
-#include "port_spec.h"
-#include "vhost_user.h"
-#include "vhost_user_msg.h"
-#include "virtio_net_defs.h"
-#include "vnet_dev.h"
+#include "lib/log.h"
+#include "mem/mem_cap.h"
+#include "config/options.h"
+#include "config/port_spec.h"
+#include "vhost/vhost_user.h"
+#include "vhost/vhost_user_msg.h"
+#include "lib/virtio_net_defs.h"
+#include "dev/vnet_dev.h"
 
 #define MIB (1ull << 20)
 

@@ -13,11 +13,11 @@
 
 #include <cmocka.h>
 
-#include "vhost_user.h"
-#include "vhost_user_msg.h"
-#include "virtio_net_defs.h"
-#include "vnet_dev.h"
-#include "vnet_dev_queue.h"
+#include "vhost/vhost_user.h"
+#include "vhost/vhost_user_msg.h"
+#include "lib/virtio_net_defs.h"
+#include "dev/vnet_dev.h"
+#include "dev/vnet_dev_queue.h"
 
 #include "vu_side.h"
 

@@ -8,9 +8,9 @@
 
 #include <cmocka.h>
 
-#include "port_spec.h"
-#include "xdp.h"
-#include "xdp_frames.h"
+#include "config/port_spec.h"
+#include "backend/xdp/xdp.h"
+#include "backend/xdp/xdp_frames.h"
 
 /* Sockets' RX runs, then the TX frames: disjoint, in order, the size adds up. */
 static void test_layout(void **state)

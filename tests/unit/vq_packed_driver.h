@@ -14,8 +14,8 @@
 #include <cmocka.h>
 
 #include "fake_driver.h"
-#include "virtqueue_internal.h"
-#include "vnet_dev_core.h"
+#include "virtq/virtqueue_internal.h"
+#include "dev/vnet_dev_core.h"
 
 /* Each test file uses some of these helpers. */
 #define VQP_HELPER static __attribute__((unused))

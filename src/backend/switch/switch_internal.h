@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+/* switch_internal.h - the switch's private state: its ports, workers, and the handle check. */
+#ifndef VNETD_SWITCH_INTERNAL_H
+#define VNETD_SWITCH_INTERNAL_H
+
+/*
+ * Only the switch's own files include this: switch.c (the data path: flow cache, delivery,
+ * transmit), switch_policy.c (the out-of-line parts of its port policies) and switch_port.c
+ * (the switch and its ports: create, attach, detach, counters).
+ * To the rest of vnetd a switch and its ports are the opaque handles of switch.h.
+ */
+
+#include <assert.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dev/backend.h"
+#include "backend/switch/switch.h"
+#include "backend/switch/switch_fdb.h"
+
+#define SW_ETH_ALEN FDB_ETH_ALEN
+#define SW_MAGIC 0x73776974u /* "swit": catches a tap handle passed to the switch */
+#define SW_MIN_FRAME 14	      /* an Ethernet header */
+#define SW_MAX_FRAME 65536    /* the largest frame a port takes */
+#define SW_HEAD_MAX 256	      /* the checked copy of a frame's first bytes, in the port */
+#define SW_NS 1000000000ull   /* a second in ns (storm control's credit per frame) */
+
+struct sw_packet; /* a queued frame's buffer (switch.c) */
+struct xq;
+
+/* The private side of a struct vnet_backend handed out by switch_attach(). */
+struct switch_port {
+	uint32_t magic;
+	uint16_t slot;	 /* index in vnet_switch.ports */
+	uint16_t worker; /* the worker whose thread alone uses dev and the fields below */
+	uint32_t serial; /* tells this port from a later one in the same slot (queued frames) */
+	bool resuming;	 /* inside rx_resume(): do not flush recursively */
+	uint16_t xq_wait; /* 1 + the worker whose full cross-worker ring stopped our TX; 0: none */
+	struct vnet_switch *sw;
+	struct vnet_dev *dev;
+	char name[32];
+	/* FIFO of packets waiting for guest RX buffers; while non-empty, new packets queue too. */
+	struct sw_packet *queue[SWITCH_QUEUE_PACKETS];
+	unsigned q_head, q_len;
+	size_t q_bytes;	 /* the capacity of the buffers queued (what they hold in memory) */
+	uint64_t forwarded, flooded, dropped, crossed; /* this thread's (switch_port_stats()) */
+	uint64_t cache_misses; /* stat_atomic.h: the statistics read it from another thread */
+	bool refusal_logged[2]; /* FDB_AT_LIMIT, FDB_OVER_RATE: said once per port */
+	/*
+	 * Port security (switch_port_set_security()): with psec, a frame leaves the port only from
+	 * *psec_mac (own_mac, or the device's current MAC with mac-change) or one of allowed[]; the
+	 * others are dropped before learning (so the FDB never learns a MAC the port may not use).
+	 */
+	bool psec;
+	const uint8_t *psec_mac;
+	uint8_t own_mac[SW_ETH_ALEN];
+	uint8_t n_allowed;
+	uint8_t allowed[SWITCH_ALLOWED_MACS][SW_ETH_ALEN];
+	uint64_t spoofed; /* stat_atomic.h: frames dropped by port security */
+	uint64_t arp_nd_spoofed; /* stat_atomic.h: ARP / ND claiming a MAC not the port's */
+	/*
+	 * Storm control (switch_port_set_flood_rate()): a token bucket of flood_rate frames a second,
+	 * one second's worth deep, that only the flood path reads. Credit is in frames x 1e9 (one
+	 * frame costs SW_NS), refilled by the ns elapsed x flood_rate: exact, no division.
+	 */
+	unsigned flood_rate; /* 0: no limit */
+	uint64_t flood_credit, flood_ns;
+	uint64_t storm_log_ns; /* a drop logs again from then on (the worker's clock: no clock read) */
+	uint64_t storm_dropped; /* stat_atomic.h: floods dropped over flood_rate */
+	/*
+	 * An access port (vlan=N, switch_port_set_access()): its guest's frames that carry an
+	 * 802.1Q / 802.1ad tag are dropped (no double tagging), on the guarded path only.
+	 */
+	bool access;
+	uint64_t tagged_dropped; /* stat_atomic.h: tagged frames an access port's guest sent */
+	/*
+	 * An uplink (switch_attach_uplink(): a tap trunk's side of one VLAN; dev is NULL): frames
+	 * for it go to up->deliver(), on the guarded path (a VLAN's other ports are access ports)
+	 * and from the cross-worker queues.
+	 */
+	const struct switch_uplink_ops *up;
+	void *up_ctx;
+	/*
+	 * Flow cache (consecutive frames of a port mostly share their addresses), valid while the
+	 * FDB set its answer came from is unchanged (struct fdb_ver: a change elsewhere in the
+	 * table leaves it valid), so a hit takes no lock and reads no entry but for its age: the
+	 * entry holding this port's last source MAC, and the last destination looked up with its
+	 * answer (NULL port: unknown, flooded).
+	 */
+	struct fdb_entry *src_hit; /* NULL: not learnt (src_retry_ns: a refusal, till then) */
+	struct fdb_ver src_ver;
+	uint64_t src_retry_ns;
+	uint8_t src_mac[SW_ETH_ALEN];
+	/*
+	 * The frame being sent as its checks read it (sw_admit()), copied once from the guest:
+	 * destination, source, EtherType, and what port security, the tag check and ips= read
+	 * behind them: its first head_len bytes in head[], or, where the checks read beyond
+	 * SW_HEAD_MAX, the whole frame in its worker's `whole` buffer (head_len > SW_HEAD_MAX:
+	 * the frame's length). Every path
+	 * forwards these bytes, not the guest's (sw_fwd_iov()): what was checked is what leaves,
+	 * whatever the sender's guest writes into its buffer meanwhile; the rest of the frame is
+	 * copied once, from the guest's buffer to the receiver, queue or backend.
+	 */
+	uint32_t head_len;
+	uint8_t head[SW_HEAD_MAX] __attribute__((aligned(16)));
+	/* switch_transmit_burst(): each frame's Ethernet header as admitted (head), what its
+	 * receiver gets whatever the sender's guest writes into the frame meanwhile */
+	uint8_t burst_head[VNET_BURST_MAX][VNET_FRAME_HEAD];
+	uint8_t dst_mac[SW_ETH_ALEN];
+	struct fdb_ver dst_ver;
+	struct fdb_entry *dst_hit;
+	struct switch_port *dst_port;
+	/* IP anti-spoofing (switch_port_set_ips()): only the ips ops tables read these. */
+	unsigned n_ips; /* 0: no list */
+	struct switch_ip_net ips[SWITCH_IPS];
+	uint64_t ip_spoofed; /* stat_atomic.h: frames dropped by IP anti-spoofing */
+	/*
+	 * A port whose queue pairs live on several workers (switch_attach_lane()): its *home*
+	 * port is the one the FDB knows and floods visit; each other worker running some of its
+	 * pairs has a *lane*, a switch port of its own (slot, serial, flow cache, queue, counters,
+	 * back-pressure) on that worker, whose frames are learnt and filtered as the home's. A
+	 * frame for the port goes to the pair the device picks (vnet_dev_rx_pair(): RSS, else the
+	 * flow hash), on that pair's worker: directly, or through the cross-worker ring.
+	 */
+	struct switch_port *home; /* the FDB's port: itself, but for a lane */
+	bool is_lane;		  /* a lane: in its worker's list for resumes only, never flooded */
+	uint8_t npairs;		  /* home: entries of pair_port; 0: not spread */
+	uint8_t nlanes;
+	struct switch_port *pair_port[SWITCH_MAX_PAIRS]; /* home: who runs pair i (itself or a lane) */
+	struct switch_port *lanes[SWITCH_MAX_PAIRS];	 /* home: its lanes */
+	uint64_t spread_dropped; /* home: atomic adds, any thread: frames a full ring refused on
+				  * their way to one of its lanes (relayed floods) */
+};
+
+/* What one worker's thread keeps: its ports (floods visit these), clock and buffer pool. */
+struct sw_worker {
+	struct switch_port *ports[SWITCH_MAX_PORTS]; /* densely packed */
+	unsigned nports;
+	unsigned nflood; /* ports a flood visits: not lanes (no copy for a worker without one) */
+	bool xq_waiting; /* some port's xq_wait is set (switch_worker_rx() resumes them) */
+	unsigned xq_next; /* the port xq_resume() looks at first (in turn) */
+	uint64_t now_ns; /* learning and aging clock (switch_tick()) */
+	/* Free packet buffers by size class ([0] small, [1] large), and how many each holds. */
+	struct sw_packet *pool[2];
+	unsigned pool_len[2];
+	/* SW_MAX_FRAME bytes, allocated at first use: the checked copy of a frame whose checks
+	 * read beyond SW_HEAD_MAX, or that comes in too many pieces (a port's head_len > SW_HEAD_MAX) */
+	uint8_t *whole;
+};
+
+struct vnet_switch {
+	struct switch_port *ports[SWITCH_MAX_PORTS]; /* by slot; changed only with workers parked */
+	unsigned nworkers;
+	uint32_t next_serial;
+	struct xq *xq; /* frames for another worker's ports (NULL with one worker) */
+	const struct switch_owner_ops *ops;
+	void *ctx;
+	struct sw_fdb fdb;
+	struct sw_worker w[];
+};
+
+/* port_of() - the switch port behind a backend handle (asserted: not a tap handle). */
+static inline struct switch_port *port_of(struct vnet_backend *be)
+{
+	struct switch_port *p = (struct switch_port *)be;
+
+	assert(p && p->magic == SW_MAGIC);
+	return p;
+}
+
+/* port_of_const() - the same for a const handle. */
+static inline const struct switch_port *port_of_const(const struct vnet_backend *be)
+{
+	const struct switch_port *p = (const struct switch_port *)be;
+
+	assert(p && p->magic == SW_MAGIC);
+	return p;
+}
+
+/* switch_queue_clear() - drop every packet queued for p's guest (switch.c's queue). */
+void switch_queue_clear(struct switch_port *p);
+
+/* switch_pool_free() - free a worker's pool of packet buffers (switch.c's pool). */
+void switch_pool_free(struct sw_worker *w);
+
+/*
+ * The out-of-line parts of the port policies (switch_policy.c), for switch.c's transmit: each
+ * called only on a port that has the policy, cold where it only counts and logs a drop.
+ */
+struct iovec;
+
+/* sw_learn_refused() - the FDB did not learn p's source MAC: said once a port. */
+__attribute__((noinline, cold)) void sw_learn_refused(struct switch_port *p, enum fdb_refusal why);
+
+/* sw_psec_drop() - p's frame from source MAC mac, not the port's: dropped, counted, logged. */
+__attribute__((noinline, cold)) void sw_psec_drop(struct switch_port *p, const uint8_t *mac);
+
+/* sw_head() - p's checked copy of the frame being sent (head_len bytes of it). */
+static inline const uint8_t *sw_head(const struct switch_port *p)
+{
+	return p->head_len <= SW_HEAD_MAX ? p->head : p->sw->w[p->worker].whole;
+}
+
+/*
+ * sw_head_need() - make p's checked copy hold the frame's (len bytes at byte off of iov) first
+ * n bytes, all of it if shorter: only the bytes beyond what it holds are read from the guest.
+ * Returns sw_head(p), or NULL when the whole-frame buffer could not be allocated or the buffers
+ * hold less than the frame (the caller drops the frame).
+ */
+__attribute__((noinline)) const uint8_t *sw_head_need(struct switch_port *p, const struct iovec *iov,
+						      unsigned iovcnt, size_t off, size_t len,
+						      size_t n);
+
+/* sw_lladdr_pass() - a port-secured port's non-IPv4 frame: do its ARP/ND addresses pass? */
+__attribute__((noinline)) bool sw_lladdr_pass(struct switch_port *p, const struct iovec *iov,
+					      unsigned iovcnt, size_t off, size_t len);
+
+/* sw_storm_refill() - refill p's flood-rate bucket up to now (once per tick of the clock). */
+__attribute__((noinline)) void sw_storm_refill(struct switch_port *p, uint64_t now);
+
+/* sw_storm_log() - the log line for p's storm-control drops (at most one a second). */
+__attribute__((noinline, cold)) void sw_storm_log(struct switch_port *p, uint64_t now);
+
+/* sw_ips_pass() - p has an ips= list: may its frame leave? (dropped, counted, logged if not) */
+__attribute__((noinline)) bool sw_ips_pass(struct switch_port *p, const struct iovec *iov,
+					   unsigned iovcnt, size_t off, size_t len);
+
+/* sw_access_tagged() - an access port's frame carries a VLAN tag (dropped, counted, logged). */
+__attribute__((noinline)) bool sw_access_tagged(struct switch_port *p);
+
+#endif

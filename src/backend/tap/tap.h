@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/* tap.h - tap backend: a port's packets go through a Linux tap interface (IFF_VNET_HDR). */
+#ifndef VNETD_TAP_H
+#define VNETD_TAP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dev/backend.h"
+
+struct vnet_dev;
+
+/*
+ * What the tap needs from its owner (the port). The owner registers each queue's fd
+ * (tap_backend_queue_fd(), queues 0..tap_backend_nqueues() - 1) in its epoll loop with EPOLLIN
+ * right after tap_backend_open() and passes every event of queue i's fd to
+ * tap_backend_handle_events(be, i, events).
+ */
+struct tap_owner_ops {
+	/*
+	 * Change the events queue's fd is registered for (the full new mask: EPOLLIN, EPOLLOUT or
+	 * both, or 0). EPOLLIN goes off while a received packet waits for guest buffers; EPOLLOUT
+	 * is on while a transmit waits for room.
+	 */
+	void (*set_events)(void *ctx, unsigned queue, int fd, uint32_t epoll_events);
+	/*
+	 * Optional (may be NULL): the tap is gone for good (the interface was deleted), and epoll
+	 * keeps reporting EPOLLERR for its fds. The owner should unregister every queue's fd; it
+	 * may then close the backend at any time after this call returns.
+	 */
+	void (*failed)(void *ctx);
+	/*
+	 * Optional: reading straight into guest memory faulted (EFAULT: the frontend shrank or
+	 * unmapped it). The owner should drop the frontend, as it does after a SIGBUS.
+	 */
+	void (*guest_fault)(void *ctx);
+	/*
+	 * Optional (NULL: queues are never detached): a multi-queue tap detached queue's fd
+	 * from the interface (IFF_DETACH_QUEUE: the driver uses fewer pairs; a detached tun fd
+	 * reports EPOLLERR, so the owner unregisters it), or attached it again (register it with
+	 * epoll_events).
+	 */
+	void (*queue_attached)(void *ctx, unsigned queue, int fd, bool attached,
+			       uint32_t epoll_events);
+};
+
+/* Most queues a tap opens (one per queue pair of its port). */
+#define TAP_MAX_QUEUES 16
+
+/* A tap queue's counters (tap_backend_queue_stats()). */
+struct tap_queue_stats {
+	uint64_t rx_packets; /* read from this queue's fd */
+	uint64_t tx_packets; /* written to it (multi-queue taps only; else 0) */
+};
+
+/*
+ * tap_backend_handle_events() - queue i's fd reported `events`: EPOLLIN reads up to a bounded
+ * batch of packets into the guest, EPOLLOUT resumes a blocked transmit.
+ */
+void tap_backend_handle_events(struct vnet_backend *be, unsigned i, uint32_t events);
+
+/*
+ * A tap trunk's owner (tap_backend_set_trunk()): rx() gets each VLAN-tagged frame read from
+ * the tap (len bytes, tag included; the buffer is the tap's, writable, valid during the call),
+ * on the port's worker's thread.
+ */
+struct tap_trunk_ops {
+	void (*rx)(void *ctx, uint8_t *frame, size_t len);
+};
+
+/*
+ * tap_backend_send_tagged() - write a frame (len bytes at byte off of iov, untagged) to the tap
+ * with an 802.1Q tag of VLAN vid inserted; 0, or a negative errno (dropped, never blocks).
+ */
+int tap_backend_send_tagged(struct vnet_backend *be, uint16_t vid, const struct iovec *iov,
+			    unsigned iovcnt, size_t off, size_t len);
+
+/* Ops table of single-queue tap backends ("tap"); tap_backend_ops_of() picks the right one. */
+extern const struct vnet_backend_ops tap_backend_ops;
+
+#endif

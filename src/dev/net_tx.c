@@ -1,0 +1,444 @@
+/* SPDX-License-Identifier: MIT */
+/* net_tx.c - transmit path: gather the driver's TX chains and hand packets to the backend. */
+#include "dev/net_tx.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <string.h>
+
+#include "mem/guest_race.h"
+#include "lib/log.h"
+#include "dev/net_rate.h"
+#include "dev/coal/notify.h"
+#include "dev/vnet_dev_core.h"
+
+#define TX_BATCH VNET_TX_BATCH
+
+_Static_assert(TX_BATCH <= VNET_BURST_MAX, "a batch's burst fits what transmit_burst() gets");
+
+/*
+ * The guest's header as backends see it (widened if the guest used the 10-byte legacy one).
+ * A copy: the guest cannot change it after it was checked.
+ */
+static void tx_read_hdr(const struct vnet_dev *dev, const struct vq_chain *c,
+			struct virtio_net_hdr_v1 *hdr)
+{
+	if (dev->hdr_len == sizeof(*hdr) && c->nread && c->iov[0].iov_len >= sizeof(*hdr)) {
+		memcpy(hdr, c->iov[0].iov_base, sizeof(*hdr)); /* a constant size: two loads */
+	} else {
+		memset(hdr, 0, sizeof(*hdr));
+		/* HASH_REPORT's 20 bytes: the hash fields mean nothing on TX, skipped. */
+		iov_copy_from(c->iov, c->nread, 0, hdr,
+			      dev->hdr_len < sizeof(*hdr) ? dev->hdr_len : sizeof(*hdr));
+	}
+	hdr->num_buffers = 0;
+	/* DATA_VALID / RSC_INFO mean nothing on TX (the driver MUST NOT set them; tun ignores
+	 * them): cleared, so no backend takes a guest's word that a checksum was verified. */
+	hdr->flags &= VIRTIO_NET_HDR_F_NEEDS_CSUM;
+}
+
+/*
+ * Why the guest's header asks for offloads it did not negotiate, or NULL when it does not (the
+ * caller drops a refused packet). As the spec's driver requirements and the kernel's
+ * virtio_net_hdr_to_skb() (what a tap backend does with it) have it: NEEDS_CSUM needs VIRTIO_NET_F_CSUM and
+ * csum_start + csum_offset + 2 within the frame; gso_type TCPV4 / TCPV6 / UDP needs HOST_TSO4 /
+ * HOST_TSO6 / HOST_UFO, the ECN bit HOST_ECN, and any other value (ECN alone included) is
+ * invalid; GSO also needs NEEDS_CSUM (the driver MUST set it) and a non-zero gso_size. hdr_len
+ * is only a hint and not checked. Linux guests send nothing this refuses.
+ */
+static const char *tx_hdr_refused(const struct vnet_dev *dev, const struct virtio_net_hdr_v1 *h,
+				  uint64_t frame_len)
+{
+	const char *why = NULL;
+
+	if (h->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) {
+		if (!dev_has(dev, VIRTIO_NET_F_CSUM))
+			why = "checksum offload not negotiated";
+		else if ((uint64_t)le16toh(h->csum_start) + le16toh(h->csum_offset) + 2 > frame_len)
+			why = "checksum position outside the frame";
+	}
+	if (!why && h->gso_type != VIRTIO_NET_HDR_GSO_NONE) {
+		unsigned type = h->gso_type & ~VIRTIO_NET_HDR_GSO_ECN;
+		unsigned need = 0; /* feature bit the type needs; 0: no such type */
+
+		if (type == VIRTIO_NET_HDR_GSO_TCPV4)
+			need = VIRTIO_NET_F_HOST_TSO4;
+		else if (type == VIRTIO_NET_HDR_GSO_TCPV6)
+			need = VIRTIO_NET_F_HOST_TSO6;
+		else if (type == VIRTIO_NET_HDR_GSO_UDP)
+			need = VIRTIO_NET_F_HOST_UFO;
+		if (!need)
+			why = "unknown gso_type";
+		else if (!dev_has(dev, need))
+			why = "segmentation offload not negotiated";
+		else if ((h->gso_type & VIRTIO_NET_HDR_GSO_ECN) &&
+			 !dev_has(dev, VIRTIO_NET_F_HOST_ECN))
+			why = "ECN segmentation not negotiated";
+		else if (!(h->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM))
+			why = "segmentation without NEEDS_CSUM";
+		else if (le16toh(h->gso_size) == 0)
+			why = "segmentation with gso_size 0";
+	}
+	return why;
+}
+
+/* tx_hdr_refused(), logged: false when the packet is to be dropped. */
+static bool tx_hdr_allowed(const struct vnet_dev *dev, const struct vnet_queue *q,
+			   const struct virtio_net_hdr_v1 *h, uint64_t frame_len)
+{
+	const char *why = tx_hdr_refused(dev, h, frame_len);
+
+	if (!why)
+		return true;
+	log_guest("queue %u: TX packet dropped: %s (flags 0x%x gso_type 0x%x gso_size %u)",
+		  q->vq.index, why, h->flags, h->gso_type, le16toh(h->gso_size));
+	return false;
+}
+
+/*
+ * The port's TX limit is on: whether the chain just popped may go. Tokens left: taken here;
+ * else net_rate_tx_admit() refills, or arms the refill wait. Out of line: inlined, it costs the
+ * loop registers, and a port without a limit pays for them on every packet.
+ */
+static __attribute__((noinline)) bool tx_rate_ok(struct vnet_dev *dev, struct vnet_queue *q)
+{
+	uint64_t len = q->chain->read_len - dev->hdr_len; /* short or long: wraps or exceeds */
+
+	if (__builtin_expect(rate_bucket_has(&dev->tx_rate) && len <= VNET_MAX_FRAME, 1)) {
+		rate_bucket_take(&dev->tx_rate, len);
+		return true;
+	}
+	return net_rate_tx_admit(dev, q, q->chain->read_len);
+}
+
+#define TX_DROPPED (-1) /* tx_send_one(): the packet was dropped (and counted) */
+
+/*
+ * Send the chain in q->chain; -EAGAIN if the backend is full (the caller gives the chain back),
+ * TX_DROPPED, else the extra work the backend reported (0 for one delivery). The caller counts
+ * the packets sent, once per batch.
+ */
+static int tx_send_one(struct vnet_dev *dev, struct vnet_queue *q)
+{
+	const struct vq_chain *c = q->chain;
+	struct virtio_net_hdr_v1 *hdr = &dev->tx_hdr;
+	int r;
+
+	if (c->read_len < dev->hdr_len || c->read_len - dev->hdr_len > VNET_MAX_FRAME) {
+		log_guest("queue %u: TX packet of %llu bytes dropped", q->vq.index,
+			  (unsigned long long)c->read_len);
+		stat_inc(&q->stats.dropped);
+		return TX_DROPPED;
+	}
+	if (!dev->be_ops) {
+		stat_inc(&q->stats.dropped);
+		return TX_DROPPED;
+	}
+	tx_read_hdr(dev, c, hdr);
+	if (!tx_hdr_allowed(dev, q, hdr, c->read_len - dev->hdr_len)) {
+		stat_inc(&q->stats.dropped);
+		return TX_DROPPED;
+	}
+	guest_race(GUEST_RACE_TX_POPPED); /* the backend gets hdr, the copy that was checked */
+	r = dev->be_ops->transmit(q->be, hdr, c->iov, c->nread, dev->hdr_len,
+				  c->read_len - dev->hdr_len);
+	if (r == -EAGAIN)
+		return r;
+	if (r < 0) {
+		stat_inc(&q->stats.dropped);
+		return TX_DROPPED;
+	}
+	return r; /* > 0: further deliveries the backend made (a flood): they cost budget too */
+}
+
+/*
+ * tx_burst_take() of a frame that asks for offloads, for a backend with burst_offloads: its
+ * header read (again, whole) into tx_burst_hdr[n], the copy decided on and sent. False: refused
+ * (tx_send_one() drops and logs it). Out of line: the loop of a frame without offloads stays lean.
+ */
+static __attribute__((noinline)) bool tx_burst_take_hdr(struct vnet_dev *dev,
+							const struct vq_chain *c, unsigned n)
+{
+	struct virtio_net_hdr_v1 *h = &dev->tx_burst_hdr[n];
+
+	tx_read_hdr(dev, c, h);
+	return !tx_hdr_refused(dev, h, c->read_len - dev->hdr_len);
+}
+
+/*
+ * A burst-capable backend (transmit_burst): take the chain in q->chain into the batch's burst if
+ * it is one readable descriptor (tx_burst_untake() counts each as one) whose header asks for no
+ * offload and whose frame has a length a backend may get (what tx_send_one() would send with an
+ * all-zero header). The header's first two bytes (flags, gso_type: the same place in every
+ * header layout) are read once, into a copy. `offloads` (the backend's burst_offloads): frames
+ * that ask for offloads the guest negotiated are taken too, their checked header in
+ * tx_burst_hdr[n] (tx_burst_take_hdr()), the others' there all-zero.
+ * False: anything else, for tx_send_one() after the burst so far went out.
+ */
+static inline __attribute__((always_inline)) bool tx_burst_take(struct vnet_dev *dev,
+								 const struct vq_chain *c,
+								 unsigned n, const bool offloads)
+{
+	const uint8_t *buf = c->iov[0].iov_base;
+	uint8_t fl[2];
+
+	if (c->nread != 1 || c->nwrite || c->ndesc != 1 || c->read_len < dev->hdr_len ||
+	    c->read_len - dev->hdr_len > VNET_MAX_FRAME)
+		return false;
+	memcpy(fl, buf, sizeof(fl));
+	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* the copy is taken once, here */
+	if ((fl[0] & VIRTIO_NET_HDR_F_NEEDS_CSUM) || fl[1] != VIRTIO_NET_HDR_GSO_NONE) {
+		if (!offloads || !tx_burst_take_hdr(dev, c, n))
+			return false;
+	} else if (offloads) {
+		memset(&dev->tx_burst_hdr[n], 0, sizeof(dev->tx_burst_hdr[n]));
+	}
+	dev->tx_burst[n].data = buf + dev->hdr_len;
+	dev->tx_burst[n].len = (uint32_t)(c->read_len - dev->hdr_len);
+	dev->tx_burst_head[n] = c->head;
+	guest_race(GUEST_RACE_TX_POPPED); /* the header decided on: the backend gets its copy */
+	return true;
+}
+
+/*
+ * Send the n frames of the burst and push the used elements of those the backend took (at least
+ * one, unless the backend is full), in the order they were popped. `room`: what the budget allows
+ * (transmit_burst). Adds what was sent to *sent / *sent_bytes and the further deliveries to
+ * *extra. Returns how many it left (floods filled the budget, or the backend was full: *full):
+ * the caller gives those back to the ring and tx_burst_untake()s them.
+ */
+static unsigned tx_burst_flush(struct vnet_dev *dev, struct vnet_queue *q, unsigned n,
+			       uint32_t room, uint32_t *sent, uint64_t *sent_bytes, uint32_t *extra,
+			       bool *full)
+{
+	unsigned took = dev->be_ops->transmit_burst(
+		q->be, dev->tx_burst, dev->be_ops->burst_offloads ? dev->tx_burst_hdr : NULL, n, room,
+		extra, full);
+
+	if (took > n)
+		took = n;
+	if (q->vq.run.batch_used) { /* IN_ORDER: one used element for the burst */
+		for (unsigned i = 0; i < took; i++)
+			*sent_bytes += dev->tx_burst[i].len;
+		if (took)
+			vq_push_last(&q->vq, dev->tx_burst_head[took - 1], took);
+	} else if (q->vq.run.packed) { /* lengths 0, ids from the ring's records: nothing to write */
+		for (unsigned i = 0; i < took; i++)
+			*sent_bytes += dev->tx_burst[i].len;
+		vq_push_read_n(&q->vq, took);
+	} else {
+		for (unsigned i = 0; i < took; i++) {
+			*sent_bytes += dev->tx_burst[i].len;
+			vq_push(&q->vq, dev->tx_burst_head[i], 0);
+		}
+	}
+	*sent += took;
+	return n - took;
+}
+
+/* The last `left` frames of a burst of n go back to the ring: take back what taking them counted. */
+static void tx_burst_untake(struct vnet_dev *dev, struct vnet_queue *q, unsigned n, unsigned left,
+			    uint32_t *done, uint64_t *bytes, uint32_t *descs)
+{
+	for (unsigned i = n - left; i < n; i++)
+		*bytes -= dev->tx_burst[i].len + dev->hdr_len;
+	*done -= left;
+	*descs -= left; /* one descriptor each (tx_burst_take()) */
+	q->guard.descs -= left;
+}
+
+/*
+ * Poll mode (dev->poll_ns): the ring is empty. A run that found work opens a window of
+ * poll_ns; while it lasts the queue keeps polling instead of asking for kicks. tx-mode=timer
+ * batches on its timer and does not poll.
+ */
+static bool tx_poll_on(struct vnet_dev *dev, struct vnet_queue *q, bool found)
+{
+	uint64_t now;
+
+	if (__builtin_expect(!dev->poll_ns, 1) || dev->params.tx_mode == VNET_TX_TIMER)
+		return false;
+	now = dev_now(dev);
+	if (found)
+		q->poll_until_ns = now + dev->poll_ns;
+	return now < q->poll_until_ns;
+}
+
+/*
+ * net_tx_process()'s work, specialised on the TX ring's fast path `kind` (vq_pop_as()): the
+ * loop inlines that pop alone.
+ */
+static inline __attribute__((always_inline)) bool tx_process(struct vnet_dev *dev,
+							     struct vnet_queue *q,
+							     const unsigned kind)
+{
+	uint32_t total = 0, descs = 0, extra = 0;
+	uint64_t bytes = 0;
+	/* Read once: the limit only changes between runs (its setter parks the worker). */
+	const bool limited = dev->tx_rate.on;
+	/* Bursts: one-buffer chains go to the backend together (q->be and its ops only change
+	 * with the worker parked). A rate limit decides chain by chain: no bursts then. */
+	const bool burst = dev->be_ops && dev->be_ops->transmit_burst && q->be && !limited;
+	const bool burst_offloads = burst && dev->be_ops->burst_offloads;
+
+	/* No kicks while we work: vq_kick_enable() re-checks before the queue goes idle. */
+	vq_kick_disable(&q->vq);
+	q->polling = q->relook = false;
+	dev->tx_pair = (uint16_t)(q->vq.index >> 1); /* the backend may ask (vnet_dev_rx_pair()) */
+	if (__builtin_expect(limited, 0))
+		net_rate_tx_refill(dev);
+	for (;;) {
+		bool spent = false;
+		uint32_t done = 0, sent = 0;
+		uint64_t sent_bytes = 0;
+		unsigned nb = 0; /* chains in dev->tx_burst, popped but not yet sent */
+		bool gave_back = false; /* the backend left some of the last burst */
+		int r = 0, cost;
+
+		while (done < TX_BATCH) {
+			if (total + done + extra >= VNET_BUDGET_PACKETS ||
+			    bytes >= VNET_BUDGET_BYTES || descs >= VNET_BUDGET_DESCS) {
+				spent = true;
+				break;
+			}
+			r = vq_pop_as(&q->vq, q->chain, kind, false);
+			if (r <= 0)
+				break;
+			if (burst) {
+				if (tx_burst_take(dev, q->chain, nb, burst_offloads)) {
+					nb++;
+					q->tx_blocked = false;
+					bytes += q->chain->read_len;
+					descs += q->chain->ndesc;
+					q->guard.descs += q->chain->ndesc;
+					done++;
+					continue;
+				}
+				if (nb) { /* the burst goes first: used elements stay in pop order */
+					bool full = false;
+					unsigned left = tx_burst_flush(
+						dev, q, nb,
+						VNET_BUDGET_PACKETS - (total + done - nb + extra), &sent,
+						&sent_bytes, &extra, &full);
+
+					if (left) { /* floods filled the budget, or the backend */
+						vq_unpop(&q->vq, left + 1); /* and this chain */
+						tx_burst_untake(dev, q, nb, left, &done, &bytes, &descs);
+						nb = 0;
+						if (full) { /* resumed by vnet_dev_tx_resume() */
+							q->tx_blocked = true;
+							r = -EAGAIN;
+							break;
+						}
+						continue;
+					}
+					nb = 0;
+				}
+			}
+			if (__builtin_expect(limited, 0) && !tx_rate_ok(dev, q)) {
+				/* Over the rate: it waits in the ring for the refill timer. */
+				vq_unpop(&q->vq, 1);
+				r = -EAGAIN;
+				break;
+			}
+			cost = tx_send_one(dev, q);
+			if (cost == -EAGAIN) {
+				/* Given back, walked again on resume: the device's chain scratch is
+				 * shared by its queues, so no queue keeps a chain across events. */
+				vq_unpop(&q->vq, 1);
+				q->tx_blocked = true;
+				r = -EAGAIN;
+				break;
+			}
+			if (cost != TX_DROPPED) {
+				extra += (uint32_t)cost;
+				sent++;
+				sent_bytes += q->chain->read_len - dev->hdr_len;
+			}
+			q->tx_blocked = false;
+			bytes += q->chain->read_len;
+			descs += q->chain->ndesc;
+			q->guard.descs += q->chain->ndesc;
+			vq_push(&q->vq, q->chain->head, 0);
+			done++;
+		}
+		if (nb) {
+			bool full = false;
+			unsigned left = tx_burst_flush(dev, q, nb,
+						       VNET_BUDGET_PACKETS - (total + done - nb + extra),
+						       &sent, &sent_bytes, &extra, &full);
+
+			if (left) { /* floods filled the budget, or the backend: back to the ring */
+				vq_unpop(&q->vq, left);
+				tx_burst_untake(dev, q, nb, left, &done, &bytes, &descs);
+				if (full) { /* resumed by vnet_dev_tx_resume() */
+					q->tx_blocked = true;
+					r = -EAGAIN;
+				} else {
+					gave_back = true;
+				}
+			}
+		}
+		if (done) {
+			/* Counted once per batch (stat_atomic.h), before the decision reads them. */
+			stat_add(&q->stats.packets, sent);
+			stat_add(&q->stats.bytes, sent_bytes);
+			/* Packets left at once; only the notification may wait. */
+			vq_publish(&q->vq);
+			notify_decide(dev, q, NOTIFY_COMPLETED, done);
+		}
+		total += done;
+		if (r < 0)
+			return false; /* backend full, over the rate (resume later) or queue broken */
+		if (spent)
+			return true; /* bounded work: yield to everything else that is ready */
+		if (done == TX_BATCH || gave_back)
+			continue;
+		if (tx_poll_on(dev, q, total > 0)) {
+			q->polling = true; /* kicks stay off: the owner runs the queue again */
+			return true;
+		}
+		/*
+		 * A run that moved packets looks once more, on the owner's next round, before it asks
+		 * for kicks: what the other ports did this round is often what the driver answers,
+		 * and a kick costs the driver a system call and us a wake-up (a fast device that asks
+		 * at once settles into a kick per few packets: docs/benchmarks.md, "Fifth round").
+		 * Only a run that finds the ring empty asks: one look more per busy period, no spin.
+		 */
+		if (total && dev->params.tx_relook && dev->params.tx_mode == VNET_TX_KICK) {
+			q->relook = true;
+			return true;
+		}
+		if (!vq_kick_enable(&q->vq))
+			return false;
+		vq_kick_disable(&q->vq); /* more arrived while enabling: keep going quietly */
+	}
+}
+
+/**
+ * net_tx_process() - move the driver's TX chains to the backend, one budget
+ * @dev: the device
+ * @q: a TX queue (whatever started the run: kick, TX timer, backend resume)
+ *
+ * Kicks stay disabled while it works. At most VNET_BUDGET_PACKETS / _BYTES / _DESCS; used
+ * entries are published, and the notification decided, once per batch of TX_BATCH. A backend
+ * that is full (-EAGAIN) gets the chain back on resume (q->tx_blocked). Over the port's TX
+ * rate the chain goes back too and the queue waits for its refill timer (net_rate.c). In poll
+ * mode (vnet_dev_set_poll_us()) a ring found empty within the poll window leaves kicks off and
+ * sets q->polling.
+ * Return: true if it stopped at the budget with chains left, or polls (the caller schedules a
+ * run).
+ */
+bool net_tx_process(struct vnet_dev *dev, struct vnet_queue *q)
+{
+	/* The ring's layout settles which pop the loop inlines (one compare a chain); a queue on
+	 * no fast path takes the slow one in any of them. */
+	switch (q->vq.ready) {
+	case VQ_FAST_SPLIT_IN_ORDER:
+		return tx_process(dev, q, VQ_FAST_SPLIT_IN_ORDER);
+	case VQ_FAST_PACKED:
+		return tx_process(dev, q, VQ_FAST_PACKED);
+	default:
+		return tx_process(dev, q, VQ_FAST_SPLIT);
+	}
+}
