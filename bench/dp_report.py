@@ -24,7 +24,7 @@ COLOR = {'vnetd': '#1f77b4', 'vnetd-poll50': '#6baed6', 'vnetd-poll200': '#08306
          'vnetd-writev': '#17becf', 'dpdk': '#ff7f0e', 'ovs': '#2ca02c', 'tap': '#9467bd'}
 # The xdp path compares two vnetd backends on one veth: AF_XDP ('vnetd') and the tap ('tap').
 XDP_IMPLS = ('vnetd', 'tap')
-XDP_MAX_FRAME = 3840  # src/xdp.h XDP_PORT_MAX_FRAME
+XDP_MAX_FRAME = 3840  # src/backend/xdp/xdp.h XDP_PORT_MAX_FRAME
 # A path with another ring layout than split compares vnetd (event-driven and --poll-us 50) with
 # DPDK's vhost PMD only.
 LAYOUT_IMPLS = ('vnetd', 'vnetd-poll50', 'dpdk')

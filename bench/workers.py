@@ -28,7 +28,7 @@ starts 0.5 s after the senders. vnetd keeps switch ports without worker= on one 
 (docs/scale.md, Workers), so with --workers 2 each port gets worker=(its position in the --port
 order) mod 2, and the order steers the placement: a, c, b, d puts a, b on worker 0 and c, d on worker 1 ("same": each pair on
 one worker, the frames copied directly); a, b, c, d puts a, c on worker 0 and b, d on worker 1
-("cross": every frame goes through the cross-worker rings, src/switch_xq.c, both senders on one
+("cross": every frame goes through the cross-worker rings, src/backend/switch/switch_xq.c, both senders on one
 worker); a, b, d, c puts a, d on worker 0 and b, c on worker 1 ("cross2": across too, one sender
 and one receiver per worker). The workers vnetd reports (stats --json) are recorded with each
 run and the run is filed under the placement it really had. Per rep: 1 and 2 workers in each

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Prometheus metrics (--metrics, src/metrics.c): real output passes promtool, a real Prometheus
+"""Prometheus metrics (--metrics, src/control/metrics.c): real output passes promtool, a real Prometheus
 server scrapes vnetd and answers queries about it, and hostile HTTP clients do not stop vnetd.
 
 (a) vnetd with two switch ports on loopback (--metrics 127.0.0.1:0, the port read from its log),
@@ -33,7 +33,7 @@ from vhost_user_client import VirtioNetFrontend, ether_frame
 
 MAC_A, MAC_B = '52:54:00:ee:00:0a', '52:54:00:ee:00:0b'
 FRAMES = 20
-MAX_CLIENTS = 8  # METRICS_MAX_CLIENTS in src/metrics.h
+MAX_CLIENTS = 8  # METRICS_MAX_CLIENTS in src/control/metrics.h
 
 
 def free_port():

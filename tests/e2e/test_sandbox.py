@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""vnetd's sandbox (src/sandbox.c): confined by default and still serving a UML guest on a tap;
+"""vnetd's sandbox (src/daemon/sandbox.c): confined by default and still serving a UML guest on a tap;
 forbidden calls refused (EPERM) or fatal (SIGSYS); --user nobody drops root after the tap is open.
 
 (a) default sandbox: /proc shows NoNewPrivs 1, Seccomp 2 (filter); ping both ways, byte-exact

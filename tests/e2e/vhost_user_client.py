@@ -16,7 +16,7 @@ Three layers, each usable on its own:
   VirtioNetFrontend  a well-behaved VMM + virtio-net driver built from the three: full device
                      setup, control commands with their ack byte, TX, RX.
 
-Wire format (native-endian, QEMU docs/interop/vhost-user.rst; see src/vhost_user_msg.h):
+Wire format (native-endian, QEMU docs/interop/vhost-user.rst; see src/vhost/vhost_user_msg.h):
 a 12-byte header (u32 request, u32 flags, u32 size) then `size` payload bytes; fds travel as
 SCM_RIGHTS with the header.
 """
@@ -29,7 +29,7 @@ import socket
 import struct
 import time
 
-# ---- requests (src/vhost_user_msg.h) ----
+# ---- requests (src/vhost/vhost_user_msg.h) ----
 GET_FEATURES = 1
 SET_FEATURES = 2
 SET_OWNER = 3
