@@ -17,7 +17,7 @@
 #include "dev/coal/coalesce.h"
 #include "lib/lat_hist.h"
 #include "dev/rate_limit.h"
-#include "virtq/virtqueue.h"
+#include "virtq/virtq.h"
 
 #define VNET_MAX_QUEUE_PAIRS 16
 #define VNET_MAX_QUEUES (2 * VNET_MAX_QUEUE_PAIRS + 1)

@@ -3,7 +3,7 @@
 #include <endian.h>
 #include <stddef.h>
 
-#include "virtq/virtqueue_internal.h"
+#include "virtq/vq_ring_internal.h"
 
 /*
  * Mark the buffers of the used elements [from, from + n) dirty: the first len bytes of each

@@ -4,7 +4,7 @@
 
 #include "fuzz_proto.h"
 #include "lib/virtio_net_defs.h"
-#include "virtq/virtqueue.h"
+#include "virtq/virtq.h"
 
 /* ---- Guest memory, as the guest sees it (the fuzzer's mapping of the memfd) ---- */
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "virtq/virtqueue.h"
+#include "virtq/virtq.h"
 
 static volatile uint8_t fuzz_touch_sink; /* keeps the reads */
 

@@ -9,7 +9,7 @@
 
 #include "mem/guest_mem.h"
 #include "lib/virtio_net_defs.h"
-#include "virtq/virtqueue.h"
+#include "virtq/virtq.h"
 #include "dev/vnet_dev.h"
 
 /*

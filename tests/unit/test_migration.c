@@ -15,7 +15,7 @@
 #include "mem/dirty_log.h"
 #include "fake_driver.h"
 #include "lib/virtio_net_defs.h"
-#include "virtq/virtqueue.h"
+#include "virtq/virtq.h"
 #include "dev/vnet_dev.h"
 
 #define PAGE DIRTY_LOG_PAGE

@@ -11,7 +11,7 @@
 
 #include "fake_driver.h"
 #include "lib/virtio_net_defs.h"
-#include "virtq/virtqueue.h"
+#include "virtq/virtq.h"
 #include "dev/vnet_dev.h"
 
 #define MEM_GPA 0x40000ull

@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "fake_driver.h"
-#include "virtq/virtqueue.h"
+#include "virtq/virtq.h"
 
 #define MEM_GPA 0x40000ull
 #define MEM_SIZE (2u << 20)

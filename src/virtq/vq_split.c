@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* virtqueue.c - device side of a split virtqueue (ring setup, chain walker, used ring); dispatch. */
-#include "virtq/virtqueue.h"
+#include "virtq/virtq.h"
 
 #include <endian.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "virtq/virtqueue_internal.h"
+#include "virtq/vq_ring_internal.h"
 
-#include "mem/guest_race.h"
+#include "mem/mem.h"
 #include "lib/log.h"
 
 static const char *const walk_error_names[] = {

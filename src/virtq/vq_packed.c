@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mem/guest_race.h"
+#include "mem/mem.h"
 #include "lib/log.h"
-#include "virtq/virtqueue_internal.h"
+#include "virtq/vq_ring_internal.h"
 
 /*
  * The model (spec "Packed Virtqueues"): the driver makes a list available at slot s by

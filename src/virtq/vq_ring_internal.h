@@ -3,7 +3,7 @@
 #ifndef VNETD_VIRTQUEUE_INTERNAL_H
 #define VNETD_VIRTQUEUE_INTERNAL_H
 
-#include "virtq/virtqueue.h"
+#include "virtq/virtq.h"
 
 /* vq_chain_add_buf() - one data descriptor's buffer appended to a walked chain (both walkers). */
 enum vq_walk_error vq_chain_add_buf(const struct guest_mem *mem, uint64_t addr, uint32_t len,

@@ -9,8 +9,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#include "mem/dirty_log.h"
-#include "mem/guest_mem.h"
+#include "mem/mem.h"
 
 #define VQ_MAX_SIZE 32768u       /* largest queue size (split: a power of 2; packed: any) */
 #define VQ_MAX_CHAIN 1024u       /* descriptors one chain may hold, indirect ones included */
