@@ -6,7 +6,7 @@
 
 #include "mem/dirty_log.h"
 #include "fake_driver.h"
-#include "dev/vnet_dev.h"
+#include "dev/dev.h"
 
 /*
  * Usage: dirty_log_cost on|off rx|tx PACKETS. A device on the unit tests' fake guest memory

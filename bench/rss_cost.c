@@ -6,7 +6,7 @@
 #include <sys/uio.h>
 
 #include "fake_driver.h"
-#include "dev/vnet_dev.h"
+#include "dev/dev.h"
 
 #define F(bit) BIT_ULL(VIRTIO_NET_F_##bit)
 

@@ -6,7 +6,7 @@
 #include <fcntl.h>
 #include <stddef.h>
 
-#include "port/port.h"
+#include "config/port_config.h"
 
 #define CONFIG_SPEC_MAX 512 /* one port spec, as --port takes it, NUL included */
 #define CONFIG_FILE_MAX (1u << 20) /* larger files are refused */

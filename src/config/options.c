@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mem/mem_cap.h"
-#include "control/metrics.h"
+#include "mem/mem.h"
+#include "lib/listen_addr.h"
 #include "config/port_spec.h"
 
 #ifndef VNETD_VERSION
@@ -283,7 +283,7 @@ static int parse_metrics(const char *value, char *dst, size_t size)
 	struct sockaddr_storage ss;
 	socklen_t len;
 
-	if (strlen(value) >= size || metrics_parse_addr(value, &ss, &len) < 0) {
+	if (strlen(value) >= size || listen_addr_parse(value, &ss, &len) < 0) {
 		fprintf(stderr, "vnetd: bad value '%s' for --metrics (expected IPV4:PORT or "
 			"[IPV6]:PORT, e.g. 127.0.0.1:9465)\n", value);
 		return -1;

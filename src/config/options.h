@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "port/port.h"
+#include "config/port_config.h"
 
 /* Everything the command line configures. */
 struct vnetd_options {

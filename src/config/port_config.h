@@ -7,8 +7,8 @@
 #include <stdint.h>
 #include <sys/un.h>
 
-#include "backend/switch/switch_ips.h"
-#include "dev/vnet_dev_types.h"
+#include "backend/switch/switch.h"
+#include "dev/dev.h"
 
 #define VNETD_MAX_PORTS 1024 /* fits ev_ref.port (16 bits) */
 #define PORT_ALLOWED_MACS 8 /* allowed-macs= entries */

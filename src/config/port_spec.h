@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "port/port.h"
+#include "config/port_config.h"
 #include "config/port_spec_keys.h" /* port_spec_parse_ulong() and the plain value parsers */
 
 /*

@@ -10,11 +10,9 @@
 #include <string.h>
 
 #include "lib/err_msg.h"
-#include "mem/guest_fault.h"
-#include "mem/guest_mem.h"
+#include "mem/mem.h"
 #include "lib/hex_text.h"
-#include "mem/mem_cap.h"
-#include "port/port.h"
+#include "config/port_config.h"
 #include "config/port_spec_types.h"
 #include "backend/switch/switch.h"
 #include "lib/virtio_net_defs.h"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* control.h - the control socket's requests: one JSON request line in, one reply line out. */
+/* control.h - the control plane's API: socket requests (one JSON line in, one out), metrics. */
 #ifndef VNETD_CONTROL_H
 #define VNETD_CONTROL_H
 
@@ -27,5 +27,9 @@ struct control_sync_ops {
  * stats.c) in enter/leave. Without it requests run as they come (one thread).
  */
 void control_set_sync_ops(const struct control_sync_ops *ops, void *ctx);
+
+/* The rest of the folder's API: the socket's connections, the Prometheus endpoint. */
+#include "control/control_client.h"
+#include "control/metrics.h"
 
 #endif

@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "loop/event_loop.h"
+#include "loop/loop.h"
 #include "port/port.h"
 
 #define CONTROL_MAX_CLIENTS 32		     /* connections at once; one more is refused */

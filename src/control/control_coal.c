@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "control/control_json.h"
-#include "dev/vnet_dev.h"
+#include "dev/dev.h"
 
 /* Optional coalescing fields of a "coalesce" request. */
 struct coal_request {

@@ -8,7 +8,7 @@
 #include <jansson.h>
 
 #include "port/port.h"
-#include "dev/vnet_dev.h"
+#include "dev/dev.h"
 
 /* control_json_error() - {"ok": false, "error": <formatted message>}. */
 json_t *control_json_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

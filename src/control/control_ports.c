@@ -8,8 +8,7 @@
 #include <string.h>
 
 #include "control/control_json.h"
-#include "port/port_lanes.h"
-#include "port/port_trunk.h"
+#include "port/port.h"
 #include "lib/virtio_net_defs.h"
 
 /* port_info() - the port's configuration and state, as "ports" lists it. */

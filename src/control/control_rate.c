@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "control/control_json.h"
-#include "dev/vnet_dev.h"
+#include "dev/dev.h"
 
 /* limits() - {"tx": {"mbit", "burst_kb"}, "rx": {...}} as in effect. */
 static json_t *limits(const struct vnet_dev *dev)

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/listen_addr.h"
 #include "lib/log.h"
 #include "control/metrics_text.h"
 #include "control/stats.h"
@@ -37,62 +38,6 @@ struct metrics_server {
 
 /* ---- Parsing (pure) ------------------------------------------------------------------------ */
 
-/**
- * metrics_parse_addr() - parse a listen address, numeric only (no name lookups).
- * @spec: "IPV4:PORT" or "[IPV6]:PORT", port 0..65535 (0: any free port)
- * @ss: out: the socket address
- * @len: out: its length
- *
- * Pure.
- *
- * Return: 0, or -1 for anything else.
- */
-int metrics_parse_addr(const char *spec, struct sockaddr_storage *ss, socklen_t *len)
-{
-	char host[INET6_ADDRSTRLEN + 2];
-	const char *colon, *port_text, *h = host;
-	unsigned long port;
-	char *end;
-	size_t hlen;
-
-	memset(ss, 0, sizeof(*ss));
-	colon = strrchr(spec, ':');
-	if (!colon || colon == spec)
-		return -1;
-	hlen = (size_t)(colon - spec);
-	if (hlen >= sizeof(host))
-		return -1;
-	memcpy(host, spec, hlen);
-	host[hlen] = '\0';
-	port_text = colon + 1;
-	if (port_text[0] < '0' || port_text[0] > '9')
-		return -1;
-	errno = 0;
-	port = strtoul(port_text, &end, 10);
-	if (errno || *end || port > 65535)
-		return -1;
-	if (host[0] == '[') {
-		struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
-
-		if (hlen < 3 || host[hlen - 1] != ']')
-			return -1;
-		host[hlen - 1] = '\0';
-		h = host + 1;
-		if (inet_pton(AF_INET6, h, &a6->sin6_addr) != 1)
-			return -1;
-		a6->sin6_family = AF_INET6;
-		a6->sin6_port = htons((uint16_t)port);
-		*len = sizeof(*a6);
-		return 0;
-	}
-	struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
-	if (inet_pton(AF_INET, h, &a4->sin_addr) != 1)
-		return -1;
-	a4->sin_family = AF_INET;
-	a4->sin_port = htons((uint16_t)port);
-	*len = sizeof(*a4);
-	return 0;
-}
 
 /* header_end() - whether buf holds a blank line ending the header ("\r\n\r\n" or "\n\n"). */
 static bool header_end(const char *buf, size_t len)
@@ -451,7 +396,7 @@ static int listen_on(const char *spec)
 	char shown[INET6_ADDRSTRLEN];
 	uint16_t port;
 
-	if (metrics_parse_addr(spec, &ss, &len) < 0) {
+	if (listen_addr_parse(spec, &ss, &len) < 0) {
 		log_err("metrics: bad address '%s' (expected IPV4:PORT or [IPV6]:PORT)", spec);
 		return -1;
 	}
@@ -494,7 +439,7 @@ static int listen_on(const char *spec)
 
 /**
  * metrics_open() - listen for scrapes and register the listener and a timeout timer (EV_METRICS_*).
- * @spec: the address (metrics_parse_addr()); a non-loopback address is warned about
+ * @spec: the address (listen_addr_parse()); a non-loopback address is warned about
  * @epfd: the main thread's epoll set
  *
  * Call before sandbox_enter().

@@ -8,18 +8,12 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "loop/event_loop.h"
+#include "loop/loop.h"
 #include "port/port.h"
 
 #define METRICS_MAX_CLIENTS 8	 /* connections served at once; a new one evicts the oldest */
 #define METRICS_MAX_REQUEST 4096 /* request line and headers; longer: 431 and close */
 #define METRICS_TIMEOUT_MS 5000	 /* a connection's whole life, request and reply */
-
-/*
- * metrics_parse_addr() - "IPV4:PORT" or "[IPV6]:PORT", numeric only (no name lookups), port
- * 0..65535 (0: any free port), into *ss and *len. 0, or -1 for anything else.
- */
-int metrics_parse_addr(const char *spec, struct sockaddr_storage *ss, socklen_t *len);
 
 /*
  * metrics_http_status() - look at the bytes of a request received so far: 0 while the header
@@ -33,7 +27,7 @@ int metrics_http_status(const char *buf, size_t len, bool *head);
 struct metrics_server; /* opaque: listener, timeout timer, client slots */
 
 /*
- * metrics_open() - listen on spec (see metrics_parse_addr) and register the listener and a
+ * metrics_open() - listen on spec (see listen_addr_parse()) and register the listener and a
  * timeout timer in epfd (EV_METRICS_*). Call before sandbox_enter(). NULL on error (logged).
  */
 struct metrics_server *metrics_open(const char *spec, int epfd);

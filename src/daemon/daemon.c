@@ -14,23 +14,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "config/config_file.h"
+#include "config/config.h"
 #include "control/control.h"
-#include "control/control_client.h"
-#include "loop/event_loop.h"
-#include "mem/guest_fault.h"
+#include "loop/loop.h"
+#include "mem/mem.h"
 #include "lib/log.h"
-#include "mem/mem_cap.h"
-#include "control/metrics.h"
-#include "config/options.h"
-#include "port/port_internal.h"
-#include "port/port_state.h"
-#include "port/port_table.h"
+#include "port/port.h"
 #include "daemon/sandbox.h"
 #include "backend/switch/switch.h"
-#include "backend/tap/tap_open.h"
-#include "port/port_lanes.h"
-#include "loop/worker.h"
+#include "backend/tap/tap.h"
 
 struct daemon {
 	struct worker_pool pool; /* worker 0: this thread, with signals and the control socket */

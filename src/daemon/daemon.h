@@ -3,7 +3,7 @@
 #ifndef VNETD_DAEMON_H
 #define VNETD_DAEMON_H
 
-#include "config/options.h"
+#include "config/config.h"
 
 /* daemon_run() - set everything up from opts and serve until SIGTERM/SIGINT; exit status. */
 int daemon_run(const struct vnetd_options *opts);

@@ -3,7 +3,7 @@
 #ifndef VNETD_SANDBOX_H
 #define VNETD_SANDBOX_H
 
-#include "config/options.h"
+#include "config/config.h"
 
 /*
  * sandbox_allow_openat() - before sandbox_enter(): the filter lets openat(dirfd, NAME, flags)

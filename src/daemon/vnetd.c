@@ -4,7 +4,7 @@
 
 #include "daemon/daemon.h"
 #include "lib/log.h"
-#include "config/options.h"
+#include "config/config.h"
 
 /**
  * main() - vnetd: parse the command line, then run the daemon until SIGTERM or SIGINT.

@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "mem/guest_race.h"
+#include "mem/mem.h"
 #include "lib/log.h"
 #include "dev/net_rate.h"
 #include "dev/coal/notify.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* vnet_dev.c - virtio-net device model: creation, features, config space, reset, settings. */
-#include "dev/vnet_dev.h"
+#include "dev/dev.h"
 
 #include <endian.h>
 #include <stdlib.h>

@@ -8,10 +8,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mem/guest_fault.h"
+#include "mem/mem.h"
 #include "lib/log.h"
 #include "lib/uring_tx.h"
-#include "dev/vnet_dev.h"
+#include "dev/dev.h"
 
 #define MAX_EVENTS 64
 

@@ -10,19 +10,19 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "loop/event_loop.h"
-#include "mem/guest_fault.h"
+#include "loop/loop.h"
+#include "mem/mem.h"
 #include "lib/log.h"
 #include "lib/peer_io.h"
-#include "port/port_core.h"
 #include "port/port_internal.h"
+#include "port/port.h"
 #include "port/port_lanes.h"
 #include "port/port_persist.h"
 #include "port/port_sock.h"
 #include "port/port_trunk.h"
 #include "lib/stat_atomic.h"
 #include "backend/switch/switch.h"
-#include "backend/tap/tap_queues.h"
+#include "backend/tap/tap.h"
 #include "port/port_xdp.h"
 
 _Static_assert(PORT_ALLOWED_MACS <= SWITCH_ALLOWED_MACS, "allowed-macs= fits a switch port");

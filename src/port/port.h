@@ -1,16 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* port.h - one vnetd port: vhost-user listener + connection, device model, backend, timers. */
+/* port.h - live ports' API: one vnetd port (socket, device, backend, timers) and the port table. */
 #ifndef VNETD_PORT_H
 #define VNETD_PORT_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "config/port_config.h"
-#include "vhost/vhost_user.h"
-#include "dev/vnet_dev.h"
+#include "config/config.h"
+#include "dev/dev.h"
+#include "loop/loop.h"
+#include "vhost/vhost.h"
 
-struct port; /* opaque; defined in port_core.h, which only the port*.c files include */
+struct port; /* opaque; defined in port_internal.h, which only the files of src/port/ include */
 
 /* port_name() - "p0", "p1", ... by index. */
 const char *port_name(const struct port *p);
@@ -53,5 +54,40 @@ struct tap_queue_stats;
 unsigned port_tap_queues(const struct port *p);
 /* port_tap_queue_stats() - tap queue i's counters (any thread); false: no such tap queue. */
 bool port_tap_queue_stats(const struct port *p, unsigned i, struct tap_queue_stats *out);
+
+/* Creating, running and destroying ports (the daemon's calls). */
+struct vnet_switch;
+
+/*
+ * port_create() - set up a port (backend, listener, timers) of worker `worker` in its epoll
+ * set epfd; queues that yield go on rq, and the port goes on flushq when it has received
+ * packets to publish. sw: a switch port's switch (sw[0]), or a trunk tap port's VLAN switches
+ * (cfg->n_trunk, in cfg->trunk's order). NULL on error.
+ */
+struct port *port_create(unsigned index, const struct port_config *cfg, unsigned worker, int epfd,
+			 struct run_queue *rq, struct run_queue *flushq,
+			 struct vnet_switch *const *sw);
+
+/* port_destroy() - disconnect, close every fd, free. NULL is fine. */
+void port_destroy(struct port *p);
+
+/* port_handle_event() - dispatch one epoll event that belongs to this port. */
+void port_handle_event(struct port *p, struct ev_ref ref, uint32_t events);
+
+/* port_flush_rx() - publish received packets (the port, or its lane `lane` (1..), asked for it
+ * on a flush list: the EV_PORT_FLUSH entry's queue field). */
+void port_flush_rx(struct port *p, unsigned lane);
+
+/* port_check_fault() - drop the frontend if its guest memory faulted (SIGBUS). */
+void port_check_fault(struct port *p);
+
+
+/* The rest of the folder's API: the port table, lanes, state files, sockets, trunks. */
+#include "port/port_lanes.h"
+#include "port/port_persist.h"
+#include "port/port_sock.h"
+#include "port/port_state.h"
+#include "port/port_table.h"
+#include "port/port_trunk.h"
 
 #endif

@@ -7,11 +7,10 @@
 #include <sys/timerfd.h>
 
 #include "lib/log.h"
-#include "port/port_core.h"
+#include "port/port_internal.h"
 #include "backend/switch/switch.h"
-#include "dev/vnet_dev.h"
-#include "dev/vnet_dev_lane.h"
-#include "loop/worker.h"
+#include "dev/dev.h"
+#include "loop/loop.h"
 
 /*
  * A switch port with queue-workers=W0+W1+... lives on worker 0, its *home*: the vhost-user

@@ -5,7 +5,7 @@
 
 #include <stdbool.h>
 
-#include "loop/event_loop.h"
+#include "loop/loop.h"
 
 struct port;
 struct worker_pool;

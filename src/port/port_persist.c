@@ -8,12 +8,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "loop/event_loop.h"
+#include "loop/loop.h"
 #include "lib/log.h"
-#include "port/port_core.h"
+#include "port/port_internal.h"
 #include "port/port_state.h"
 #include "lib/virtio_net_defs.h"
-#include "dev/vnet_dev_queue.h"
+#include "dev/dev.h"
 
 /*
  * What the port keeps across a vnetd restart (port_state.c has the file's format): read when

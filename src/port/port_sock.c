@@ -14,9 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "loop/event_loop.h"
+#include "loop/loop.h"
 #include "lib/log.h"
-#include "port/port_core.h"
+#include "port/port_internal.h"
 #include "port/port_persist.h"
 #include "lib/stat_atomic.h"
 

@@ -7,10 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dev/coal/coalesce.h"
+#include "dev/dev.h"
 #include "port/port_state_ring.h"
 #include "port/port_state_rss.h"
-#include "dev/vnet_dev.h"
 
 #define PORT_STATE_MAX (64 * 1024) /* larger state files are refused */
 /* Never through a symlink, never waiting on a FIFO (a regular file only: fstat); the temporary

@@ -8,7 +8,7 @@
 
 #include <jansson.h>
 
-#include "dev/rss/rss_cmd.h"
+#include "dev/dev.h"
 
 /* What the driver set with RSS_CONFIG or HASH_CONFIG. Zero-initialise: compared whole. */
 struct port_state_rss {

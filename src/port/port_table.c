@@ -9,13 +9,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config/config_file.h"
+#include "config/config.h"
 #include "lib/log.h"
-#include "port/port_internal.h"
+#include "port/port.h"
 #include "port/port_lanes.h"
-#include "config/port_spec.h"
 #include "backend/switch/switch.h"
-#include "dev/vnet_dev.h"
+#include "dev/dev.h"
 
 /**
  * port_table_init() - an empty port table.

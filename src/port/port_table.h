@@ -7,8 +7,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "port/port.h"
-#include "loop/worker.h"
+#include "config/config.h"
+#include "loop/loop.h"
+
+struct port;
 
 struct switch_owner_ops;
 struct vnet_switch;

@@ -6,10 +6,10 @@
 #include <string.h>
 
 #include "lib/log.h"
-#include "port/port_core.h"
+#include "port/port_internal.h"
 #include "lib/stat_atomic.h"
 #include "backend/switch/switch.h"
-#include "backend/tap/tap_queues.h"
+#include "backend/tap/tap.h"
 
 /*
  * A trunk port (uplink=NAME,trunk=N+M) has one switch uplink in each VLAN's switch (the

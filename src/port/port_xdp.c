@@ -5,7 +5,7 @@
 #include <sys/epoll.h>
 
 #include "lib/log.h"
-#include "port/port_core.h"
+#include "port/port_internal.h"
 #include "backend/xdp/xdp.h"
 
 /* Backend callbacks. */

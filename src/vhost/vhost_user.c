@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* vhost_user.c - one vhost-user frontend connection: dispatch, device requests, lifecycle. */
-#include "vhost/vhost_user.h"
+#include "vhost/vhost.h"
 
 #include <errno.h>
 #include <fcntl.h>

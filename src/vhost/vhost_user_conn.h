@@ -7,10 +7,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "mem/dirty_log.h"
-#include "mem/guest_mem.h"
+#include "mem/mem.h"
 #include "vhost/vhost_user_io.h"
-#include "dev/vnet_dev.h"
+#include "dev/dev.h"
 
 /* Callbacks into the port that owns the connection. */
 struct vu_owner_ops {

@@ -10,7 +10,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
-#include "mem/guest_fault.h"
+#include "mem/mem.h"
 #include "lib/log.h"
 
 /**

@@ -5,9 +5,8 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "mem/guest_fault.h"
+#include "mem/mem.h"
 #include "lib/log.h"
-#include "mem/mem_cap.h"
 #include "vhost/vhost_user_io.h"
 
 /**

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "mem/guest_mem.h"
+#include "mem/mem.h"
 #include "vhost/vhost_user_conn.h"
 
 /*

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "lib/log.h"
-#include "mem/mem_cap.h"
+#include "mem/mem.h"
 #include "lib/peer_io.h"
 #include "vhost/vhost_user_io.h"
 #include "vhost/vhost_user_mem.h"

@@ -7,7 +7,7 @@
 #include "fake_driver.h"
 #include "lib/log.h"
 #include "lib/virtio_net_defs.h"
-#include "dev/vnet_dev.h"
+#include "dev/dev.h"
 
 /*
  * Input: [6 mac][pairs][le16 mtu][le64 features wanted], then operations

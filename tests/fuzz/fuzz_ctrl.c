@@ -7,7 +7,7 @@
 #include "fake_driver.h"
 #include "lib/log.h"
 #include "lib/virtio_net_defs.h"
-#include "dev/vnet_dev.h"
+#include "dev/dev.h"
 
 /*
  * Input: le64 features (intersected with what the device offers), one byte of queue pairs

@@ -8,7 +8,7 @@
 #include "fake_driver.h"
 #include "lib/log.h"
 #include "lib/virtio_net_defs.h"
-#include "dev/vnet_dev.h"
+#include "dev/dev.h"
 
 /*
  * Input: one byte (bits 0-1: queue pairs 1..4; bit 2: rss=on with RSS and HASH_REPORT

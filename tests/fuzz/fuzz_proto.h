@@ -10,9 +10,9 @@
 #include <stdlib.h>
 
 #include "backend/switch/switch.h"
-#include "vhost/vhost_user.h"
+#include "vhost/vhost.h"
 #include "vhost/vhost_user_msg.h"
-#include "dev/vnet_dev.h"
+#include "dev/dev.h"
 
 /*
  * fuzz_vhost_proto plays whole frontends (QEMU, UML, DPDK as a hostile VMM would) against the

@@ -9,9 +9,9 @@
 #include <unistd.h>
 
 #include "lib/log.h"
-#include "vhost/vhost_user.h"
+#include "vhost/vhost.h"
 #include "vhost/vhost_user_msg.h"
-#include "dev/vnet_dev.h"
+#include "dev/dev.h"
 
 /*
  * Input layout: byte 0 selects the mode, the rest is wire bytes.

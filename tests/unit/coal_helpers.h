@@ -14,7 +14,7 @@
 #include "dev/coal/coalesce.h"
 #include "fake_driver.h"
 #include "lib/virtio_net_defs.h"
-#include "dev/vnet_dev.h"
+#include "dev/dev.h"
 
 #define US 1000ull
 #define MS 1000000ull

@@ -10,7 +10,7 @@
 #include "mem/guest_mem.h"
 #include "lib/virtio_net_defs.h"
 #include "virtq/virtq.h"
-#include "dev/vnet_dev.h"
+#include "dev/dev.h"
 
 /*
  * Guest memory: one calloc'd buffer at GPA `gpa` (UVA = gpa + FAKE_UVA_OFFSET). With two regions

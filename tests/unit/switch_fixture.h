@@ -21,7 +21,7 @@
 #include "backend/switch/switch.h"
 #include "switch_test_stats.h"
 #include "lib/virtio_net_defs.h"
-#include "dev/vnet_dev.h"
+#include "dev/dev.h"
 
 #define F(bit) BIT_ULL(VIRTIO_NET_F_##bit)
 #define RXQ 0

@@ -11,7 +11,7 @@
 
 #include "fake_driver.h"
 #include "lib/virtio_net_defs.h"
-#include "dev/vnet_dev.h"
+#include "dev/dev.h"
 
 /*
  * Spec (struct virtio_net_ctrl): class, command, command-specific-data, then the device-written

@@ -19,10 +19,10 @@
 #include "lib/log.h"
 #include "mem/mem_cap.h"
 #include "config/port_spec.h"
-#include "vhost/vhost_user.h"
+#include "vhost/vhost.h"
 #include "vhost/vhost_user_mem.h"
 #include "vhost/vhost_user_msg.h"
-#include "dev/vnet_dev.h"
+#include "dev/dev.h"
 
 #define MIB (1ull << 20)
 #define PAGE 4096ull

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "control/metrics.h"
+#include "lib/listen_addr.h"
 #include "control/metrics_text.h"
 #include "lib/textbuf.h"
 
@@ -337,22 +338,22 @@ static void test_parse_addr(void **state)
 	socklen_t len;
 
 	(void)state;
-	assert_int_equal(metrics_parse_addr("127.0.0.1:9465", &ss, &len), 0);
+	assert_int_equal(listen_addr_parse("127.0.0.1:9465", &ss, &len), 0);
 	assert_int_equal(ss.ss_family, AF_INET);
 	assert_int_equal(ntohs(((struct sockaddr_in *)&ss)->sin_port), 9465);
 	assert_int_equal(len, sizeof(struct sockaddr_in));
-	assert_int_equal(metrics_parse_addr("[::1]:0", &ss, &len), 0);
+	assert_int_equal(listen_addr_parse("[::1]:0", &ss, &len), 0);
 	assert_int_equal(ss.ss_family, AF_INET6);
-	assert_int_equal(metrics_parse_addr("0.0.0.0:65535", &ss, &len), 0);
-	assert_int_equal(metrics_parse_addr("127.0.0.1:65536", &ss, &len), -1);
-	assert_int_equal(metrics_parse_addr("127.0.0.1:", &ss, &len), -1);
-	assert_int_equal(metrics_parse_addr("127.0.0.1:-1", &ss, &len), -1);
-	assert_int_equal(metrics_parse_addr("127.0.0.1:9x", &ss, &len), -1);
-	assert_int_equal(metrics_parse_addr("localhost:9465", &ss, &len), -1);
-	assert_int_equal(metrics_parse_addr("::1:9465", &ss, &len), -1);
-	assert_int_equal(metrics_parse_addr("[::1:9465", &ss, &len), -1);
-	assert_int_equal(metrics_parse_addr(":9465", &ss, &len), -1);
-	assert_int_equal(metrics_parse_addr("9465", &ss, &len), -1);
+	assert_int_equal(listen_addr_parse("0.0.0.0:65535", &ss, &len), 0);
+	assert_int_equal(listen_addr_parse("127.0.0.1:65536", &ss, &len), -1);
+	assert_int_equal(listen_addr_parse("127.0.0.1:", &ss, &len), -1);
+	assert_int_equal(listen_addr_parse("127.0.0.1:-1", &ss, &len), -1);
+	assert_int_equal(listen_addr_parse("127.0.0.1:9x", &ss, &len), -1);
+	assert_int_equal(listen_addr_parse("localhost:9465", &ss, &len), -1);
+	assert_int_equal(listen_addr_parse("::1:9465", &ss, &len), -1);
+	assert_int_equal(listen_addr_parse("[::1:9465", &ss, &len), -1);
+	assert_int_equal(listen_addr_parse(":9465", &ss, &len), -1);
+	assert_int_equal(listen_addr_parse("9465", &ss, &len), -1);
 }
 
 int main(void)

@@ -16,7 +16,7 @@
 #include "fake_driver.h"
 #include "lib/virtio_net_defs.h"
 #include "virtq/virtq.h"
-#include "dev/vnet_dev.h"
+#include "dev/dev.h"
 
 #define PAGE DIRTY_LOG_PAGE
 #define LOG_BYTES 256 /* 2048 pages: 8 MiB of GPA, more than the harness's memory */

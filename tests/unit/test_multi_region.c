@@ -12,7 +12,7 @@
 #include "fake_driver.h"
 #include "lib/virtio_net_defs.h"
 #include "virtq/virtq.h"
-#include "dev/vnet_dev.h"
+#include "dev/dev.h"
 
 #define MEM_GPA 0x40000ull
 #define MEM_SIZE (2u << 20)

@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "config/port_spec.h"
-#include "port/port_table.h"
+#include "port/port.h"
 #include "backend/switch/switch.h"
 #include "lib/virtio_net_defs.h"
 #include "loop/worker.h"

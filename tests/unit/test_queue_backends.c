@@ -13,7 +13,7 @@
 
 #include "fake_driver.h"
 #include "lib/virtio_net_defs.h"
-#include "dev/vnet_dev.h"
+#include "dev/dev.h"
 
 #define F(bit) BIT_ULL(VIRTIO_NET_F_##bit)
 #define RXBUF 2048

@@ -14,7 +14,7 @@
 #include "dev/rss/rss_cmd.h"
 #include "dev/rss/toeplitz.h"
 #include "lib/virtio_net_defs.h"
-#include "dev/vnet_dev.h"
+#include "dev/dev.h"
 
 #define F(bit) BIT_ULL(VIRTIO_NET_F_##bit)
 

@@ -14,7 +14,7 @@
 #include "port/port_state.h"
 #include "dev/rss/rss_cmd.h"
 #include "lib/virtio_net_defs.h"
-#include "dev/vnet_dev.h"
+#include "dev/dev.h"
 
 #define F(bit) BIT_ULL(VIRTIO_NET_F_##bit)
 #define RSS_FEATURES (F(MQ) | F(RSS) | F(HASH_REPORT) | F(MRG_RXBUF))

@@ -12,7 +12,7 @@
 #include "fake_driver.h"
 #include "dev/rss/rss_cmd.h"
 #include "lib/virtio_net_defs.h"
-#include "dev/vnet_dev.h"
+#include "dev/dev.h"
 
 #define F(bit) BIT_ULL(VIRTIO_NET_F_##bit)
 #define TYPES 0x3fu

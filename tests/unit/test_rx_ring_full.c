@@ -10,7 +10,7 @@
 
 #include "fake_driver.h"
 #include "lib/virtio_net_defs.h"
-#include "dev/vnet_dev.h"
+#include "dev/dev.h"
 
 #define RXQ 0
 #define QSIZE 256 /* td_new()'s ring size */

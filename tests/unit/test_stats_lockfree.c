@@ -13,7 +13,7 @@
 #include "lib/lat_hist.h"
 #include "lib/stat_atomic.h"
 #include "dev/queue_view.h"
-#include "dev/vnet_dev.h"
+#include "dev/dev.h"
 
 /*
  * Linked with queue_view.c and lat_hist.c only, so that the same file also builds with

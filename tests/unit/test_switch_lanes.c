@@ -15,7 +15,7 @@
 #include "backend/switch/switch.h"
 #include "switch_test_stats.h"
 #include "lib/virtio_net_defs.h"
-#include "dev/vnet_dev.h"
+#include "dev/dev.h"
 #include "dev/vnet_dev_lane.h"
 
 /*

@@ -20,7 +20,7 @@
 #include "backend/switch/switch.h"
 #include "switch_test_stats.h"
 #include "lib/virtio_net_defs.h"
-#include "dev/vnet_dev.h"
+#include "dev/dev.h"
 
 /*
  * Built twice: as test_switch_xworker and, with the device model, the fake driver and the

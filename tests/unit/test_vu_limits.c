@@ -21,10 +21,10 @@
 #include "mem/mem_cap.h"
 #include "config/options.h"
 #include "config/port_spec.h"
-#include "vhost/vhost_user.h"
+#include "vhost/vhost.h"
 #include "vhost/vhost_user_msg.h"
 #include "lib/virtio_net_defs.h"
-#include "dev/vnet_dev.h"
+#include "dev/dev.h"
 
 #define MIB (1ull << 20)
 

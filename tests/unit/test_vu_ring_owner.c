@@ -13,10 +13,10 @@
 
 #include <cmocka.h>
 
-#include "vhost/vhost_user.h"
+#include "vhost/vhost.h"
 #include "vhost/vhost_user_msg.h"
 #include "lib/virtio_net_defs.h"
-#include "dev/vnet_dev.h"
+#include "dev/dev.h"
 #include "dev/vnet_dev_queue.h"
 
 #include "vu_side.h"

@@ -15,9 +15,9 @@
 
 #include <cmocka.h>
 
-#include "vhost/vhost_user.h"
+#include "vhost/vhost.h"
 #include "vhost/vhost_user_msg.h"
-#include "dev/vnet_dev.h"
+#include "dev/dev.h"
 
 /* ---- a device, a connection over a socketpair, and the frontend's end of it ---- */
 

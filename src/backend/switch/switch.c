@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#include "mem/guest_race.h"
+#include "mem/mem.h"
 #include "lib/iov.h"
 #include "lib/log.h"
 #include "lib/stat_atomic.h"
@@ -18,8 +18,7 @@
 #include "backend/switch/switch_internal.h"
 #include "backend/switch/switch_xq.h"
 #include "lib/virtio_net_defs.h"
-#include "dev/vnet_dev.h"
-#include "dev/vnet_dev_lane.h"
+#include "dev/dev.h"
 
 /*
  * An L2 learning switch forwarding frames between vnetd ports: what runs for every frame, on

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "dev/backend.h"
+#include "dev/dev.h"
 #include "backend/switch/switch_ips.h"
 #include "backend/switch/switch_limits.h"
 

@@ -4,18 +4,28 @@
 #define VNETD_SWITCH_INTERNAL_H
 
 /*
- * Only the switch's own files include this: switch.c (the data path: flow cache, delivery,
- * transmit), switch_policy.c (the out-of-line parts of its port policies) and switch_port.c
- * (the switch and its ports: create, attach, detach, counters).
+ * Only the switch's own files include this: switch.c (the data path: admit, forward, the
+ * transmit variants and the ops tables), switch_flow.c (the flow cache in front of the FDB),
+ * switch_queue.c (each port's queue for its guest, the packet pool), switch_xworker.c (frames
+ * for ports of other workers), switch_policy.c (the out-of-line parts of its port policies)
+ * and switch_port.c (the switch and its ports: create, attach, detach, counters).
  * To the rest of vnetd a switch and its ports are the opaque handles of switch.h.
+ *
+ * Calls go one way: switch.c -> switch_xworker.c -> switch_queue.c; switch.c -> switch_flow.c
+ * -> switch_fdb.c. What runs for every frame is inline here (static inline: each file that
+ * calls it gets its own copy), so a split between files costs no call on the per-packet path.
  */
 
 #include <assert.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <sys/uio.h>
 
-#include "dev/backend.h"
+#include "mem/mem.h"
+#include "lib/stat_atomic.h"
+#include "dev/dev.h"
 #include "backend/switch/switch.h"
 #include "backend/switch/switch_fdb.h"
 
@@ -26,7 +36,7 @@
 #define SW_HEAD_MAX 256	      /* the checked copy of a frame's first bytes, in the port */
 #define SW_NS 1000000000ull   /* a second in ns (storm control's credit per frame) */
 
-struct sw_packet; /* a queued frame's buffer (switch.c) */
+struct sw_packet; /* a queued frame's buffer (switch_queue.c) */
 struct xq;
 
 /* The private side of a struct vnet_backend handed out by switch_attach(). */
@@ -178,17 +188,10 @@ static inline const struct switch_port *port_of_const(const struct vnet_backend 
 	return p;
 }
 
-/* switch_queue_clear() - drop every packet queued for p's guest (switch.c's queue). */
-void switch_queue_clear(struct switch_port *p);
-
-/* switch_pool_free() - free a worker's pool of packet buffers (switch.c's pool). */
-void switch_pool_free(struct sw_worker *w);
-
 /*
  * The out-of-line parts of the port policies (switch_policy.c), for switch.c's transmit: each
  * called only on a port that has the policy, cold where it only counts and logs a drop.
  */
-struct iovec;
 
 /* sw_learn_refused() - the FDB did not learn p's source MAC: said once a port. */
 __attribute__((noinline, cold)) void sw_learn_refused(struct switch_port *p, enum fdb_refusal why);
@@ -228,5 +231,193 @@ __attribute__((noinline)) bool sw_ips_pass(struct switch_port *p, const struct i
 
 /* sw_access_tagged() - an access port's frame carries a VLAN tag (dropped, counted, logged). */
 __attribute__((noinline)) bool sw_access_tagged(struct switch_port *p);
+
+/* ---- A frame as the switch forwards it (switch.c builds it, every delivery reads it) ------- */
+
+/*
+ * A frame as the switch forwards it (sw_fwd_iov()): its len bytes, first the sender's checked
+ * copy of its head (what port security, the tag check and ips= read), then the rest in place in
+ * the sender's guest memory (or a cross-worker ring, an uplink's buffer). Nearly always (flat)
+ * the whole frame lies in one buffer there and the checked copy is its Ethernet header alone:
+ * a receiving guest takes it in one copy with `head` put over its first bytes
+ * (vnet_dev_receive_checked(), vnet_dev_receive_burst()'s heads), and the others get the two
+ * pieces from sw_fwd_vec().
+ * Else iov[0..iovcnt): the checked copy, then the rest's pieces.
+ */
+struct sw_fwd {
+	const uint8_t *flat; /* the frame in one buffer; NULL: iov */
+	const uint8_t *head; /* flat: the VNET_FRAME_HEAD bytes that replace its first ones */
+	const struct iovec *iov;
+	unsigned iovcnt;
+	size_t len;
+};
+
+/* sw_fwd_vec() - fw's frame as iovecs, at offset 0 (tmp: room for a flat frame's two pieces). */
+static inline unsigned sw_fwd_vec(const struct sw_fwd *fw, struct iovec tmp[2],
+				  const struct iovec **iov)
+{
+	const struct vnet_frame f = {.data = fw->flat, .len = (uint32_t)fw->len};
+
+	if (!fw->flat) {
+		*iov = fw->iov;
+		return fw->iovcnt;
+	}
+	*iov = tmp;
+	return vnet_frame_iov(&f, fw->head, tmp);
+}
+
+/* ---- The flow cache in front of the FDB (switch_flow.c; its hits inline, every frame) ----- */
+
+/* sw_learn_miss() - sw_learn_cached()'s miss: ask the FDB, unless it refused mac a moment ago. */
+__attribute__((noinline)) void sw_learn_miss(struct vnet_switch *sw, struct switch_port *p,
+					     const uint8_t *mac, uint64_t now);
+
+/*
+ * sw_learn_cached() - fdb_learn() through p's flow cache: the same source as last time costs one
+ * compare. With one worker the entry itself says whether it still holds our MAC (nothing
+ * changes it meanwhile); with several (`xw`) another thread may be rewriting it, so its set's
+ * sequence says so.
+ */
+static inline __attribute__((always_inline)) void
+sw_learn_cached(struct vnet_switch *sw, struct switch_port *p, const uint8_t *mac, uint64_t now,
+		const bool xw)
+{
+	struct fdb_entry *e = p->src_hit;
+
+	if (e && (xw ? fdb_valid(&p->src_ver) && !memcmp(p->src_mac, mac, SW_ETH_ALEN)
+		     : e->port == p->slot && !memcmp(e->mac, mac, SW_ETH_ALEN))) {
+		fdb_touch(e, now);
+		return;
+	}
+	sw_learn_miss(sw, p, mac, now);
+}
+
+/* sw_lookup_cached() - fdb_lookup() through p's flow cache: the port behind `mac`, NULL to flood. */
+static inline __attribute__((always_inline)) struct switch_port *
+sw_lookup_cached(struct vnet_switch *sw, struct switch_port *p, const uint8_t *mac, uint64_t now)
+{
+	struct fdb_entry *e = p->dst_hit;
+
+	if (!fdb_valid(&p->dst_ver) || memcmp(p->dst_mac, mac, SW_ETH_ALEN) ||
+	    (e && fdb_expired(e, now))) {
+		uint16_t slot = fdb_lookup(&sw->fdb, mac, now, &p->dst_hit, &p->dst_ver);
+
+		stat_inc(&p->cache_misses);
+		memcpy(p->dst_mac, mac, SW_ETH_ALEN);
+		p->dst_port = slot == FDB_NO_PORT ? NULL : sw->ports[slot];
+		e = p->dst_hit;
+	}
+	/* No entry, no port (flood): decided on the register that holds e, no load. */
+	return e ? p->dst_port : NULL;
+}
+
+/* ---- Each port's queue for its guest, and the packet pool (switch_queue.c) ---------------- */
+
+/* swq_enqueue() - copy the frame to the tail of dst's queue (for pair, -1: any), or drop it. */
+void swq_enqueue(struct switch_port *dst, const struct iovec *iov, unsigned iovcnt, size_t off,
+		 size_t len, int pair);
+
+/* swq_drain() - deliver p's queued packets while its guest has buffers, within a budget. */
+int swq_drain(struct switch_port *p, unsigned max_pkts, size_t max_bytes);
+
+/* swq_clear() - drop every packet queued for p's guest. */
+void swq_clear(struct switch_port *p);
+
+/* swq_pool_free() - free a worker's pool of packet buffers and its whole-frame copy. */
+void swq_pool_free(struct sw_worker *w);
+
+/*
+ * swq_deliver() - give a frame to dst's guest with a zeroed header: one copy, from the sender's
+ * guest memory (or a cross-worker queue) straight into dst's buffers, its head from the
+ * sender's checked copy (struct sw_fwd). Packets queued earlier (dst had no buffers) go first,
+ * so order is kept and the port returns to the one-copy path as soon as its guest has buffers
+ * again; only what still does not fit is queued (a copy). pair: the queue pair (a spread
+ * port's), -1: the device picks. Runs on dst's worker.
+ */
+static inline __attribute__((always_inline)) void
+swq_deliver(struct switch_port *dst, const struct sw_fwd *fw, const int pair)
+{
+	struct iovec tmp[2];
+	const struct iovec *iov;
+	unsigned cnt;
+
+	guest_race(GUEST_RACE_TX_FORWARD);
+	if (!dst->q_len || swq_drain(dst, SWITCH_QUEUE_PACKETS, SWITCH_QUEUE_BYTES) == 0) {
+		if (pair < 0 && fw->flat) {
+			/* One buffer and the checked header, as a burst's frame: one copy. */
+			const struct vnet_frame f = {.data = fw->flat, .len = (uint32_t)fw->len};
+
+			if (vnet_dev_receive_checked(dst->dev, &f, fw->head))
+				return;
+		} else {
+			cnt = sw_fwd_vec(fw, tmp, &iov);
+			if (pair < 0 ? vnet_dev_receive_frame(dst->dev, NULL, iov, cnt, 0, fw->len)
+				     : vnet_dev_receive_frame_on(dst->dev, (unsigned)pair, NULL, iov,
+								 cnt, 0, fw->len))
+				return;
+		}
+	}
+	cnt = sw_fwd_vec(fw, tmp, &iov);
+	swq_enqueue(dst, iov, cnt, 0, fw->len, pair);
+}
+
+/*
+ * sw_deliver() - swq_deliver(), or an uplink's deliver() when dst is one: `guarded` (a
+ * constant) is the guarded transmit's and the cross-worker queue's, the only ones that may meet
+ * an uplink.
+ */
+static inline __attribute__((always_inline)) void sw_deliver(struct switch_port *dst,
+							     const struct sw_fwd *fw,
+							     const bool guarded)
+{
+	if (guarded && dst->up) {
+		struct iovec tmp[2];
+		const struct iovec *iov;
+		unsigned cnt = sw_fwd_vec(fw, tmp, &iov);
+
+		guest_race(GUEST_RACE_TX_FORWARD);
+		dst->up->deliver(dst->up_ctx, iov, cnt, 0, fw->len);
+		return;
+	}
+	swq_deliver(dst, fw, -1);
+}
+
+/* ---- Frames for ports of other workers (switch_xworker.c) ---------------------------------- */
+
+/* sw_port_tag() - the cross-worker tag of a frame for port p (its slot and serial; a pair + 1, or 0). */
+static inline uint64_t sw_port_tag(const struct switch_port *p, unsigned pair_plus1)
+{
+	return (uint64_t)pair_plus1 << 48 | (uint64_t)p->serial << 16 | p->slot;
+}
+
+/* sw_sender_pair() - the pair of the sender's TX queue (a spread destination's pick), 0 for uplinks. */
+static inline unsigned sw_sender_pair(const struct switch_port *src)
+{
+	return src->dev ? vnet_dev_tx_pair(src->dev) : 0u;
+}
+
+/* sw_cross_flood() - queue src's flood for worker `to`'s ports: one copy, or a drop. */
+void sw_cross_flood(struct switch_port *src, unsigned to, const struct sw_fwd *fw);
+
+/* sw_cross_unicast() - queue a unicast frame for a port on worker `to`; -EAGAIN: ring full. */
+int sw_cross_unicast(struct switch_port *src, unsigned to, uint64_t tag, const struct sw_fwd *fw);
+
+/*
+ * sw_spread_deliver() - a frame for a port spread over workers (dst its home), on worker
+ * `worker`: to the pair its device picks, here or queued for that pair's worker.
+ */
+int sw_spread_deliver(struct switch_port *src, unsigned worker, unsigned from_pair,
+		      struct switch_port *dst, const struct sw_fwd *fw);
+
+/* sw_xw_deliver() - sw_deliver() on a switch spread over workers: a spread port's pair may be another's. */
+static inline __attribute__((always_inline)) void
+sw_xw_deliver(unsigned worker, unsigned from_pair, struct switch_port *dst,
+	      const struct sw_fwd *fw, const bool guarded)
+{
+	if (__builtin_expect(dst->npairs != 0, 0))
+		(void)sw_spread_deliver(NULL, worker, from_pair, dst, fw);
+	else
+		sw_deliver(dst, fw, guarded);
+}
 
 #endif

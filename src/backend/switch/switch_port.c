@@ -16,7 +16,7 @@
 #include "backend/switch/switch_fdb.h"
 #include "backend/switch/switch_internal.h"
 #include "backend/switch/switch_xq.h"
-#include "dev/vnet_dev.h"
+#include "dev/dev.h"
 
 /*
  * Everything of the switch but its data path (switch.c): the switch's and its ports' lifetime,

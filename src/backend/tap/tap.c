@@ -22,7 +22,7 @@
 #include "lib/stat_atomic.h"
 #include "lib/uring_tx.h"
 #include "lib/virtio_net_defs.h"
-#include "dev/vnet_dev.h"
+#include "dev/dev.h"
 
 /* Tell the owner which events we want, if that changed: EPOLLIN unless a packet waits. */
 static void tap_update_events(struct tap_queue *tq)

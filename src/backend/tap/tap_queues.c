@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* tap_queues.c - a tap's queue fds: open (IFF_MULTI_QUEUE), close, per-queue handles, counters. */
-#include "backend/tap/tap_queues.h"
+#include "backend/tap/tap.h"
 
 #include <stdlib.h>
 #include <string.h>

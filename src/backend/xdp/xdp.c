@@ -13,7 +13,7 @@
 #include "lib/iov.h"
 #include "lib/log.h"
 #include "lib/virtio_net_defs.h"
-#include "dev/vnet_dev.h"
+#include "dev/dev.h"
 #include "backend/xdp/xdp_frames.h"
 #include "backend/xdp/xdp_internal.h"
 

@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <xdp/xsk.h>
 
-#include "dev/backend.h"
+#include "dev/dev.h"
 #include "backend/xdp/xdp.h"
 #include "backend/xdp/xdp_frames.h"
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* vhost_user.h - one vhost-user frontend connection: what its owner (port.c) calls. */
-#ifndef VNETD_VHOST_USER_H
-#define VNETD_VHOST_USER_H
+/* vhost.h - the vhost-user protocol's API: one frontend connection, what its owner (port.c) calls. */
+#ifndef VNETD_VHOST_H
+#define VNETD_VHOST_H
 
 #include <stdint.h>
 

@@ -1,19 +1,20 @@
 /* SPDX-License-Identifier: MIT */
-/* vnet_dev.h - the virtio-net device model: features, config space, queues, RX/TX, control queue. */
-#ifndef VNETD_VNET_DEV_H
-#define VNETD_VNET_DEV_H
+/* dev.h - the virtio-net device model's API: features, config space, queues, RX/TX, control queue. */
+#ifndef VNETD_DEV_H
+#define VNETD_DEV_H
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/uio.h>
 
-#include "mem/guest_mem.h"
+#include "mem/mem.h"
 #include "dev/net_rate.h"
 #include "dev/rss/net_rss.h"
 #include "dev/net_rx.h"
 #include "dev/queue_view.h"
 #include "dev/rss/rss_cmd.h"
 #include "dev/vnet_dev_queue.h"
+#include "dev/vnet_dev_lane.h"
 #include "dev/vnet_dev_types.h"
 
 /*
