@@ -42,10 +42,13 @@ static struct coal_params coal_merge(struct coal_params base, const struct coal_
 /* coal_apply_queue() - set one RX/TX queue; unspecified fields keep its current value. */
 static json_t *coal_apply_queue(struct vnet_dev *dev, unsigned qidx, const struct coal_request *r)
 {
-	const struct vnet_queue *q = vnet_dev_queue(dev, qidx);
-	struct coal_params p = coal_merge(q->coal.params, r, q->kind == VNET_QUEUE_TX);
+	struct vnet_queue_snapshot s;
+	struct coal_params p;
 
-	if (vnet_dev_host_coalesce(dev, (int)qidx, q->kind, &p) < 0)
+	if (!vnet_dev_queue_snapshot(dev, qidx, &s))
+		return control_json_error("port has no queue %u", qidx);
+	p = coal_merge(s.view.coal, r, s.view.kind == VNET_QUEUE_TX);
+	if (vnet_dev_host_coalesce(dev, (int)qidx, s.view.kind, &p) < 0)
 		return control_json_error("could not set coalescing of queue %u", qidx);
 	return NULL;
 }
@@ -61,16 +64,19 @@ static json_t *coal_apply_kind(struct vnet_dev *dev, enum vnet_queue_kind kind,
 	struct coal_params saved[VNET_MAX_QUEUES], all, own;
 	unsigned i, n = vnet_dev_num_queues(dev);
 	int k = kind == VNET_QUEUE_TX;
-	const struct vnet_queue *q;
+	struct vnet_queue_snapshot s;
+	enum vnet_queue_kind kinds[VNET_MAX_QUEUES];
 	bool have_base = false;
 
 	if (n > VNET_MAX_QUEUES)
 		n = VNET_MAX_QUEUES;
 	all = (struct coal_params){0, 0};
 	for (i = 0; i < n; i++) {
-		q = vnet_dev_queue(dev, i);
-		saved[i] = q ? q->coal.params : (struct coal_params){0, 0};
-		if (q && q->kind == kind && !have_base) {
+		bool have = vnet_dev_queue_snapshot(dev, i, &s);
+
+		saved[i] = have ? s.view.coal : (struct coal_params){0, 0};
+		kinds[i] = have ? s.view.kind : VNET_QUEUE_CTRL;
+		if (have && s.view.kind == kind && !have_base) {
 			all = saved[i];
 			have_base = true;
 		}
@@ -80,8 +86,7 @@ static json_t *coal_apply_kind(struct vnet_dev *dev, enum vnet_queue_kind kind,
 		return control_json_error("could not set %s coalescing",
 					  vnet_queue_kind_name(kind));
 	for (i = 0; i < n; i++) {
-		q = vnet_dev_queue(dev, i);
-		if (!q || q->kind != kind)
+		if (kinds[i] != kind)
 			continue;
 		own = coal_merge(saved[i], r, k);
 		if ((own.max_packets != all.max_packets || own.max_usecs != all.max_usecs) &&
@@ -135,7 +140,7 @@ json_t *control_coal_coalesce(const struct control_call *call, json_t *req)
 	json_t *err = control_json_check_keys(req, "coalesce", keys);
 	json_t *vport = json_object_get(req, "port"), *vq = json_object_get(req, "queue");
 	struct coal_request r;
-	const struct vnet_queue *q;
+	struct vnet_queue_snapshot s;
 	struct vnet_dev *dev;
 	struct port *p;
 	json_int_t qidx;
@@ -181,19 +186,19 @@ json_t *control_coal_coalesce(const struct control_call *call, json_t *req)
 		return control_json_error("\"queue\" must be a queue index");
 	qidx = json_integer_value(vq);
 	if (qidx < 0 || qidx >= (json_int_t)vnet_dev_num_queues(dev) ||
-	    !(q = vnet_dev_queue(dev, (unsigned)qidx)))
+	    !vnet_dev_queue_snapshot(dev, (unsigned)qidx, &s))
 		return control_json_error("port %s has no queue %" JSON_INTEGER_FORMAT " (0..%u)",
 					  port_name(p), qidx, vnet_dev_num_queues(dev) - 1);
-	if (q->kind == VNET_QUEUE_CTRL)
+	if (s.view.kind == VNET_QUEUE_CTRL)
 		return control_json_error("queue %" JSON_INTEGER_FORMAT " is the control queue",
 					  qidx);
-	k = q->kind == VNET_QUEUE_TX;
+	k = s.view.kind == VNET_QUEUE_TX;
 	if (any[!k] || (has_ad[!k] && !json_object_get(req, "adaptive")))
 		return control_json_error("queue %" JSON_INTEGER_FORMAT
 					  " is a%s queue: use %s_usecs/%s_frames/%s_adaptive", qidx,
 					  k ? " TX" : "n RX", k ? "tx" : "rx", k ? "tx" : "rx",
 					  k ? "tx" : "rx");
-	if (has_ad[k] && vnet_dev_host_adaptive(dev, (int)qidx, q->kind, ad[k]) < 0)
+	if (has_ad[k] && vnet_dev_host_adaptive(dev, (int)qidx, s.view.kind, ad[k]) < 0)
 		return control_json_error("could not switch adaptive coalescing of queue %u",
 					  (unsigned)qidx);
 	if (any[k] && (err = coal_apply_queue(dev, (unsigned)qidx, &r)))

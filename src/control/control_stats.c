@@ -168,7 +168,6 @@ json_t *control_stats_reset(const struct control_call *call, json_t *req)
 	json_t *err = control_json_check_keys(req, "reset-stats", keys);
 	json_t *v = json_object_get(req, "port");
 	struct port *only = NULL;
-	struct vnet_queue *q;
 	unsigned i, j;
 
 	if (err)
@@ -181,8 +180,7 @@ json_t *control_stats_reset(const struct control_call *call, json_t *req)
 		if (only && call->ports[i] != only)
 			continue;
 		for (j = 0; j < vnet_dev_num_queues(dev); j++)
-			if ((q = vnet_dev_queue(dev, j)))
-				memset(&q->stats, 0, sizeof(q->stats));
+			vnet_dev_queue_reset_stats(dev, j);
 	}
 	return control_json_ok();
 }

@@ -60,50 +60,48 @@ void stats_port_read(struct port *p, struct stats_port *out)
  */
 bool stats_queue_read(struct port *p, unsigned qidx, struct stats_queue *out)
 {
-	const struct vnet_queue *q = vnet_dev_queue(port_dev(p), qidx);
-	const struct vnet_queue_stats *st;
-	struct vnet_queue_view v;
+	struct vnet_queue_snapshot s;
+	const struct vnet_queue_counts *c = &s.counts;
+	const struct vnet_queue_view *v = &s.view;
 	struct coal_adapt a;
 
-	if (!q)
+	if (!vnet_dev_queue_snapshot(port_dev(p), qidx, &s))
 		return false;
-	st = &q->stats;
-	vnet_queue_view_read(q, &v);
 	memset(out, 0, sizeof(*out));
 	out->index = qidx;
-	out->kind = vnet_queue_kind_name(v.kind);
-	out->enabled = v.enabled;
-	out->started = v.started;
-	out->broken = v.broken;
-	out->packets = stat_read(&st->packets);
-	out->bytes = stat_read(&st->bytes);
-	out->kicks = stat_read(&st->kicks);
-	out->notifications = stat_read(&st->notifications);
-	out->suppressed = stat_read(&st->suppressed);
-	out->held = stat_read(&st->held);
-	out->timer = stat_read(&st->timer_notifications);
-	out->early_idle = stat_read(&st->early_idle);
-	out->early_ring = stat_read(&st->early_ring);
-	out->early_bytes = stat_read(&st->early_bytes);
+	out->kind = vnet_queue_kind_name(v->kind);
+	out->enabled = v->enabled;
+	out->started = v->started;
+	out->broken = v->broken;
+	out->packets = c->packets;
+	out->bytes = c->bytes;
+	out->kicks = c->kicks;
+	out->notifications = c->notifications;
+	out->suppressed = c->suppressed;
+	out->held = c->held;
+	out->timer = c->timer_notifications;
+	out->early_idle = c->early_idle;
+	out->early_ring = c->early_ring;
+	out->early_bytes = c->early_bytes;
 	out->early = out->early_idle + out->early_ring + out->early_bytes;
-	out->stop = stat_read(&st->stop_notifications);
-	out->dropped = stat_read(&st->dropped);
-	out->rx_no_buffers = stat_read(&st->rx_no_buffers);
-	out->yields = stat_read(&st->yields);
-	out->polls = stat_read(&st->polls);
-	out->rx_direct = stat_read(&st->rx_direct);
-	out->rate_waits = stat_read(&st->rate_waits);
-	out->rate_dropped = stat_read(&st->rate_dropped);
-	out->max_packets = v.coal.max_packets;
-	out->max_usecs = v.coal.max_usecs;
-	out->set_by = coal_setter_name(v.set_by);
-	out->adaptive = v.adaptive;
-	a = (struct coal_adapt){.on = v.adaptive, .state = v.adapt_state};
+	out->stop = c->stop_notifications;
+	out->dropped = c->dropped;
+	out->rx_no_buffers = c->rx_no_buffers;
+	out->yields = c->yields;
+	out->polls = c->polls;
+	out->rx_direct = c->rx_direct;
+	out->rate_waits = c->rate_waits;
+	out->rate_dropped = c->rate_dropped;
+	out->max_packets = v->coal.max_packets;
+	out->max_usecs = v->coal.max_usecs;
+	out->set_by = coal_setter_name(v->set_by);
+	out->adaptive = v->adaptive;
+	a = (struct coal_adapt){.on = v->adaptive, .state = v->adapt_state};
 	out->adaptive_state = coal_adapt_state_name(&a);
-	out->adaptive_level = v.adapt_level;
-	out->adaptive_changes = v.adapt_changes;
-	out->adaptive_windows = v.adapt_windows;
-	vnet_queue_lateness(q, &out->lateness);
+	out->adaptive_level = v->adapt_level;
+	out->adaptive_changes = v->adapt_changes;
+	out->adaptive_windows = v->adapt_windows;
+	out->lateness = s.lateness;
 	return true;
 }
 
@@ -119,10 +117,5 @@ bool stats_queue_read(struct port *p, unsigned qidx, struct stats_queue *out)
  */
 bool stats_queue_lateness(struct port *p, unsigned qidx, struct lat_hist *out)
 {
-	const struct vnet_queue *q = vnet_dev_queue(port_dev(p), qidx);
-
-	if (!q)
-		return false;
-	lat_hist_snapshot(&q->stats.lateness, out);
-	return true;
+	return vnet_dev_queue_lateness_fine(port_dev(p), qidx, out);
 }

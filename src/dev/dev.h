@@ -173,4 +173,28 @@ void vnet_queue_lateness(const struct vnet_queue *q, struct vnet_lateness_hist *
  */
 void vnet_dev_publish(struct vnet_dev *dev);
 
+/*
+ * What the control plane (stats, metrics, vnetctl) reads of a queue: a copy, from any thread
+ * (queue_snapshot.c). Counters each read once, torn-free; settings one consistent set.
+ */
+struct vnet_queue_counts {
+	uint64_t packets, bytes, kicks, notifications, suppressed, held, timer_notifications;
+	uint64_t dropped, rx_no_buffers, yields, polls, rx_direct, stop_notifications;
+	uint64_t early_idle, early_ring, early_bytes, rate_waits, rate_dropped;
+};
+
+struct vnet_queue_snapshot {
+	struct vnet_queue_view view;        /* kind, enabled/started/broken, coalescing, adaptive */
+	struct vnet_queue_counts counts;
+	struct vnet_lateness_hist lateness; /* deadline lateness, cumulative buckets */
+};
+
+/* vnet_dev_queue_snapshot() - a copy of queue qidx; false if there is no such queue. */
+bool vnet_dev_queue_snapshot(const struct vnet_dev *dev, unsigned qidx,
+			     struct vnet_queue_snapshot *out);
+/* vnet_dev_queue_lateness_fine() - a copy of queue qidx's fine lateness histogram. */
+bool vnet_dev_queue_lateness_fine(const struct vnet_dev *dev, unsigned qidx, struct lat_hist *out);
+/* vnet_dev_queue_reset_stats() - zero queue qidx's counters (workers parked, or its worker). */
+void vnet_dev_queue_reset_stats(struct vnet_dev *dev, unsigned qidx);
+
 #endif
