@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* virtqueue.h - device side of a virtqueue (split or packed): ring setup, chain walkers, used ring. */
-#ifndef VNETD_VIRTQUEUE_H
-#define VNETD_VIRTQUEUE_H
+/* virtq.h - the virtqueue API (split or packed rings): start, pop (inline fast path), push, publish. */
+#ifndef VNETD_VIRTQ_H
+#define VNETD_VIRTQ_H
 
 #include <endian.h>
 #include <stdbool.h>
@@ -97,7 +97,7 @@ enum vq_walk_error vq_walk_chain(const struct guest_mem *mem, const struct vring
 /*
  * Packed-ring state (VIRTIO_F_RING_PACKED). Positions are a slot and that slot's wrap counter;
  * the chain counters of struct virtqueue (last_avail, used_idx, ...) count buffers on both
- * layouts, so notify.c and layer 4 see one model. virtqueue_packed.c owns all of it.
+ * layouts, so notify.c and layer 4 see one model. vq_packed.c owns all of it.
  */
 /* Packed descriptor and event suppression layouts (little-endian, spec "Packed Virtqueues"). */
 struct pvirtq_desc {
@@ -124,8 +124,6 @@ struct vq_packed_rec {
 };
 _Static_assert(sizeof(struct vq_packed_rec) == 4, "vq_packed_pop_one() stores it as 32 bits");
 
-#define VQ_PACKED_IDS 65536u /* in_flight[] covers every 16-bit id: ids >= num stay marked */
-
 struct vq_packed_state {
 	uint16_t next_slot;    /* where the buffer last_avail starts */
 	uint16_t far_slot;     /* where the buffer shadow_avail starts (the farthest looked at): */
@@ -141,7 +139,8 @@ struct vq_packed_state {
 	/* set by vq_packed_start(), NULL from vq_stop() on. */
 	struct vq_packed_rec *rec; /* per popped list, at the slot it starts at (and, of several */
 				   /* slots, at its last one: vq_packed_unpop() walks back) */
-	uint8_t *in_flight;    /* per buffer id (VQ_PACKED_IDS): popped and not yet published, */
+	uint8_t *in_flight;    /* per buffer id (all 65536: VQ_PACKED_IDS): popped and not yet */
+			       /* published, */
 			       /* or >= num (so one test covers the id's range too) */
 	uint64_t desc_gpa;     /* the descriptor ring's GPA (dirty log); 0: unknown */
 	uint16_t *dev_event;   /* Device Event Suppression (we write), NULL for split */
@@ -190,8 +189,9 @@ struct virtqueue {
 	struct vq_run run;    /* size and layout of this run (of the last, when stopped) */
 	uint16_t mask;        /* vq_push()'s index mask: num - 1, or the packed shadow's cap - 1 */
 	uint32_t io_next;     /* split IN_ORDER: the head the next chain must start at (always */
-			      /* below num: vq_pop()'s fast path relies on it), or */
-#define VQ_IO_ANY 0x10000u   /* unknown (after a start, or a given-back head no longer valid) */
+			      /* below num: vq_pop()'s fast path relies on it), or VQ_IO_ANY */
+			      /* (0x10000): unknown (after a start, or a given-back head no */
+			      /* longer valid) */
 	struct vring_desc *desc;
 	struct vring_avail *avail;
 	struct vring_used *used;  /* where vq_push() writes: the used ring, or a private shadow */
@@ -212,7 +212,7 @@ struct virtqueue {
 	/*
 	 * Descriptors the pops read beyond one a chain, not yet read again by a dirty-log walk
 	 * (at most VQ_LOG_CREDIT_MAX): the logging walks of a publication read no more than the
-	 * pops of its chains did, whatever the driver rewrote in between (virtqueue_internal.h).
+	 * pops of its chains did, whatever the driver rewrote in between (vq_ring_internal.h).
 	 */
 	uint32_t log_credit;
 	uint16_t signalled_used; /* used index at the last notification decision */
@@ -336,16 +336,6 @@ static inline __attribute__((always_inline)) void vq_prefetch_head(const struct 
 {
 	if (head < vq->run.num)
 		vq_prefetch_desc(vq, head, write);
-}
-
-/*
- * vq_prefetch_next() - vq_prefetch_head() for the next announced chain's head (split, from the
- * avail ring). Call only when the batch announced a chain (shadow_avail != last_avail).
- */
-static inline void vq_prefetch_next(const struct virtqueue *vq)
-{
-	vq_prefetch_head(vq, VQ_READ_ONCE_U16(&vq->avail->ring[vq->last_avail & (vq->run.num - 1)]),
-			 false);
 }
 
 /*

@@ -1,91 +1,23 @@
 /* SPDX-License-Identifier: MIT */
-/* virtqueue.c - device side of a split virtqueue (ring setup, chain walker, used ring); dispatch. */
-#include "virtq/virtq.h"
-
+/* vq_split.c - a split virtqueue: ring setup, the chain walker, pops, the used ring, events. */
 #include <endian.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "virtq/vq_ring_internal.h"
-
-#include "mem/mem.h"
 #include "lib/log.h"
+#include "mem/mem.h"
+#include "virtq/vq_ring_internal.h"
+#include "virtq/vq_split_internal.h"
 
-static const char *const walk_error_names[] = {
-	[VQ_WALK_OK] = "ok",
-	[VQ_WALK_BAD_HEAD] = "head index out of range",
-	[VQ_WALK_BAD_NEXT] = "next index out of range",
-	[VQ_WALK_TOO_LONG] = "chain too long (loop?)",
-	[VQ_WALK_BAD_ADDR] = "buffer outside guest memory",
-	[VQ_WALK_INDIRECT_DISALLOWED] = "indirect descriptor not negotiated",
-	[VQ_WALK_BAD_INDIRECT] = "bad indirect table",
-	[VQ_WALK_NESTED_INDIRECT] = "nested indirect or indirect with next",
-	[VQ_WALK_READ_AFTER_WRITE] = "readable descriptor after writable one",
-	[VQ_WALK_TOO_BIG] = "chain larger than 4 GiB",
-	[VQ_WALK_TOO_MANY_IOV] = "chain split into more than 1024 pieces of guest memory",
-	[VQ_WALK_NOT_AVAIL] = "descriptor in a list not made available",
-	[VQ_WALK_BAD_ID] = "buffer id out of range",
-	[VQ_WALK_ID_IN_FLIGHT] = "buffer id reused while in flight",
-	[VQ_WALK_IN_ORDER] = "descriptors not used in ring order (IN_ORDER)",
-	[VQ_WALK_TAKEN_BACK] = "available descriptor taken back",
-	[VQ_WALK_OVERRUN] = "more descriptors in flight than the ring holds",
-};
-
-/**
- * vq_walk_error_str() - short text for a walk error (log lines, tests).
- *
- * Return: a static string; "unknown" for a value outside the enum.
+/*
+ * vq_prefetch_next() - vq_prefetch_head() for the next announced chain's head (from the avail
+ * ring). Call only when the batch announced a chain (shadow_avail != last_avail).
  */
-const char *vq_walk_error_str(enum vq_walk_error err)
+static inline void vq_prefetch_next(const struct virtqueue *vq)
 {
-	if ((unsigned)err >= sizeof(walk_error_names) / sizeof(walk_error_names[0]))
-		return "unknown";
-	return walk_error_names[err];
-}
-
-/**
- * vq_chain_add_buf() - append one data descriptor's buffer to a walked chain (both walkers).
- * @mem: guest memory the buffer is translated in
- * @addr: its GPA
- * @len: its bytes (0: nothing added)
- * @write: device-writable
- * @seen_write: a writable buffer came before (updated): a readable one after it is refused
- * @out: the chain, nread/nwrite/read_len/write_len updated
- *
- * Return: VQ_WALK_OK, or READ_AFTER_WRITE, TOO_MANY_IOV, BAD_ADDR, TOO_BIG.
- */
-enum vq_walk_error vq_chain_add_buf(const struct guest_mem *mem, uint64_t addr, uint32_t len,
-				    bool write, bool *seen_write, struct vq_chain *out)
-{
-	unsigned n = out->nread + out->nwrite;
-	int got;
-
-	if (write)
-		*seen_write = true;
-	else if (*seen_write)
-		return VQ_WALK_READ_AFTER_WRITE;
-	if (!len)
-		return VQ_WALK_OK;
-	if (n >= VQ_MAX_CHAIN) /* never within one walk; VQ_MAX_CHAIN - n must not wrap */
-		return VQ_WALK_TOO_MANY_IOV;
-	/* Data buffers may straddle adjacent regions: one iovec per region. */
-	got = guest_mem_translate_iov(mem, GUEST_ADDR_GPA, addr, len, &out->iov[n],
-				      VQ_MAX_CHAIN - n);
-	if (got == GUEST_MEM_IOV_FULL)
-		return VQ_WALK_TOO_MANY_IOV;
-	if (got < 0)
-		return VQ_WALK_BAD_ADDR;
-	if (write) {
-		out->nwrite += (unsigned)got;
-		out->write_len += len;
-	} else {
-		out->nread += (unsigned)got;
-		out->read_len += len;
-	}
-	if (out->read_len > UINT32_MAX || out->write_len > UINT32_MAX)
-		return VQ_WALK_TOO_BIG;
-	return VQ_WALK_OK;
+	vq_prefetch_head(vq, VQ_READ_ONCE_U16(&vq->avail->ring[vq->last_avail & (vq->run.num - 1)]),
+			 false);
 }
 
 /*
@@ -168,16 +100,6 @@ static bool is_pow2(unsigned n)
 	return n && !(n & (n - 1));
 }
 
-/* The ring's private memory back to the heap, and every pointer into it forgotten. */
-static void vq_priv_free(struct virtqueue *vq)
-{
-	free(vq->priv);
-	vq->priv = NULL;
-	vq->pk.rec = NULL;
-	vq->pk.in_flight = NULL;
-	vq->pk.cap = 0;
-}
-
 /*
  * IN_ORDER batches (split): vq_push() writes into a private shadow of the used ring and
  * vq_publish() copies one element per batch. 0, or -1 (no memory).
@@ -191,14 +113,25 @@ static int split_shadow_alloc(struct virtqueue *vq)
 	return vq->priv ? 0 : -1;
 }
 
-/*
- * The split half of vq_start(): the ring's size and layout are in vq->run, a base for a split
- * ring (if any) in last_avail.
+/**
+ * vq_split_start() - the split half of vq_start(): translate and check the rings, start the queue.
+ * @vq: the queue (from vq_start(): vq->run set, no private memory)
+ * @mem: the guest memory
+ *
+ * The size must be a power of two up to VQ_MAX_SIZE, the rings aligned and each inside one
+ * region; starts at the split base vq_set_base() gave (if any), else at last_avail (kept across
+ * a stop), and at the used index the ring holds.
+ *
+ * Return: 0, or -1 (logged) with the queue not started.
  */
-static int split_start(struct virtqueue *vq, const struct guest_mem *mem)
+int vq_split_start(struct virtqueue *vq, const struct guest_mem *mem)
 {
 	uint64_t num = vq->run.num;
 
+	if (vq->base_set) {
+		vq->last_avail = (uint16_t)vq->base;
+		vq->base_set = false;
+	}
 	if (!is_pow2(vq->run.num) || vq->run.num > VQ_MAX_SIZE) {
 		log_guest("queue %u: bad size %u", vq->index, vq->run.num);
 		return -1;
@@ -255,107 +188,6 @@ refuse:
 	return -1;
 }
 
-/**
- * vq_start() - translate and check the ring addresses the transport set, and start the queue.
- * @vq: the queue: num, desc/avail/used_addr, ring_space and the layout flags set
- * @mem: the guest memory the rings and every later chain are translated in
- *
- * The size and layout flags are taken once, into vq->run: they are the ring's for this run,
- * whatever the transport's fields say later. A started ring is stopped first (vq_stop()); the
- * ring's private memory is allocated here for this run's layout, and only here. A base set for
- * the other layout (or kept by a stop of a run on it) does not apply: the ring starts from the
- * beginning (split: avail index 0; packed: slot 0, wrap counters 1), as after a reset.
- *
- * Split: the size must be a power of two up to VQ_MAX_SIZE, the rings aligned and each inside
- * one region; starts at last_avail (kept across a stop; vq_set_base() sets it) and the used
- * index the ring holds.
- * Packed: see vq_packed_start(). Clears a broken state.
- *
- * Return: 0, or -1 (rate-limited log line) with the queue not started.
- */
-int vq_start(struct virtqueue *vq, const struct guest_mem *mem)
-{
-	int rc;
-
-	if (vq->started)
-		vq_stop(vq);
-	vq_priv_free(vq); /* nothing to free: a stopped ring has none (vq->priv) */
-	vq->ready = VQ_FAST_NONE;
-	vq->log_credit = 0;
-	vq->run = (struct vq_run){.num = vq->num,
-				  .packed = vq->packed,
-				  .in_order = vq->in_order,
-				  .batch_used = vq->batch_used,
-				  .reads_only = vq->reads_only,
-				  .event_idx = vq->event_idx,
-				  .indirect = vq->indirect};
-	if (vq->base_set && vq->base_packed != vq->run.packed) {
-		log_guest("queue %u: the vring base 0x%x is a %s ring's; this %s ring starts from "
-			  "the beginning", vq->index, vq->base,
-			  vq->base_packed ? "packed" : "split", vq->run.packed ? "packed" : "split");
-		vq->base_set = false;
-		vq->last_avail = 0;
-	}
-	if (vq->run.packed) {
-		rc = vq_packed_start(vq, mem);
-	} else {
-		if (vq->base_set) {
-			vq->last_avail = (uint16_t)vq->base;
-			vq->base_set = false;
-		}
-		rc = split_start(vq, mem);
-	}
-	if (rc < 0)
-		vq_priv_free(vq);
-	return rc;
-}
-
-/**
- * vq_stop() - stop the queue, forget its ring pointers and free its private memory.
- * @vq: the queue; its position stays, for GET_VRING_BASE and the next start if on the same
- *      layout (split: last_avail; packed: a base for a packed ring)
- */
-void vq_stop(struct virtqueue *vq)
-{
-	if (vq->ready == VQ_FAST_PACKED)
-		vq->shadow_avail = vq->last_avail; /* kept from now (virtqueue.h) */
-	if (vq->started && vq->run.packed) {
-		/* A packed ring has no index in memory: the next start resumes from here, if it is
-		 * a packed one (a split ring's position is last_avail). */
-		vq->base = vq_packed_get_base(vq);
-		vq->base_packed = true;
-		vq->base_set = true;
-	}
-	vq->started = false;
-	vq->ready = VQ_FAST_NONE;
-	vq->desc = NULL;
-	vq->avail = NULL;
-	vq->used = vq->uring = NULL;
-	vq->pk.dev_event = NULL;
-	vq->pk.drv_event = NULL;
-	vq_priv_free(vq);
-}
-
-/**
- * vq_mark_broken() - stop processing the queue after a guest error (NEEDS_RESET semantics).
- * @vq: the queue; stays broken until vq_start() or vq_reset()
- * @what: the error, for the one rate-limited log line
- *
- * The first call logs and calls vq->on_broken; later ones do nothing.
- */
-void vq_mark_broken(struct virtqueue *vq, const char *what)
-{
-	if (vq->broken)
-		return;
-	log_guest("queue %u: %s; queue stopped until the device is reset", vq->index, what);
-	if (vq->ready == VQ_FAST_PACKED)
-		vq->shadow_avail = vq->last_avail; /* kept from now (virtqueue.h) */
-	vq->broken = true;
-	vq->ready = VQ_FAST_NONE;
-	if (vq->on_broken)
-		vq->on_broken(vq->owner_ctx, vq->index);
-}
-
 /* vq_walk_chain() taking at most max_desc descriptors (a logging walk: vq_log_walk_max()). */
 static enum vq_walk_error walk_chain_max(const struct guest_mem *mem, const struct vring_desc *desc,
 					 unsigned num, unsigned head, bool indirect_ok,
@@ -398,55 +230,44 @@ enum vq_walk_error vq_walk_chain(const struct guest_mem *mem, const struct vring
 }
 
 /**
- * vq_avail_idx() - the driver's avail index now (acquire load).
- * @vq: a started queue
+ * vq_split_avail_idx() - the driver's avail index now (acquire load).
+ * @vq: a started split queue
  *
  * Return: the index, host order.
  */
-uint16_t vq_avail_idx(struct virtqueue *vq)
+uint16_t vq_split_avail_idx(struct virtqueue *vq)
 {
-	if (vq->run.packed)
-		return vq_packed_avail_idx(vq);
 	return le16toh(__atomic_load_n(&vq->avail->idx, __ATOMIC_ACQUIRE));
 }
 
 /**
- * vq_avail_at_least() - whether the driver made at least n chains available that have not been
- * popped (packed rings: counted as long as the longest popped so far).
- * @vq: a started queue
- * @n: how many
+ * vq_split_avail_at_least() - whether the driver made at least n chains available that have not
+ * been popped.
+ * @vq: a started split queue
+ * @n: how many, at least 1
  *
  * An avail index more than the ring size ahead (hostile) counts as a full ring; the next pop
  * breaks the queue.
  *
- * Return: true if it did (always for n == 0).
+ * Return: true if it did.
  */
-bool vq_avail_at_least(struct virtqueue *vq, unsigned n)
+bool vq_split_avail_at_least(struct virtqueue *vq, unsigned n)
 {
-	uint16_t unpopped;
+	uint16_t unpopped = (uint16_t)(vq_split_avail_idx(vq) - vq->last_avail);
 
-	if (n == 0)
-		return true;
-	if (vq->run.packed)
-		return vq_packed_avail_at_least(vq, n);
-	unpopped = (uint16_t)(vq_avail_idx(vq) - vq->last_avail);
 	if (unpopped > vq->run.num)
 		unpopped = vq->run.num;
 	return unpopped >= n;
 }
 
 /**
- * vq_has_avail() - whether the driver made chains available that have not been popped.
- * @vq: the queue
+ * vq_split_has_avail() - whether the driver made chains available that have not been popped.
+ * @vq: a started split queue, not broken
  *
- * Return: false as well for a queue not started or broken.
+ * Return: true if it did.
  */
-bool vq_has_avail(struct virtqueue *vq)
+bool vq_split_has_avail(struct virtqueue *vq)
 {
-	if (!vq->started || vq->broken)
-		return false;
-	if (vq->run.packed)
-		return vq_packed_has_avail(vq);
 	return __atomic_load_n(&vq->avail->idx, __ATOMIC_ACQUIRE) != htole16(vq->last_avail);
 }
 
@@ -480,9 +301,9 @@ static enum vq_walk_error split_walk(struct virtqueue *vq, uint16_t head, struct
 }
 
 /**
- * vq_pop_slow() - take the next available chain: every case vq_pop()'s inline fast path does not
- * take.
- * @vq: the queue
+ * vq_split_pop() - vq_pop_slow() of a split ring: every case vq_pop()'s inline fast path does
+ * not take.
+ * @vq: a split queue
  * @chain: the chain taken
  *
  * Reads the avail index only when what it last announced is used up; an index that moved by more
@@ -492,13 +313,11 @@ static enum vq_walk_error split_walk(struct virtqueue *vq, uint16_t head, struct
  * Return: 1 with @chain filled, 0 when the ring is empty (or the queue not started), -1 when the
  * queue is broken.
  */
-int vq_pop_slow(struct virtqueue *vq, struct vq_chain *chain)
+int vq_split_pop(struct virtqueue *vq, struct vq_chain *chain)
 {
 	uint16_t head;
 	enum vq_walk_error err;
 
-	if (vq->run.packed)
-		return vq_packed_pop(vq, chain);
 	if (vq->broken)
 		return -1;
 	if (!vq->started)
@@ -529,18 +348,12 @@ int vq_pop_slow(struct virtqueue *vq, struct vq_chain *chain)
 }
 
 /**
- * vq_unpop() - give back the last chains popped; they will be popped again.
- * @vq: the queue
+ * vq_split_unpop() - give back the last chains popped; they will be popped again.
+ * @vq: a started split queue
  * @n: how many
  */
-void vq_unpop(struct virtqueue *vq, unsigned n)
+void vq_split_unpop(struct virtqueue *vq, unsigned n)
 {
-	if (!vq->started)
-		return; /* a stop gave every chain back already */
-	if (vq->run.packed) {
-		vq_packed_unpop(vq, n);
-		return;
-	}
 	if (vq->run.in_order && n) {
 		/* The head to expect again is the first given back's, read again from the ring: a
 		 * driver may have rewritten it, and vq_pop()'s fast path trusts io_next to be below
@@ -608,21 +421,18 @@ static void vq_log_published(struct virtqueue *vq, uint16_t from, unsigned n)
 }
 
 /**
- * vq_publish() - make every pushed used element visible to the driver with one index store.
- * @vq: the queue
+ * vq_split_publish() - make every pushed used element visible to the driver with one index
+ * store.
+ * @vq: a split queue
  *
  * Release store: the elements are visible before the index. With dirty logging on, logs the
  * buffers the publication covers before the store, its used elements and index after it.
  */
-void vq_publish(struct virtqueue *vq)
+void vq_split_publish(struct virtqueue *vq)
 {
 	uint16_t from = vq->used_published;
 	unsigned n;
 
-	if (vq->run.packed) {
-		vq_packed_publish(vq);
-		return;
-	}
 	if (__builtin_expect(!vq->started, 0))
 		return; /* no ring to publish to */
 	if (vq->run.batch_used && from != vq->used_idx) {
@@ -646,40 +456,18 @@ void vq_publish(struct virtqueue *vq)
 }
 
 /**
- * vq_driver_wants_notify() - whether the driver accepts a notification for what was published
- * since the last decision, and record this decision point.
- * @vq: the queue
+ * vq_split_would_notify() - whether the driver accepts a notification for what was published
+ * since the last decision (vq_driver_would_notify() of a split ring).
+ * @vq: a split queue
  *
- * Looks at avail->flags, or used_event with EVENT_IDX. Covers PUBLISHED entries only: deciding for
- * entries pushed but not yet published would let a driver that cannot see them be skipped.
- *
- * Return: true when a notification should be sent.
- */
-bool vq_driver_wants_notify(struct virtqueue *vq)
-{
-	/* The fence inside orders the used index store before reading the suppression state. */
-	bool wants = vq_driver_would_notify(vq);
-
-	vq->signalled_used = vq->used_published;
-	vq->pk.sig_lin = vq->pk.used_lin;
-	vq->signalled_valid = true;
-	vq->unsignalled = 0;
-	return wants;
-}
-
-/**
- * vq_driver_would_notify() - what vq_driver_wants_notify() would answer now, without recording a
- * decision point (the stall guard asks before it forces an early notification).
- * @vq: the queue
+ * Looks at avail->flags, or used_event with EVENT_IDX.
  *
  * Return: true when the driver accepts a notification.
  */
-bool vq_driver_would_notify(const struct virtqueue *vq)
+bool vq_split_would_notify(const struct virtqueue *vq)
 {
 	uint16_t old = vq->signalled_used, new = vq->used_published, event;
 
-	if (vq->run.packed)
-		return vq_packed_would_notify(vq);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (!vq->run.event_idx)
 		return !(VQ_READ_ONCE_U16(&vq->avail->flags) & VRING_AVAIL_F_NO_INTERRUPT);
@@ -690,27 +478,23 @@ bool vq_driver_would_notify(const struct virtqueue *vq)
 }
 
 /**
- * vq_kick_enable() - ask the driver to kick when it adds chains after those available now.
- * @vq: the queue (nothing happens unless started and not broken)
+ * vq_split_kick_enable() - ask the driver to kick when it adds chains after those available now.
+ * @vq: a started split queue, not broken
  *
  * Writes avail_event (EVENT_IDX) or clears VRING_USED_F_NO_NOTIFY, then re-reads the avail index
  * after a full fence, so a kick cannot be lost.
  *
  * Return: true if there are chains not popped yet: process them before sleeping.
  */
-bool vq_kick_enable(struct virtqueue *vq)
+bool vq_split_kick_enable(struct virtqueue *vq)
 {
-	if (!vq->started || vq->broken)
-		return false;
-	if (vq->run.packed)
-		return vq_packed_kick_enable(vq);
 	/*
 	 * avail_event = the driver's avail index now, not last_avail: when we stopped short of
 	 * the end (a packet that needs more buffers than are there), the driver's next additions
 	 * start at its avail index, and only an event inside them makes it kick.
 	 */
 	if (vq->run.event_idx)
-		VQ_WRITE_ONCE_U16((uint16_t *)&vq->uring->ring[vq->run.num], vq_avail_idx(vq));
+		VQ_WRITE_ONCE_U16((uint16_t *)&vq->uring->ring[vq->run.num], vq_split_avail_idx(vq));
 	else
 		VQ_WRITE_ONCE_U16(&vq->uring->flags, 0);
 	if (__builtin_expect(vq->log != NULL, 0))
@@ -718,96 +502,22 @@ bool vq_kick_enable(struct virtqueue *vq)
 				  sizeof(uint16_t));
 	/* Order our store before re-reading avail->idx, or a kick could be lost. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	return vq_has_avail(vq);
+	return vq_split_has_avail(vq);
 }
 
 /**
- * vq_kick_disable() - tell the driver kicks are not needed now (best effort).
- * @vq: the queue; only without EVENT_IDX (VRING_USED_F_NO_NOTIFY), and only started, not broken
+ * vq_split_kick_disable() - tell the driver kicks are not needed now (best effort).
+ * @vq: a split queue; only without EVENT_IDX (VRING_USED_F_NO_NOTIFY), and only started, not broken
  *
  * Writes only when the flag is not set yet: a polling queue disables kicks on every run, and a
  * store each time would take the cache line from the driver, which reads it before each kick.
  */
-void vq_kick_disable(struct virtqueue *vq)
+void vq_split_kick_disable(struct virtqueue *vq)
 {
-	if (vq->run.packed) {
-		vq_packed_kick_disable(vq);
-		return;
-	}
 	if (vq->started && !vq->broken && !vq->run.event_idx &&
 	    VQ_READ_ONCE_U16(&vq->uring->flags) != VRING_USED_F_NO_NOTIFY) {
 		VQ_WRITE_ONCE_U16(&vq->uring->flags, VRING_USED_F_NO_NOTIFY);
 		if (__builtin_expect(vq->log != NULL, 0))
 			vq_log_used_range(vq, 0, sizeof(uint16_t));
 	}
-}
-
-/**
- * vq_reset() - back to the state after a device reset: not started, not broken, indexes 0.
- * @vq: the queue; keeps its index and its on_broken hook with owner_ctx
- */
-void vq_reset(struct virtqueue *vq)
-{
-	unsigned index = vq->index;
-	void (*on_broken)(void *, unsigned) = vq->on_broken;
-	void *owner_ctx = vq->owner_ctx;
-
-	free(vq->priv);
-	memset(vq, 0, sizeof(*vq));
-	vq->index = index;
-	vq->on_broken = on_broken;
-	vq->owner_ctx = owner_ctx;
-}
-
-/**
- * vq_free() - release what a packed or IN_ORDER queue allocated (device teardown).
- * @vq: the queue; no longer usable until vq_reset()
- */
-void vq_free(struct virtqueue *vq)
-{
-	vq_stop(vq); /* frees the ring's private memory */
-}
-
-/**
- * vq_set_base() - SET_VRING_BASE: where the next vq_start() resumes.
- * @vq: the queue, stopped; vq->packed must already say the layout of the next start
- * @base: split: the next avail index (16 bits); packed: bits 0-14 next avail slot, bit 15 its
- *        wrap counter, bits 16-30 next used slot, bit 31 its wrap counter (vhost-user spec;
- *        a zero top half, as DPDK sends, means used == avail)
- *
- * The base is for the layout vq->packed says: a start on the other one does not use it.
- *
- * Return: 0, or -1 for a started ring or a split base over 16 bits (nothing changed).
- */
-int vq_set_base(struct virtqueue *vq, uint32_t base)
-{
-	if (vq->started || (!vq->packed && base > UINT16_MAX))
-		return -1;
-	vq->base = base;
-	vq->base_set = true;
-	vq->base_packed = vq->packed;
-	if (!vq->packed) {
-		vq->last_avail = (uint16_t)base;
-		vq->used_idx = (uint16_t)base;
-	}
-	return 0;
-}
-
-/**
- * vq_get_base() - GET_VRING_BASE's value.
- * @vq: the queue (started or stopped)
- *
- * Started: where the ring is, in its run's layout. Stopped (GET_VRING_BASE answers after the
- * stop): where the last run stopped, in its layout, or what SET_VRING_BASE set since; a ring
- * that never ran: a fresh one of vq->packed's layout.
- *
- * Return: split: the next avail index; packed: as vq_set_base() takes it, both halves.
- */
-uint32_t vq_get_base(const struct virtqueue *vq)
-{
-	if (vq->started)
-		return vq->run.packed ? vq_packed_get_base(vq) : vq->last_avail;
-	if (vq->base_set)
-		return vq->base;
-	return (vq->run.num ? vq->run.packed : vq->packed) ? 0x80008000u : vq->last_avail;
 }

@@ -11,7 +11,7 @@
 #include "mem/guest_mem.h"
 #include "mem/guest_race.h"
 #include "lib/log.h"
-#include "virtq/vq_ring_internal.h"
+#include "virtq/vq_packed_internal.h"
 
 /*
  * Input: a 16-byte header, then the image of 64 KiB of guest memory (zero-padded).

@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "fake_driver.h"
-#include "virtq/vq_ring_internal.h"
+#include "virtq/virtq.h"
 #include "dev/vnet_dev_core.h"
 
 /* Each test file uses some of these helpers. */
