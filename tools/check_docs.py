@@ -21,7 +21,7 @@ TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), '..'))
 RESULTS = os.path.join(TOP, 'results')
 INDEX = os.path.join(RESULTS, 'README.md')
 
-RESULT_REF = re.compile(r'(?<![\w/.-])(?:\.\./)?results/([A-Za-z0-9_.*{},<>-]*)')
+RESULT_REF = re.compile(r'(?<![\w/.-])(?:\.\./)?results/([A-Za-z0-9_.*{},<>/-]*)')
 LINK = re.compile(r'!?\[[^\]]*\]\(([^)\s]+)(?:\s+"[^"]*")?\)')
 CODE_BLOCK = re.compile(r'^(```|~~~).*?^\1', re.M | re.S)
 
@@ -44,7 +44,7 @@ def results_files():
         names = None
     if not names:
         names = os.listdir(RESULTS)
-    return sorted(n for n in names if n != 'README.md' and '/' not in n
+    return sorted(n for n in names if n != 'README.md'
                   and os.path.isfile(os.path.join(RESULTS, n)))
 
 
