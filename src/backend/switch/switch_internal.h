@@ -292,7 +292,7 @@ sw_learn_cached(struct vnet_switch *sw, struct switch_port *p, const uint8_t *ma
 	sw_learn_miss(sw, p, mac, now);
 }
 
-/* sw_lookup_cached() - fdb_lookup() through p's flow cache: the port behind `mac`, NULL to flood. */
+/* sw_lookup_cached() - fdb_lookup() through p's flow cache: the port behind mac, NULL: flood. */
 static inline __attribute__((always_inline)) struct switch_port *
 sw_lookup_cached(struct vnet_switch *sw, struct switch_port *p, const uint8_t *mac, uint64_t now)
 {
@@ -384,13 +384,13 @@ static inline __attribute__((always_inline)) void sw_deliver(struct switch_port 
 
 /* ---- Frames for ports of other workers (switch_xworker.c) ---------------------------------- */
 
-/* sw_port_tag() - the cross-worker tag of a frame for port p (its slot and serial; a pair + 1, or 0). */
+/* sw_port_tag() - the cross-worker tag of a frame for port p: slot, serial, a pair + 1 (or 0). */
 static inline uint64_t sw_port_tag(const struct switch_port *p, unsigned pair_plus1)
 {
 	return (uint64_t)pair_plus1 << 48 | (uint64_t)p->serial << 16 | p->slot;
 }
 
-/* sw_sender_pair() - the pair of the sender's TX queue (a spread destination's pick), 0 for uplinks. */
+/* sw_sender_pair() - the pair of src's TX queue (a spread destination's pick), 0: an uplink. */
 static inline unsigned sw_sender_pair(const struct switch_port *src)
 {
 	return src->dev ? vnet_dev_tx_pair(src->dev) : 0u;
@@ -409,7 +409,10 @@ int sw_cross_unicast(struct switch_port *src, unsigned to, uint64_t tag, const s
 int sw_spread_deliver(struct switch_port *src, unsigned worker, unsigned from_pair,
 		      struct switch_port *dst, const struct sw_fwd *fw);
 
-/* sw_xw_deliver() - sw_deliver() on a switch spread over workers: a spread port's pair may be another's. */
+/*
+ * sw_xw_deliver() - sw_deliver() on a switch spread over workers: a spread port's pair may be
+ * another worker's.
+ */
 static inline __attribute__((always_inline)) void
 sw_xw_deliver(unsigned worker, unsigned from_pair, struct switch_port *dst,
 	      const struct sw_fwd *fw, const bool guarded)

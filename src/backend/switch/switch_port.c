@@ -124,7 +124,7 @@ void switch_destroy(struct vnet_switch *sw)
 		if (sw->ports[i])
 			switch_detach((struct vnet_backend *)sw->ports[i]);
 	for (unsigned i = 0; i < sw->nworkers; i++)
-		switch_pool_free(&sw->w[i]);
+		swq_pool_free(&sw->w[i]);
 	xq_destroy(sw->xq);
 	fdb_fini(&sw->fdb);
 	free(sw);
@@ -243,7 +243,7 @@ void switch_detach(struct vnet_backend *be)
 		fdb_forget_port(&sw->fdb, p->slot); /* and every flow cache that named it goes stale */
 		w->nflood--;
 	}
-	switch_queue_clear(p);
+	swq_clear(p);
 	sw->ports[p->slot] = NULL;
 	for (unsigned i = 0; i < w->nports; i++)
 		if (w->ports[i] == p) {
