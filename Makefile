@@ -9,6 +9,9 @@ PYTHON     ?= python3
 PREFIX     ?= /usr/local
 DESTDIR    ?=
 export VNETD_BUILD := $(abspath $(BUILD))
+# The one Python import root: tests and benchmarks import the test kit as tests.kit and the bench
+# library as bench.lib (tests/kit/__init__.py); by hand: PYTHONPATH=. python3 tests/e2e/...
+export PYTHONPATH := $(CURDIR)$(addprefix :,$(filter-out $(CURDIR),$(subst :, ,$(PYTHONPATH))))
 
 .PHONY: all deps build check docs-check unit asan fuzz-smoke fuzz e2e demo doctor soak bench \
 	bench-fairness bench-datapath bench-scale bench-workers bench-coal-causes install \
@@ -104,7 +107,7 @@ doctor: build
 # stall guard on/off, vnetd adaptive, the 7.2 driver's DIM; "targets"), then the QEMU 7.2 peer.
 # BENCH_ARGS e.g. "--guest uml-7.2", "--no-coal", or "--coal-only" (merged into results/latest.*).
 bench: build
-	$(PYTHON) bench/bench.py --guest uml,qemu-full $(BENCH_ARGS)
+	$(PYTHON) bench/coalescing.py --guest uml,qemu-full $(BENCH_ARGS)
 	$(PYTHON) bench/fairness.py
 
 # Idle ports: vnetd CPU per second and RSS per port at 1, 64, 256, 1024 connected ports.

@@ -20,16 +20,14 @@ import datetime
 import json
 import os
 import statistics
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # noqa: E402  (first: puts tests/e2e on the path)
-from common import TOP, log  # noqa: E402
-import bench as B  # noqa: E402 (bench/bench.py: measurement helpers)
-import gnuplot  # noqa: E402
-import harness  # noqa: E402
-from harness import Netns, UmlGuest, Vnetd, host_addr  # noqa: E402
+from bench.lib import common
+from bench.lib.common import TOP, log
+from bench.lib import measure as B
+from bench.lib import gnuplot
+from tests.kit import harness
+from tests.kit.harness import Netns, UmlGuest, Vnetd, host_addr
 
 # name -> (rx_usecs, rx_frames, tx_usecs, tx_frames)
 PROFILES = {

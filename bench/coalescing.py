@@ -36,309 +36,19 @@ import datetime
 import json
 import os
 import platform
-import re
 import shutil
 import subprocess
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # noqa: E402  (first: puts tests/e2e on the path)
-from common import TOP, log, machine_busy  # noqa: E402
-import bench_coal  # noqa: E402
-import bench_fixed  # noqa: E402
-import harness  # noqa: E402
-from harness import (GuestError, Netns, QemuGuest, UmlGuest, Vnetd, guest_addr,  # noqa: E402
-                     host_addr)
-from bench_report import (GUESTS, TARGETS, TARGETS_QEMU, chart,  # noqa: E402
-                          ratios, ratios_md, summarize, table_md, targets_qemu, targets_qemu_md)
-
-HOST_IP, GUEST_IP = '10.86.0.1', '10.86.0.2'
-NETNS = 'vnetd-bench'
-SOCKPERF_PORT = 11111
-CLK_TCK = os.sysconf('SC_CLK_TCK')
-
-# name -> (label, rx_usecs, rx_frames, tx_usecs, tx_frames).  "none": Linux 6.1 refuses to
-# change tx-frames between 0 and non-zero while the interface is up (napi_tx weight), so the
-# "off" setting keeps tx-frames 1 (usecs 0 = notify after every packet per the spec).
-PROFILES = {
-    'none': ('Without coalescing', 0, 0, 0, 1),
-    'light': ('LIGHT (RX 100 µs/5, TX 150 µs/5)', 100, 5, 150, 5),
-    'moderate': ('MODERATE (RX 1000 µs/10, TX 2000 µs/20)', 1000, 10, 2000, 20),
-    'aggressive': ('AGGRESSIVE (RX 5000 µs/50, TX 5000 µs/50)', 5000, 50, 5000, 50),
-}
-# QEMU's tap peer with the same virtio features as vnetd's offloads=off port (see README).
-NO_OFFLOADS = (',csum=off,guest_csum=off,host_tso4=off,host_tso6=off,host_ecn=off,host_ufo=off,'
-               'guest_tso4=off,guest_tso6=off,guest_ecn=off,guest_ufo=off')
-
-
-def check_prereqs(args):
-    common.require('bench', root=True, tun=True,
-                   exes=['ip', 'iperf3', 'sockperf', 'gnuplot']
-                   + (['qemu-system-x86_64'] if args.peer else []))
-
-
-# ---------------------------------------------------------------------------------------------
-# measurements
-
-def proc_table():
-    """{pid: (ppid, utime+stime+cutime+cstime ticks)} for every process."""
-    table = {}
-    for d in os.listdir('/proc'):
-        if not d.isdigit():
-            continue
-        try:
-            with open('/proc/%s/stat' % d) as f:
-                s = f.read()
-        except OSError:
-            continue
-        f = s[s.rindex(')') + 2:].split()
-        table[int(d)] = (int(f[1]), sum(int(x) for x in f[11:15]))
-    return table
-
-
-def tree_cpu(table, root):
-    """CPU seconds of root and all its live descendants (reaped ones are in c{u,s}time)."""
-    kids = {}
-    for pid, (ppid, _) in table.items():
-        kids.setdefault(ppid, []).append(pid)
-    total, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
-        if pid in table:
-            total += table[pid][1]
-        todo += kids.get(pid, [])
-    return total / CLK_TCK
-
-
-def guest_irqs(g, pattern):
-    rc, out = g.run("grep -E '%s' /proc/interrupts" % pattern, timeout=60)
-    line = out.strip().splitlines()[0] if rc == 0 and out.strip() else ''
-    nums = []
-    for tok in line.split()[1:]:
-        if not tok.isdigit():
-            break
-        nums.append(int(tok))
-    if not nums:
-        raise GuestError('no %r line in the guest /proc/interrupts: %r' % (pattern, out))
-    return sum(nums)
-
-
-# Stall guard and adaptive counters (kept per run when this vnetd reports them).
-OPTIONAL_STATS = ('early_idle', 'early_ring', 'early_bytes', 'adaptive', 'adaptive_level',
-                  'adaptive_changes', 'adaptive_windows')
-
-
-def queue_stats(vd):
-    p0 = vd.stats()['p0']
-    return {'rx': p0[0], 'tx': p0[1]}
-
-
-class Subject:
-    """One guest on one backend: what to sample and how to set a profile."""
-
-    def __init__(self, name, guest, irq_pattern, vd=None):
-        self.name, self.g, self.irq_pattern, self.vd = name, guest, irq_pattern, vd
-
-    def cpu(self, table):
-        guest = tree_cpu(table, self.g.proc.pid)
-        vnetd = tree_cpu(table, self.vd.proc.pid) if self.vd else 0.0
-        return guest, vnetd
-
-    def measure(self, fn):
-        """Run fn() (the load) between two samples; returns (fn result, measurement dict)."""
-        irq0 = guest_irqs(self.g, self.irq_pattern)
-        if self.vd:
-            self.vd.ctl('reset-stats')
-        tab0, busy0, t0 = proc_table(), machine_busy(), time.monotonic()
-        result = fn()
-        t1, busy1, tab1 = time.monotonic(), machine_busy(), proc_table()
-        st = queue_stats(self.vd) if self.vd else None
-        irq1 = guest_irqs(self.g, self.irq_pattern)
-        (g0, v0), (g1, v1) = self.cpu(tab0), self.cpu(tab1)
-        wall = t1 - t0
-        m = {'wall_s': round(wall, 3), 'guest_cpu_s': round(g1 - g0, 3),
-             'vnetd_cpu_s': round(v1 - v0, 3), 'guest_irqs': irq1 - irq0,
-             'irq_per_s': (irq1 - irq0) / wall,
-             'machine_busy_pct': common.busy_pct(busy0, busy1) * os.cpu_count()}
-        m['cpu_s'] = m['guest_cpu_s'] + m['vnetd_cpu_s']
-        m['cpu_pct'] = 100.0 * m['cpu_s'] / wall
-        m['guest_cpu_pct'] = 100.0 * m['guest_cpu_s'] / wall
-        m['vnetd_cpu_pct'] = 100.0 * m['vnetd_cpu_s'] / wall
-        if st:
-            for q in ('rx', 'tx'):
-                s = st[q]
-                m[q] = {k: s[k] for k in ('packets', 'bytes', 'kicks', 'notifications', 'suppressed',
-                                          'held', 'timer_notifications', 'dropped', 'rx_no_buffers',
-                                          'max_usecs', 'max_packets', 'set_by', 'lateness_us')}
-                m[q].update({k: s[k] for k in OPTIONAL_STATS if k in s})
-                m['notif_%s_per_s' % q] = s['notifications'] / wall
-        return result, m
-
-
-def run_iperf(ns, direction, duration):
-    """iperf3 client in the namespace against the server in the guest; TX (guest->host) = -R."""
-    argv = ['iperf3', '-c', GUEST_IP, '-t', str(duration), '-J', '--connect-timeout', '5000']
-    if direction == 'tx':
-        argv.append('-R')
-    try:
-        r = ns.run(argv, check=False, timeout=duration + 20)
-    except subprocess.TimeoutExpired:
-        return {'error': 'iperf3 client timed out after %ss' % (duration + 20)}
-    try:
-        j = json.loads(r.stdout)
-    except ValueError:
-        return {'error': 'iperf3 gave no JSON: %s %s' % (r.stdout[-300:], r.stderr[-300:])}
-    if j.get('error') or 'sum_received' not in j.get('end', {}):
-        return {'error': 'iperf3: %s' % j.get('error', 'no sum_received')}
-    rcv, snd = j['end']['sum_received'], j['end'].get('sum_sent', {})
-    return {'gbps': rcv['bits_per_second'] / 1e9, 'bytes': rcv['bytes'],
-            'seconds': rcv['seconds'], 'retransmits': snd.get('retransmits')}
-
-
-PCT_RE = re.compile(r'percentile (\d+\.\d+) =\s*([\d.]+)')
-
-
-def run_sockperf(ns, duration):
-    """sockperf UDP ping-pong (64-byte messages) against the guest's server; RTT in µs."""
-    argv = ['sockperf', 'ping-pong', '-i', GUEST_IP, '-p', str(SOCKPERF_PORT), '-t', str(duration),
-            '-m', '64', '--full-rtt']
-    try:
-        r = ns.run(argv, check=False, timeout=duration + 30)
-    except subprocess.TimeoutExpired:
-        return {'error': 'sockperf timed out'}
-    out = re.sub(r'\x1b\[[0-9;]*m', '', r.stdout + r.stderr)
-    pct = {float(a): float(b) for a, b in PCT_RE.findall(out)}
-    n = re.search(r'Total (\d+) observations', out)
-    if 50.0 not in pct or 99.0 not in pct:
-        return {'error': 'sockperf output not understood: ' + out[-400:]}
-    return {'rtt_p50_us': pct[50.0], 'rtt_p99_us': pct[99.0], 'rtt_p999_us': pct.get(99.9),
-            'observations': int(n.group(1)) if n else None}
-
-
-# ---------------------------------------------------------------------------------------------
-# guests
-
-def guest_net_setup(g, timeout=120):
-    guest_addr(g, GUEST_IP)
-    g.run('for i in $(seq 100); do [ "$(cat /sys/class/net/eth0/operstate)" = up ] && break; '
-          'sleep 0.2; done', timeout=timeout)
-    rc, out = g.run('ping -c 3 -W 10 %s' % HOST_IP, timeout=timeout)
-    if rc != 0:
-        raise GuestError('guest cannot ping the host: ' + out)
-    g.run('iperf3 -s -D --logfile /tmp/iperf3.log', check=True)
-    g.run('sockperf server -i %s -p %d --daemonize >/tmp/sockperf.log 2>&1' % (GUEST_IP, SOCKPERF_PORT),
-          check=True)
-    time.sleep(0.5)
-
-
-def restart_guest_servers(g):
-    g.run('killall iperf3 sockperf; sleep 0.5; iperf3 -s -D --logfile /tmp/iperf3.log; '
-          'sockperf server -i %s -p %d --daemonize >/tmp/sockperf.log 2>&1' % (GUEST_IP, SOCKPERF_PORT),
-          timeout=60)
-    time.sleep(0.5)
-
-
-def apply_guest_profile(g, vd, prof):
-    _, ru, rf, tu, tf = PROFILES[prof]
-    cmd = 'ethtool -C eth0 rx-usecs %d rx-frames %d tx-usecs %d tx-frames %d' % (ru, rf, tu, tf)
-    rc, out = g.run(cmd, timeout=60)
-    st = queue_stats(vd)
-    got = {q: (st[q]['max_usecs'], st[q]['max_packets'], st[q]['set_by']) for q in ('rx', 'tx')}
-    ok = rc == 0 and got['rx'][:2] == (ru, rf) and got['tx'][:2] == (tu, tf)
-    if not ok:
-        log('  WARNING: %s -> rc %d %s; vnetd holds rx %s tx %s' % (cmd, rc, out.strip(),
-                                                                   got['rx'], got['tx']))
-    return {'command': cmd, 'rc': rc, 'output': out.strip(), 'vnetd': got, 'ok': ok}
-
-
-def apply_host_profile(vd, prof):
-    _, ru, rf, tu, tf = PROFILES[prof]
-    args = ['coalesce', 'p0', 'rx-usecs', str(ru), 'rx-frames', str(rf), 'tx-usecs', str(tu),
-            'tx-frames', str(tf)]
-    r = vd.ctl(*args, check=False)
-    st = queue_stats(vd)
-    got = {q: (st[q]['max_usecs'], st[q]['max_packets'], st[q]['set_by']) for q in ('rx', 'tx')}
-    ok = r.returncode == 0 and got['rx'][:2] == (ru, rf) and got['tx'][:2] == (tu, tf)
-    if not ok:
-        log('  WARNING: vnetctl %s -> %s; vnetd holds %s' % (' '.join(args), r.stderr.strip(), got))
-    return {'command': 'vnetctl ' + ' '.join(args), 'rc': r.returncode, 'vnetd': got, 'ok': ok}
-
-
-class Stalled(Exception):
-    """The guest no longer answers on the network (see README: RX stall); later runs would
-    only time out, so the setup stops here and the results so far are kept."""
-
-
-def check_reachable(subj, ns, what):
-    r = ns.run(['ping', '-c', '3', '-W', '2', GUEST_IP], check=False, timeout=30)
-    if r.returncode == 0:
-        return
-    st = {}
-    if subj.vd:
-        p0 = subj.vd.stats()['p0']
-        st = {q: {k: v for k, v in p0[i].items() if k != 'lateness_us'}
-              for i, q in ((0, 'rx'), (1, 'tx'))}
-    raise Stalled('%s: %s: the guest no longer answers ping after a failed run; vnetd queues: %s'
-                  % (subj.name, what, json.dumps(st)))
-
-
-def measure_profile(subj, ns, prof, args, rep, runs, duration, rr_duration):
-    """Bulk runs in every direction, then ping-pong; appends run dicts to runs."""
-    for d in args.directions:
-        for attempt in (1, 2):
-            res, m = subj.measure(lambda: run_iperf(ns, d, duration))
-            if 'error' not in res:
-                break
-            log('  %s %s %s rep %d: %s%s' % (subj.name, prof, d, rep, res['error'],
-                                            ', retrying' if attempt == 1 else ''))
-            check_reachable(subj, ns, '%s %s rep %d' % (prof, d, rep))
-            restart_guest_servers(subj.g)
-        m.update(res)
-        if 'gbps' in res:
-            gbit = res['bytes'] * 8 / 1e9
-            m['cpu_s_per_gbit'] = m['cpu_s'] / gbit if gbit else None
-            m['irq_per_gbit'] = m['guest_irqs'] / gbit if gbit else None
-        runs.append(dict(setup=subj.name, profile=prof, kind='bulk', direction=d, rep=rep, **m))
-        log('  %-10s %-10s %s rep %d: %s' % (subj.name, prof, d, rep, short(m)))
-    if rr_duration:
-        res, m = subj.measure(lambda: run_sockperf(ns, rr_duration))
-        if 'error' in res:
-            log('  %s %s rr rep %d: %s' % (subj.name, prof, rep, res['error']))
-            check_reachable(subj, ns, '%s rr rep %d' % (prof, rep))
-            restart_guest_servers(subj.g)
-        m.update(res)
-        runs.append(dict(setup=subj.name, profile=prof, kind='rr', direction='rr', rep=rep, **m))
-        log('  %-10s %-10s rr rep %d: %s' % (subj.name, prof, rep, short(m)))
-
-
-def short(m):
-    if 'error' in m:
-        return 'ERROR ' + m['error']
-    if 'gbps' in m:
-        s = '%.3f Gbit/s, cpu %.0f%% (%.2f s/Gbit), %.0f irq/s' % (
-            m['gbps'], m['cpu_pct'], m.get('cpu_s_per_gbit') or 0, m['irq_per_s'])
-    else:
-        s = 'rtt p50 %.0f p99 %.0f us, %.0f irq/s' % (m['rtt_p50_us'], m['rtt_p99_us'], m['irq_per_s'])
-    if 'notif_rx_per_s' in m:
-        s += ', notif/s rx %.0f tx %.0f' % (m['notif_rx_per_s'], m['notif_tx_per_s'])
-    return s
-
-
-def make_guest(kind, wd, sock, vq_size=256):
-    """(guest object, /proc/interrupts pattern of its virtio line) for a --guest name; vq_size: the
-    qemu-full device's ring size (every queue)."""
-    logp = os.path.join(wd, '%s.log' % kind)
-    if kind == 'uml':
-        return UmlGuest(harness.uml_kit("bookworm"), sock, log_path=logp), 'virtio-uml'
-    if kind in ('uml-7.2', 'uml72-1g'):
-        return UmlGuest(harness.uml_kit("sid"), sock, log_path=logp,
-                        **({'mem': '1G'} if kind == 'uml72-1g' else {})), 'virtio-uml'
-    # qemu-full: one queue pair (num_vqs 3); the device's single MSI-X vector is not enough
-    # for Linux (config + queues), so the guest uses one INTx line "virtio0" (see docs/guests.md).
-    return (QemuGuest(harness.guest_kit(), vhost_socket=sock, qemu=harness.new_qemu('sid'),
-                      full_device=True, num_vqs=3, vq_size=vq_size, log_path=logp), r'virtio[0-9]')
-
+from bench.lib import coal, common, fixed
+from bench.lib.common import TOP, log
+from bench.lib.measure import (CLK_TCK, HOST_IP, NETNS, NO_OFFLOADS, PROFILES, Stalled, Subject,
+                               apply_guest_profile, apply_host_profile, check_prereqs,
+                               guest_net_setup, make_guest, measure_profile)
+from bench.lib.report import (GUESTS, TARGETS, TARGETS_QEMU, chart, ratios, ratios_md, summarize,
+                              table_md, targets_qemu, targets_qemu_md)
+from tests.kit import harness
+from tests.kit.harness import GuestError, Netns, QemuGuest, Vnetd, host_addr
 
 def bench_guest(args, kind, wd, runs, info):
     """The four profiles, set by the guest's own ethtool -C, on one --guest kind."""
@@ -364,7 +74,7 @@ def bench_guest(args, kind, wd, runs, info):
                     inf['applied'].append(a)
                     measure_profile(subj, ns, prof, args, rep, runs, args.duration, args.rr_duration)
             if kind in args.fixed_guests:
-                bench_fixed.run_guest(sys.modules[__name__], subj, ns, args, runs, inf)
+                fixed.run_guest(subj, ns, args, runs, inf)
         if not vd.alive():
             log('WARNING: vnetd died during the %s benchmark' % kind)
             inf['vnetd_died'] = True
@@ -416,7 +126,7 @@ def bench_peer(args, kit, wd, runs, info):
 
 # ---------------------------------------------------------------------------------------------
 
-COAL_MARK = '<!-- coalescing rows (bench_coal.py) -->'
+COAL_MARK = '<!-- coalescing rows (bench_coal.py) -->'  # as in results/latest.md: keep
 
 
 def merge_latest(resdir, new, coal_md, now):
@@ -429,7 +139,7 @@ def merge_latest(resdir, new, coal_md, now):
             old_md = f.read().split(COAL_MARK)[0].rstrip('\n') + '\n\n'
     except (OSError, ValueError):
         old, old_md = {'meta': {}, 'summary': {}, 'runs': []}, ''
-    coal_setups = {v[0] for v in bench_coal.COAL_GUESTS.values()}
+    coal_setups = {v[0] for v in coal.COAL_GUESTS.values()}
     res = dict(old)
     res['runs'] = [r for r in old.get('runs', []) if r.get('setup') not in coal_setups] + new['runs']
     for k in ('coal', 'targets', 'targets_met'):
@@ -442,7 +152,7 @@ def merge_latest(resdir, new, coal_md, now):
                                    note='--coal-only: the coalescing rows and "targets" are from '
                                    'this run; the other rows and "targets_qemu" from the run of '
                                    'meta.date')
-    res['meta']['targets_goals'] = bench_coal.GOALS
+    res['meta']['targets_goals'] = coal.GOALS
     oa = old.get('meta', {}).get('args', {})
     osetups = [GUESTS[x][0] for x in oa.get('guests', []) if x in GUESTS]
     return res, old_md + coal_md, old.get('summary', {}), (
@@ -450,7 +160,7 @@ def merge_latest(resdir, new, coal_md, now):
 
 
 def bench_fixed_chart(result, resdir):
-    import fixed_chart
+    from bench.lib import fixed_chart
     return fixed_chart.draw(result, os.path.join(resdir, 'fixed-latest.png'),
                             os.path.join(resdir, 'fixed-latest.dat'))
 
@@ -509,8 +219,8 @@ def main():
                     'rows (default 5)')
     ap.add_argument('--fixed-duration', type=int, default=5,
                     help='seconds per fixed-load run (default 5)')
-    ap.add_argument('--coal-guests', default=','.join(bench_coal.COAL_GUESTS),
-                    help='guests of the coalescing rows (default %s)' % ','.join(bench_coal.COAL_GUESTS))
+    ap.add_argument('--coal-guests', default=','.join(coal.COAL_GUESTS),
+                    help='guests of the coalescing rows (default %s)' % ','.join(coal.COAL_GUESTS))
     ap.add_argument('--paced-duration', type=int, default=3,
                     help='seconds per paced UDP run of the coalescing rows (default 3)')
     args = ap.parse_args()
@@ -586,9 +296,9 @@ def main():
             log('bench: peer comparison failed: %s' % str(e)[:1500])
             info['peer_error'] = str(e)[:3000]
 
-    cs = bench_coal.run_all(sys.modules[__name__], args, wd, runs, info) if args.coal else {}
-    tg, tg_per = bench_coal.targets(cs, args.directions)
-    dimc = bench_coal.dim_compare(cs, args.directions)
+    cs = coal.run_all(args, wd, runs, info) if args.coal else {}
+    tg, tg_per = coal.targets(cs, args.directions)
+    dimc = coal.dim_compare(cs, args.directions)
 
     guest_setups = [GUESTS[x][0] for x in args.guests]
     setups = guest_setups + ['qemu-tap', 'qemu-vnetd']
@@ -597,8 +307,8 @@ def main():
     rat_by_guest = {x: ratios(summary, args.directions, x) for x in guest_setups}
     tq, tq_per_dir = targets_qemu(summary, args.directions)
     fixed_setups = [GUESTS[x][0] for x in args.fixed_guests]
-    fs = bench_fixed.fixed_summary(runs, fixed_setups, list(PROFILES), args.directions)
-    tqf, tqf_per = bench_fixed.targets_fixed(fs, GUESTS['qemu-full'][0], args.directions)
+    fs = fixed.fixed_summary(runs, fixed_setups, list(PROFILES), args.directions)
+    tqf, tqf_per = fixed.targets_fixed(fs, GUESTS['qemu-full'][0], args.directions)
     if tqf:
         tq = dict(tq or {}, **tqf)
         tq_per_dir = {d: dict(tq_per_dir.get(d, {}), **tqf_per.get(d, {})) for d in tqf_per}
@@ -611,25 +321,25 @@ def main():
             'elapsed_s': round(elapsed, 1), 'vnetd_commit': commit,
             'args': {k: v for k, v in vars(args).items()}, 'profiles': PROFILES,
             'targets_legacy_goals': TARGETS, 'targets_qemu_goals': TARGETS_QEMU,
-            'targets_goals': bench_coal.GOALS, 'coal_mem': bench_coal.MEM, 'clk_tck': CLK_TCK}
+            'targets_goals': coal.GOALS, 'coal_mem': coal.MEM, 'clk_tck': CLK_TCK}
     result = {'meta': meta, 'info': info, 'summary': summary, 'ratios': rat,
               'ratios_by_guest': rat_by_guest, 'runs': runs}
     if tq is not None:
         result['targets_qemu'] = tq
         result['targets_qemu_per_direction'] = tq_per_dir
     if fs:
-        result['fixed'] = {'summary': fs, 'goals': bench_fixed.GOALS_FIXED,
+        result['fixed'] = {'summary': fs, 'goals': fixed.GOALS_FIXED,
                            'rates': {x: info.get('guests', {}).get(x, {}).get('fixed')
                                      for x in args.fixed_guests}}
     meta['fixed_loadavg'] = [r['loadavg'] for r in runs if r['kind'].startswith('fixed_')
                              and 'loadavg' in r]
-    coal = {'summary': cs, 'targets_per_direction': tg_per, 'adaptive_vs_dim_uml72': dimc,
-            'profiles': bench_coal.PROFILE_LABELS}
+    coal_res = {'summary': cs, 'targets_per_direction': tg_per, 'adaptive_vs_dim_uml72': dimc,
+                'profiles': coal.PROFILE_LABELS}
     if args.coal:
-        result['coal'] = coal
+        result['coal'] = coal_res
         if tg is not None:
             result['targets'] = tg
-        result['targets_met'] = {k: bench_coal.met(k, v) for k, v in (tg or {}).items()}
+        result['targets_met'] = {k: coal.met(k, v) for k, v in (tg or {}).items()}
 
     md = []
     for x in args.guests:
@@ -645,8 +355,8 @@ def main():
         elif rat_by_guest.get(setup):
             md += [ratios_md(rat_by_guest[setup]), '']
     if fs:
-        md += [bench_fixed.table_md(fs, {v[0]: v[1] for v in GUESTS.values()}, args.directions),
-               bench_fixed.targets_md(tqf, tqf_per), '',
+        md += [fixed.table_md(fs, {v[0]: v[1] for v in GUESTS.values()}, args.directions),
+               fixed.targets_md(tqf, tqf_per), '',
                'Fixed-load rows: %d s runs x %d interleaved reps; load average per run %s.' % (
                    args.fixed_duration, args.fixed_reps,
                    '%.2f–%.2f' % (min(meta['fixed_loadavg']), max(meta['fixed_loadavg']))
@@ -659,15 +369,15 @@ def main():
                '`qemu-vnetd`:', '',
                table_md(summary, 'qemu-vnetd', args.profiles, args.directions, 'QEMU+vnetd')]
     md += ['', 'Measured %s on %s (%d CPUs, %s), load average %.2f at start, %.2f at end; '
-           '%d s runs x %d reps%s; bench.py took %.0f s.'
+           '%d s runs x %d reps%s; bench/coalescing.py took %.0f s.'
            % (meta['date'], meta['host'], meta['cpus'], cpu_model, load0[0], load1[0],
               args.duration, args.reps,
               ' (QEMU peer %d s x %d)' % (args.peer_duration, args.peer_reps) if args.peer else
               ', no QEMU peer', elapsed)]
     coal_md = ''
     if args.coal and cs:
-        coal_md = '\n'.join([COAL_MARK, '', bench_coal.table_md(cs, args.directions),
-                             bench_coal.targets_md(tg or {}, tg_per, dimc), '',
+        coal_md = '\n'.join([COAL_MARK, '', coal.table_md(cs, args.directions),
+                             coal.targets_md(tg or {}, tg_per, dimc), '',
                              'Coalescing rows measured %s, load average %.2f at start, %.2f at end; '
                              '%d s bulk, %d s paced, %s s ping-pong runs x %d reps.'
                              % (meta['date'], load0[0], load1[0], args.duration, args.paced_duration,
@@ -684,7 +394,7 @@ def main():
             json.dump(result, f, indent=1, sort_keys=False, default=str)
     with open(os.path.join(resdir, 'latest.md'), 'w') as f:
         f.write(md)
-    extra = bench_coal.chart_rows(cs, args.directions, os.path.join(resdir, 'latest.dat'))
+    extra = coal.chart_rows(cs, args.directions, os.path.join(resdir, 'latest.dat'))
     if extra[0] or any(x in chart_summary for x in chart_args[2]):
         chart(chart_summary, chart_args[0], chart_args[1], os.path.join(resdir, 'latest.png'),
               os.path.join(resdir, 'latest.dat'), chart_args[2], extra)

@@ -23,7 +23,7 @@
 # backends driven by virtio-user packed_vq=1), each run right after the same backend's split
 # run; such a path is named 'switch-packed' in the JSON (summary, ratios) and has its own rows
 # and chart column. A deterministic figure: callgrind instructions per packet of vnetd
-# (bench/dp_callgrind.py), on the switch path for each of --cg-layouts (default all four).
+# (bench/lib/dp_callgrind.py), on the switch path for each of --cg-layouts (default all four).
 #
 # VNETD_BUILD=/path/to/build selects the vnetd under test (default: this tree's build/). Writes
 # results/datapath-<date>.json, results/datapath-latest.{json,md,png}; --callgrind-only writes
@@ -44,16 +44,15 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # noqa: E402  (first: puts tests/e2e on the path)
-from common import SKIP, TOP  # noqa: E402
-import dp_callgrind  # noqa: E402
-import dp_procs as P  # noqa: E402
-from dp_procs import BenchError, JANITOR, log  # noqa: E402
-import dp_stacks  # noqa: E402
-from dp_stacks import LAYOUTS, NET_TAP_MAX_FRAME, Stack, measure, path_name  # noqa: E402
-from dp_report import (IMPLS, LAYOUT_IMPLS, XDP_MAX_FRAME, chart, impls_of,  # noqa: E402
-                       paths_of, summarize, table_md, table_term, targets_datapath)
+from bench.lib import common
+from bench.lib.common import SKIP, TOP
+from bench.lib import dp_callgrind
+from bench.lib import dp_procs as P
+from bench.lib.dp_procs import BenchError, JANITOR, log
+from bench.lib import dp_stacks
+from bench.lib.dp_stacks import LAYOUTS, NET_TAP_MAX_FRAME, Stack, measure, path_name
+from bench.lib.dp_report import (IMPLS, LAYOUT_IMPLS, XDP_MAX_FRAME, chart, impls_of,
+                                 paths_of, summarize, table_md, table_term, targets_datapath)
 
 QUIET_CORES = 0.25
 BUILD = os.path.abspath(os.environ.get('VNETD_BUILD', os.path.join(TOP, 'build')))
@@ -72,7 +71,7 @@ def check_prereqs(args):
                    why_root='the tap set-up needs network namespaces; or --backends switch')
     common.have('gnuplot', 'datapath', 'no chart')
     if 'switch' in args.backends and 'ovs' in args.impls:
-        import dp_ovs
+        from bench.lib import dp_ovs
         why = dp_ovs.available()
         if why:  # a peer, not the measured thing: the run goes on without it
             log('datapath: no OVS-DPDK rows: %s' % why)
@@ -162,7 +161,7 @@ def parse_args():
     ap.add_argument('--cg-runs', type=int, help='callgrind runs per path (default 3)')
     ap.add_argument('--cg-size', type=int, default=64, help='frame size for callgrind (default 64)')
     ap.add_argument('--switch-source', choices=sorted(dp_stacks.SOURCES), default='macswap',
-                    help='the switch path\'s traffic (bench/dp_stacks.py SOURCES): macswap = a '
+                    help='the switch path\'s traffic (bench/lib/dp_stacks.py SOURCES): macswap = a '
                          'closed loop, each port sending from its own MAC to the other\'s, as '
                          'VMs do (default); flowgen = DPDK 22.11 flowgen, one constant MAC pair '
                          'on both ports (every frame flooded, its source MAC moving: the rows '
@@ -441,7 +440,7 @@ def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, 
         if len(args.paths) > len(args.backends):
             md += ['', 'Ring layouts: "switch packed" (and the like) rows are the switch path '
                    'with both virtio-user ports and vnetd\'s ports set to that layout '
-                   '(bench/dp_stacks.py LAYOUTS; DPDK\'s vhost PMD takes what virtio-user '
+                   '(bench/lib/dp_stacks.py LAYOUTS; DPDK\'s vhost PMD takes what virtio-user '
                    'negotiates), measured right after the same backend\'s split run; their '
                    'ratio columns are vnetd / DPDK vhost on that layout.']
     lay = dp_callgrind.layouts_md(cg)

@@ -3,8 +3,8 @@
 """make bench-fairness: what one flooding guest costs the others on vnetd (control RTT, throughput).
 
 Issue "one guest must never starve the others". vnetd with three switch ports a, b, c (no
-guest kernels, no namespace: Python frontends from tests/e2e/vhost_user_client.py whose rings
-are driven by tests/e2e/ringspin.c, compiled here with cc). Phases, each on a fresh vnetd,
+guest kernels, no namespace: Python frontends from tests/kit/vhost_user_client.py whose rings
+are driven by tests/kit/ringspin.c, compiled here with cc). Phases, each on a fresh vnetd,
 interleaved over the repetitions (rep 1: idle, a-alone, b-alone, b-flood; rep 2: ...):
 
   idle      control-socket round trips ({"cmd":"ports"} on one connection), nothing else;
@@ -38,14 +38,13 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # noqa: E402  (first: puts tests/e2e on the path)
-from common import TOP, log, machine_busy  # noqa: E402
-import harness  # noqa: E402
-import fairness_kit as fk  # noqa: E402
-from fairness_kit import MACS, Spinner  # noqa: E402
-from vhost_user_client import RX_Q, TX_Q  # noqa: E402
-import gnuplot  # noqa: E402 (bench/gnuplot.py)
+from bench.lib import common
+from bench.lib.common import TOP, log, machine_busy
+from tests.kit import harness
+from tests.kit import fairness as fk
+from tests.kit.fairness import MACS, Spinner
+from tests.kit.vhost_user_client import RX_Q, TX_Q
+from bench.lib import gnuplot
 
 PHASES = ('idle', 'a-alone', 'b-alone', 'b-flood')
 LABELS = {'idle': 'idle (nothing but the probe)', 'a-alone': 'a -> c bulk, alone',

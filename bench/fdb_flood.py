@@ -3,7 +3,7 @@
 """make bench-fdb-flood: a switch pair's throughput while another port sends from random MACs.
 
 Four switch ports in one vnetd (no guest, no root): the pair a -> b (a's TX ring kept full by
-tests/e2e/ringspin.c, 60-byte frames unicast to b's MAC; b's RX ring re-posted by ringspin: the
+tests/kit/ringspin.c, 60-byte frames unicast to b's MAC; b's RX ring re-posted by ringspin: the
 rate is what b got per second), and x -> z: x's TX ring kept full by bench/fdb_spin.c, frames
 unicast to z's MAC (z posts no RX buffers: its queue fills and then drops, so x costs vnetd its
 TX and learning work only, no copy into a guest). Every MAC but x's sources is learnt before
@@ -53,13 +53,13 @@ import sys
 import tempfile
 import time
 
+from bench.lib import gnuplot
+from tests.kit import harness
+from tests.kit import fairness as fk
+from tests.kit.vhost_user_client import NET_HDR_LEN, RX_Q, TX_Q
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(TOP, 'tests', 'e2e'))
-import harness  # noqa: E402
-import fairness_kit as fk  # noqa: E402
-from vhost_user_client import NET_HDR_LEN, RX_Q, TX_Q  # noqa: E402
-import gnuplot  # noqa: E402 (bench/gnuplot.py)
 
 MACS = {'a': '52:54:00:f1:00:0a', 'b': '52:54:00:f1:00:0b', 'x': '52:54:00:f1:00:0c',
         'z': '52:54:00:f1:00:0d'}
@@ -221,7 +221,7 @@ def one_run(tools, exe, spin_exe, wd, mode, args, cg_out=None):
 
 def cg_run(tools, spin_exe, rwd, socks, ports, mode, args, out):
     """x alone under callgrind: instructions per frame it sent (see the docstring)."""
-    import dp_callgrind as cg  # bench/: valgrind's counters and annotations
+    from bench.lib import dp_callgrind as cg  # bench/: valgrind's counters and annotations
     harness.VNETD, harness.VNETCTL = tools
     vd = harness.Vnetd(harness.NoNs(), ports, rwd, extra=['--workers', str(args.workers),
                                                           '--no-sandbox'],

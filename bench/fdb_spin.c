@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* fdb_spin.c - bench/fdb_flood.py's hostile guest: a TX ring kept full of frames from random MACs. */
 /*
- * Like tests/e2e/ringspin.c (TX mode), but every chain has its own buffer and each buffer gets
+ * Like tests/kit/ringspin.c (TX mode), but every chain has its own buffer and each buffer gets
  * a fresh random source MAC (locally administered unicast) before its chain is posted again,
  * so every frame vnetd takes teaches its switch a MAC it has not seen. The frontend (Python)
  * writes descriptor i -> buffer i (buf_off + i * stride: a 12-byte virtio-net header, then the

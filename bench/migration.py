@@ -28,14 +28,13 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # noqa: E402  (first: puts tests/e2e on the path)
-from common import TOP, log  # noqa: E402
-import harness  # noqa: E402
-from harness import Netns, QemuGuest, Vnetd, guest_addr, make_blob  # noqa: E402
-from migration_kit import (IncomingQemu, Qmp, bridge_taps, migrate, migration_qemu,  # noqa: E402
-                           qemu_args, start_throttled_server)
-import gnuplot  # noqa: E402 (bench/gnuplot.py)
+from bench.lib import common
+from bench.lib.common import TOP, log
+from tests.kit import harness
+from tests.kit.harness import Netns, QemuGuest, Vnetd, guest_addr, make_blob
+from tests.kit.migration import (IncomingQemu, Qmp, bridge_taps, migrate, migration_qemu,
+                                 qemu_args, start_throttled_server)
+from bench.lib import gnuplot
 
 MAC = '52:54:00:82:00:02'
 SETUPS = ('vnetd', 'qemu-tap')

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """make bench-rate: per-port rate limits, the rate achieved vs the rate set, and their CPU cost.
 
-Rate: a fresh vnetd with two switch ports a -> b (no root). a's guest is tests/e2e/ringspin.c
+Rate: a fresh vnetd with two switch ports a -> b (no root). a's guest is tests/kit/ringspin.c
 keeping a 1024-entry TX ring full of FRAME-byte frames to b's MAC (sleeping --idle-us when
 full); b's ringspin keeps its RX ring posted. Each case limits one direction: "tx" sets
 tx-rate= on a (guest TX over it waits in a's ring), "rx" sets rx-rate= on b (frames over it
@@ -31,13 +31,12 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # noqa: E402  (first: puts tests/e2e on the path)
-from common import TOP, log  # noqa: E402
-import harness  # noqa: E402
-import fairness_kit as fk  # noqa: E402
-from vhost_user_client import RX_Q, TX_Q  # noqa: E402
-import gnuplot  # noqa: E402 (bench/gnuplot.py)
+from bench.lib import common
+from bench.lib.common import TOP, log
+from tests.kit import harness
+from tests.kit import fairness as fk
+from tests.kit.vhost_user_client import RX_Q, TX_Q
+from bench.lib import gnuplot
 
 MACS = {'a': '52:54:00:5a:01:0a', 'b': '52:54:00:5a:01:0b'}
 RATES = (100, 1000)  # Mbit/s

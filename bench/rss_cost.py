@@ -18,10 +18,9 @@ import os
 import shutil
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # noqa: E402
-from common import TOP, log  # noqa: E402
-import gnuplot  # noqa: E402 (bench/gnuplot.py)
+from bench.lib import common
+from bench.lib.common import TOP, log
+from bench.lib import gnuplot
 
 BUILD = os.environ.get('VNETD_BUILD', os.path.join(TOP, 'build'))
 MODES = (('off', 'RSS off (2 pairs, vnetd\'s flow spreading)'),

@@ -3,7 +3,7 @@
 """make bench-scale: what idle ports cost vnetd — CPU per second and resident memory per port.
 
 For each port count (default 1, 64, 256, 1024) a fresh vnetd with that many switch ports (no
-namespace, no guest kernel) gets one Python frontend per port (tests/e2e/vhost_user_client.py:
+namespace, no guest kernel) gets one Python frontend per port (tests/kit/vhost_user_client.py:
 features negotiated, a memory table, RX/TX/control rings set up and enabled, RX buffers posted)
 that then stays idle. Measured over --seconds of idleness: vnetd's CPU time (utime + stime from
 /proc/PID/stat) per wall-clock second, its RSS (VmRSS, split into RssAnon — vnetd's own memory
@@ -24,16 +24,14 @@ import json
 import os
 import resource
 import shutil
-import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # noqa: E402  (first: puts tests/e2e on the path)
-from common import TOP, log, machine_busy  # noqa: E402
-import harness  # noqa: E402
-from vhost_user_client import VirtioNetFrontend  # noqa: E402
-import gnuplot  # noqa: E402 (bench/gnuplot.py)
+from bench.lib import common
+from bench.lib.common import TOP, log, machine_busy
+from tests.kit import harness
+from tests.kit.vhost_user_client import VirtioNetFrontend
+from bench.lib import gnuplot
 
 CLK = os.sysconf('SC_CLK_TCK')
 

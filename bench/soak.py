@@ -12,15 +12,14 @@ import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # noqa: E402  (first: puts tests/e2e on the path)
-from common import TOP, log  # noqa: E402
-import gnuplot  # noqa: E402
-import harness  # noqa: E402
-import hostile_env  # noqa: E402
-import test_hostile_frontend as hostile  # noqa: E402
-from harness import (ControlClient, GuestError, HostServers, Netns, UmlGuest, Vnetd,  # noqa: E402
-                     guest_addr, host_addr, make_blob, ns_fetch_sha, workdir)
+from bench.lib import common
+from bench.lib.common import TOP, log
+from bench.lib import gnuplot
+from tests.kit import harness
+from tests.kit import hostile_env
+from tests.e2e import test_hostile_frontend as hostile
+from tests.kit.harness import (ControlClient, GuestError, HostServers, Netns, UmlGuest, Vnetd,
+                               guest_addr, host_addr, make_blob, ns_fetch_sha, workdir)
 
 BLOB_MB = 8
 GOOD = [('10.88.0.1', '10.88.0.2', '52:54:00:88:00:02'), ('10.88.1.1', '10.88.1.2', '52:54:00:88:01:02')]
@@ -221,7 +220,7 @@ def main():
 
 
 def kits_line(kit):
-    import kits
+    from tests.kit import kits
     return kits.describe(kit)
 
 

@@ -14,13 +14,11 @@ import datetime
 import json
 import os
 import statistics
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # noqa: E402  (first: puts tests/e2e on the path)
-import bench as B  # noqa: E402
-import harness  # noqa: E402
-from harness import Netns, UmlGuest, Vnetd, host_addr  # noqa: E402
+from bench.lib import common
+from bench.lib import measure as B
+from tests.kit import harness
+from tests.kit.harness import Netns, UmlGuest, Vnetd, host_addr
 
 VARIANTS = (('off', ('rx-usecs', '0', 'rx-frames', '0')),
             ('rx20', ('rx-usecs', '20', 'rx-frames', '64')),

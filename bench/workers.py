@@ -5,8 +5,8 @@
 Each run: a fresh vnetd in a private network namespace with two tap ports (taps up, no
 address: the kernel drops the frames at once, so the work measured is vnetd's — walking the
 chains, the writev into the tap — in vnetd's threads). On each port a Python frontend
-(tests/e2e/vhost_user_client.py) whose TX ring (256 entries, one FRAME-byte frame each to a MAC
-nobody has) is kept full by tests/e2e/ringspin.c (sleeping --idle-us when it is full, so the
+(tests/kit/vhost_user_client.py) whose TX ring (256 entries, one FRAME-byte frame each to a MAC
+nobody has) is kept full by tests/kit/ringspin.c (sleeping --idle-us when it is full, so the
 spinners leave CPU to vnetd). For --seconds, frames per second each port
 completed (counted by ringspin in guest memory) and vnetd's CPU. Runs alternate 1, 2, 1, 2, ...
 (--reps each) so slow drifts of the machine's load hit both alike; reported: the median
@@ -39,7 +39,7 @@ Outputs: results/workers-switch-<date>.json, results/workers-switch-latest.{json
 tap files are left alone).
 
 --queue-pairs: one switch port's two queue pairs on two workers vs on one (queue-workers=0+1 vs
-0+0), driven by DPDK testpmd virtio-user queues=2: bench/workers_qpairs.py says how. --quick:
+0+0), driven by DPDK testpmd virtio-user queues=2: bench/lib/workers_qpairs.py says how. --quick:
 one rep of 1 s (a smoke test).
 """
 
@@ -53,13 +53,12 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # noqa: E402  (first: puts tests/e2e on the path)
-from common import TOP, log, machine_busy  # noqa: E402
-import harness  # noqa: E402
-import fairness_kit as fk  # noqa: E402
-from vhost_user_client import RX_Q, TX_Q  # noqa: E402
-import gnuplot  # noqa: E402 (bench/gnuplot.py)
+from bench.lib import common
+from bench.lib.common import TOP, log, machine_busy
+from tests.kit import harness
+from tests.kit import fairness as fk
+from tests.kit.vhost_user_client import RX_Q, TX_Q
+from bench.lib import gnuplot
 
 TAPS = ('vbw0', 'vbw1')
 DST = '52:54:00:ee:ee:ee'
@@ -370,13 +369,13 @@ def main():
                     help='--switch: the receivers\' ringspin sleeps this long when nothing came')
     ap.add_argument('--queue-pairs', action='store_true',
                     help='one switch port\'s 2 queue pairs on 2 workers vs on 1 (queue-workers=), '
-                         'driven by DPDK testpmd virtio-user queues=2 (bench/workers_qpairs.py)')
+                         'driven by DPDK testpmd virtio-user queues=2 (bench/lib/workers_qpairs.py)')
     ap.add_argument('--quick', action='store_true', help='one rep of 1 s: a smoke test')
     args = ap.parse_args()
     if args.quick:
         args.seconds, args.reps = 1.0, 1
     if args.queue_pairs:
-        import workers_qpairs
+        from bench.lib import workers_qpairs
         return workers_qpairs.main(args)
     if args.switch:
         return main_switch(args)

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""bench.py's stall-guard and adaptive rows: stall guard on/off, vnetd adaptive, the 7.2 driver's DIM.
+"""make bench's stall-guard and adaptive rows (bench/coalescing.py): stall guard on/off, vnetd adaptive, the 7.2 driver's DIM.
 
 UML guests with 1 GB of memory (the guest keeps Linux's default TCP sysctls, which scale with
 memory) on a vnetd tap port, one guest at a time:
@@ -22,10 +22,12 @@ is the 200 Mbit/s figure; the 20 Mbit/s one is in the per-direction object and t
 import json
 import os
 
-import harness
-from common import log
-from bench_report import fmt, med, spread, summarize
-from harness import Netns, UmlGuest, Vnetd, host_addr
+from tests.kit import harness
+from tests.kit.harness import Netns, UmlGuest, Vnetd, host_addr
+
+from . import measure as B
+from .common import log
+from .report import fmt, med, spread, summarize
 
 # --guest-like name -> (setup name in the results, label, guest kit suite, profiles)
 COAL_GUESTS = {
@@ -34,7 +36,7 @@ COAL_GUESTS = {
     'uml72-1g': ('uml72-1g-vnetd', 'UML 7.2 (sid), 1 GB', 'sid', ['none', 'dim', 'adaptive']),
 }
 MEM = '1G'
-NONE_VALUES = (0, 0, 0, 1)          # see bench.PROFILES['none']
+NONE_VALUES = (0, 0, 0, 1)          # see measure.PROFILES['none']
 AGGR_VALUES = (5000, 50, 5000, 50)
 PROFILE_LABELS = {
     'none': 'none (guest ethtool -C 0/0, 0/1)',
@@ -61,7 +63,7 @@ GOALS = {'tx_throughput_retained_aggressive': ('>=', 0.95),
 STATS_KEYS = ('early_idle', 'early_ring', 'early_bytes', 'adaptive_level', 'adaptive_changes')
 
 
-def run_paced(B, ns, direction, duration, rate=PACED_RATE):
+def run_paced(ns, direction, duration, rate=PACED_RATE):
     """Paced UDP with iperf3 -u: RX = host -> guest (client in the namespace), TX = -R."""
     argv = ['iperf3', '-c', B.GUEST_IP, '-u', '-b', rate, '-l', str(PACED_LEN),
             '--pacing-timer', str(PACING_TIMER_US),
@@ -83,7 +85,7 @@ def run_paced(B, ns, direction, duration, rate=PACED_RATE):
             'packets': s.get('packets'), 'jitter_ms': s.get('jitter_ms')}
 
 
-def apply_profile(B, g, vd, suite, prof):
+def apply_profile(g, vd, suite, prof):
     """Set one profile from a clean state; returns what was done and what vnetd then holds."""
     cmds = []
 
@@ -121,9 +123,9 @@ def apply_profile(B, g, vd, suite, prof):
     return {'profile': prof, 'commands': cmds, 'vnetd': got, 'ok': ok}
 
 
-def measure_paced(B, subj, ns, prof, args, rep, runs):
+def measure_paced(subj, ns, prof, args, rep, runs):
     for (kind, _, rate), d in ((k, d) for k in PACED for d in args.directions):
-        res, m = subj.measure(lambda: run_paced(B, ns, d, args.paced_duration, rate))
+        res, m = subj.measure(lambda: run_paced(ns, d, args.paced_duration, rate))
         if 'error' in res:
             log('  %s %s paced %s rep %d: %s' % (subj.name, prof, d, rep, res['error']))
             B.check_reachable(subj, ns, '%s paced %s rep %d' % (prof, d, rep))
@@ -138,7 +140,7 @@ def measure_paced(B, subj, ns, prof, args, rep, runs):
                 m.get('notif_rx_per_s', 0), m.get('notif_tx_per_s', 0))))
 
 
-def bench_coal_guest(B, args, key, wd, runs, info):
+def bench_coal_guest(args, key, wd, runs, info):
     setup, label, suite, profiles = COAL_GUESTS[key]
     sock = os.path.join(wd, '%s.sock' % key)
     inf = info.setdefault('coal_guests', {}).setdefault(key, {'setup': setup, 'mem': MEM})
@@ -155,22 +157,22 @@ def bench_coal_guest(B, args, key, wd, runs, info):
             inf['applied'] = []
             for rep in range(1, args.reps + 1):
                 for prof in profiles:
-                    a = apply_profile(B, g, vd, suite, prof)
+                    a = apply_profile(g, vd, suite, prof)
                     a['rep'] = rep
                     inf['applied'].append(a)
                     B.measure_profile(subj, ns, prof, args, rep, runs, args.duration,
                                       args.rr_duration)
-                    measure_paced(B, subj, ns, prof, args, rep, runs)
+                    measure_paced(subj, ns, prof, args, rep, runs)
         if not vd.alive():
             log('WARNING: vnetd died during the %s benchmark' % key)
             inf['vnetd_died'] = True
 
 
-def run_all(B, args, wd, runs, info):
+def run_all(args, wd, runs, info):
     """Every coalescing row (both guests); errors of one guest are recorded, the other runs."""
     for key in (k for k in COAL_GUESTS if k in args.coal_guests.split(',')):
         try:
-            bench_coal_guest(B, args, key, wd, runs, info)
+            bench_coal_guest(args, key, wd, runs, info)
         except B.Stalled as e:
             log('bench: %s stopped early: %s' % (key, e))
             info['%s_stalled' % key] = str(e)

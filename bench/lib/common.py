@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: MIT
 """The bench toolkit: logging, the machine-load check, prerequisite checks and the vnetd process
-wrapper (tests/e2e/harness.py's Vnetd, pinned to a CPU, errors raised instead of exiting).
+wrapper (tests/kit/harness.py's Vnetd, pinned to a CPU, errors raised instead of exiting).
 
-Every bench script imports this first; it puts tests/e2e on sys.path, so `import harness` and
-the other test kits work after it."""
+Imported as bench.lib.common: the repository's top is the one import root (the Makefile puts it
+on PYTHONPATH; by hand, `PYTHONPATH=. python3 bench/NAME.py` or `python3 -m bench.NAME`)."""
 
 import argparse
 import json
@@ -15,14 +15,11 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TOP = os.path.dirname(HERE)
-RESULTS = os.path.join(TOP, 'results')
-for _p in (os.path.join(TOP, 'tests', 'e2e'), HERE):
-    if _p not in sys.path:
-        sys.path.insert(0, _p)
+from tests.kit import harness
 
-import harness  # noqa: E402
+BENCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # bench/: the .c programs
+TOP = os.path.dirname(BENCH)
+RESULTS = os.path.join(TOP, 'results')
 
 SKIP = 77
 
@@ -199,7 +196,7 @@ def build_model_bench(name, tmp, build):
         raise SystemExit('%s missing: run make first' % lib)
     subprocess.run([os.environ.get('CC', 'cc'), '-O2', '-std=c11', '-D_GNU_SOURCE', '-I',
                     os.path.join(TOP, 'src'), '-I', os.path.join(TOP, 'tests', 'unit'),
-                    os.path.join(HERE, name + '.c'),
+                    os.path.join(BENCH, name + '.c'),
                     os.path.join(TOP, 'tests', 'unit', 'fake_driver.c'), lib, '-o', exe],
                    check=True)
     return exe

@@ -19,9 +19,9 @@ import statistics
 import subprocess
 import time
 
-import dp_procs as P
-from dp_procs import BenchError
-from dp_stacks import SOURCE, Stack
+from . import dp_procs as P
+from .dp_procs import BenchError
+from .dp_stacks import SOURCE, Stack
 
 QUEUE_SIZE = 1024
 
@@ -152,7 +152,7 @@ def layouts_md(cg):
         return []
     split = next((s['ir_per_packet_median'] for lay, s in rows if lay == 'split'), None)
     lines = ['callgrind, switch path, per ring layout (virtio-user devargs and vnetd keys: '
-             'bench/dp_stacks.py LAYOUTS):', '', '| ring layout | Ir/packet | runs | vs split |',
+             'bench/lib/dp_stacks.py LAYOUTS):', '', '| ring layout | Ir/packet | runs | vs split |',
              '|---|---:|---|---:|']
     for lay, s in rows:
         lines.append('| %s | %.1f | %s | %s |' % (

@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 import time
 
-from dp_procs import BenchError, JANITOR, stop_proc
+from .dp_procs import BenchError, JANITOR, stop_proc
 
 VSWITCHD = '/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk'
 SCHEMA = '/usr/share/openvswitch/vswitch.ovsschema'

@@ -10,7 +10,7 @@ import subprocess
 import threading
 import time
 
-from common import BenchError, log  # noqa: F401  (re-exported for datapath.py)
+from .common import BenchError, log  # noqa: F401  (re-exported for datapath.py)
 
 CLK_TCK = os.sysconf('SC_CLK_TCK')
 PROMPT = 'testpmd> '

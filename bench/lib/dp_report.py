@@ -9,9 +9,9 @@ import os
 import shutil
 import statistics
 
-import gnuplot
-from dp_procs import log
-from dp_stacks import path_name, path_parts
+from . import gnuplot
+from .dp_procs import log
+from .dp_stacks import path_name, path_parts
 
 IMPLS = ('vnetd', 'vnetd-poll50', 'vnetd-poll200', 'vnetd-writev', 'dpdk', 'ovs')
 SWITCH_ONLY = ('vnetd-poll50', 'vnetd-poll200', 'ovs')

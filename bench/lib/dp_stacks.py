@@ -5,10 +5,10 @@ import os
 import subprocess
 import time
 
-import common
-import dp_procs as P
-from common import Vnetd
-from dp_procs import BenchError, Testpmd, JANITOR
+from . import common
+from . import dp_procs as P
+from .common import Vnetd
+from .dp_procs import BenchError, Testpmd, JANITOR
 
 MAC0, MAC1 = '02:00:00:00:00:01', '02:00:00:00:00:02'
 # vnetd's switch ports: each with its frontend's MAC. The macswap source sends from that MAC (port
@@ -149,7 +149,7 @@ class Stack:
             self.be = self.vd
         elif self.impl == 'ovs':
             # OVS-DPDK connects to the source's sockets (dpdkvhostuserclient): they listen.
-            import dp_ovs
+            from . import dp_ovs
             self.ovs = self.be = dp_ovs.OvsDpdk(self.wd, self.tag, [a, b], self.size, cpu=0)  # vnetd's CPU
             srv = ',server=1'
         else:
@@ -163,7 +163,7 @@ class Stack:
                        ['--eth-peer=0,%s' % MAC1, '--eth-peer=1,%s' % MAC0])
 
     def _tap(self):
-        from harness import Netns
+        from tests.kit.harness import Netns
         s = self._sock('t')
         self.ns = Netns('vnetd-dp-%s' % self.impl).__enter__()
         JANITOR.nets.append(self.ns)
@@ -189,7 +189,7 @@ class Stack:
         frames redirected onto vx0 by tc (ingress, u32 match-all, mirred egress redirect): the
         same veth and sink, so the two backends compare on equal terms. Rate = vx1's rx_packets
         (frames to TAP_PEER, not vx1's MAC: counted, then dropped)."""
-        from harness import Netns
+        from tests.kit.harness import Netns
         s = self._sock('x')
         self.ns = Netns('vnetd-dp-x%s' % self.impl).__enter__()
         JANITOR.nets.append(self.ns)

@@ -1,6 +1,6 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""bench.py's fixed-load rows, and (run directly) the fixed-load diagnosis of where CPU goes.
+"""make bench's fixed-load rows (bench/coalescing.py), and the measurements of the fixed-load
+diagnosis of where CPU goes (bench/bench_fixed.py --diag).
 
 Bulk rows saturate a TCG guest (~100 % of a CPU): CPU per Gbit then only follows throughput.
 At a fixed offered load every profile moves the same bytes, so CPU per Gbit is the CPU a profile
@@ -8,32 +8,29 @@ costs or saves. Loads: TCP paced with `iperf3 -b RATE --pacing-timer PT` and UDP
 (`iperf3 -u -b RATE -l 1400 --pacing-timer PT`), both directions, with a ping (every 10 ms)
 running alongside for RTT p50/p99.
 
-Per run, beside bench.py's numbers: the guest's busy fraction (the guest's own /proc/stat
+Per run, beside bench/coalescing.py's numbers: the guest's busy fraction (the guest's own /proc/stat
 "cpu" line: everything but idle and iowait), the guest process's CPU split into its vCPU
 threads (QEMU: threads named "CPU n/TCG"; UML: the whole process tree is the guest) and the rest,
 vnetd's CPU, and CPU seconds per Gbit delivered for each and their sum.
 
-Run directly (`python3 bench/bench_fixed.py --diag`): the QEMU 11 full-device guest at a fixed
+bench/bench_fixed.py --diag: the QEMU 11 full-device guest at a fixed
 rate (default 250 Mbit/s TCP), profiles none and AGGRESSIVE interleaved, and per run also
 vnetd's early-notification reasons per queue and its system calls (perf stat tracepoints:
 timerfd_settime = timer arms, epoll_wait = wake-ups, write = notifications to the call fds,
 read = kicks and timer expiries), into results/fixed-diag-<date>.json.
 """
 
-import argparse
-import datetime
 import json
 import os
 import re
 import shutil
 import statistics
 import subprocess
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import common  # noqa: E402  (first: puts tests/e2e on the path)
-from common import TOP, log  # noqa: E402
+from . import common
+from . import measure as B
+from .common import log
 
 CLK_TCK = os.sysconf('SC_CLK_TCK')
 PACING_TIMER_US = 100          # iperf3's default 1000 µs sends a burst per tick
@@ -178,7 +175,7 @@ def run_iperf_fixed(ns, ip, kind, direction, rate, duration):
     return res
 
 
-def measure_fixed(B, subj, ns, kind, direction, rate, duration, perf=False):
+def measure_fixed(subj, ns, kind, direction, rate, duration, perf=False):
     """One fixed-load run with every CPU reading; returns the run dict (or one with 'error')."""
     g, vd = subj.g, subj.vd
     qpid = qemu_pid(g)
@@ -246,9 +243,9 @@ def short(m):
 
 
 # ---------------------------------------------------------------------------------------------
-# bench.py rows
+# make bench rows (bench/coalescing.py)
 
-def choose_rate(B, subj, ns, args):
+def choose_rate(subj, ns, args):
     """The fixed rate for this guest: about half of none's saturated bulk TCP throughput in the
     slower direction, measured now (none set); rounded down to 10 Mbit/s. Returns (rate
     string, calibration dict)."""
@@ -264,10 +261,10 @@ def choose_rate(B, subj, ns, args):
     return '%dM' % mbit, cal
 
 
-def measure_fixed_rows(B, subj, ns, prof, args, rep, runs, rate):
+def measure_fixed_rows(subj, ns, prof, args, rep, runs, rate):
     for kind in FIXED_KINDS:
         for d in args.directions:
-            m = measure_fixed(B, subj, ns, kind, d, rate[kind], args.fixed_duration)
+            m = measure_fixed(subj, ns, kind, d, rate[kind], args.fixed_duration)
             if 'error' in m:
                 log('  %s %s fixed %s %s rep %d: %s' % (subj.name, prof, kind, d, rep, m['error']))
                 B.check_reachable(subj, ns, '%s fixed %s rep %d' % (prof, d, rep))
@@ -278,7 +275,7 @@ def measure_fixed_rows(B, subj, ns, prof, args, rep, runs, rate):
                                                             short(m)))
 
 
-def run_guest(B, subj, ns, args, runs, inf):
+def run_guest(subj, ns, args, runs, inf):
     """The fixed-load rows of one booted guest: the rate from none's bulk runs of this run (or a
     calibration now), then args.fixed_reps reps, profiles interleaved within each."""
     bulk = {}
@@ -290,7 +287,7 @@ def run_guest(B, subj, ns, args, runs, inf):
     if len(bulk) == len(args.directions):
         rate, src = '%dM' % max(10, int(500 * min(bulk.values()) / 10) * 10), 'bulk runs'
     else:
-        rate, bulk = choose_rate(B, subj, ns, args)
+        rate, bulk = choose_rate(subj, ns, args)
         src = 'calibration'
     if rate is None:
         log('  %s: no fixed-load rows: none moved no bulk traffic' % subj.name)
@@ -310,7 +307,7 @@ def run_guest(B, subj, ns, args, runs, inf):
     for rep in range(1, args.fixed_reps + 1):
         for prof in args.profiles:
             B.apply_guest_profile(subj.g, subj.vd, prof)
-            measure_fixed_rows(B, subj, ns, prof, args, rep, runs, {'tcp': rate, 'udp': urate})
+            measure_fixed_rows(subj, ns, prof, args, rep, runs, {'tcp': rate, 'udp': urate})
 
 
 SUM_KEYS = ('gbps', 'guest_busy', 'guest_busy_s_per_gbit', 'vcpu_cpu_s_per_gbit',
@@ -455,66 +452,3 @@ def targets_md(t, per):
                                                    fm(v), ok, '≥ %.0f %%' % (100 * goal) if goal
                                                    else 'report'))
     return '\n'.join(lines)
-
-
-# ---------------------------------------------------------------------------------------------
-# diagnosis (run directly)
-
-def diag(args):
-    import bench as B
-    import harness
-    from harness import Netns, QemuGuest, Vnetd, host_addr
-    common.require('bench_fixed', root=True, tun=True, exes=['ip', 'iperf3'])
-    wd = harness.workdir('fixed-diag')
-    harness.private_binaries(wd)
-    load0 = os.getloadavg()
-    log('fixed-diag: load average %.2f %.2f %.2f' % load0)
-    sock = os.path.join(wd, 'q.sock')
-    runs = []
-    with Netns(B.NETNS) as ns, Vnetd(ns, ['socket=%s,tap=vtap0' % sock], wd) as vd:
-        host_addr(ns, 'vtap0', B.HOST_IP)
-        with QemuGuest(harness.guest_kit(), vhost_socket=sock, qemu=harness.new_qemu('sid'),
-                       full_device=True, num_vqs=3,
-                       log_path=os.path.join(wd, 'q.log')) as g:
-            log('QEMU full-device guest booted in %.1f s' % g.boot_time)
-            B.guest_net_setup(g)
-            subj = B.Subject('qemu-full-vnetd', g, r'virtio[0-9]', vd)
-            for rep in range(1, args.reps + 1):
-                for prof in args.profiles.split(','):
-                    B.apply_guest_profile(g, vd, prof)
-                    for extra in args.vnetctl:
-                        vd.ctl(*extra.split())
-                    for d in args.directions.split(','):
-                        m = measure_fixed(B, subj, ns, args.kind, d, args.rate, args.duration,
-                                          perf=True)
-                        runs.append(dict(profile=prof, direction=d, rep=rep, rate=args.rate, **m))
-                        log('  %-10s %s %s rep %d: %s' % (prof, args.kind, d, rep, short(m)))
-    out = os.path.join(TOP, 'results', 'fixed-diag-%s.json' % (args.name or
-                                                              datetime.datetime.now().strftime('%Y%m%d-%H%M%S')))
-    with open(out, 'w') as f:
-        json.dump({'meta': {'date': datetime.datetime.now().isoformat(timespec='seconds'),
-                            'loadavg_start': load0, 'loadavg_end': os.getloadavg(),
-                            'args': vars(args), 'commit': common.git(TOP, 'describe', '--always',
-                                                                     '--dirty')},
-                   'runs': runs}, f, indent=1)
-    log('wrote %s' % out)
-    shutil.rmtree(wd, ignore_errors=True)
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    ap.add_argument('--diag', action='store_true', required=True)
-    ap.add_argument('--rate', default='250M')
-    ap.add_argument('--kind', default='tcp', choices=FIXED_KINDS)
-    ap.add_argument('--duration', type=int, default=6)
-    ap.add_argument('--reps', type=int, default=2)
-    ap.add_argument('--profiles', default='none,aggressive')
-    ap.add_argument('--directions', default='tx,rx')
-    ap.add_argument('--vnetctl', action='append', default=[],
-                    help='extra vnetctl command after each profile, e.g. "stall-guard p0 off"')
-    ap.add_argument('--name', help='results/fixed-diag-NAME.json')
-    diag(ap.parse_args())
-
-
-if __name__ == '__main__':
-    main()

@@ -1,24 +1,17 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """The fixed-load chart: per profile, CPU per Gbit at a fixed load and guest IRQ/s, each as the
 change against none, for vnetd's QEMU 11 full-device guest beside the seed's published row, and
 the limit: the CPU change if every interrupt went, at AGGRESSIVE's CPU saved per interrupt.
 
-Reads results/latest.json (or --json) "fixed" (bench_fixed.py's summary), writes
-results/fixed-latest.png and results/fixed-latest.dat (the plotted numbers). The seed's row
-(AGGRESSIVE: -74 % IRQ/s, -25 % CPU, -1 % throughput) is the published headline bench.py is
-measured against.
+draw() takes a result's "fixed" (bench/lib/fixed.py's summary) and writes the .png and the .dat
+(the plotted numbers): make bench (bench/coalescing.py) for results/fixed-latest.png, and
+bench/fixed_chart.py to redraw it from results/latest.json. The seed's row (AGGRESSIVE: -74 %
+IRQ/s, -25 % CPU, -1 % throughput) is the published headline make bench is measured against.
 """
 
-import argparse
-import json
-import os
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench_fixed  # noqa: E402
-import common  # noqa: E402
-import gnuplot  # noqa: E402
+from . import common
+from . import fixed
+from . import gnuplot
 
 SEED = {'aggressive': {'cpu': -25.0, 'irq': -74.0}}
 SETUP = 'qemu-full-vnetd'
@@ -44,8 +37,8 @@ def rows(fs, kind='tcp'):
                 r.append(change(x and x['median'], n and n['median']))
         r += [SEED.get(p, {}).get('cpu'), SEED.get(p, {}).get('irq')]
         out.append(r)
-    # The limit: every interrupt gone (bench_fixed's cpu_per_gbit_reduction_ceiling_fixed).
-    _, per = bench_fixed.targets_fixed(fs, SETUP, ('tx', 'rx'), kind)
+    # The limit: every interrupt gone (fixed.py's cpu_per_gbit_reduction_ceiling_fixed).
+    _, per = fixed.targets_fixed(fs, SETUP, ('tx', 'rx'), kind)
     lim = [per.get(d, {}).get('cpu_per_gbit_reduction_ceiling_fixed') for d in ('tx', 'rx')]
     if any(x is not None for x in lim):
         out.append(['"no IRQ (limit)"'] + [None if x is None else -100.0 * x for x in lim] +
@@ -82,18 +75,3 @@ def draw(res, png, dat):
           '"" using 7 title "seed (published)"' % dat,
           'unset multiplot']
     return gnuplot.run(gp, common.log)
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    ap.add_argument('--json', default=os.path.join(common.RESULTS, 'latest.json'))
-    ap.add_argument('--png', default=os.path.join(common.RESULTS, 'fixed-latest.png'))
-    a = ap.parse_args()
-    with open(a.json) as f:
-        res = json.load(f)
-    ok = draw(res, a.png, a.png[:-len('.png')] + '.dat')
-    sys.exit(0 if ok else 1)
-
-
-if __name__ == '__main__':
-    main()

@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: MIT
-"""bench.py's reports: summaries of the runs, the targets, markdown tables and the gnuplot chart."""
+"""make bench's reports (bench/coalescing.py): summaries of the runs, the targets, markdown tables and the gnuplot chart."""
 
 import statistics
 
-import gnuplot  # bench/gnuplot.py
-from common import log
+from . import gnuplot  # bench/lib/gnuplot.py
+from .common import log
 
 
 # What vnetd should then hold for the queues: a zero in either value means "every packet".
@@ -188,7 +188,7 @@ def ratios_md(rat):
 
 def chart(summary, profiles, directions, path_png, path_dat, setups=('uml-vnetd',), extra=(0, [])):
     """One row of three panels (throughput, CPU per Gbit, IRQ/s) per guest setup; extra =
-    (rows, gnuplot commands) of further three-panel rows (bench_coal.chart_rows)."""
+    (rows, gnuplot commands) of further three-panel rows (coal.chart_rows)."""
     setups = [x for x in setups if x in summary]
     labels = {v[0]: v[1] for v in GUESTS.values()}
     metrics = [('gbps', 'Throughput (Gbit/s)'), ('cpu_s_per_gbit', 'CPU s per Gbit (guest+vnetd)'),

@@ -23,9 +23,9 @@ import statistics
 import tempfile
 import time
 
-import common
-import dp_procs as P
-from common import TOP, log
+from . import common
+from . import dp_procs as P
+from .common import TOP, log
 
 MAC0, MAC1 = '02:00:00:00:25:01', '02:00:00:00:25:02'
 CASES = {1: '0+0', 2: '0+1'}

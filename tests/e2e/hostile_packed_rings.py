@@ -6,13 +6,13 @@ the packed encoding, a list that never ends."""
 
 import time
 
-from hostile_env import expect_alive_conn, expect_broken
-from hostile_packed_env import (PACKED, PACKED_MRG, RxBuffers, broken_log, buf, case,
-                                chain_case, expect_not_broken, fence, frame_to, send_from_p1,
-                                tx_buf, CASES)
-import vhost_user_client as vu
-from vhost_user_client import CTRL_Q, NET_HDR_LEN, RX_Q, TX_Q, VirtioNetFrontend
-from vu_packed import F_AVAIL, F_NEXT, F_WRITE
+from tests.kit.hostile_env import expect_alive_conn, expect_broken
+from tests.kit.hostile_packed_env import (PACKED, PACKED_MRG, RxBuffers, broken_log, buf, case,
+                                          chain_case, expect_not_broken, fence, frame_to,
+                                          send_from_p1, tx_buf, CASES)
+from tests.kit import vhost_user_client as vu
+from tests.kit.vhost_user_client import CTRL_Q, NET_HDR_LEN, RX_Q, TX_Q, VirtioNetFrontend
+from tests.kit.vu_packed import F_AVAIL, F_NEXT, F_WRITE
 
 
 # =============================================================================================

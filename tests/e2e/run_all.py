@@ -8,6 +8,16 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(os.path.dirname(HERE))
+
+
+def env():
+    """This environment with the repository's top first on PYTHONPATH: the tests import the kit as
+    tests.kit (and bench.lib)."""
+    e = dict(os.environ)
+    e['PYTHONPATH'] = os.pathsep.join([TOP] + [p for p in e.get('PYTHONPATH', '').split(os.pathsep)
+                                               if p and os.path.abspath(p) != TOP])
+    return e
 
 
 def main():
@@ -20,7 +30,7 @@ def main():
         name = os.path.basename(t)[:-3]
         print('=== %s' % name, flush=True)
         t0 = time.monotonic()
-        r = subprocess.run([sys.executable, t], cwd=HERE)
+        r = subprocess.run([sys.executable, t], cwd=HERE, env=env())
         dt = time.monotonic() - t0
         verdict = {0: 'PASS', 77: 'SKIP'}.get(r.returncode, 'FAIL')
         results.append((name, verdict, dt))

@@ -27,8 +27,8 @@ import subprocess
 import threading
 import time
 
-from harness import (GuestError, Netns, UmlGuest, Vnetd, check, guest_addr, host_addr,
-                     require_root_and_tun, uml_kit, workdir)
+from tests.kit.harness import (GuestError, Netns, UmlGuest, Vnetd, check, guest_addr, host_addr,
+                               require_root_and_tun, uml_kit, workdir)
 
 HOST_IP, GUEST_IP = '10.82.0.1', '10.82.0.2'
 NS = 'vnetd-e2e-churn'  # Netns appends -PID

@@ -10,8 +10,8 @@ import subprocess
 import threading
 import time
 
-from harness import (Netns, UmlGuest, Vnetd, check, guest_addr, host_addr, iperf3_client, make_blob,
-                     uml_start)
+from tests.kit.harness import (Netns, UmlGuest, Vnetd, check, guest_addr, host_addr, iperf3_client,
+                               make_blob, uml_start)
 
 MAC = '52:54:00:77:00:09'
 HOST_IP, GUEST_IP = '10.77.9.1', '10.77.9.2'

@@ -15,7 +15,7 @@ import signal
 import subprocess
 import time
 
-from harness import TOP, Netns, check, fail, skip, workdir
+from tests.kit.harness import TOP, Netns, check, fail, skip, workdir
 
 RUNDIR = '/run/vnetd'
 

@@ -12,8 +12,8 @@ import select
 import struct
 import time
 
-import vhost_user_client as vu
-from harness import NoNs, Vnetd, check, workdir
+from tests.kit import vhost_user_client as vu
+from tests.kit.harness import NoNs, Vnetd, check, workdir
 
 PAGE = 4096
 MAC1 = '52:54:00:aa:00:01'

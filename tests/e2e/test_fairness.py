@@ -3,12 +3,12 @@
 
 Issue "one guest must never starve the others". vnetd with three switch ports a, b, c (p0..p2):
   - c: a well-behaved guest with RX buffers posted; it announces its MAC (one broadcast);
-  - a: the hostile guest. Its TX queue holds fairness_kit.FLOOD_RING (32768) valid one-frame
-    chains and tests/e2e/ringspin.c (compiled here with cc) keeps avail.idx == used.idx + ring
+  - a: the hostile guest. Its TX queue holds tests/kit/fairness.py FLOOD_RING (32768) valid one-frame
+    chains and tests/kit/ringspin.c (compiled here with cc) keeps avail.idx == used.idx + ring
     size for ever, re-posting the same heads as fast as vnetd uses them and kicking whenever
     allowed. Each chain is one 64 KiB frame in an indirect table of 1024 descriptors (valid,
     and costly: the ring takes vnetd ~200 ms to drain, so the flood survives the flooder being
-    descheduled on a busy machine; see fairness_kit). The frame goes from A's MAC to A's MAC,
+    descheduled on a busy machine; see tests/kit/fairness.py). The frame goes from A's MAC to A's MAC,
     which the switch filters (destination behind its own port), so the flood costs vnetd TX
     work only and fills nobody's RX queue. The flooder runs at nice -20 when allowed.
 While A floods, and a thread does control-socket round trips (10 ms apart) all along:
@@ -31,12 +31,12 @@ import subprocess
 import sys
 import time
 
-import harness
-from harness import check, skip, workdir
-import fairness_kit as fk
-from fairness_kit import MACS, PORT
-from vhost_user_client import (NET_HDR_LEN, RX_Q, TX_Q, VIRTIO_NET_OK, VhostUserError,
-                               VirtioNetFrontend)
+from tests.kit import harness
+from tests.kit.harness import check, skip, workdir
+from tests.kit import fairness as fk
+from tests.kit.fairness import MACS, PORT
+from tests.kit.vhost_user_client import (NET_HDR_LEN, RX_Q, TX_Q, VIRTIO_NET_OK, VhostUserError,
+                                         VirtioNetFrontend)
 
 WAIT = float(os.environ.get('VNETD_FAIRNESS_WAIT', '30'))  # s: bound of every wait under flood
 FRAMES = 32              # b -> c

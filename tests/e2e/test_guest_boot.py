@@ -7,15 +7,12 @@ A kernel that cannot run on this CPU is reported with the reason (not a failure)
 guest, the newest kernel that boots, must boot and have its tools. Exit 0 PASS, 77 SKIP, 1 FAIL.
 """
 
-import os
 import shutil
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import harness  # noqa: E402
-import kits  # noqa: E402
-from harness import QemuGuest, UmlGuest, GuestError, check  # noqa: E402
+from tests.kit import harness
+from tests.kit import kits
+from tests.kit.harness import QemuGuest, UmlGuest, GuestError, check
 
 
 def run(g, cmd, expect):

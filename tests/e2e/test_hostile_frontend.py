@@ -21,9 +21,9 @@ import sys
 import threading
 import time
 
-from hostile_env import *  # noqa: F401,F403 (the cases use the whole kit)
-from hostile_env import Env, Result, prerequisites, run_suite
-from harness import VNETD, workdir
+from tests.kit.hostile_env import *  # noqa: F401,F403 (the cases use the whole kit)
+from tests.kit.hostile_env import Env, Result, prerequisites, run_suite
+from tests.kit.harness import VNETD, workdir
 
 
 # =============================================================================================
@@ -888,7 +888,7 @@ import socket as _socket
 import stat as _stat
 import subprocess as _subprocess
 
-from harness import ControlClient as _ControlClient
+from tests.kit.harness import ControlClient as _ControlClient
 
 PROMPT = 2.0  # s: what "returns promptly" means below (normally a few ms)
 
@@ -1686,7 +1686,7 @@ def tx_burst(f, frame, n):
 @case('storm control: p0 floods broadcasts over its flood-rate', log=r'switch p0: floods '
       r'\(broadcast, multicast, unknown unicast\) over flood-rate=%d' % P0_FLOOD_RATE)
 def storm_control(env, res):
-    from hostile_env import P0_FLOOD_RATE as rate
+    from tests.kit.hostile_env import P0_FLOOD_RATE as rate
     f1 = env.frontend(1).setup()
     f1.transmit(ether_frame(BCAST, MACS[1]))  # p1's MAC learnt
     f0 = env.frontend(0).setup()

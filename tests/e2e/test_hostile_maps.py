@@ -26,11 +26,11 @@ import re
 import sys
 import time
 
-from harness import NoNs, Vnetd, workdir
-from hostile_env import Result, prerequisites
-import vhost_user_client as vu
-from vhost_user_client import (NET_HDR_LEN, RX_Q, VhostUserClient, VhostUserError,
-                               VirtioNetFrontend, ether_frame)
+from tests.kit.harness import NoNs, Vnetd, workdir
+from tests.kit.hostile_env import Result, prerequisites
+from tests.kit import vhost_user_client as vu
+from tests.kit.vhost_user_client import (NET_HDR_LEN, RX_Q, VhostUserClient, VhostUserError,
+                                         VirtioNetFrontend, ether_frame)
 
 HOSTILE = 20              # more than the 17 that filled the old table
 SMALL_CAP = 8             # hostile port 0's max-mem-slots=

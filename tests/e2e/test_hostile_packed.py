@@ -24,20 +24,20 @@ Ring-size, RX-buffer and ring-state cases live in hostile_packed_rings.py, the m
 hostile_packed_env.py. Needs no root and no guest: switch ports create no interface. About 12 s.
 """
 
-import os
 import sys
 
-from harness import workdir
-from hostile_env import expect_alive_conn, expect_broken, prerequisites, run_suite
-from hostile_packed_env import (COAL_USECS, PACKED, PACKED_EVENT_IDX, PACKED_INDIRECT,
-                                PACKED_IN_ORDER, CASES, PackedEnv, RxBuffers, broken_log, buf,
-                                case, chain_case, expect_not_broken, fence, frame_to,
-                                kick_and_settle, nothing_consumed, packed_after_case, rx_producer,
-                                send_from_p1, suppression_phases, tx_buf, tx_producer)
-import vhost_user_client as vu
-from vhost_user_client import CTRL_Q, NET_HDR_LEN, RX_Q, TX_Q, VirtioNetFrontend
-from vu_packed import (EVENT_DESC, EVENT_DISABLE, EVENT_ENABLE, F_AVAIL, F_INDIRECT, F_NEXT,
-                       F_USED, F_WRITE)
+from tests.kit.harness import workdir
+from tests.kit.hostile_env import expect_alive_conn, expect_broken, prerequisites, run_suite
+from tests.kit.hostile_packed_env import (COAL_USECS, PACKED, PACKED_EVENT_IDX, PACKED_INDIRECT,
+                                          PACKED_IN_ORDER, CASES, PackedEnv, RxBuffers, broken_log,
+                                          buf, case, chain_case, expect_not_broken, fence, frame_to,
+                                          kick_and_settle, nothing_consumed, packed_after_case,
+                                          rx_producer, send_from_p1, suppression_phases, tx_buf,
+                                          tx_producer)
+from tests.kit import vhost_user_client as vu
+from tests.kit.vhost_user_client import CTRL_Q, NET_HDR_LEN, RX_Q, TX_Q, VirtioNetFrontend
+from tests.kit.vu_packed import (EVENT_DESC, EVENT_DISABLE, EVENT_ENABLE, F_AVAIL, F_INDIRECT,
+                                 F_NEXT, F_USED, F_WRITE)
 
 # =============================================================================================
 # Bad lists: each breaks its queue (TX, RX when a frame arrives, ctrl)
@@ -393,7 +393,7 @@ def split_in_order_skip(env, res):
     expect_alive_conn(res, f.vu, 'an IN_ORDER violation')
 
 
-import hostile_packed_rings  # noqa: E402,F401 (registers its cases after these)
+from tests.e2e import hostile_packed_rings  # noqa: E402,F401 (registers its cases after these)
 
 
 def main():

@@ -28,9 +28,9 @@ import sys
 import threading
 import time
 
-from harness import VNETD, Netns, NoNs, Vnetd, workdir
-import vhost_user_client as vu
-from vhost_user_client import RX_Q, TX_Q, VhostUserError, VirtioNetFrontend
+from tests.kit.harness import VNETD, Netns, NoNs, Vnetd, workdir
+from tests.kit import vhost_user_client as vu
+from tests.kit.vhost_user_client import RX_Q, TX_Q, VhostUserError, VirtioNetFrontend
 
 QSIZE = 256
 RACE_S = 2.5          # racing per case and vnetd

@@ -22,8 +22,8 @@ import re
 import subprocess
 import time
 
-from harness import (Netns, UmlGuest, Vnetd, check, fail, guest_addr, host_addr,
-                     require_root_and_tun, uml_kit, workdir)
+from tests.kit.harness import (Netns, UmlGuest, Vnetd, check, fail, guest_addr, host_addr,
+                               require_root_and_tun, uml_kit, workdir)
 
 HOST_IP, GUEST_IP = '10.81.0.1', '10.81.0.2'
 NS = 'vnetd-e2e-cycles'  # Netns appends -PID

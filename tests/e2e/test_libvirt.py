@@ -26,8 +26,8 @@ import threading
 import time
 import uuid
 
-from guest import DONE_RE, _Guest, GuestError
-from harness import NoNs, Vnetd, check, fail, guest_kit, skip, workdir
+from tests.kit.guest import DONE_RE, _Guest, GuestError
+from tests.kit.harness import NoNs, Vnetd, check, fail, guest_kit, skip, workdir
 
 SIZE_MB = 4
 MIG_MB = 24

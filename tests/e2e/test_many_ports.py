@@ -6,8 +6,8 @@ frontend on the first (switch flooding across 1024 ports); vnetctl lists every p
 import os
 import resource
 
-from harness import NoNs, Vnetd, check, workdir
-from vhost_user_client import NET_HDR_LEN, RX_Q, VirtioNetFrontend
+from tests.kit.harness import NoNs, Vnetd, check, workdir
+from tests.kit.vhost_user_client import NET_HDR_LEN, RX_Q, VirtioNetFrontend
 
 N = 1024
 

@@ -27,9 +27,9 @@ import time
 import urllib.parse
 import urllib.request
 
-import harness
-from harness import NoNs, Vnetd, check, fail, skip, workdir
-from vhost_user_client import VirtioNetFrontend, ether_frame
+from tests.kit import harness
+from tests.kit.harness import NoNs, Vnetd, check, fail, skip, workdir
+from tests.kit.vhost_user_client import VirtioNetFrontend, ether_frame
 
 MAC_A, MAC_B = '52:54:00:ee:00:0a', '52:54:00:ee:00:0b'
 FRAMES = 20

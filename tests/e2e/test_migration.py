@@ -19,10 +19,10 @@ import shutil
 import sys
 import time
 
-from harness import (Netns, Vnetd, check, guest_addr, guest_kit, make_blob, require_program,
-                     require_root_and_tun, skip, workdir)
-from migration_kit import (AnyQemu, IncomingQemu, Qmp, bridge_taps, compare_ram, fdb_port,
-                           migrate, migration_qemu, qemu_args, start_throttled_server)
+from tests.kit.harness import (Netns, Vnetd, check, guest_addr, guest_kit, make_blob,
+                               require_program, require_root_and_tun, skip, workdir)
+from tests.kit.migration import (AnyQemu, IncomingQemu, Qmp, bridge_taps, compare_ram, fdb_port,
+                                 migrate, migration_qemu, qemu_args, start_throttled_server)
 
 MAC = '52:54:00:81:00:02'
 BLOB_MB = 12

@@ -17,8 +17,8 @@ import os
 import re
 import time
 
-from harness import (HostServers, Netns, UmlGuest, Vnetd, check, guest_addr, host_addr,
-                     make_blob, ns_fetch_sha, require_root_and_tun, uml_kit, workdir)
+from tests.kit.harness import (HostServers, Netns, UmlGuest, Vnetd, check, guest_addr, host_addr,
+                               make_blob, ns_fetch_sha, require_root_and_tun, uml_kit, workdir)
 
 MAC = '52:54:00:72:06:02'
 HOST, GUEST = '10.72.6.1', '10.72.6.2'

@@ -12,11 +12,11 @@ import shutil
 import subprocess
 import time
 
-from harness import (Netns, UmlGuest, Vnetd, check, guest_addr, guest_kit, require_program,
-                     skip, uml_start)
-from migration_kit import (IncomingQemu, Qmp, compare_ram, fdb_port, migrate, migration_qemu,
-                           qemu_args)
-from guest import QemuGuest
+from tests.kit.harness import (Netns, UmlGuest, Vnetd, check, guest_addr, guest_kit,
+                               require_program, skip, uml_start)
+from tests.kit.migration import (IncomingQemu, Qmp, compare_ram, fdb_port, migrate, migration_qemu,
+                                 qemu_args)
+from tests.kit.guest import QemuGuest
 
 MTU = 1450                       # 1500 on the underlay minus VXLAN's 50 (docs/multihost.md)
 UL = {'A': '10.99.0.1', 'B': '10.99.0.2'}       # underlay (veth)

@@ -4,16 +4,15 @@ one with packed=on,in-order=on (negotiated feature bits from both sides, ring ki
 ping, byte-exact HTTP both ways, guest ethtool -C reaching vnetd), and DPDK testpmd virtio-user
 packed_vq=1 (and packed_vq=1,in_order=1) through two switch ports, counting frames delivered,
 and on a tap port: frames testpmd sends counted on the tap in the namespace (as
-bench/dp_stacks.py's tap path), and frames sent into the tap counted by testpmd; the tap's
+bench/lib/dp_stacks.py's tap path), and frames sent into the tap counted by testpmd; the tap's
 TX once more with --no-io-uring (one writev() per frame instead of a burst per io_uring_enter())."""
 
 import json
 import os
-import sys
 import time
 
-from harness import (HostServers, Netns, UmlGuest, Vnetd, check, guest_addr, host_addr, make_blob,
-                     ns_fetch_sha, uml_start, TOP)
+from tests.kit.harness import (HostServers, Netns, UmlGuest, Vnetd, check, guest_addr, host_addr,
+                               make_blob, ns_fetch_sha, uml_start)
 
 SIZE_MB = 4
 RING_PACKED, IN_ORDER = 34, 35
@@ -80,8 +79,7 @@ def run_guest(kit, wd, ns, vd, name, port, sock, spec, blob_sha):
 def testpmd_switch(wd, vd, socks, vu_extra):
     """testpmd flowgen on two virtio-user ports (vu_extra devargs) through vnetd's switch ports:
     (frames sent, frames received)."""
-    sys.path.insert(0, os.path.join(TOP, 'bench'))
-    import dp_procs as P
+    from bench.lib import dp_procs as P
     pfx = 'vnetd-e2e-packed-%d' % os.getpid()
     fe = P.Testpmd('virtio-user', P.eal_args(pfx, 0, [
         'net_virtio_user0,path=%s,queues=1,mac=%s%s' % (socks[0], SW_MAC0, vu_extra),
@@ -121,8 +119,7 @@ def testpmd_tap(wd, ns, vd, port, sock, vu_extra):
     sends are counted on the tap; INJECT frames written on the tap are counted by testpmd.
     Returns (port info, sent, tap rx, vnetd TX-ring packets, injected frames vnetd read from the
     tap, frames the tap's full queue dropped, frames testpmd got, vnetd RX-ring packets)."""
-    sys.path.insert(0, os.path.join(TOP, 'bench'))
-    import dp_procs as P
+    from bench.lib import dp_procs as P
     pfx = 'vnetd-e2e-pktap-%d' % os.getpid()
     fe = P.Testpmd('virtio-user', P.eal_args(pfx, 0, [
         'net_virtio_user0,path=%s,queues=1,mac=%s%s' % (sock, TAP_MAC, vu_extra)], mem_mb=512),

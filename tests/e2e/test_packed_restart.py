@@ -26,11 +26,10 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
-from harness import (Netns, NoNs, QemuGuest, Vnetd, check, fail, guest_addr, guest_kit,
-                     make_blob, new_qemu, require_program, require_root_and_tun, workdir, TOP)
+from tests.kit.harness import (Netns, NoNs, QemuGuest, Vnetd, check, fail, guest_addr, guest_kit,
+                               make_blob, new_qemu, require_program, require_root_and_tun, workdir)
 
 HOST_IP, GUEST_IP = '10.79.34.1', '10.79.34.2'
 TAP = 'vpr0'
@@ -231,8 +230,7 @@ def check_traffic(what, sent, got, moved):
 def dpdk_case(wd, vu_extra, want_io):
     """testpmd virtio-user (server=1, vu_extra) on two client-mode switch ports; vnetd SIGTERMed
     and then SIGKILLed, restarted each time with --state-dir; traffic before and after."""
-    sys.path.insert(0, os.path.join(TOP, 'bench'))
-    import dp_procs as P
+    from bench.lib import dp_procs as P
     tag = 'io%d' % want_io
     socks = [os.path.join(wd, '%s-sw%d.sock' % (tag, i)) for i in range(2)]
     state = os.path.join(wd, 'state-' + tag)

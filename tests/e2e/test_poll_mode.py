@@ -7,8 +7,8 @@ frame sent after that, announced by a kick only, still arrives."""
 import os
 import time
 
-from harness import NoNs, Vnetd, check, workdir
-from vhost_user_client import RX_Q, TX_Q, VirtioNetFrontend, ether_frame
+from tests.kit.harness import NoNs, Vnetd, check, workdir
+from tests.kit.vhost_user_client import RX_Q, TX_Q, VirtioNetFrontend, ether_frame
 
 MAC_A, MAC_B = '52:54:00:77:00:0a', '52:54:00:77:00:0b'
 BCAST = 'ff:ff:ff:ff:ff:ff'

@@ -5,8 +5,8 @@ and host-side coalescing (vnetctl coalesce) lowers its notification counters on 
 import os
 import subprocess
 
-from harness import (Netns, QemuGuest, Vnetd, check, counter_delta, guest_addr, guest_kit,
-                     host_addr, make_blob, require_program, require_root_and_tun, workdir)
+from tests.kit.harness import (Netns, QemuGuest, Vnetd, check, counter_delta, guest_addr, guest_kit,
+                               host_addr, make_blob, require_program, require_root_and_tun, workdir)
 
 SIZE_MB = 8
 

@@ -12,8 +12,9 @@ import json
 import os
 import socket
 
-from harness import (HostServers, Netns, QemuGuest, Vnetd, check, guest_addr, guest_kit, host_addr,
-                     make_blob, new_qemu, ns_fetch_sha, require_root_and_tun, workdir)
+from tests.kit.harness import (HostServers, Netns, QemuGuest, Vnetd, check, guest_addr, guest_kit,
+                               host_addr, make_blob, new_qemu, ns_fetch_sha, require_root_and_tun,
+                               workdir)
 
 MAC = '52:54:00:7a:00:02'
 HOST, GUEST = '10.122.0.1', '10.122.0.2'

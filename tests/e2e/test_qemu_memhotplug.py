@@ -12,9 +12,9 @@ import os
 import re
 import time
 
-from harness import (Netns, Vnetd, check, guest_addr, guest_kit, host_addr, make_blob,
-                     require_program, require_root_and_tun, workdir)
-from migration_kit import AnyQemu, Qmp, qemu_args, start_throttled_server
+from tests.kit.harness import (Netns, Vnetd, check, guest_addr, guest_kit, host_addr, make_blob,
+                               require_program, require_root_and_tun, workdir)
+from tests.kit.migration import AnyQemu, Qmp, qemu_args, start_throttled_server
 
 SIZE_MB = 24
 RATE = 3 << 20            # bytes/s: each transfer takes ~8 s, the hotplug happens inside it

@@ -7,8 +7,9 @@ each way through the packed rings."""
 import os
 import subprocess
 
-from harness import (Netns, QemuGuest, Vnetd, check, guest_addr, guest_kit, host_addr, make_blob,
-                     ns_fetch_sha, require_program, require_root_and_tun, workdir)
+from tests.kit.harness import (Netns, QemuGuest, Vnetd, check, guest_addr, guest_kit, host_addr,
+                               make_blob, ns_fetch_sha, require_program, require_root_and_tun,
+                               workdir)
 
 SIZE_MB = 8
 RING_PACKED, IN_ORDER = 34, 35

@@ -13,10 +13,11 @@ rxhash_probe.c); 8 MB byte-exact both ways."""
 
 import os
 
-from harness import (HostServers, Netns, QemuGuest, Vnetd, check, guest_addr, guest_kit, host_addr,
-                     make_blob, new_qemu, ns_fetch_sha, require_root_and_tun, workdir)
-from rss_kit import (build_probe, check_flows, check_guest_hashes, guest_hashes,
-                     guest_rss_commands, rss, weights)
+from tests.kit.harness import (HostServers, Netns, QemuGuest, Vnetd, check, guest_addr, guest_kit,
+                               host_addr, make_blob, new_qemu, ns_fetch_sha, require_root_and_tun,
+                               workdir)
+from tests.kit.rss import (build_probe, check_flows, check_guest_hashes, guest_hashes,
+                           guest_rss_commands, rss, weights)
 
 MAC = '52:54:00:7a:05:02'
 HOST, GUEST = '10.122.5.1', '10.122.5.2'

@@ -13,10 +13,9 @@ queue-workers=0+1, and then every queue of both moves frames; the frontend kille
 leaves vnetd running, and a new one forwards on every queue."""
 
 import os
-import sys
 import time
 
-from harness import NoNs, Vnetd, VNETCTL, VNETD, check, fail, skip, workdir, TOP
+from tests.kit.harness import NoNs, Vnetd, VNETCTL, VNETD, check, fail, skip, workdir
 
 MAC0, MAC1 = '02:00:00:00:24:01', '02:00:00:00:24:02'
 FLOWGEN_SRC = '00:01:02:03:04:00'  # testpmd flowgen's own source MAC: allowed on both ports
@@ -73,8 +72,7 @@ def main():
             fail('%s not built (run make)' % exe)
     if not os.path.exists('/usr/bin/dpdk-testpmd'):
         skip('dpdk-testpmd not installed (package dpdk)')
-    sys.path.insert(0, os.path.join(TOP, 'bench'))
-    import dp_procs as P
+    from bench.lib import dp_procs as P
     wd = workdir('queue-workers')
     socks = [os.path.join(wd, 'q%d.sock' % i) for i in range(2)]
     ports = [spec(socks[0], MAC0, ',queue-workers=0+1'), spec(socks[1], MAC1)]

@@ -12,10 +12,10 @@ import tempfile
 import time
 import urllib.request
 
-import fairness_kit as fk
-import harness
-from harness import NoNs, Vnetd, check
-from vhost_user_client import RX_Q, TX_Q
+from tests.kit import fairness as fk
+from tests.kit import harness
+from tests.kit.harness import NoNs, Vnetd, check
+from tests.kit.vhost_user_client import RX_Q, TX_Q
 
 MACS = {'a': '52:54:00:5a:02:0a', 'b': '52:54:00:5a:02:0b'}
 FRAME = 1514

@@ -25,7 +25,8 @@ import os
 import subprocess
 import time
 
-from harness import Netns, UmlGuest, Vnetd, check, fail, guest_addr, host_addr, make_blob, uml_start
+from tests.kit.harness import (Netns, UmlGuest, Vnetd, check, fail, guest_addr, host_addr,
+                               make_blob, uml_start)
 
 HOST_IP, GUEST_IP = '10.78.0.1', '10.78.0.2'
 ROUNDS = 3

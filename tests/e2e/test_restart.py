@@ -13,8 +13,8 @@ import signal
 import subprocess
 import time
 
-from harness import (Netns, QemuGuest, Vnetd, check, fail, guest_addr, guest_kit, make_blob,
-                     require_root_and_tun, workdir)
+from tests.kit.harness import (Netns, QemuGuest, Vnetd, check, fail, guest_addr, guest_kit,
+                               make_blob, require_root_and_tun, workdir)
 
 HOST_IP, GUEST_IP = '10.79.5.1', '10.79.5.2'
 TAP = 'vrs0'

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """RSS settings survive a migration and a vnetd restart without the driver resending them.
-Python frontends (tests/e2e/vhost_user_client.py) on queues=2,rss=on switch ports negotiate
+Python frontends (tests/kit/vhost_user_client.py) on queues=2,rss=on switch ports negotiate
 VIRTIO_NET_F_RSS and HASH_REPORT and send an RSS_CONFIG (hash types, 40-byte key, a 1:3
 table of 128 entries, unclassified queue 1). DEVICE_STATE: saved on p0, loaded on p1 (a
 fresh frontend that never sent a command): vnetctl ports shows p1 with p0's table, key, hash
@@ -15,8 +15,8 @@ import signal
 import struct
 import time
 
-import vhost_user_client as vu
-from harness import NoNs, Vnetd, check, workdir
+from tests.kit import vhost_user_client as vu
+from tests.kit.harness import NoNs, Vnetd, check, workdir
 
 VIRTIO_NET_F_MQ, VIRTIO_NET_F_RSS, VIRTIO_NET_F_HASH_REPORT = 22, 60, 57
 FEAT = (vu.DEFAULT_FEATURES | (1 << VIRTIO_NET_F_MQ) | (1 << VIRTIO_NET_F_RSS) |

@@ -10,7 +10,7 @@ import os
 import signal
 import time
 
-from harness import Netns, UmlGuest, Vnetd, check, guest_addr, host_addr, uml_start
+from tests.kit.harness import Netns, UmlGuest, Vnetd, check, guest_addr, host_addr, uml_start
 
 MAC = '52:54:00:77:01:02'
 HOST_IP, GUEST_IP = '10.77.1.1', '10.77.1.2'

@@ -11,8 +11,8 @@ import os
 import shutil
 import time
 
-from harness import (Netns, UmlGuest, Vnetd, check, guest_addr, host_addr, iperf3_client, skip,
-                     uml_start)
+from tests.kit.harness import (Netns, UmlGuest, Vnetd, check, guest_addr, host_addr, iperf3_client,
+                               skip, uml_start)
 
 HOST_IP, GUEST_IP = '10.89.0.1', '10.89.0.2'
 RUNS, SECONDS = 6, 3

@@ -21,8 +21,8 @@ import signal
 import subprocess
 import time
 
-from harness import (BUILD, TOP, Netns, UmlGuest, Vnetd, check, fail, guest_addr, host_addr,
-                     require_root_and_tun, skip, uml_kit, workdir)
+from tests.kit.harness import (BUILD, TOP, Netns, UmlGuest, Vnetd, check, fail, guest_addr,
+                               host_addr, require_root_and_tun, skip, uml_kit, workdir)
 
 NETNS = 'vnetd-e2e-sandbox'
 TAP = 'sbtap0'

@@ -15,8 +15,8 @@ import stat
 import subprocess
 import sys
 
-import harness
-from harness import NoNs, Vnetd, check, fail, skip, workdir
+from tests.kit import harness
+from tests.kit.harness import NoNs, Vnetd, check, fail, skip, workdir
 
 NOBODY = 65534
 CONNECT = ('import socket,sys;s=socket.socket(socket.AF_UNIX);'

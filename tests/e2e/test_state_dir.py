@@ -6,15 +6,15 @@ mode (VIRTIO_NET_CTRL_RX), MAC filter table (CTRL_MAC_TABLE_SET) and MAC (CTRL_M
 shown by vnetctl ports; a state file that is garbage, too big or for another socket is ignored
 (logged) and vnetd starts anyway, as is one whose packed ring positions (version 4) name a
 slot outside the ring or have wrap counters that disagree. Python frontends
-(tests/e2e/vhost_user_client.py), no guest kernel."""
+(tests/kit/vhost_user_client.py), no guest kernel."""
 
 import os
 import signal
 import struct
 
-from harness import NoNs, Vnetd, check, workdir
-from vhost_user_client import (CTRL_MAC, CTRL_RX, DEFAULT_FEATURES, VIRTIO_NET_F_CTRL_RX,
-                               VirtioNetFrontend)
+from tests.kit.harness import NoNs, Vnetd, check, workdir
+from tests.kit.vhost_user_client import (CTRL_MAC, CTRL_RX, DEFAULT_FEATURES, VIRTIO_NET_F_CTRL_RX,
+                                         VirtioNetFrontend)
 
 OK = 0
 VIRTIO_NET_F_CTRL_MAC_ADDR = 23

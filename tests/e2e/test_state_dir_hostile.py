@@ -5,7 +5,7 @@ mode over the control queue in a loop gets its state file written at most about 
 symlink planted at the temporary file's name does not make vnetd write through it; a symlink at
 the state file's name is not followed; a FIFO there does not block start-up; a state directory
 that group or others can write, or that another user owns, is refused at start with a clear
-message. Python frontends (tests/e2e/vhost_user_client.py), no guest kernel."""
+message. Python frontends (tests/kit/vhost_user_client.py), no guest kernel."""
 
 import ctypes
 import json
@@ -17,9 +17,9 @@ import subprocess
 import sys
 import time
 
-from harness import NoNs, Vnetd, workdir
-from vhost_user_client import (CTRL_MAC, CTRL_RX, DEFAULT_FEATURES, VIRTIO_NET_F_CTRL_RX,
-                               VirtioNetFrontend)
+from tests.kit.harness import NoNs, Vnetd, workdir
+from tests.kit.vhost_user_client import (CTRL_MAC, CTRL_RX, DEFAULT_FEATURES, VIRTIO_NET_F_CTRL_RX,
+                                         VirtioNetFrontend)
 
 OK = 0
 VIRTIO_NET_F_CTRL_MAC_ADDR = 23

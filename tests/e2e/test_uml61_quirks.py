@@ -10,8 +10,8 @@ same change is accepted and reaches vnetd as TX_SET. Ping and a byte-exact trans
 
 import os
 
-from harness import (HostServers, Netns, UmlGuest, Vnetd, check, guest_addr, host_addr, make_blob,
-                     uml_start)
+from tests.kit.harness import (HostServers, Netns, UmlGuest, Vnetd, check, guest_addr, host_addr,
+                               make_blob, uml_start)
 
 MAC = '52:54:00:61:00:02'
 HOST, GUEST = '10.61.0.1', '10.61.0.2'

@@ -12,8 +12,9 @@ VNETD_UML_SUITE=trixie runs the same checks against trixie's Linux 6.12 (not par
 import hashlib
 import os
 
-from harness import (HostServers, Netns, UmlGuest, Vnetd, check, fail, guest_addr, host_addr,
-                     make_blob, ns_fetch_sha, require_root_and_tun, uml_kit, workdir)
+from tests.kit.harness import (HostServers, Netns, UmlGuest, Vnetd, check, fail, guest_addr,
+                               host_addr, make_blob, ns_fetch_sha, require_root_and_tun, uml_kit,
+                               workdir)
 
 SUITE = os.environ.get('VNETD_UML_SUITE', 'sid')
 KERNEL = {'sid': '7.', 'trixie': '6.12'}      # what uname -r of the suite's UML starts with

@@ -15,10 +15,10 @@ import json
 import os
 import re
 
-from harness import (HostServers, Netns, UmlGuest, Vnetd, check, guest_addr, host_addr,
-                     make_blob, require_root_and_tun, uml_kit, workdir)
-from rss_kit import (KEY, build_probe, check_flows, check_guest_hashes, guest_hashes,
-                     guest_rss_commands, rss, weights)
+from tests.kit.harness import (HostServers, Netns, UmlGuest, Vnetd, check, guest_addr, host_addr,
+                               make_blob, require_root_and_tun, uml_kit, workdir)
+from tests.kit.rss import (KEY, build_probe, check_flows, check_guest_hashes, guest_hashes,
+                           guest_rss_commands, rss, weights)
 
 MAC = '52:54:00:72:05:02'
 HOST, GUEST = '10.72.5.1', '10.72.5.2'

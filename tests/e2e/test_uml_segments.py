@@ -8,7 +8,7 @@ of the MACs inside them."""
 import json
 import os
 
-from harness import NoNs, UmlGuest, Vnetd, check, guest_addr, uml_start
+from tests.kit.harness import NoNs, UmlGuest, Vnetd, check, guest_addr, uml_start
 
 
 def main():

@@ -3,7 +3,7 @@
 
 import os
 
-from harness import NoNs, UmlGuest, Vnetd, check, guest_addr, uml_start
+from tests.kit.harness import NoNs, UmlGuest, Vnetd, check, guest_addr, uml_start
 
 
 def main():

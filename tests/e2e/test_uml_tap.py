@@ -6,8 +6,8 @@ import os
 import re
 import subprocess
 
-from harness import (Netns, UmlGuest, Vnetd, check, counter_delta, guest_addr, host_addr, make_blob,
-                     uml_start)
+from tests.kit.harness import (Netns, UmlGuest, Vnetd, check, counter_delta, guest_addr, host_addr,
+                               make_blob, uml_start)
 
 MAC = '52:54:00:77:00:02'
 HOST_IP, GUEST_IP = '10.77.0.1', '10.77.0.2'

@@ -12,8 +12,8 @@ import shutil
 import socket
 import subprocess
 
-from harness import (Netns, UmlGuest, Vnetd, check, guest_addr, host_addr, make_blob, skip,
-                     uml_start)
+from tests.kit.harness import (Netns, UmlGuest, Vnetd, check, guest_addr, host_addr, make_blob,
+                               skip, uml_start)
 
 MAC = '52:54:00:78:00:02'
 PEER_IP, GUEST_IP = '10.78.0.1', '10.78.0.2'

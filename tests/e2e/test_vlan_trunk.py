@@ -9,12 +9,12 @@ untagged ones never reach the guest."""
 import json
 import os
 
-from harness import TOP, Netns, UmlGuest, Vnetd, check, guest_addr, uml_start  # noqa: F401
+from tests.kit.harness import TOP, Netns, UmlGuest, Vnetd, check, guest_addr, uml_start  # noqa: F401
 
 MAC = '52:54:00:77:0a:02'
 HOST_MAC = '02:00:00:77:0a:01'
 HOST_IP, GUEST_IP = '10.77.10.1', '10.77.10.2'
-HOST = os.path.join(TOP, 'tests', 'e2e', 'vlan_host.py')
+HOST = os.path.join(TOP, 'tests', 'kit', 'vlan_host.py')
 
 
 def host_ping(ns, vid, sizes=(56, 1200)):

@@ -14,7 +14,8 @@ import os
 import subprocess
 import threading
 
-from harness import Netns, UmlGuest, Vnetd, check, guest_addr, host_addr, make_blob, uml_start
+from tests.kit.harness import (Netns, UmlGuest, Vnetd, check, guest_addr, host_addr, make_blob,
+                               uml_start)
 
 BLOB_MB = 16
 SWITCH_MB = 8

@@ -62,10 +62,11 @@ os.environ.setdefault('VNETD_BUILD', os.path.join(TOP, 'build-tsan'))
 # suppressions: no report so far came from a library.
 os.environ.setdefault('TSAN_OPTIONS', 'halt_on_error=1:history_size=7:second_deadlock_stack=1')
 
-import vhost_user_client as vu  # noqa: E402
-import vu_packed  # noqa: E402
-import harness  # noqa: E402
-from harness import NoNs, Vnetd, workdir  # noqa: E402
+# After the environment above: harness reads VNETD_BUILD when imported.
+from tests.kit import vhost_user_client as vu  # noqa: E402
+from tests.kit import vu_packed  # noqa: E402
+from tests.kit import harness  # noqa: E402
+from tests.kit.harness import NoNs, Vnetd, workdir  # noqa: E402
 
 PAGE = 4096
 STRIDE = 8 * PAGE           # one RX buffer per 8 pages: its log byte is its own

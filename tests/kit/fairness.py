@@ -11,12 +11,12 @@ import subprocess
 import threading
 import time
 
-import harness
-from harness import NoNs, Vnetd
-from vhost_user_client import (DEFAULT_FEATURES, DESC, NET_HDR_LEN, TX_Q,
-                               VIRTIO_RING_F_INDIRECT_DESC, VRING_DESC_F_INDIRECT,
-                               VRING_DESC_F_NEXT, VRING_DESC_F_WRITE, VhostUserError,
-                               VirtioNetFrontend, ether_frame)
+from . import harness
+from .harness import NoNs, Vnetd
+from .vhost_user_client import (DEFAULT_FEATURES, DESC, NET_HDR_LEN, TX_Q,
+                                VIRTIO_RING_F_INDIRECT_DESC, VRING_DESC_F_INDIRECT,
+                                VRING_DESC_F_NEXT, VRING_DESC_F_WRITE, VhostUserError,
+                                VirtioNetFrontend, ether_frame)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RINGSPIN_C = os.path.join(HERE, 'ringspin.c')

@@ -11,8 +11,8 @@ import sys
 import tempfile
 import time
 
-from guest import Netns, UmlGuest, QemuGuest, GuestError  # noqa: F401  (re-exported)
-import kits
+from .guest import Netns, UmlGuest, QemuGuest, GuestError  # noqa: F401  (re-exported)
+from . import kits
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 BUILD = os.environ.get('VNETD_BUILD', os.path.join(TOP, 'build'))

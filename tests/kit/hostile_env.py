@@ -12,12 +12,12 @@ import threading
 import time
 import traceback
 
-from harness import SKIP, VNETCTL, VNETD, Vnetd, workdir
-from harness import NoNs as _NoNs
-import vhost_user_client as vu
-from vhost_user_client import (CTRL_Q, RX_Q, TX_Q, VRING_DESC_F_INDIRECT, VRING_DESC_F_NEXT,
-                               VRING_DESC_F_WRITE, GuestMemory, VhostUserClient,
-                               VirtioNetFrontend, VhostUserError, ether_frame)
+from .harness import SKIP, VNETCTL, VNETD, Vnetd, workdir
+from .harness import NoNs as _NoNs
+from . import vhost_user_client as vu
+from .vhost_user_client import (CTRL_Q, RX_Q, TX_Q, VRING_DESC_F_INDIRECT, VRING_DESC_F_NEXT,
+                                VRING_DESC_F_WRITE, GuestMemory, VhostUserClient,
+                                VirtioNetFrontend, VhostUserError, ether_frame)
 
 MACS = ['52:54:00:77:00:01', '52:54:00:77:00:02']
 BCAST = 'ff:ff:ff:ff:ff:ff'

@@ -6,11 +6,11 @@ import os
 import re
 import time
 
-import hostile_env
-import vhost_user_client as vu
-from hostile_env import expect_alive_conn, expect_broken
-from vhost_user_client import (RX_Q, TX_Q, NET_HDR_LEN, VirtioNetFrontend, VhostUserError,
-                               ether_frame)
+from . import hostile_env
+from . import vhost_user_client as vu
+from .hostile_env import expect_alive_conn, expect_broken
+from .vhost_user_client import (RX_Q, TX_Q, NET_HDR_LEN, VirtioNetFrontend, VhostUserError,
+                                ether_frame)
 
 MACS = ['52:54:00:34:00:01', '52:54:00:34:00:02', '52:54:00:34:00:03']
 BCAST = 'ff:ff:ff:ff:ff:ff'

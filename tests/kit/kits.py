@@ -17,7 +17,7 @@ import os
 import platform
 import subprocess
 
-from guest import GuestError, UmlGuest
+from .guest import GuestError, UmlGuest
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 FETCH = os.path.join(TOP, 'guest', 'fetch.sh')

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from guest import QemuGuest
+from .guest import QemuGuest
 
 
 class Qmp:
@@ -211,7 +211,7 @@ def compare_ram(src, dst, qdst, assert_equal):
     """The migration completed and the destination, started with -S, is paused: both guests'
     RAM must be the same page for page (neither QEMU runs the guest, vnetd's rings are stopped
     on the source and not started on the destination). Then the destination runs."""
-    from harness import check
+    from .harness import check
     wait_status(qdst, 'paused')
     diff, pages = ram_pages_differing(src.proc.pid, dst.proc.pid)
     what = 'guest RAM identical on source and destination after the migration (%d pages)' % pages
@@ -230,7 +230,7 @@ def migration_qemu(fallback):
     """The QEMU to migrate with: VNETD_QEMU_DEVICE_STATE, else sid's QEMU 11 (guest/qemu.sh,
     cached), else None (Debian 12's QEMU 7.2, which loses guest pages in TCG migrations by
     itself: docs/migration.md) with a note saying so and what happens instead (fallback)."""
-    import harness
+    from . import harness
     if os.environ.get('VNETD_QEMU_DEVICE_STATE'):
         return os.environ['VNETD_QEMU_DEVICE_STATE']
     r = subprocess.run([os.path.join(harness.TOP, 'guest', 'qemu.sh'), harness.BUILD, '--suite',

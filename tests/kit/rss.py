@@ -8,7 +8,7 @@ import re
 import shutil
 import subprocess
 
-from harness import check
+from .harness import check
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROBE_C = os.path.join(HERE, 'rxhash_probe.c')

@@ -29,6 +29,10 @@ import socket
 import struct
 import time
 
+from . import vu_packed
+from .vring import (DESC, VRING_DESC_F_INDIRECT, VRING_DESC_F_NEXT,  # noqa: F401 (re-exported)
+                    VRING_DESC_F_WRITE, VhostUserError)
+
 # ---- requests (src/vhost/vhost_user_msg.h) ----
 GET_FEATURES = 1
 SET_FEATURES = 2
@@ -101,11 +105,7 @@ DEFAULT_FEATURES = ((1 << VIRTIO_F_VERSION_1) | (1 << VIRTIO_NET_F_CTRL_VQ) |
                     (1 << VIRTIO_NET_F_NOTF_COAL) | (1 << VIRTIO_NET_F_MAC) |
                     (1 << VIRTIO_NET_F_STATUS))
 
-# ---- rings ----
-VRING_DESC_F_NEXT = 1
-VRING_DESC_F_WRITE = 2
-VRING_DESC_F_INDIRECT = 4
-DESC = struct.Struct('<QIHH')
+# ---- rings (tests/kit/vring.py, shared with the packed driver vu_packed) ----
 
 # ---- virtio-net control queue ----
 VIRTIO_NET_OK = 0
@@ -122,10 +122,6 @@ NET_HDR_LEN = 12  # virtio_net_hdr_v1 (VERSION_1)
 RX_Q = 0
 TX_Q = 1
 CTRL_Q = 2
-
-
-class VhostUserError(Exception):
-    pass
 
 
 class Disconnected(VhostUserError):
@@ -252,7 +248,7 @@ class SplitRing:
     def fill_in_order(self, bufs):
         """Descriptor i = bufs[i] = (gpa, len, flags: 0, WRITE or INDIRECT), avail slot i =
         head i, for every i; nothing published. For a driver loop that re-posts heads in the
-        order the device uses them (tests/e2e/ringspin.c): avail.idx = used.idx + num keeps
+        order the device uses them (tests/kit/ringspin.c): avail.idx = used.idx + num keeps
         the ring full."""
         if len(bufs) != self.num:
             raise VhostUserError('fill_in_order needs %d buffers, got %d' % (self.num, len(bufs)))
@@ -520,7 +516,6 @@ class VirtioNetFrontend:
         """A split ring, or a packed one (vu_packed.PackedRing) if RING_PACKED is wanted."""
         num = num or self.queue_size
         if self.want_features & (1 << VIRTIO_F_RING_PACKED):
-            import vu_packed  # it imports this module: loaded only when needed
             r = vu_packed.PackedRing(self.mem, idx, num,
                                      bool(self.want_features & (1 << VIRTIO_F_IN_ORDER)))
         else:

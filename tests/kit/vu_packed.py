@@ -19,8 +19,8 @@ import os
 import struct
 import time
 
-from vhost_user_client import (DESC, VRING_DESC_F_INDIRECT, VRING_DESC_F_NEXT, VRING_DESC_F_WRITE,
-                               VhostUserError)
+from .vring import (DESC, VRING_DESC_F_INDIRECT, VRING_DESC_F_NEXT, VRING_DESC_F_WRITE,
+                    VhostUserError)
 
 F_AVAIL = 1 << 7
 F_USED = 1 << 15
