@@ -197,4 +197,32 @@ bool vnet_dev_queue_lateness_fine(const struct vnet_dev *dev, unsigned qidx, str
 /* vnet_dev_queue_reset_stats() - zero queue qidx's counters (workers parked, or its worker). */
 void vnet_dev_queue_reset_stats(struct vnet_dev *dev, unsigned qidx);
 
+/*
+ * A queue's ring as its transport sets it up (queue_ring.c): size, addresses, layout and base
+ * change only while the ring is stopped; readers get a copy.
+ */
+struct vnet_ring_info {
+	enum vnet_queue_kind kind;
+	bool enabled, started, broken;
+	bool packed;                    /* the layout set for the next start */
+	uint16_t num;                   /* the size set */
+	uint64_t desc_addr, avail_addr, used_addr;
+	bool log_used;
+	uint64_t log_used_gpa;
+	uint16_t run_num;               /* started: what the ring runs with (else 0 / false) */
+	bool run_packed, run_in_order;
+};
+
+/* vnet_dev_ring_info() - a copy of queue qidx's ring settings and state; false: no such queue. */
+bool vnet_dev_ring_info(const struct vnet_dev *dev, unsigned qidx, struct vnet_ring_info *out);
+/* vnet_dev_ring_set_num() - SET_VRING_NUM for a stopped ring; -1: no such queue, or started. */
+int vnet_dev_ring_set_num(struct vnet_dev *dev, unsigned qidx, uint16_t num);
+/* vnet_dev_ring_set_addr() - SET_VRING_ADDR (user addresses, used-ring log) for a stopped ring. */
+int vnet_dev_ring_set_addr(struct vnet_dev *dev, unsigned qidx, uint64_t desc, uint64_t avail,
+			   uint64_t used, bool log_used, uint64_t log_gpa);
+/* vnet_dev_ring_set_base() - where a stopped ring resumes, on layout `packed`; -1 if not. */
+int vnet_dev_ring_set_base(struct vnet_dev *dev, unsigned qidx, bool packed, uint32_t base);
+/* vnet_dev_ring_break() - NEEDS_RESET until set up again; false if broken already or none. */
+bool vnet_dev_ring_break(struct vnet_dev *dev, unsigned qidx, const char *why);
+
 #endif

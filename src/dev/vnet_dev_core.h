@@ -214,4 +214,11 @@ static inline bool dev_queue_usable(const struct vnet_queue *q)
 	return q->enabled && q->vq.started && !q->vq.broken;
 }
 
+/*
+ * vnet_dev_queue() - the live queue qidx (NULL if out of range): for the device model's own files
+ * and white-box tests. Other layers use copies (vnet_dev_queue_snapshot(), vnet_dev_ring_info())
+ * and the ring calls (vnet_dev_ring_set_*()).
+ */
+struct vnet_queue *vnet_dev_queue(struct vnet_dev *dev, unsigned qidx);
+
 #endif

@@ -20,9 +20,6 @@ struct guest_mem;
 /* vnet_dev_ctrl_queue_index() - index of the control queue under the negotiated features. */
 unsigned vnet_dev_ctrl_queue_index(const struct vnet_dev *dev);
 
-/* vnet_dev_queue() - queue qidx (NULL if out of range); transports set vq.num/addrs/last_avail. */
-struct vnet_queue *vnet_dev_queue(struct vnet_dev *dev, unsigned qidx);
-
 /* vnet_dev_queue_start() - rings are configured: translate them; 0 or -1 (logged). */
 int vnet_dev_queue_start(struct vnet_dev *dev, unsigned qidx, const struct guest_mem *mem);
 

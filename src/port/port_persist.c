@@ -104,13 +104,13 @@ void port_persist_close(struct port *p)
  */
 static bool state_restore_rx(struct port *p)
 {
-	const struct vnet_queue *q = vnet_dev_queue(p->dev, 0);
 	const struct port_state_rx *rx = &p->saved.rx;
 	struct vnet_rx_filter f;
+	struct vnet_ring_info ri;
 
 	if (p->rx_restored)
 		return true;
-	if (!q || !q->enabled || !q->vq.started)
+	if (!vnet_dev_ring_info(p->dev, 0, &ri) || !ri.enabled || !ri.started)
 		return false;
 	port_state_rx_filter(rx, &f);
 	if (vnet_dev_restore_rx(p->dev, &f, rx->mac_set ? rx->mac : NULL) < 0)
@@ -126,13 +126,13 @@ static bool state_restore_rx(struct port *p)
  */
 static bool state_restore_rss(struct port *p)
 {
-	const struct vnet_queue *q = vnet_dev_queue(p->dev, 0);
 	const struct port_state_rss *rss = &p->saved.rss;
+	struct vnet_ring_info ri;
 	const char *why;
 
 	if (p->rss_restored)
 		return true;
-	if (!q || !q->enabled || !q->vq.started)
+	if (!vnet_dev_ring_info(p->dev, 0, &ri) || !ri.enabled || !ri.started)
 		return false;
 	if (vnet_dev_restore_rss(p->dev, &rss->cfg, rss->steer, &why) < 0)
 		log_warn("%s: saved RSS settings not restored: %s", p->name, why);
@@ -153,14 +153,15 @@ void port_persist_restore(struct port *p)
 	pending |= !state_restore_rss(p);
 
 	for (unsigned i = 0; i < p->saved.nqueues; i++) {
-		const struct vnet_queue *q = vnet_dev_queue(p->dev, i);
+		struct vnet_ring_info ri;
+		bool have = vnet_dev_ring_info(p->dev, i, &ri);
 
-		if (p->restored[i] || !q || q->kind == VNET_QUEUE_CTRL ||
+		if (p->restored[i] || !have || ri.kind == VNET_QUEUE_CTRL ||
 		    p->saved.q[i].setter == COAL_SET_NONE) {
 			p->restored[i] = true;
 			continue;
 		}
-		if (!q->enabled || !q->vq.started) {
+		if (!ri.enabled || !ri.started) {
 			pending = true;
 			continue;
 		}
@@ -196,13 +197,14 @@ static int state_write(struct port *p)
 		goto write;
 	now.nqueues = n;
 	for (unsigned i = 0; i < n; i++) {
-		const struct vnet_queue *q = vnet_dev_queue(p->dev, i);
+		struct vnet_queue_snapshot s;
 
 		/* A queue that is not running keeps what it had (a disconnect resets it). */
-		if (!q || q->kind == VNET_QUEUE_CTRL || !q->enabled || !q->vq.started)
+		if (!vnet_dev_queue_snapshot(p->dev, i, &s) || s.view.kind == VNET_QUEUE_CTRL ||
+		    !s.view.enabled || !s.view.started)
 			continue;
-		now.q[i].params = q->coal.params;
-		now.q[i].setter = (uint8_t)q->coal.setter;
+		now.q[i].params = s.view.coal;
+		now.q[i].setter = (uint8_t)s.view.set_by;
 	}
 	port_state_rx_from(&now.rx, vnet_dev_rx_filter(p->dev), vnet_dev_mac(p->dev), p->cfg.dev.mac);
 	state_rss_from(p, &now.rss);
@@ -309,22 +311,21 @@ void port_persist_ring_base(struct port *p, unsigned qidx, uint32_t base)
  */
 void port_persist_ring_starting(struct port *p, unsigned qidx)
 {
-	struct vnet_queue *q = vnet_dev_queue(p->dev, qidx);
 	struct port_ring_keep *k;
+	struct vnet_ring_info ri;
 	uint32_t base;
 	bool packed, io;
 
-	if (!q || qidx >= VNET_MAX_QUEUES)
+	if (qidx >= VNET_MAX_QUEUES || !vnet_dev_ring_info(p->dev, qidx, &ri))
 		return;
 	k = &p->rings[qidx];
 	if (!k->kept.present)
 		return;
 	packed = (vnet_dev_features(p->dev) >> VIRTIO_F_RING_PACKED) & 1;
 	io = (vnet_dev_features(p->dev) >> VIRTIO_F_IN_ORDER) & 1;
-	if (packed && port_state_ring_resume(&k->kept, q->vq.num, q->vq.desc_addr, io,
-					     k->from_set, k->from, &base)) {
-		q->vq.packed = true;
-		vq_set_base(&q->vq, base);
+	if (packed && port_state_ring_resume(&k->kept, ri.num, ri.desc_addr, io, k->from_set,
+					     k->from, &base) &&
+	    vnet_dev_ring_set_base(p->dev, qidx, true, base) == 0) {
 		log_info("%s: queue %u: packed ring resumes where it stopped (avail 0x%04x, used "
 			 "0x%04x), %s 0x%08x", p->name, qidx, base & 0xffff, base >> 16,
 			 base == k->from ? "which is the frontend's base" :
@@ -352,20 +353,20 @@ void port_persist_rings_stop(struct port *p)
 	bool any = false;
 
 	for (unsigned i = 0; i < vnet_dev_num_queues(p->dev) && i < VNET_MAX_QUEUES; i++) {
-		struct vnet_queue *q = vnet_dev_queue(p->dev, i);
 		struct port_ring_keep *k = &p->rings[i];
+		struct vnet_ring_info ri;
 		struct port_state_ring r = {0};
 		char err[160];
 		uint32_t base;
 
-		/* What the ring ran with (vq.run), not what the transport set since. */
-		if (!q || !q->vq.started || !q->vq.run.packed || q->vq.broken || !k->from_set ||
-		    q->vq.desc_addr > INT64_MAX)
+		/* What the ring ran with (run_*), not what the transport set since. */
+		if (!vnet_dev_ring_info(p->dev, i, &ri) || !ri.started || !ri.run_packed ||
+		    ri.broken || !k->from_set || ri.desc_addr > INT64_MAX)
 			continue;
-		r.size = q->vq.run.num;
-		r.in_order = q->vq.run.in_order;
+		r.size = ri.run_num;
+		r.in_order = ri.run_in_order;
 		base = vnet_dev_queue_stop(p->dev, i);
-		r.desc = q->vq.desc_addr;
+		r.desc = ri.desc_addr;
 		r.from = k->from;
 		r.avail = (uint16_t)base;
 		r.used = (uint16_t)(base >> 16);

@@ -132,19 +132,6 @@ void vu_mig_set_log_all(struct vu_conn *c, bool on)
 	update_logging(c);
 }
 
-/**
- * vu_mig_vring_addr() - take SET_VRING_ADDR's logging fields into a queue.
- * @q: the queue (stopped by the caller while its addresses change)
- * @a: the message's payload: VU_VRING_F_LOG in flags, the used ring's guest address in log
- *
- * Return: nothing.
- */
-void vu_mig_vring_addr(struct vnet_queue *q, const struct vu_vring_addr *a)
-{
-	q->vq.log_used = (a->flags & VU_VRING_F_LOG) != 0;
-	q->vq.log_used_gpa = a->log;
-}
-
 /* ---- announce ---- */
 
 /**

@@ -19,8 +19,6 @@ enum vu_result vu_mig_set_log_base(struct vu_conn *c, struct vu_rx *rx);
 /* vu_mig_set_log_all() - SET_FEATURES said whether VHOST_F_LOG_ALL is on. */
 void vu_mig_set_log_all(struct vu_conn *c, bool on);
 
-/* vu_mig_vring_addr() - SET_VRING_ADDR's logging part (VHOST_VRING_F_LOG, log_guest_addr). */
-void vu_mig_vring_addr(struct vnet_queue *q, const struct vu_vring_addr *a);
 
 /* vu_mig_send_rarp() - SEND_RARP: announce the guest's MAC through the backend. */
 enum vu_result vu_mig_send_rarp(struct vu_conn *c, const struct vu_msg *m);

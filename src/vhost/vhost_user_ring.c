@@ -15,27 +15,28 @@
 
 /* ---- queues ---- */
 
-/* ring_queue() - queue qidx of the device, or NULL out of range (nothing logged). */
-static struct vnet_queue *ring_queue(const struct vu_conn *c, unsigned qidx)
+/* ring_info() - a copy of ring qidx's settings and state; false out of range (nothing logged). */
+static bool ring_info(const struct vu_conn *c, unsigned qidx, struct vnet_ring_info *ri)
 {
-	if (qidx >= vnet_dev_num_queues(c->dev) || qidx >= VNET_MAX_QUEUES)
-		return NULL;
-	return vnet_dev_queue(c->dev, qidx);
+	return qidx < VNET_MAX_QUEUES && vnet_dev_ring_info(c->dev, qidx, ri);
 }
 
-/* conn_queue() - the queue a ring message names, or NULL (logged) if the device lacks it. */
-static struct vnet_queue *conn_queue(struct vu_conn *c, const struct vu_msg *m, unsigned *qidx)
+/*
+ * conn_queue() - the ring a ring message names, with a copy of its state, or false (logged) if
+ * the device lacks it.
+ */
+static bool conn_queue(struct vu_conn *c, const struct vu_msg *m, unsigned *qidx,
+		       struct vnet_ring_info *ri)
 {
 	unsigned idx = vu_msg_vring_index(m);
-	struct vnet_queue *q = ring_queue(c, idx);
 
-	if (!q) {
+	if (!ring_info(c, idx, ri)) {
 		log_guest("vhost-user: %s: queue %u out of range (device has %u)",
 			  vu_request_name(m->request), idx, vnet_dev_num_queues(c->dev));
-		return NULL;
+		return false;
 	}
 	*qidx = idx;
-	return q;
+	return true;
 }
 
 /* replace_kick() - give queue qidx a new kick fd (-1: none); the owner hears before close. */
@@ -71,10 +72,10 @@ void vu_ring_drop_fds(struct vu_conn *c)
  * Features (and with them the ring's layout), memory, size and all three ring addresses are
  * known. The layout is fixed from here until the ring stops (vhost_user_state.c).
  */
-static bool ring_ready(const struct vu_conn *c, const struct vnet_queue *q)
+static bool ring_ready(const struct vu_conn *c, const struct vnet_ring_info *ri)
 {
-	return c->features_set && c->mem.nregions > 0 && q->vq.num != 0 && q->vq.desc_addr != 0 &&
-	       q->vq.avail_addr != 0 && q->vq.used_addr != 0;
+	return c->features_set && c->mem.nregions > 0 && ri->num != 0 && ri->desc_addr != 0 &&
+	       ri->avail_addr != 0 && ri->used_addr != 0;
 }
 
 /*
@@ -82,9 +83,11 @@ static bool ring_ready(const struct vu_conn *c, const struct vnet_queue *q)
  * stopped (logged) and the connection up. After a start the queue is processed once, because a
  * kick that arrived while it was stopped was consumed and ignored.
  */
-static void try_start(struct vu_conn *c, unsigned qidx, struct vnet_queue *q)
+static void try_start(struct vu_conn *c, unsigned qidx)
 {
-	if (q->vq.started || !ring_ready(c, q))
+	struct vnet_ring_info ri;
+
+	if (!ring_info(c, qidx, &ri) || ri.started || !ring_ready(c, &ri))
 		return;
 	if (c->ops && c->ops->queue_starting)
 		c->ops->queue_starting(c->ctx, qidx);
@@ -97,9 +100,11 @@ static void try_start(struct vu_conn *c, unsigned qidx, struct vnet_queue *q)
 }
 
 /* stop_if_started() - stop queue qidx for a ring change; returns whether it was running. */
-static bool stop_if_started(struct vu_conn *c, unsigned qidx, struct vnet_queue *q)
+static bool stop_if_started(struct vu_conn *c, unsigned qidx)
 {
-	if (!q->vq.started)
+	struct vnet_ring_info ri;
+
+	if (!ring_info(c, qidx, &ri) || !ri.started)
 		return false;
 	vnet_dev_queue_stop(c->dev, qidx);
 	return true;
@@ -124,9 +129,9 @@ static bool protocol_features_negotiated(const struct vu_conn *c)
  */
 bool vu_ring_started(const struct vu_conn *c, unsigned qidx)
 {
-	const struct vnet_queue *q = ring_queue(c, qidx);
+	struct vnet_ring_info ri;
 
-	return q && q->vq.started;
+	return ring_info(c, qidx, &ri) && ri.started;
 }
 
 /**
@@ -153,14 +158,13 @@ bool vu_ring_any_started(const struct vu_conn *c)
  */
 bool vu_ring_addr(const struct vu_conn *c, unsigned qidx, struct vu_vring_addr *a)
 {
-	const struct vnet_queue *q = ring_queue(c, qidx);
+	struct vnet_ring_info ri;
 
-	if (!q)
+	if (!ring_info(c, qidx, &ri))
 		return false;
-	*a = (struct vu_vring_addr){.index = qidx, .desc = q->vq.desc_addr,
-				    .avail = q->vq.avail_addr, .used = q->vq.used_addr,
-				    .flags = q->vq.log_used ? VU_VRING_F_LOG : 0,
-				    .log = q->vq.log_used_gpa};
+	*a = (struct vu_vring_addr){.index = qidx, .desc = ri.desc_addr, .avail = ri.avail_addr,
+				    .used = ri.used_addr, .flags = ri.log_used ? VU_VRING_F_LOG : 0,
+				    .log = ri.log_used_gpa};
 	return true;
 }
 
@@ -178,11 +182,11 @@ bool vu_ring_addr(const struct vu_conn *c, unsigned qidx, struct vu_vring_addr *
  */
 void vu_ring_break(struct vu_conn *c, unsigned qidx, const char *why)
 {
-	struct vnet_queue *q = ring_queue(c, qidx);
+	struct vnet_ring_info ri;
 
-	if (!q)
+	if (!ring_info(c, qidx, &ri))
 		return;
-	vq_mark_broken(&q->vq, why);
+	vnet_dev_ring_break(c->dev, qidx, why);
 	vu_ring_signal_error(c, qidx);
 }
 
@@ -199,12 +203,8 @@ void vu_ring_pause_all(struct vu_conn *c, bool was_started[VNET_MAX_QUEUES])
 
 	if (n > VNET_MAX_QUEUES)
 		n = VNET_MAX_QUEUES;
-	for (unsigned i = 0; i < n; i++) {
-		struct vnet_queue *q = vnet_dev_queue(c->dev, i);
-
-		if (q)
-			was_started[i] = stop_if_started(c, i, q);
-	}
+	for (unsigned i = 0; i < n; i++)
+		was_started[i] = stop_if_started(c, i);
 }
 
 /**
@@ -224,11 +224,11 @@ void vu_ring_resume_all(struct vu_conn *c, const bool was_started[VNET_MAX_QUEUE
 	if (n > VNET_MAX_QUEUES)
 		n = VNET_MAX_QUEUES;
 	for (unsigned i = 0; i < n; i++) {
-		struct vnet_queue *q = vnet_dev_queue(c->dev, i);
+		struct vnet_ring_info ri;
 
 		/* A broken ring stays stopped: a restart would clear what broke it. */
-		if (q && !q->vq.broken && (was_started[i] || c->q[i].kick >= 0))
-			try_start(c, i, q);
+		if (ring_info(c, i, &ri) && !ri.broken && (was_started[i] || c->q[i].kick >= 0))
+			try_start(c, i);
 	}
 }
 
@@ -249,18 +249,17 @@ enum vu_result vu_ring_set_num(struct vu_conn *c, const struct vu_msg *m)
 {
 	uint32_t num = m->p.state.num;
 	bool packed = (vnet_dev_features(c->dev) >> VIRTIO_F_RING_PACKED) & 1;
-	struct vnet_queue *q;
+	struct vnet_ring_info ri;
 	unsigned qidx;
 
-	if (!(q = conn_queue(c, m, &qidx)))
+	if (!conn_queue(c, m, &qidx, &ri))
 		return VU_FAIL;
 	if (num == 0 || num > VQ_MAX_SIZE || (!packed && (num & (num - 1)) != 0)) {
 		log_guest("vhost-user: queue %u: bad size %u (%s1..%u)", qidx, num,
 			  packed ? "" : "power of two, ", VQ_MAX_SIZE);
 		return VU_FAIL;
 	}
-	q->vq.num = (uint16_t)num;
-	return VU_OK;
+	return vnet_dev_ring_set_num(c->dev, qidx, (uint16_t)num) < 0 ? VU_FAIL : VU_OK;
 }
 
 /**
@@ -279,21 +278,19 @@ enum vu_result vu_ring_set_num(struct vu_conn *c, const struct vu_msg *m)
 enum vu_result vu_ring_set_addr(struct vu_conn *c, const struct vu_msg *m)
 {
 	const struct vu_vring_addr *a = &m->p.addr;
-	struct vnet_queue *q;
+	struct vnet_ring_info ri;
 	unsigned qidx;
 	bool was, broken;
 
-	if (!(q = conn_queue(c, m, &qidx)))
+	if (!conn_queue(c, m, &qidx, &ri))
 		return VU_FAIL;
-	broken = q->vq.started && q->vq.broken;
-	was = stop_if_started(c, qidx, q);
-	q->vq.desc_addr = a->desc;
-	q->vq.avail_addr = a->avail;
-	q->vq.used_addr = a->used;
-	q->vq.ring_space = GUEST_ADDR_UVA;
-	vu_mig_vring_addr(q, a);
+	broken = ri.started && ri.broken;
+	was = stop_if_started(c, qidx);
+	if (vnet_dev_ring_set_addr(c->dev, qidx, a->desc, a->avail, a->used,
+				   (a->flags & VU_VRING_F_LOG) != 0, a->log) < 0)
+		return VU_FAIL;
 	if (!broken && (was || c->q[qidx].kick >= 0))
-		try_start(c, qidx, q);
+		try_start(c, qidx);
 	return VU_OK;
 }
 
@@ -309,18 +306,18 @@ enum vu_result vu_ring_set_addr(struct vu_conn *c, const struct vu_msg *m)
 enum vu_result vu_ring_set_base(struct vu_conn *c, const struct vu_msg *m)
 {
 	uint32_t base = m->p.state.num;
-	struct vnet_queue *q;
+	/* The layout is the negotiated one (QEMU sets features before the rings). */
+	bool packed = (vnet_dev_features(c->dev) >> VIRTIO_F_RING_PACKED) & 1;
+	struct vnet_ring_info ri;
 	unsigned qidx;
 
-	if (!(q = conn_queue(c, m, &qidx)))
+	if (!conn_queue(c, m, &qidx, &ri))
 		return VU_FAIL;
-	/* The layout is the negotiated one (QEMU sets features before the rings). */
-	q->vq.packed = (vnet_dev_features(c->dev) >> VIRTIO_F_RING_PACKED) & 1;
-	if (!q->vq.packed && base > UINT16_MAX) {
+	if (!packed && base > UINT16_MAX) {
 		log_guest("vhost-user: queue %u: base %u is not a split-ring index", qidx, base);
 		return VU_FAIL;
 	}
-	vq_set_base(&q->vq, base);
+	vnet_dev_ring_set_base(c->dev, qidx, packed, base);
 	if (c->ops && c->ops->ring_base)
 		c->ops->ring_base(c->ctx, qidx, base);
 	return VU_OK;
@@ -338,10 +335,10 @@ enum vu_result vu_ring_set_base(struct vu_conn *c, const struct vu_msg *m)
 enum vu_result vu_ring_get_base(struct vu_conn *c, const struct vu_msg *m)
 {
 	struct vu_vring_state st = {.index = m->p.state.index, .num = 0};
-	struct vnet_queue *q;
+	struct vnet_ring_info ri;
 	unsigned qidx;
+	bool q = conn_queue(c, m, &qidx, &ri);
 
-	q = conn_queue(c, m, &qidx);
 	if (q) {
 		st.num = vnet_dev_queue_stop(c->dev, qidx);
 		replace_kick(c, qidx, -1);
@@ -364,12 +361,12 @@ enum vu_result vu_ring_set_fd(struct vu_conn *c, struct vu_rx *rx)
 {
 	const struct vu_msg *m = &rx->msg;
 	bool nofd = (m->p.u64 & VU_VRING_NOFD) != 0;
-	struct vnet_queue *q;
+	struct vnet_ring_info ri;
 	unsigned qidx;
 	uint8_t kind;
 	int fd;
 
-	if (!(q = conn_queue(c, m, &qidx)))
+	if (!conn_queue(c, m, &qidx, &ri))
 		return VU_FAIL; /* the fd is closed by the caller */
 	fd = nofd ? -1 : vu_take_fd(rx, 0);
 	/*
@@ -392,7 +389,7 @@ enum vu_result vu_ring_set_fd(struct vu_conn *c, struct vu_rx *rx)
 				  qidx);
 		if (!protocol_features_negotiated(c))
 			vnet_dev_queue_enable(c->dev, qidx, true);
-		try_start(c, qidx, q);
+		try_start(c, qidx);
 		break;
 	case VU_SET_VRING_CALL:
 		vu_close_fd(&c->q[qidx].call);
@@ -417,9 +414,10 @@ enum vu_result vu_ring_set_fd(struct vu_conn *c, struct vu_rx *rx)
  */
 enum vu_result vu_ring_enable(struct vu_conn *c, const struct vu_msg *m)
 {
+	struct vnet_ring_info ri;
 	unsigned qidx;
 
-	if (!conn_queue(c, m, &qidx))
+	if (!conn_queue(c, m, &qidx, &ri))
 		return VU_FAIL;
 	if (m->p.state.num > 1) {
 		log_guest("vhost-user: queue %u: SET_VRING_ENABLE %u", qidx, m->p.state.num);
@@ -441,18 +439,14 @@ enum vu_result vu_ring_enable(struct vu_conn *c, const struct vu_msg *m)
  */
 void vu_ring_kick_failed(struct vu_conn *c, unsigned qidx, uint32_t events)
 {
-	struct vnet_queue *q;
 	const char *what = events & EPOLLERR ? "kick fd reported an error (EPOLLERR)"
 					     : "kick fd hung up (EPOLLHUP)";
 
 	if (qidx >= VNET_MAX_QUEUES || c->q[qidx].kick < 0)
 		return;
 	replace_kick(c, qidx, -1); /* out of epoll and closed: it cannot report again */
-	q = qidx < vnet_dev_num_queues(c->dev) ? vnet_dev_queue(c->dev, qidx) : NULL;
-	/* One line: vq_mark_broken() says it, or this if the queue was broken already. */
-	if (q && !q->vq.broken)
-		vq_mark_broken(&q->vq, what);
-	else
+	/* One line: the break says it, or this if the queue was broken already. */
+	if (!vnet_dev_ring_break(c->dev, qidx, what))
 		log_guest("vhost-user: queue %u: %s; kick fd dropped", qidx, what);
 }
 

@@ -11,6 +11,7 @@
 #include "lib/virtio_net_defs.h"
 #include "virtq/virtq.h"
 #include "dev/dev.h"
+#include "dev/vnet_dev_core.h" /* white-box: the live queues (vnet_dev_queue()) */
 
 /*
  * Guest memory: one calloc'd buffer at GPA `gpa` (UVA = gpa + FAKE_UVA_OFFSET). With two regions

@@ -23,6 +23,7 @@
 #include "vhost/vhost_user_mem.h"
 #include "vhost/vhost_user_msg.h"
 #include "dev/dev.h"
+#include "dev/vnet_dev_core.h" /* white-box: vnet_dev_queue() */
 
 #define MIB (1ull << 20)
 #define PAGE 4096ull

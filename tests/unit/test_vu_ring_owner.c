@@ -17,6 +17,7 @@
 #include "vhost/vhost_user_msg.h"
 #include "lib/virtio_net_defs.h"
 #include "dev/dev.h"
+#include "dev/vnet_dev_core.h" /* white-box: vnet_dev_queue() */
 #include "dev/vnet_dev_queue.h"
 
 #include "vu_side.h"
