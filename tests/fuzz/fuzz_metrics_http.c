@@ -8,10 +8,11 @@
 #include <sys/socket.h>
 
 #include "control/metrics.h"
+#include "lib/listen_addr.h"
 
 /*
  * Byte 0 selects: even: the rest is request bytes as received so far, for metrics_http_status();
- * odd: the rest is a --metrics value for metrics_parse_addr(). Invariants are checked with
+ * odd: the rest is a --metrics value for listen_addr_parse(). Invariants are checked with
  * abort(), so a violation is a crash libFuzzer reports.
  */
 
@@ -53,7 +54,7 @@ static void addr(const char *buf, size_t len)
 		return;
 	memcpy(s, buf, len);
 	s[len] = '\0';
-	if (metrics_parse_addr(s, &ss, &sl) == 0 &&
+	if (listen_addr_parse(s, &ss, &sl) == 0 &&
 	    !((ss.ss_family == AF_INET && sl == sizeof(struct sockaddr_in)) ||
 	      (ss.ss_family == AF_INET6 && sl == sizeof(struct sockaddr_in6))))
 		abort();

@@ -13,6 +13,7 @@
 #include "vhost/vhost.h"
 #include "vhost/vhost_user_msg.h"
 #include "dev/dev.h"
+#include "dev/vnet_dev_core.h" /* white-box: vnet_dev_queue() */
 
 /*
  * fuzz_vhost_proto plays whole frontends (QEMU, UML, DPDK as a hostile VMM would) against the
