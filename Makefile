@@ -44,19 +44,19 @@ asan: $(ASAN_BUILD)/build.ninja
 	# The hostile-frontend test against vnetd built with ASan+LSan+UBSan (no seccomp there).
 	VNETD_BUILD=$(abspath $(ASAN_BUILD)) VNETD_EXTRA_ARGS=--no-sandbox \
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-		$(PYTHON) tests/e2e/test_hostile_frontend.py
+		$(PYTHON) tests/e2e/hostile/test_hostile_frontend.py
 	# The same for packed rings (a packed driver in Python against three packed switch ports).
 	VNETD_BUILD=$(abspath $(ASAN_BUILD)) VNETD_EXTRA_ARGS=--no-sandbox \
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-		$(PYTHON) tests/e2e/test_hostile_packed.py
+		$(PYTHON) tests/e2e/hostile/test_hostile_packed.py
 	# The migration protocol paths (dirty log, device-state streams, SIGBUS on the log) likewise.
 	VNETD_BUILD=$(abspath $(ASAN_BUILD)) VNETD_EXTRA_ARGS=--no-sandbox \
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-		$(PYTHON) tests/e2e/test_device_state.py
+		$(PYTHON) tests/e2e/features/test_device_state.py
 	# RSS settings through DEVICE_STATE and --state-dir, hostile ones too, likewise.
 	VNETD_BUILD=$(abspath $(ASAN_BUILD)) VNETD_EXTRA_ARGS=--no-sandbox \
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-		$(PYTHON) tests/e2e/test_rss_persist.py
+		$(PYTHON) tests/e2e/features/test_rss_persist.py
 
 $(FUZZ_BUILD)/build.ninja:
 	CC=clang meson setup $(FUZZ_BUILD) -Dfuzz=true
@@ -165,11 +165,11 @@ bench-migration: build
 # 7.2 loses guest pages in TCG migrations by itself, so its destination guest crashes or stalls
 # now and then (docs/migration.md); guest RAM differences are printed, not asserted.
 check-migration-qemu72: build
-	$(PYTHON) tests/e2e/test_migration.py --qemu72
+	$(PYTHON) tests/e2e/features/test_migration.py --qemu72
 
 # ThreadSanitizer on the multi-worker paths (not in make check: about a minute): vnetd built with
 # clang's TSan in TSAN_BUILD (gcc 12 refuses the rings' atomic fences under -fsanitize=thread),
-# run with --workers 2 --no-sandbox by tests/e2e/tsan_workers.py's Python frontends (no QEMU):
+# run with --workers 2 --no-sandbox by tests/e2e/features/tsan_workers.py's Python frontends (no QEMU):
 # split and packed ports on both workers all logging dirty pages (log resize, LOG_ALL off and
 # on, a SIGBUS on worker 1); two queues=2 ports with queue-workers=0+1 (sender's pair, then
 # VQ_PAIRS_SET 2, a frontend killed mid-traffic); floods and cross-worker unicasts from five
@@ -184,7 +184,7 @@ tsan: $(TSAN_BUILD)/build.ninja
 	ninja -C $(TSAN_BUILD) vnetd vnetctl
 	VNETD_BUILD=$(abspath $(TSAN_BUILD)) \
 		TSAN_OPTIONS=halt_on_error=1:history_size=7:second_deadlock_stack=1 \
-		$(PYTHON) tests/e2e/tsan_workers.py $(TSAN_ARGS)
+		$(PYTHON) tests/e2e/features/tsan_workers.py $(TSAN_ARGS)
 
 # 10 minutes (SOAK_SECONDS) against the ASan+UBSan build with --workers 2: two UML guests transfer
 # byte-exact on tap ports while every hostile-frontend case loops on two switch ports of the same
@@ -214,10 +214,10 @@ deb:
 	cp $$tmp/*.deb $$tmp/*.buildinfo $$tmp/*.changes $(DEB_OUT)/; \
 	rc=$$?; rm -rf $$tmp; ls $(DEB_OUT); exit $$rc
 
-# tests/e2e/test_deb.py alone (also in make check): make deb, lintian, dpkg -i, vnetd --version,
+# tests/e2e/tree/test_deb.py alone (also in make check): make deb, lintian, dpkg -i, vnetd --version,
 # the unit's ExecStart by hand, dpkg --purge leaving nothing behind. Needs root.
 deb-check:
-	$(PYTHON) tests/e2e/test_deb.py
+	$(PYTHON) tests/e2e/tree/test_deb.py
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

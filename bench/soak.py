@@ -17,7 +17,7 @@ from bench.lib.common import TOP, log
 from bench.lib import gnuplot
 from tests.kit import harness
 from tests.kit import hostile_env
-from tests.e2e import test_hostile_frontend as hostile
+from tests.e2e.hostile import test_hostile_frontend as hostile
 from tests.kit.harness import (ControlClient, GuestError, HostServers, Netns, UmlGuest, Vnetd,
                                guest_addr, host_addr, make_blob, ns_fetch_sha, workdir)
 

@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: MIT
-"""Run every end-to-end test (tests/e2e/test_*.py); 77 = skipped with a reason. Exit 1 on any failure."""
+"""Run every end-to-end test (tests/e2e/GROUP/test_*.py), group by group; 77 = skipped with a reason.
+Exit 1 on any failure. Arguments: run only the tests whose GROUP/name contains one of them
+(e.g. `hostile/`, `test_uml`)."""
 
 import glob
 import os
@@ -9,6 +11,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
+# tree: the Python import rules and the Debian package; guests: one guest or VMM end to end (the
+# guest kits' self-test first); features: one vnetd feature each; hostile: attacks on vnetd.
+GROUPS = ('tree', 'guests', 'features', 'hostile')
 
 
 def env():
@@ -22,12 +27,12 @@ def env():
 
 def main():
     only = sys.argv[1:]
-    tests = sorted(glob.glob(os.path.join(HERE, 'test_*.py')))
+    tests = [t for g in GROUPS for t in sorted(glob.glob(os.path.join(HERE, g, 'test_*.py')))]
     if only:
-        tests = [t for t in tests if any(o in os.path.basename(t) for o in only)]
+        tests = [t for t in tests if any(o in os.path.relpath(t, HERE) for o in only)]
     results = []
     for t in tests:
-        name = os.path.basename(t)[:-3]
+        name = os.path.relpath(t, HERE)[:-3]
         print('=== %s' % name, flush=True)
         t0 = time.monotonic()
         r = subprocess.run([sys.executable, t], cwd=HERE, env=env())
@@ -37,7 +42,7 @@ def main():
         print('=== %s: %s (%.1f s)' % (name, verdict, dt), flush=True)
     print('\nend-to-end summary:')
     for name, verdict, dt in results:
-        print('  %-28s %s  %6.1f s' % (name, verdict, dt))
+        print('  %-36s %s  %6.1f s' % (name, verdict, dt))
     return 1 if any(v == 'FAIL' for _, v, _ in results) else 0
 
 

@@ -55,7 +55,7 @@ import urllib.request
 import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TOP = os.path.abspath(os.path.join(HERE, '..', '..'))
+TOP = os.path.abspath(os.path.join(HERE, '..', '..', '..'))
 os.environ.setdefault('VNETD_BUILD', os.path.join(TOP, 'build-tsan'))
 # As make tsan sets them. halt_on_error: the first race ends vnetd (exit 66, its report in the
 # log); history_size=7: the older access's stack is kept long enough to be printed. No

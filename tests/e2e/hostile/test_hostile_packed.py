@@ -393,7 +393,7 @@ def split_in_order_skip(env, res):
     expect_alive_conn(res, f.vu, 'an IN_ORDER violation')
 
 
-from tests.e2e import hostile_packed_rings  # noqa: E402,F401 (registers its cases after these)
+from tests.e2e.hostile import hostile_packed_rings  # noqa: E402,F401 (registers its cases after these)
 
 
 def main():

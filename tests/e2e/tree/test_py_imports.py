@@ -19,7 +19,7 @@ import os
 import re
 import sys
 
-TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 TREES = ('tests', 'bench')
 SYS_PATH = re.compile(r'\bsys\.path\.(insert|append|extend)\b|\bsys\.path\s*(\+?=)')
 
