@@ -8,6 +8,7 @@
 #include "lib/le_bytes.h"
 #include "dev/rss/net_rss.h"
 #include "dev/queue_view.h"
+#include "dev/dev.h" /* the public functions defined here */
 #include "dev/vnet_dev_core.h"
 
 /*
@@ -115,14 +116,14 @@ static int rss_get(const uint8_t *p, size_t len, struct rss_config *c, bool *ste
 }
 
 /**
- * dev_state_save() - serialise what the frontend cannot resend, in the format above
+ * vnet_dev_state_save() - serialise what the frontend cannot resend, in the format above
  * @dev: the device
  * @buf: the stream goes here
  * @cap: room in @buf, at least VNET_STATE_MAX
  *
  * Return: the bytes written.
  */
-size_t dev_state_save(const struct vnet_dev *dev, uint8_t *buf, size_t cap)
+size_t vnet_dev_state_save(const struct vnet_dev *dev, uint8_t *buf, size_t cap)
 {
 	const struct vnet_rx_filter *f = &dev->filter;
 	const struct vnet_kind_coal *kinds[4] = {&dev->host[0], &dev->host[1], &dev->last[0],
@@ -270,7 +271,7 @@ static int state_parse(const struct vnet_dev *dev, const uint8_t *buf, size_t le
 }
 
 /**
- * dev_state_load() - validate a whole state stream (hostile input), then apply it
+ * vnet_dev_state_load() - validate a whole state stream (hostile input), then apply it
  * @dev: the device, stopped
  * @buf: the stream
  * @len: its bytes
@@ -280,7 +281,7 @@ static int state_parse(const struct vnet_dev *dev, const uint8_t *buf, size_t le
  * notification get one when they are enabled.
  * Return: 0, or -1 with nothing changed.
  */
-int dev_state_load(struct vnet_dev *dev, const uint8_t *buf, size_t len, const char **why)
+int vnet_dev_state_load(struct vnet_dev *dev, const uint8_t *buf, size_t len, const char **why)
 {
 	struct state_in in;
 
@@ -317,19 +318,19 @@ int dev_state_load(struct vnet_dev *dev, const uint8_t *buf, size_t len, const c
 		q->state_loaded = true;
 		q->resume_notify = in.qflags[i] & QFLAG_NOTIFY;
 	}
-	queue_view_publish_all(dev);
+	vnet_dev_publish(dev);
 	return 0;
 }
 
 /**
- * dev_state_send_rarp() - announce a migrated guest's MAC through the backend
+ * vnet_dev_send_rarp() - announce a migrated guest's MAC through the backend
  * @dev: the device
  * @mac: the guest's address
  *
  * A broadcast RARP as QEMU's announce sends it, so switches learn the guest's new port.
  * Return: 0, or -1 without a backend or when it refused the frame.
  */
-int dev_state_send_rarp(struct vnet_dev *dev, const uint8_t mac[6])
+int vnet_dev_send_rarp(struct vnet_dev *dev, const uint8_t mac[6])
 {
 	/* A 60-byte RARP request as QEMU's announce builds it; an all-zero header (no offloads). */
 	struct virtio_net_hdr_v1 hdr;

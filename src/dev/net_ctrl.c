@@ -10,6 +10,7 @@
 #include "lib/log.h"
 #include "dev/rss/net_rss.h"
 #include "dev/coal/notify.h"
+#include "dev/dev.h" /* the public functions defined here */
 #include "dev/vnet_dev_core.h"
 
 #define CTRL_MAX_IN 4096 /* bytes of one command we read (a full MAC table fits) */
@@ -93,7 +94,7 @@ static uint8_t ctrl_mac(struct vnet_dev *dev, uint8_t cmd, const uint8_t *p, siz
 }
 
 /**
- * net_ctrl_restore_rx() - put back the receive filter, RX mode and MAC from before a restart
+ * vnet_dev_restore_rx() - put back the receive filter, RX mode and MAC from before a restart
  * @dev: the device
  * @f: the filter and RX mode (applied only with CTRL_RX negotiated)
  * @mac: the address CTRL_MAC_ADDR_SET gave (applied only with CTRL_MAC_ADDR); NULL: keep it
@@ -101,7 +102,7 @@ static uint8_t ctrl_mac(struct vnet_dev *dev, uint8_t cmd, const uint8_t *p, siz
  * Return: 0, or -1 (nothing changed) for a table over VNET_MAC_TABLE_SIZE, an overflowed
  * one with entries, or a group address for the MAC (CTRL_MAC_ADDR_SET refuses those too).
  */
-int net_ctrl_restore_rx(struct vnet_dev *dev, const struct vnet_rx_filter *f, const uint8_t *mac)
+int vnet_dev_restore_rx(struct vnet_dev *dev, const struct vnet_rx_filter *f, const uint8_t *mac)
 {
 	if (f->n_uc > VNET_MAC_TABLE_SIZE || f->n_mc > VNET_MAC_TABLE_SIZE ||
 	    (f->uc_overflow && f->n_uc) || (f->mc_overflow && f->n_mc) || (mac && mac_is_group(mac)))
@@ -228,7 +229,7 @@ static uint8_t ctrl_notf_coal(struct vnet_dev *dev, uint8_t cmd, const uint8_t *
 }
 
 /**
- * net_ctrl_execute() - run one control command
+ * vnet_dev_ctrl_execute() - run one control command
  * @dev: the device
  * @in: class, command, then the payload
  * @in_len: bytes of @in
@@ -238,7 +239,7 @@ static uint8_t ctrl_notf_coal(struct vnet_dev *dev, uint8_t cmd, const uint8_t *
  *
  * Return: the ack byte, VIRTIO_NET_OK or VIRTIO_NET_ERR (logged).
  */
-uint8_t net_ctrl_execute(struct vnet_dev *dev, const uint8_t *in, size_t in_len, uint8_t *out,
+uint8_t vnet_dev_ctrl_execute(struct vnet_dev *dev, const uint8_t *in, size_t in_len, uint8_t *out,
 			 size_t out_len, size_t *out_written)
 {
 	const uint8_t *p = in + 2;
@@ -300,7 +301,7 @@ static uint32_t ctrl_run_chain(struct vnet_dev *dev, struct vnet_queue *q)
 			  (unsigned long long)c->read_len);
 		ack = VIRTIO_NET_ERR;
 	} else {
-		ack = net_ctrl_execute(dev, in, in_len, out, sizeof(out), &written);
+		ack = vnet_dev_ctrl_execute(dev, in, in_len, out, sizeof(out), &written);
 	}
 	if (written > c->write_len - 1) {
 		written = 0; /* no room for the result after the ack */

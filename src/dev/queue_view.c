@@ -2,6 +2,7 @@
 /* queue_view.c - queue settings published under a seqcount, for readers on other threads. */
 #include "dev/queue_view.h"
 
+#include "dev/dev.h" /* the public functions defined here */
 #include "dev/vnet_dev_core.h"
 
 /*
@@ -103,12 +104,12 @@ void vnet_queue_view_read(const struct vnet_queue *q, struct vnet_queue_view *ou
 }
 
 /**
- * queue_view_publish_all() - publish every queue of the device
+ * vnet_dev_publish() - publish every queue of the device
  * @dev: the device
  *
  * Context: as queue_view_publish().
  */
-void queue_view_publish_all(struct vnet_dev *dev)
+void vnet_dev_publish(struct vnet_dev *dev)
 {
 	for (unsigned i = 0; i < dev->nqueues; i++)
 		queue_view_publish(&dev->queues[i]);

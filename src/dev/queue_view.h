@@ -19,7 +19,4 @@ void vnet_queue_view_read(const struct vnet_queue *q, struct vnet_queue_view *ou
  */
 void queue_view_publish(struct vnet_queue *q);
 
-/* queue_view_publish_all() - publish every queue of dev. */
-void queue_view_publish_all(struct vnet_dev *dev);
-
 #endif

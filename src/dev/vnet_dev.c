@@ -355,7 +355,7 @@ void vnet_dev_reset(struct vnet_dev *dev)
 	vnet_dev_queue_assign_kinds(dev);
 	for (unsigned i = 0; i < dev->nqueues; i++)
 		vnet_dev_queue_reset(dev, &dev->queues[i]);
-	queue_view_publish_all(dev);
+	vnet_dev_publish(dev);
 }
 
 /**
@@ -440,23 +440,6 @@ const char *vnet_queue_kind_name(enum vnet_queue_kind kind)
 /* ---- Control queue (net_ctrl.c), coalescing policy (coal_policy.c), migration (dev_state.c) ---- */
 
 /**
- * vnet_dev_ctrl_execute() - run one control command
- * @dev: the device
- * @in: class, command, then the payload
- * @in_len: bytes of @in
- * @out: command output (VQ_GET) goes here
- * @out_len: room in @out
- * @out_written: set to the output bytes written
- *
- * Return: the ack byte.
- */
-uint8_t vnet_dev_ctrl_execute(struct vnet_dev *dev, const uint8_t *in, size_t in_len, uint8_t *out,
-			      size_t out_len, size_t *out_written)
-{
-	return net_ctrl_execute(dev, in, in_len, out, out_len, out_written);
-}
-
-/**
  * vnet_dev_rx_filter() - the receive filter and RX mode the driver set
  * @dev: the device
  *
@@ -465,70 +448,6 @@ uint8_t vnet_dev_ctrl_execute(struct vnet_dev *dev, const uint8_t *in, size_t in
 const struct vnet_rx_filter *vnet_dev_rx_filter(const struct vnet_dev *dev)
 {
 	return &dev->filter;
-}
-
-/**
- * vnet_dev_restore_rx() - put back the receive filter, RX mode and MAC from before a restart
- * @dev: the device
- * @f: the filter and RX mode (applied only with CTRL_RX negotiated)
- * @mac: the address CTRL_MAC_ADDR_SET gave (applied only with CTRL_MAC_ADDR); NULL: keep it
- *
- * Return: 0, or -1 (nothing changed) for a bad table.
- */
-int vnet_dev_restore_rx(struct vnet_dev *dev, const struct vnet_rx_filter *f, const uint8_t *mac)
-{
-	return net_ctrl_restore_rx(dev, f, mac);
-}
-
-/**
- * vnet_dev_host_coalesce() - host-side coalescing for a queue, or every queue of a kind
- * @dev: the device
- * @qidx: the queue, or < 0 for every queue of @kind
- * @kind: VNET_QUEUE_RX or VNET_QUEUE_TX when @qidx < 0
- * @params: the parameters
- *
- * Return: 0, or -1 for a bad queue or kind.
- */
-int vnet_dev_host_coalesce(struct vnet_dev *dev, int qidx, enum vnet_queue_kind kind,
-			   const struct coal_params *params)
-{
-	return coal_policy_host_coalesce(dev, qidx, kind, params);
-}
-
-/**
- * vnet_dev_host_adaptive() - adaptive coalescing on or off for a queue, or every queue of a kind
- * @dev: the device
- * @qidx: the queue, or < 0 for every queue of @kind (then also after a reset or re-enable)
- * @kind: VNET_QUEUE_RX or VNET_QUEUE_TX when @qidx < 0
- * @on: on or off (off: the last setting for the kind since reset, else 0)
- *
- * Return: 0, or -1 for a bad queue or kind.
- */
-int vnet_dev_host_adaptive(struct vnet_dev *dev, int qidx, enum vnet_queue_kind kind, bool on)
-{
-	return coal_policy_host_adaptive(dev, qidx, kind, on);
-}
-
-/**
- * vnet_dev_adaptive_mode() - whether every queue of a kind starts adaptive (port setting)
- * @dev: the device
- * @kind: the kind
- *
- * Return: the port's mode (false for VNET_QUEUE_CTRL).
- */
-bool vnet_dev_adaptive_mode(const struct vnet_dev *dev, enum vnet_queue_kind kind)
-{
-	return coal_policy_adaptive_mode(dev, kind);
-}
-
-/**
- * vnet_dev_set_stall_guard() - the port's stall guard settings, in effect at once
- * @dev: the device
- * @g: the settings (copied)
- */
-void vnet_dev_set_stall_guard(struct vnet_dev *dev, const struct vnet_stall_guard *g)
-{
-	coal_policy_set_stall_guard(dev, g);
 }
 
 /**
@@ -560,21 +479,6 @@ const struct vnet_stall_guard *vnet_dev_stall_guard(const struct vnet_dev *dev)
 }
 
 /**
- * vnet_dev_restore_coal() - put back a queue's parameters from before a vnetd restart
- * @dev: the device
- * @qidx: the queue (RX or TX)
- * @params: the parameters
- * @who: who had set them: COAL_SET_GUEST or COAL_SET_HOST
- *
- * Return: 0, or -1 for a bad queue or setter.
- */
-int vnet_dev_restore_coal(struct vnet_dev *dev, unsigned qidx, const struct coal_params *params,
-			  enum coal_setter who)
-{
-	return coal_policy_restore(dev, qidx, params, who);
-}
-
-/**
  * vnet_dev_coal_persist() - whether host coalescing defaults survive a device reset
  * @dev: the device
  *
@@ -585,53 +489,3 @@ bool vnet_dev_coal_persist(const struct vnet_dev *dev)
 	return dev->params.coal_persist;
 }
 
-/**
- * vnet_dev_publish() - publish every queue's settings view now
- * @dev: the device
- *
- * The device does this itself whenever it changes them; for owners that changed it otherwise.
- * Context: the thread that owns the device (or the main thread while its worker is parked).
- */
-void vnet_dev_publish(struct vnet_dev *dev)
-{
-	queue_view_publish_all(dev);
-}
-
-/**
- * vnet_dev_state_save() - serialise the device state a migration carries (dev_state.c's format)
- * @dev: the device
- * @buf: the stream goes here
- * @cap: room in @buf, at least VNET_STATE_MAX
- *
- * Return: the bytes written.
- */
-size_t vnet_dev_state_save(const struct vnet_dev *dev, uint8_t *buf, size_t cap)
-{
-	return dev_state_save(dev, buf, cap);
-}
-
-/**
- * vnet_dev_state_load() - validate a whole state stream (hostile input), then apply it
- * @dev: the device, stopped
- * @buf: the stream
- * @len: its bytes
- * @why: set to what was wrong
- *
- * Return: 0, or -1 with nothing changed.
- */
-int vnet_dev_state_load(struct vnet_dev *dev, const uint8_t *buf, size_t len, const char **why)
-{
-	return dev_state_load(dev, buf, len, why);
-}
-
-/**
- * vnet_dev_send_rarp() - announce the migrated guest's MAC through the backend
- * @dev: the device
- * @mac: the guest's address
- *
- * Return: 0, or -1 without a backend or when it refused the frame.
- */
-int vnet_dev_send_rarp(struct vnet_dev *dev, const uint8_t mac[6])
-{
-	return dev_state_send_rarp(dev, mac);
-}

@@ -2,6 +2,8 @@
 /* vnet_dev_queue.c - the device's queues: their roles, lifecycle, and running kicks and timers. */
 #include "dev/vnet_dev_queue.h"
 
+#include "dev/dev.h" /* vnet_dev_publish() */
+
 #include "dev/coal/coal_policy.h"
 #include "dev/net_ctrl.h"
 #include "dev/net_rx.h"
@@ -55,7 +57,7 @@ void vnet_dev_queue_assign_kinds(struct vnet_dev *dev)
 		dev->queues[i].kind = i == ctrl ? VNET_QUEUE_CTRL
 				      : (i & 1) ? VNET_QUEUE_TX
 						: VNET_QUEUE_RX;
-	queue_view_publish_all(dev); /* the kinds are part of the queues' views */
+	vnet_dev_publish(dev); /* the kinds are part of the queues' views */
 }
 
 /**

@@ -15,7 +15,6 @@
  * nothing below calls back up here.
  */
 
-
 /* The ring's private memory back to the heap, and every pointer into it forgotten. */
 static void vq_priv_free(struct virtqueue *vq)
 {
@@ -205,7 +204,8 @@ static inline bool would_notify(const struct virtqueue *vq)
  * since the last decision, and record this decision point.
  * @vq: the queue
  *
- * Looks at avail->flags, or used_event with EVENT_IDX. Covers PUBLISHED entries only: deciding for
+ * Split: avail->flags, or used_event with EVENT_IDX; packed: the Driver Event Suppression
+ * structure (vq_packed_would_notify()). Covers PUBLISHED entries only: deciding for
  * entries pushed but not yet published would let a driver that cannot see them be skipped.
  *
  * Return: true when a notification should be sent.

@@ -4,6 +4,7 @@
 
 #include "dev/coal/notify.h"
 #include "dev/queue_view.h"
+#include "dev/dev.h" /* the public functions defined here */
 #include "dev/vnet_dev_core.h"
 
 static unsigned kind_slot(enum vnet_queue_kind kind)
@@ -126,7 +127,7 @@ void coal_policy_apply(struct vnet_dev *dev, struct vnet_queue *q, const struct 
 }
 
 /**
- * coal_policy_host_coalesce() - host-side coalescing for one queue or every queue of a kind
+ * vnet_dev_host_coalesce() - host-side coalescing for one queue or every queue of a kind
  * @dev: the device
  * @qidx: the queue, or < 0 for every queue of @kind (which then becomes the host default,
  *        kept across resets only with coal_persist, and ends the port's adaptive mode for it)
@@ -135,7 +136,7 @@ void coal_policy_apply(struct vnet_dev *dev, struct vnet_queue *q, const struct 
  *
  * Return: 0, or -1 for a bad queue or kind.
  */
-int coal_policy_host_coalesce(struct vnet_dev *dev, int qidx, enum vnet_queue_kind kind,
+int vnet_dev_host_coalesce(struct vnet_dev *dev, int qidx, enum vnet_queue_kind kind,
 			      const struct coal_params *params)
 {
 	if (qidx >= 0) {
@@ -176,7 +177,7 @@ static void adapt_switch(struct vnet_dev *dev, struct vnet_queue *q, bool on)
 }
 
 /**
- * coal_policy_host_adaptive() - adaptive coalescing on or off for one queue or a kind
+ * vnet_dev_host_adaptive() - adaptive coalescing on or off for one queue or a kind
  * @dev: the device
  * @qidx: the queue, or < 0 for every queue of @kind (then the port's mode for that kind too)
  * @kind: VNET_QUEUE_RX or VNET_QUEUE_TX when @qidx < 0
@@ -184,7 +185,7 @@ static void adapt_switch(struct vnet_dev *dev, struct vnet_queue *q, bool on)
  *
  * Return: 0, or -1 for a bad queue or kind.
  */
-int coal_policy_host_adaptive(struct vnet_dev *dev, int qidx, enum vnet_queue_kind kind, bool on)
+int vnet_dev_host_adaptive(struct vnet_dev *dev, int qidx, enum vnet_queue_kind kind, bool on)
 {
 	if (qidx >= 0) {
 		struct vnet_queue *q = dev_queue(dev, (unsigned)qidx);
@@ -204,25 +205,25 @@ int coal_policy_host_adaptive(struct vnet_dev *dev, int qidx, enum vnet_queue_ki
 }
 
 /**
- * coal_policy_adaptive_mode() - whether every queue of a kind starts adaptive (port setting)
+ * vnet_dev_adaptive_mode() - whether every queue of a kind starts adaptive (port setting)
  * @dev: the device
  * @kind: the queue kind
  *
  * Return: the port's adaptive mode for @kind (false for VNET_QUEUE_CTRL).
  */
-bool coal_policy_adaptive_mode(const struct vnet_dev *dev, enum vnet_queue_kind kind)
+bool vnet_dev_adaptive_mode(const struct vnet_dev *dev, enum vnet_queue_kind kind)
 {
 	return kind != VNET_QUEUE_CTRL && dev->adaptive[kind_slot(kind)];
 }
 
 /**
- * coal_policy_set_stall_guard() - the port's stall guard settings, in effect at once
+ * vnet_dev_set_stall_guard() - the port's stall guard settings, in effect at once
  * @dev: the device
  * @g: the settings (copied)
  *
  * Held completions may be due under the new thresholds: every RX and TX queue is re-checked.
  */
-void coal_policy_set_stall_guard(struct vnet_dev *dev, const struct vnet_stall_guard *g)
+void vnet_dev_set_stall_guard(struct vnet_dev *dev, const struct vnet_stall_guard *g)
 {
 	dev->guard = *g;
 	/* Held completions may be due under the new thresholds: re-check every queue. */
@@ -232,7 +233,7 @@ void coal_policy_set_stall_guard(struct vnet_dev *dev, const struct vnet_stall_g
 }
 
 /**
- * coal_policy_restore() - put back a queue's parameters from before a vnetd restart
+ * vnet_dev_restore_coal() - put back a queue's parameters from before a vnetd restart
  * @dev: the device
  * @qidx: the queue (RX or TX)
  * @params: the parameters
@@ -240,7 +241,7 @@ void coal_policy_set_stall_guard(struct vnet_dev *dev, const struct vnet_stall_g
  *
  * Return: 0, or -1 for a bad queue or setter.
  */
-int coal_policy_restore(struct vnet_dev *dev, unsigned qidx, const struct coal_params *params,
+int vnet_dev_restore_coal(struct vnet_dev *dev, unsigned qidx, const struct coal_params *params,
 			enum coal_setter who)
 {
 	struct vnet_queue *q = dev_queue(dev, qidx);

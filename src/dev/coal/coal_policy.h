@@ -37,21 +37,4 @@ void coal_policy_set_kind(struct vnet_dev *dev, enum vnet_queue_kind kind,
 void coal_policy_apply(struct vnet_dev *dev, struct vnet_queue *q, const struct coal_params *p,
 		       enum coal_setter who);
 
-/* coal_policy_host_coalesce() - vnet_dev_host_coalesce(). */
-int coal_policy_host_coalesce(struct vnet_dev *dev, int qidx, enum vnet_queue_kind kind,
-			      const struct coal_params *params);
-
-/* coal_policy_host_adaptive() - vnet_dev_host_adaptive(). */
-int coal_policy_host_adaptive(struct vnet_dev *dev, int qidx, enum vnet_queue_kind kind, bool on);
-
-/* coal_policy_adaptive_mode() - vnet_dev_adaptive_mode(). */
-bool coal_policy_adaptive_mode(const struct vnet_dev *dev, enum vnet_queue_kind kind);
-
-/* coal_policy_set_stall_guard() - vnet_dev_set_stall_guard(). */
-void coal_policy_set_stall_guard(struct vnet_dev *dev, const struct vnet_stall_guard *g);
-
-/* coal_policy_restore() - vnet_dev_restore_coal(). */
-int coal_policy_restore(struct vnet_dev *dev, unsigned qidx, const struct coal_params *params,
-			enum coal_setter who);
-
 #endif
