@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* port_table.c - the daemon's ports by slot: placement on workers, run-time changes, --config. */
+/* port_table.c - the daemon's ports by slot: placement on workers, adding, dooming, reaping. */
 #include "port/port_table.h"
+#include "port/port_table_internal.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,92 +34,6 @@ void port_table_init(struct port_table *t, struct worker_pool *pool,
 	t->config_dir = -1;
 }
 
-/*
- * The segment named `name` ("": the default one), VLAN `vlan` of it (0: its untagged domain),
- * created (its switch too) if it has no ports yet: its index, or -1 (logged) at
- * PORT_MAX_SEGMENTS or out of memory.
- */
-static int segment_get(struct port_table *t, const char *name, uint16_t vlan)
-{
-	struct port_segment *s;
-
-	for (unsigned i = 0; i < t->nsegments; i++)
-		if (strcmp(t->segments[i].name, name) == 0 && t->segments[i].vlan == vlan)
-			return (int)i;
-	if (t->nsegments == PORT_MAX_SEGMENTS) {
-		log_err("switch=%s: already %d segments (each VLAN of one counts)",
-			name[0] ? name : "default", PORT_MAX_SEGMENTS);
-		return -1;
-	}
-	s = &t->segments[t->nsegments];
-	s->sw = switch_create(t->pool->n, t->sw_ops, t->sw_ctx);
-	if (!s->sw)
-		return -1;
-	snprintf(s->name, sizeof(s->name), "%s", name);
-	s->vlan = vlan;
-	s->home = -1;
-	s->nports = 0;
-	if (vlan)
-		log_info("switch segment %s VLAN %u: created", name[0] ? name : "default", vlan);
-	else if (name[0])
-		log_info("switch segment %s: created", name);
-	return (int)t->nsegments++;
-}
-
-/*
- * A port of segment i went: with its last, the segment and its switch go too (the last
- * segment takes its place in the packed array). Workers parked.
- */
-static void segment_put(struct port_table *t, unsigned i)
-{
-	unsigned last = t->nsegments - 1;
-
-	if (--t->segments[i].nports)
-		return;
-	if (t->segments[i].vlan)
-		log_info("switch segment %s VLAN %u: removed (no ports left)",
-			 t->segments[i].name[0] ? t->segments[i].name : "default",
-			 t->segments[i].vlan);
-	else if (t->segments[i].name[0])
-		log_info("switch segment %s: removed (no ports left)", t->segments[i].name);
-	switch_destroy(t->segments[i].sw);
-	if (i != last) {
-		t->segments[i] = t->segments[last];
-		for (unsigned k = 0; k < VNETD_MAX_PORTS; k++) {
-			const struct port_config *c = t->ports[k] ? port_config(t->ports[k]) : NULL;
-
-			if (c && c->backend == PORT_BACKEND_SWITCH && t->segment_of[k] == last)
-				t->segment_of[k] = (uint8_t)i;
-			for (unsigned v = 0; c && v < c->n_trunk; v++)
-				if (t->trunk_of[k][v] == last)
-					t->trunk_of[k][v] = (uint8_t)i;
-		}
-	}
-	memset(&t->segments[last], 0, sizeof(t->segments[last]));
-	t->nsegments--;
-}
-
-/*
- * A trunk's VLANs went (its port gone, or never made): segment_put() each, the highest index
- * first, so a segment moved into a freed place is never one still to put (the port is out of
- * the table: segment_put() cannot fix its indexes).
- */
-static void trunk_put(struct port_table *t, const uint8_t *idx, unsigned n)
-{
-	uint8_t left[PORT_MAX_TRUNK];
-
-	memcpy(left, idx, n);
-	while (n) {
-		unsigned top = 0;
-
-		for (unsigned v = 1; v < n; v++)
-			if (left[v] > left[top])
-				top = v;
-		segment_put(t, left[top]);
-		left[top] = left[--n];
-	}
-}
-
 /**
  * port_table_add() - create a port in a free slot and place it on a worker.
  * @t: the table
@@ -150,23 +63,23 @@ int port_table_add(struct port_table *t, unsigned slot, const struct port_config
 	struct port *p;
 	int si = -1;
 
-	/* A trunk holds each of its VLANs like a port of it (segment_put() undoes each). */
+	/* A trunk holds each of its VLANs like a port of it (port_segment_put() undoes each). */
 	for (; ntrunk < cfg->n_trunk; ntrunk++) {
-		int ti = segment_get(t, cfg->uplink, cfg->trunk[ntrunk]);
+		int ti = port_segment_get(t, cfg->uplink, cfg->trunk[ntrunk]);
 
 		if (ti < 0) {
-			trunk_put(t, t->trunk_of[slot], ntrunk);
+			port_trunk_put(t, t->trunk_of[slot], ntrunk);
 			return -1;
 		}
 		t->segments[ti].nports++;
 		t->trunk_of[slot][ntrunk] = (uint8_t)ti;
 	}
 	if (cfg->backend == PORT_BACKEND_SWITCH) {
-		si = segment_get(t, cfg->segment, cfg->vlan);
+		si = port_segment_get(t, cfg->segment, cfg->vlan);
 		if (si < 0)
 			return -1;
 		seg = &t->segments[si];
-		seg->nports++; /* before anything may fail: segment_put() undoes it */
+		seg->nports++; /* before anything may fail: port_segment_put() undoes it */
 	}
 	/*
 	 * The switch hands frames between workers (switch_xq.c), but a frame that crosses costs
@@ -181,8 +94,8 @@ int port_table_add(struct port_table *t, unsigned slot, const struct port_config
 				log_err("queue-workers=: worker %u, but vnetd runs %u worker(s)",
 					cfg->queue_workers[i], pool->n);
 				if (seg)
-					segment_put(t, (unsigned)si);
-				trunk_put(t, t->trunk_of[slot], ntrunk);
+					port_segment_put(t, (unsigned)si);
+				port_trunk_put(t, t->trunk_of[slot], ntrunk);
 				return -1;
 			}
 	} else if (cfg->worker >= 0) { /* < pool->n: options_parse(), port_table_add_spec() */
@@ -212,8 +125,8 @@ int port_table_add(struct port_table *t, unsigned slot, const struct port_config
 	}
 	if (!p) {
 		if (seg)
-			segment_put(t, (unsigned)si);
-		trunk_put(t, t->trunk_of[slot], ntrunk);
+			port_segment_put(t, (unsigned)si);
+		port_trunk_put(t, t->trunk_of[slot], ntrunk);
 		return -1;
 	}
 	if (seg)
@@ -333,8 +246,8 @@ void port_table_reap(struct port_table *t)
 		w->nports--;
 		t->ports[i] = NULL;
 		if (sw)
-			segment_put(t, t->segment_of[i]);
-		trunk_put(t, t->trunk_of[i], ntrunk);
+			port_segment_put(t, t->segment_of[i]);
+		port_trunk_put(t, t->trunk_of[i], ntrunk);
 		t->doomed[i] = false;
 		free(t->config_spec[i]);
 		t->config_spec[i] = NULL;
@@ -344,95 +257,6 @@ void port_table_reap(struct port_table *t)
 		if (t->ports[i])
 			t->live[n++] = t->ports[i];
 	t->nlive = n;
-}
-
-/**
- * port_table_reload() - apply the --config file.
- * @t: the table, with port_table_open_config() done
- *
- * Ports it no longer lists (or lists with another spec) go, new ones come; ports it lists
- * unchanged stay untouched (their guests notice nothing). A file that does not parse changes
- * nothing. Ports from the command line or port-add are not its own. Main thread (start-up or
- * SIGHUP), the other workers parked.
- *
- * Return: 0, or -1 (logged) when the file did not parse or a port failed.
- */
-int port_table_reload(struct port_table *t)
-{
-	static struct config_ports cp;
-	char err[256];
-	bool keep[VNETD_MAX_PORTS] = {false};
-	unsigned added = 0, removed = 0, failed = 0;
-
-	if (config_file_load(t->config_dir, t->config_name, &cp, err, sizeof(err)) < 0) {
-		log_err("config %s: %s; nothing changed", t->config_path, err);
-		return -1;
-	}
-	for (unsigned i = 0; i < VNETD_MAX_PORTS; i++) {
-		bool listed = false;
-
-		if (!t->ports[i] || t->origin[i] != PORT_ORIGIN_CONFIG || t->doomed[i])
-			continue;
-		for (unsigned j = 0; j < cp.n && !listed; j++)
-			if (!keep[j] && t->config_spec[i] &&
-			    strcmp(cp.spec[j], t->config_spec[i]) == 0)
-				keep[j] = listed = true;
-		if (!listed) {
-			port_table_doom(t, i);
-			removed++;
-		}
-	}
-	port_table_reap(t); /* a changed port's socket and tap are free again for its new spec */
-	for (unsigned j = 0; j < cp.n; j++) {
-		int slot;
-
-		if (keep[j])
-			continue;
-		slot = port_table_add_spec(t, cp.spec[j], PORT_ORIGIN_CONFIG, err, sizeof(err));
-		if (slot < 0) {
-			log_err("config %s: port %u: %s", t->config_path, j, err);
-			failed++;
-			continue;
-		}
-		/* NULL (no memory): the port is replaced at the next reload. */
-		t->config_spec[slot] = strdup(cp.spec[j]);
-		added++;
-	}
-	log_info("config %s: %u port(s) added, %u removed, %u unchanged, %u failed", t->config_path,
-		 added, removed, cp.n - added - failed, failed);
-	return failed ? -1 : 0;
-}
-
-/**
- * port_table_open_config() - open the directory of the --config file and keep it.
- * @t: the table
- * @path: --config FILE (kept: static storage of the options)
- *
- * SIGHUP re-reads the file by name in it (an editor's rename is seen), and the sandbox allows
- * opening files there only (the caller allows the directory). Main thread, start-up.
- *
- * Return: the directory (an O_PATH fd the table keeps), or -1 (logged).
- */
-int port_table_open_config(struct port_table *t, const char *path)
-{
-	char dir[256];
-	const char *slash = strrchr(path, '/');
-
-	t->config_path = path;
-	if (slash) {
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-		t->config_name = slash + 1;
-	} else {
-		snprintf(dir, sizeof(dir), ".");
-		t->config_name = path;
-	}
-	t->config_dir = open(dir[0] ? dir : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (t->config_dir < 0 || t->config_name[0] == '\0') {
-		log_err("config %s: cannot open its directory: %s", path,
-			t->config_dir < 0 ? strerror(errno) : "no file name");
-		return -1;
-	}
-	return t->config_dir;
 }
 
 /**
