@@ -3,21 +3,18 @@
 bulk download with coalescing off, then set by its own `ethtool -C`; prints packets,
 notifications and guest interrupts side by side.
 
-The guest is the newest UML kernel that boots on this CPU (tests/e2e/kits.py); where none does,
+The guest is the newest UML kernel that boots on this CPU (tests/kit/kits.py); where none does,
 a QEMU/TCG guest with sid's QEMU 11 in full-device mode (vhost-user-test-device-pci), so the
 guest's own ethtool -C still reaches vnetd over the control queue it serves."""
 
 import os
 import re
 import subprocess
-import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'tests', 'e2e'))
-import harness  # noqa: E402
-import kits  # noqa: E402
-from harness import (Netns, QemuGuest, UmlGuest, Vnetd, make_blob,  # noqa: E402
-                     require_root_and_tun, workdir)
+from tests.kit import harness, kits
+from tests.kit.harness import (Netns, QemuGuest, UmlGuest, Vnetd, make_blob, require_root_and_tun,
+                               workdir)
 
 HOST_IP, GUEST_IP = '10.76.0.1', '10.76.0.2'
 PROFILES = [('off', 'rx-usecs 0 rx-frames 0 tx-usecs 0 tx-frames 1'),

@@ -9,10 +9,8 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'tests', 'e2e'))
-import harness  # noqa: E402
-import kits  # noqa: E402
-from guest import GuestError, QemuGuest  # noqa: E402
+from tests.kit import harness, kits
+from tests.kit.guest import GuestError, QemuGuest
 
 ROWS = []
 

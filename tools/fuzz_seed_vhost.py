@@ -12,7 +12,8 @@
   fuzz_seed_vhost.py record MODE REC.strace      (root; VNETD_BUILD: a plain, non-fuzz build)
       Make a recording: vnetd under strace with two switch ports, and MODE's frontends on them
       (dpdk, dpdk_packed, dpdk_inorder, dpdk_packed_inorder: testpmd virtio-user; uml: two UML
-      guests that ping; qemu: a QEMU guest), through tests/e2e's harness.
+      guests that ping; qemu: a QEMU guest), through the test kit (tests/kit/harness.py;
+      run it as PYTHONPATH=. tools/fuzz_seed_vhost.py from the top).
   fuzz_seed_vhost.py hand OUTDIR
       Hand-written seeds after QEMU's, DPDK's and UML's sequences (vhost-user spec) and the
       migration and reconnect paths.
@@ -218,18 +219,15 @@ def convert(path, config=0, with_traffic=True):
 
 
 def record(mode, out):
-    """A recording of MODE's frontends (see the usage); tests/e2e's harness starts everything."""
+    """A recording of MODE's frontends (see the usage); tests/kit/harness.py starts everything."""
     import time
-    top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    sys.path.insert(0, os.path.join(top, 'tests', 'e2e'))
-    sys.path.insert(0, os.path.join(top, 'bench'))
-    from harness import NoNs, Vnetd, guest_addr, guest_kit, uml_start, workdir
-    from guest import QemuGuest, UmlGuest
+    from tests.kit.harness import NoNs, Vnetd, guest_addr, guest_kit, uml_start, workdir
+    from tests.kit.guest import QemuGuest, UmlGuest
     strace = ['strace', '-f', '-qq', '-e', 'trace=recvmsg', '-xx', '-y', '-s', '2048', '-o',
               os.path.abspath(out)]
     macs = ['52:54:00:88:00:01', '52:54:00:88:00:02']
     if mode.startswith('dpdk'):
-        import dp_procs as P
+        from bench.lib import dp_procs as P
         wd = workdir('rec-' + mode)
         socks = [os.path.join(wd, 'p%d.sock' % i) for i in range(2)]
         extra = {'dpdk': '', 'dpdk_packed': ',packed_vq=1', 'dpdk_inorder': ',in_order=1,mrg_rxbuf=0',
