@@ -105,13 +105,13 @@ const struct vnet_stall_guard *vnet_dev_stall_guard(const struct vnet_dev *dev);
  */
 void vnet_dev_set_dirty_log(struct vnet_dev *dev, struct dirty_log *log);
 
-/* ---- Live migration (the format is dev_state.c's) ---- */
+/* ---- Live migration (the format is migration_stream.c's) ---- */
 
 /*
  * vnet_dev_state_save() - serialise what the frontend cannot resend (coalescing per queue and
  * who set it, host defaults, the kind-wide settings, notifications still owed, MAC, receive
  * filter and RX mode, active queue pairs) into buf (cap >= VNET_STATE_MAX). Versioned format
- * (dev_state.c). Returns the bytes written.
+ * (migration_stream.c). Returns the bytes written.
  */
 size_t vnet_dev_state_save(const struct vnet_dev *dev, uint8_t *buf, size_t cap);
 

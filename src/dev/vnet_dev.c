@@ -8,7 +8,7 @@
 #include <sys/mman.h>
 
 #include "dev/coal/coal_policy.h"
-#include "dev/dev_state.h"
+#include "dev/migration_stream.h"
 #include "lib/log.h"
 #include "dev/net_ctrl.h"
 #include "dev/rss/net_rss.h"
@@ -20,7 +20,7 @@
 
 /*
  * The top of the device model: the public vnet_dev_* API (vnet_dev.h) is defined here and calls
- * down into the files below it (vnet_dev_queue.c, net_rx.c, net_tx.c, net_ctrl.c, dev_state.c,
+ * down into the files below it (vnet_dev_queue.c, net_rx.c, net_tx.c, net_ctrl.c, migration_stream.c,
  * coal_policy.c, notify.c, queue_view.c), none of which calls back up. The exceptions are the
  * queues' lifecycle, kicks and timers, defined in vnet_dev_queue.c (vnet_dev_queue.h), and the
  * receive path's per-packet entry points, defined in net_rx.c (net_rx.h says why).
@@ -437,7 +437,7 @@ const char *vnet_queue_kind_name(enum vnet_queue_kind kind)
 	return kind == VNET_QUEUE_RX ? "rx" : kind == VNET_QUEUE_TX ? "tx" : "ctrl";
 }
 
-/* ---- Control queue (net_ctrl.c), coalescing policy (coal_policy.c), migration (dev_state.c) ---- */
+/* ---- Control queue (net_ctrl.c), coalescing policy (coal_policy.c), migration (migration_stream.c) ---- */
 
 /**
  * vnet_dev_rx_filter() - the receive filter and RX mode the driver set

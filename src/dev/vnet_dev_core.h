@@ -6,7 +6,7 @@
 /*
  * Every file of the device model includes this; it declares no function of any of them (each
  * has its own header: net_rx.h, net_tx.h, net_ctrl.h, coal_policy.h, notify.h, queue_view.h,
- * dev_state.h), so that including it never makes a file depend on a file above it.
+ * migration_stream.h), so that including it never makes a file depend on a file above it.
  */
 
 #include "dev/vnet_dev_types.h"

@@ -23,7 +23,7 @@
 #define VNET_MAX_QUEUES (2 * VNET_MAX_QUEUE_PAIRS + 1)
 #define VNET_LATENESS_BUCKETS 14 /* histogram upper bounds, vnet_lateness_bounds_us[] */
 #define VNET_MAC_TABLE_SIZE 64   /* MAC filter entries kept per table (more: overflow) */
-#define VNET_STATE_MAX 8192      /* bytes of serialised device state, at most (dev_state.c) */
+#define VNET_STATE_MAX 8192      /* bytes of serialised device state, at most (migration_stream.c) */
 
 /* Receive filter set by CTRL_RX and CTRL_MAC (a table over the size: overflow, n 0). */
 struct vnet_rx_filter {

@@ -10,7 +10,7 @@
 struct vnet_dev;
 
 /*
- * Inside the device model: net_ctrl.c (the commands), dev_state.c (migration), vnet_dev.c
+ * Inside the device model: net_ctrl.c (the commands), migration_stream.c (migration), vnet_dev.c
  * (reset, features). vnet_dev_rss() and vnet_dev_restore_rss() of the device's public API
  * are defined in net_rss.c; vnet_dev.h includes this header for them.
  */

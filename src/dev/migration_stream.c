@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* dev_state.c - device-model side of live migration: the device state stream and the announce. */
-#include "dev/dev_state.h"
+/* migration_stream.c - device-model side of live migration: the device state stream and the announce. */
+#include "dev/migration_stream.h"
 
 #include <endian.h>
 #include <string.h>
