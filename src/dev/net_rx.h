@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* net_rx.h - the receive path (net_rx.c): the per-packet entry points, and the device's own. */
+/* net_rx.h - the receive path (net_rx*.c): the per-packet entry points, and the device's own. */
 #ifndef VNETD_NET_RX_H
 #define VNETD_NET_RX_H
 
@@ -9,8 +9,11 @@
 
 /*
  * The vnet_dev_receive*() and vnet_dev_rx_*() entry points the backends call for every packet
- * are defined in net_rx.c itself, not in vnet_dev.c (a forwarding call would cost every
- * packet); vnet_dev.h includes this header for them.
+ * are defined in the receive path's own files, not in vnet_dev.c (a forwarding call would cost
+ * every packet): net_rx.c the copying path one packet at a time, net_rx_burst.c
+ * vnet_dev_receive_burst(), net_rx_direct.c the reservations a backend reads straight into
+ * (vnet_dev_rx_reserve(), vnet_dev_rx_commit()); net_rx_rss.c picks a pair by RSS. What they
+ * share per packet is inline in net_rx_internal.h. dev/dev.h includes this header for them.
  */
 
 struct vnet_dev;
