@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* tap_internal.h - the tap backend's private types: the tap and its queues (tap.c, tap_queues.c). */
+/* tap_internal.h - the tap backend's private types and calls between its files (tap*.c). */
 #ifndef VNETD_TAP_INTERNAL_H
 #define VNETD_TAP_INTERNAL_H
 
@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 
 #include "backend/tap/tap.h"
@@ -79,7 +80,77 @@ static inline const struct tap_queue *tq_of_const(const struct vnet_backend *be)
 	return tq;
 }
 
-/* A multi-queue tap's ops table (tap.c): tap_backend_ops with per-queue TX counters. */
+/* What a tap offers the guest: checksum and segmentation offloads both ways (tap_offload.c). */
+#define TAP_OFFLOADS                                                                              \
+	(BIT_ULL(VIRTIO_NET_F_CSUM) | BIT_ULL(VIRTIO_NET_F_GUEST_CSUM) |                           \
+	 BIT_ULL(VIRTIO_NET_F_GUEST_TSO4) | BIT_ULL(VIRTIO_NET_F_GUEST_TSO6) |                     \
+	 BIT_ULL(VIRTIO_NET_F_GUEST_ECN) | BIT_ULL(VIRTIO_NET_F_HOST_TSO4) |                       \
+	 BIT_ULL(VIRTIO_NET_F_HOST_TSO6) | BIT_ULL(VIRTIO_NET_F_HOST_ECN))
+
+/*
+ * tx_iov = the header, then the frame's pieces (frame_len bytes at byte off of iov); 0 if they
+ * do not fit. Always inlined: a guest's transmit (tap_tx.c) pays no call for it;
+ * tap_backend_send_tagged() (tap_trunk.c) uses it too.
+ */
+static inline __attribute__((always_inline)) unsigned
+tap_tx_iov(struct tap_queue *tq, const struct virtio_net_hdr_v1 *hdr, const struct iovec *iov,
+	   unsigned iovcnt, size_t off, size_t frame_len)
+{
+	unsigned n = 0;
+
+	tq->tx_iov[n].iov_base = (void *)(uintptr_t)hdr;
+	tq->tx_iov[n++].iov_len = sizeof(*hdr);
+	for (unsigned i = 0; i < iovcnt && frame_len; i++) {
+		size_t take;
+
+		if (off >= iov[i].iov_len) {
+			off -= iov[i].iov_len;
+			continue;
+		}
+		if (n == TAP_TX_IOV)
+			return 0;
+		take = iov[i].iov_len - off < frame_len ? iov[i].iov_len - off : frame_len;
+		tq->tx_iov[n].iov_base = (uint8_t *)iov[i].iov_base + off;
+		tq->tx_iov[n++].iov_len = take;
+		frame_len -= take;
+		off = 0;
+	}
+	return n;
+}
+
+/* tap_events.c: the queue's epoll interest; the interface is gone (every queue stops). */
+void tap_update_events(struct tap_queue *tq);
+void tap_fail(struct tap_queue *tq, const char *why);
+
+/* tap_rx.c: reading the tap into the guest; the device's rx_resume and reset. */
+ssize_t tap_read(struct tap_queue *tq, const struct iovec *iov, int iovcnt);
+int tap_deliver(struct tap_queue *tq, size_t len);
+void tap_rx(struct tap_queue *tq);
+bool tap_rx_resume(struct vnet_backend *be);
+void tap_reset(struct vnet_backend *be);
+
+/* tap_trunk.c: a trunk's reads (tagged frames to the trunk's owner). */
+void tap_rx_trunk(struct tap_queue *tq);
+
+/* tap_tx.c: the ops tables' transmits, single- and multi-queue. */
+int tap_transmit(struct vnet_backend *be, const struct virtio_net_hdr_v1 *hdr,
+		 const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len);
+int tap_transmit_mq(struct vnet_backend *be, const struct virtio_net_hdr_v1 *hdr,
+		    const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len);
+unsigned tap_transmit_burst(struct vnet_backend *be, const struct vnet_frame *f,
+			    const struct virtio_net_hdr_v1 *hdr, unsigned n, uint32_t room,
+			    uint32_t *extra, bool *full);
+unsigned tap_transmit_burst_mq(struct vnet_backend *be, const struct vnet_frame *f,
+			       const struct virtio_net_hdr_v1 *hdr, unsigned n, uint32_t room,
+			       uint32_t *extra, bool *full);
+
+/* tap_offload.c: the guest's receive offloads to the interface. */
+void tap_set_offloads(struct vnet_backend *be, uint64_t guest_features);
+
+/* tap_queues.c: queues detached from the interface or attached again as the driver's pairs. */
+void tap_set_pairs(struct vnet_backend *be, unsigned pairs);
+
+/* The ops tables (tap.c); a multi-queue tap's counts transmits per queue. */
 extern const struct vnet_backend_ops tap_mq_backend_ops;
 
 #endif

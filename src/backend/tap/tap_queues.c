@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* tap_queues.c - a tap's queue fds: open (IFF_MULTI_QUEUE), close, per-queue handles, counters. */
+/* tap_queues.c - a tap's queue fds: open (IFF_MULTI_QUEUE), close, handles, counters, detaching. */
 #include "backend/tap/tap.h"
 
+#include <errno.h>
+#include <linux/if_tun.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "lib/log.h"
@@ -162,18 +165,6 @@ bool tap_backend_queue_stats(const struct vnet_backend *be, unsigned i, struct t
 }
 
 /**
- * tap_backend_ops_of() - the ops table to attach this tap with.
- * @be: the tap backend
- *
- * Return: tap_backend_ops for a single-queue tap; a multi-queue tap's (its transmits also
- * count per queue) otherwise.
- */
-const struct vnet_backend_ops *tap_backend_ops_of(const struct vnet_backend *be)
-{
-	return tq_of_const(be)->tap->nq > 1 ? &tap_mq_backend_ops : &tap_backend_ops;
-}
-
-/**
  * tap_backend_name() - the interface's name as the kernel reports it.
  * @be: the tap backend
  *
@@ -185,22 +176,6 @@ const char *tap_backend_name(const struct vnet_backend *be)
 }
 
 /**
- * tap_backend_set_trunk() - make the tap a trunk: tagged frames read go to ops->rx().
- * @be: the tap's handle
- * @ops: where VLAN-tagged frames read from the tap go (NULL: none, a plain tap again)
- * @ctx: its context
- *
- * Untagged frames still go to the port's guest. Before the first read (port_create()).
- */
-void tap_backend_set_trunk(struct vnet_backend *be, const struct tap_trunk_ops *ops, void *ctx)
-{
-	struct tap_backend *t = tq_of(be)->tap;
-
-	t->trunk = ops;
-	t->trunk_ctx = ctx;
-}
-
-/**
  * tap_backend_close() - close every queue fd and free the backend; packets still waiting are
  * dropped.
  * @be: the tap backend, or NULL; the owner unregisters the fds first
@@ -209,4 +184,46 @@ void tap_backend_close(struct vnet_backend *be)
 {
 	if (be)
 		tap_free(tq_of(be)->tap);
+}
+
+/**
+ * tap_set_pairs() - the driver uses @pairs queue pairs (struct vnet_backend_ops set_pairs)
+ * @be: the tap's handle
+ * @pairs: the queue pairs in use
+ *
+ * Queues from @pairs on are detached from the interface (IFF_DETACH_QUEUE, as QEMU does), so
+ * the kernel spreads host-to-guest flows over the pairs in use only and never queues packets
+ * where no one reads; queues below it are attached again. Queue 0 always stays. A failed
+ * TUNSETQUEUE leaves that queue as it was (logged).
+ */
+void tap_set_pairs(struct vnet_backend *be, unsigned pairs)
+{
+	struct tap_backend *t = tq_of(be)->tap;
+
+	if (!t->owner || !t->owner->queue_attached)
+		return;
+	for (unsigned i = 1; i < t->nq; i++) {
+		struct tap_queue *tq = t->q[i];
+		bool attach = i < pairs;
+		struct ifreq ifr;
+
+		if (tq->failed || attach == !tq->detached)
+			continue;
+		memset(&ifr, 0, sizeof(ifr));
+		ifr.ifr_flags = attach ? IFF_ATTACH_QUEUE : IFF_DETACH_QUEUE;
+		if (ioctl(tq->fd, TUNSETQUEUE, &ifr) < 0) {
+			log_warn("tap %s: TUNSETQUEUE %s queue %u: %s", t->name,
+				 attach ? "attach" : "detach", i, strerror(errno));
+			continue;
+		}
+		if (!attach) {
+			t->owner->queue_attached(t->owner_ctx, i, tq->fd, false, 0);
+			tq->detached = true;
+			continue;
+		}
+		tq->detached = false;
+		tq->events = (!tq->rx_pending && !tq->rx_nobufs ? EPOLLIN : 0) |
+			     (tq->tx_blocked ? EPOLLOUT : 0);
+		t->owner->queue_attached(t->owner_ctx, i, tq->fd, true, tq->events);
+	}
 }
