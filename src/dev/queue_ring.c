@@ -92,6 +92,7 @@ int vnet_dev_ring_set_addr(struct vnet_dev *dev, unsigned qidx, uint64_t desc, u
 	vq->avail_addr = avail;
 	vq->used_addr = used;
 	vq->ring_space = GUEST_ADDR_UVA;
+	/* Writes to the used ring are logged at its guest physical address while asked. */
 	vq->log_used = log_used;
 	vq->log_used_gpa = log_gpa;
 	return 0;

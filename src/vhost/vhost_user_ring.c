@@ -21,16 +21,23 @@ static bool ring_info(const struct vu_conn *c, unsigned qidx, struct vnet_ring_i
 	return qidx < VNET_MAX_QUEUES && vnet_dev_ring_info(c->dev, qidx, ri);
 }
 
+/* ring_packed() - whether the negotiated features give the rings the packed layout. */
+static bool ring_packed(const struct vu_conn *c)
+{
+	return (vnet_dev_features(c->dev) >> VIRTIO_F_RING_PACKED) & 1;
+}
+
 /*
- * conn_queue() - the ring a ring message names, with a copy of its state, or false (logged) if
- * the device lacks it.
+ * conn_queue() - the ring a ring message names, with a copy of its state in *ri (NULL: not
+ * wanted), or false (logged) if the device lacks it.
  */
 static bool conn_queue(struct vu_conn *c, const struct vu_msg *m, unsigned *qidx,
 		       struct vnet_ring_info *ri)
 {
 	unsigned idx = vu_msg_vring_index(m);
+	struct vnet_ring_info spare;
 
-	if (!ring_info(c, idx, ri)) {
+	if (!ring_info(c, idx, ri ? ri : &spare)) {
 		log_guest("vhost-user: %s: queue %u out of range (device has %u)",
 			  vu_request_name(m->request), idx, vnet_dev_num_queues(c->dev));
 		return false;
@@ -248,11 +255,10 @@ void vu_ring_resume_all(struct vu_conn *c, const bool was_started[VNET_MAX_QUEUE
 enum vu_result vu_ring_set_num(struct vu_conn *c, const struct vu_msg *m)
 {
 	uint32_t num = m->p.state.num;
-	bool packed = (vnet_dev_features(c->dev) >> VIRTIO_F_RING_PACKED) & 1;
-	struct vnet_ring_info ri;
+	bool packed = ring_packed(c);
 	unsigned qidx;
 
-	if (!conn_queue(c, m, &qidx, &ri))
+	if (!conn_queue(c, m, &qidx, NULL))
 		return VU_FAIL;
 	if (num == 0 || num > VQ_MAX_SIZE || (!packed && (num & (num - 1)) != 0)) {
 		log_guest("vhost-user: queue %u: bad size %u (%s1..%u)", qidx, num,
@@ -306,18 +312,16 @@ enum vu_result vu_ring_set_addr(struct vu_conn *c, const struct vu_msg *m)
 enum vu_result vu_ring_set_base(struct vu_conn *c, const struct vu_msg *m)
 {
 	uint32_t base = m->p.state.num;
-	/* The layout is the negotiated one (QEMU sets features before the rings). */
-	bool packed = (vnet_dev_features(c->dev) >> VIRTIO_F_RING_PACKED) & 1;
-	struct vnet_ring_info ri;
 	unsigned qidx;
 
-	if (!conn_queue(c, m, &qidx, &ri))
+	if (!conn_queue(c, m, &qidx, NULL))
 		return VU_FAIL;
-	if (!packed && base > UINT16_MAX) {
+	/* The layout is the negotiated one (QEMU sets features before the rings). */
+	if (!ring_packed(c) && base > UINT16_MAX) {
 		log_guest("vhost-user: queue %u: base %u is not a split-ring index", qidx, base);
 		return VU_FAIL;
 	}
-	vnet_dev_ring_set_base(c->dev, qidx, packed, base);
+	vnet_dev_ring_set_base(c->dev, qidx, ring_packed(c), base);
 	if (c->ops && c->ops->ring_base)
 		c->ops->ring_base(c->ctx, qidx, base);
 	return VU_OK;
@@ -335,9 +339,8 @@ enum vu_result vu_ring_set_base(struct vu_conn *c, const struct vu_msg *m)
 enum vu_result vu_ring_get_base(struct vu_conn *c, const struct vu_msg *m)
 {
 	struct vu_vring_state st = {.index = m->p.state.index, .num = 0};
-	struct vnet_ring_info ri;
 	unsigned qidx;
-	bool q = conn_queue(c, m, &qidx, &ri);
+	bool q = conn_queue(c, m, &qidx, NULL);
 
 	if (q) {
 		st.num = vnet_dev_queue_stop(c->dev, qidx);
@@ -361,12 +364,11 @@ enum vu_result vu_ring_set_fd(struct vu_conn *c, struct vu_rx *rx)
 {
 	const struct vu_msg *m = &rx->msg;
 	bool nofd = (m->p.u64 & VU_VRING_NOFD) != 0;
-	struct vnet_ring_info ri;
 	unsigned qidx;
 	uint8_t kind;
 	int fd;
 
-	if (!conn_queue(c, m, &qidx, &ri))
+	if (!conn_queue(c, m, &qidx, NULL))
 		return VU_FAIL; /* the fd is closed by the caller */
 	fd = nofd ? -1 : vu_take_fd(rx, 0);
 	/*
@@ -414,10 +416,9 @@ enum vu_result vu_ring_set_fd(struct vu_conn *c, struct vu_rx *rx)
  */
 enum vu_result vu_ring_enable(struct vu_conn *c, const struct vu_msg *m)
 {
-	struct vnet_ring_info ri;
 	unsigned qidx;
 
-	if (!conn_queue(c, m, &qidx, &ri))
+	if (!conn_queue(c, m, &qidx, NULL))
 		return VU_FAIL;
 	if (m->p.state.num > 1) {
 		log_guest("vhost-user: queue %u: SET_VRING_ENABLE %u", qidx, m->p.state.num);

@@ -136,11 +136,8 @@ bool vq_avail_at_least(struct virtqueue *vq, unsigned n)
  */
 bool vq_has_avail(struct virtqueue *vq)
 {
-	if (!vq->started || vq->broken)
-		return false;
-	if (vq->run.packed)
-		return vq_packed_has_avail(vq);
-	return vq_split_has_avail(vq);
+	return vq->started && !vq->broken &&
+	       (vq->run.packed ? vq_packed_has_avail(vq) : vq_split_has_avail(vq));
 }
 
 /**
@@ -245,11 +242,8 @@ bool vq_driver_would_notify(const struct virtqueue *vq)
  */
 bool vq_kick_enable(struct virtqueue *vq)
 {
-	if (!vq->started || vq->broken)
-		return false;
-	if (vq->run.packed)
-		return vq_packed_kick_enable(vq);
-	return vq_split_kick_enable(vq);
+	return vq->started && !vq->broken &&
+	       (vq->run.packed ? vq_packed_kick_enable(vq) : vq_split_kick_enable(vq));
 }
 
 /**

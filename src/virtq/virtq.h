@@ -258,6 +258,23 @@ static inline struct vring_desc vq_desc_read(const struct vring_desc *table, uns
 }
 
 /*
+ * vq_chain_set_one() - out becomes a chain of one buffer, len bytes at host, device-writable if
+ * w (the fast paths of both layouts; out->head is the caller's).
+ */
+static inline __attribute__((always_inline)) void vq_chain_set_one(struct vq_chain *out,
+								   uint8_t *host, uint32_t len,
+								   bool w)
+{
+	out->iov[0].iov_base = host;
+	out->iov[0].iov_len = len;
+	out->nread = !w;
+	out->nwrite = w;
+	out->read_len = w ? 0 : len;
+	out->write_len = w ? len : 0;
+	out->ndesc = 1;
+}
+
+/*
  * vq_chain_one() - the chain walker's fast path: a head descriptor d that is the whole chain
  * (no NEXT, not INDIRECT, not empty) inside the hot memory region becomes out's one iovec
  * (out->head is the caller's). False: anything else, for vq_walk_chain()'s general loop.
@@ -272,13 +289,7 @@ static inline bool vq_chain_one(const struct guest_mem *mem, const struct vring_
 	if ((d->flags & (VRING_DESC_F_NEXT | VRING_DESC_F_INDIRECT)) || !d->len ||
 	    off >= r->size || d->len > r->size - off)
 		return false;
-	out->iov[0].iov_base = r->host + off;
-	out->iov[0].iov_len = d->len;
-	out->nread = !w;
-	out->nwrite = w;
-	out->read_len = w ? 0 : d->len;
-	out->write_len = w ? d->len : 0;
-	out->ndesc = 1;
+	vq_chain_set_one(out, r->host + off, d->len, w);
 	return true;
 }
 
@@ -388,13 +399,7 @@ static inline __attribute__((always_inline)) bool vq_packed_pop_one(struct virtq
 	    !pk->room)
 		return false;
 	w = flags & VRING_DESC_F_WRITE;
-	chain->iov[0].iov_base = r->host + off;
-	chain->iov[0].iov_len = d.len;
-	chain->nread = !w;
-	chain->nwrite = w;
-	chain->read_len = w ? 0 : d.len;
-	chain->write_len = w ? d.len : 0;
-	chain->ndesc = 1;
+	vq_chain_set_one(chain, r->host + off, d.len, w);
 	chain->head = d.id;
 	pk->in_flight[d.id] = 1;
 	{

@@ -371,13 +371,7 @@ int vq_packed_pop(struct virtqueue *vq, struct vq_chain *chain)
 		bool w = flags & VRING_DESC_F_WRITE;
 
 		if (d.len && off < r->size && d.len <= r->size - off) {
-			chain->iov[0].iov_base = r->host + off;
-			chain->iov[0].iov_len = d.len;
-			chain->nread = !w;
-			chain->nwrite = w;
-			chain->read_len = w ? 0 : d.len;
-			chain->write_len = w ? d.len : 0;
-			chain->ndesc = 1;
+			vq_chain_set_one(chain, r->host + off, d.len, w);
 			chain->head = d.id;
 			if (d.id >= vq->run.num) {
 				err = VQ_WALK_BAD_ID;

@@ -19,6 +19,8 @@ import os
 import re
 import sys
 
+from tools.check_layers import cycles  # Tarjan: each cycle once, sorted
+
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 TREES = ('tests', 'bench')
 SYS_PATH = re.compile(r'\bsys\.path\.(insert|append|extend)\b|\bsys\.path\s*(\+?=)')
@@ -59,37 +61,6 @@ def imports(name, path, known):
             if c and c != name:
                 found.add(c)
     return found
-
-
-def cycles(graph):
-    """Strongly connected components of more than one module (Tarjan), each sorted."""
-    index, low, stack, on, out = {}, {}, [], set(), []
-
-    def visit(v):
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on.add(v)
-        for w in graph[v]:
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                out.append(sorted(comp))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return out
 
 
 def is_package(name, mods):
