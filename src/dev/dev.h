@@ -201,6 +201,8 @@ void vnet_dev_queue_reset_stats(struct vnet_dev *dev, unsigned qidx);
  * A queue's ring as its transport sets it up (queue_ring.c): size, addresses, layout and base
  * change only while the ring is stopped; readers get a copy.
  */
+#define VNET_RING_MAX_SIZE 32768u /* the largest ring (virtq's VQ_MAX_SIZE; split: a power of 2) */
+
 struct vnet_ring_info {
 	enum vnet_queue_kind kind;
 	bool enabled, started, broken;

@@ -9,6 +9,8 @@
  * runs with until vq_stop()).
  */
 
+_Static_assert(VNET_RING_MAX_SIZE == VQ_MAX_SIZE, "dev.h's ring size limit is virtq's");
+
 /* ring_of() - queue qidx's ring, or NULL out of range. */
 static struct virtqueue *ring_of(struct vnet_dev *dev, unsigned qidx)
 {

@@ -10,10 +10,45 @@
  */
 
 #include "dev/vnet_dev_types.h"
+#include "virtq/virtq.h"
 #include "lib/iov.h"
 #include "dev/rss/rss_cmd.h"
 #include "lib/stat_atomic.h"
 #include "lib/virtio_net_defs.h"
+
+/* One queue of the device. */
+struct vnet_backend;
+
+struct vnet_queue {
+	struct virtqueue vq;
+	enum vnet_queue_kind kind;
+	bool enabled;
+	struct coal_state coal;
+	struct coal_adapt adapt;    /* adaptive coalescing (adapt.on: set_by "adaptive") */
+	struct vnet_guard_state guard;
+	uint64_t timer_deadline_ns; /* what the queue's timer is armed for; 0: disarmed */
+	uint64_t coal_deadline_ns;  /* coalescing deadline; 0: none */
+	uint64_t tx_deadline_ns;    /* VNET_TX_TIMER: when the waiting TX batch runs; 0: none */
+	uint64_t rate_deadline_ns;  /* TX over its rate: when the bucket has refilled; 0: none */
+	uint32_t rx_unflushed;      /* RX packets pushed but not yet published */
+	bool tx_blocked;            /* backend said -EAGAIN (the chain went back): wait for resume */
+	bool rx_waiting;            /* a packet waited for buffers: tell the backend on kick */
+	bool scheduled;             /* waiting in the owner's run queue (env->schedule) */
+	bool polling;               /* poll mode: scheduled to look again, kicks kept off */
+	bool relook;                /* tx_relook: scheduled to look once more (not a yield) */
+	uint64_t poll_until_ns;     /* poll mode: TX keeps polling until then (last work + window) */
+	bool reinit;                /* rings set up while disabled: virtio re-enable on enable */
+	bool state_loaded;          /* coalescing came with a migration: kept at the next enable */
+	bool resume_notify;         /* migrated with completions owed: notify once when enabled */
+	struct vnet_queue_stats stats; /* written with stat_add() (stat_atomic.h) */
+	struct vnet_view_pub pub;      /* settings for readers on other threads (queue_view.c) */
+	/* Scratch for the chain being processed: the device's one (vnet_dev_create), shared by its
+	 * queues, as a device works on one chain at a time and never keeps one across events. */
+	struct vq_chain *chain;
+	/* TX: the backend handle its packets go to: the device's, or the queue pair's own (a
+	 * multi-queue tap's queue, vnet_dev_attach_queue_backend()). */
+	struct vnet_backend *be;
+};
 
 #define VNET_HDR_LEN 12            /* struct virtio_net_hdr_v1 */
 #define VNET_HDR_HASH_LEN 20       /* struct virtio_net_hdr_v1_hash (HASH_REPORT) */

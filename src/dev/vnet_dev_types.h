@@ -17,7 +17,6 @@
 #include "dev/coal/coalesce.h"
 #include "lib/lat_hist.h"
 #include "dev/rate_limit.h"
-#include "virtq/virtq.h"
 
 #define VNET_MAX_QUEUE_PAIRS 16
 #define VNET_MAX_QUEUES (2 * VNET_MAX_QUEUE_PAIRS + 1)
@@ -188,38 +187,7 @@ struct vnet_view_pub {
 	uint64_t w[VNET_VIEW_WORDS];
 };
 
-/* One queue of the device. */
-struct vnet_backend;
-
-struct vnet_queue {
-	struct virtqueue vq;
-	enum vnet_queue_kind kind;
-	bool enabled;
-	struct coal_state coal;
-	struct coal_adapt adapt;    /* adaptive coalescing (adapt.on: set_by "adaptive") */
-	struct vnet_guard_state guard;
-	uint64_t timer_deadline_ns; /* what the queue's timer is armed for; 0: disarmed */
-	uint64_t coal_deadline_ns;  /* coalescing deadline; 0: none */
-	uint64_t tx_deadline_ns;    /* VNET_TX_TIMER: when the waiting TX batch runs; 0: none */
-	uint64_t rate_deadline_ns;  /* TX over its rate: when the bucket has refilled; 0: none */
-	uint32_t rx_unflushed;      /* RX packets pushed but not yet published */
-	bool tx_blocked;            /* backend said -EAGAIN (the chain went back): wait for resume */
-	bool rx_waiting;            /* a packet waited for buffers: tell the backend on kick */
-	bool scheduled;             /* waiting in the owner's run queue (env->schedule) */
-	bool polling;               /* poll mode: scheduled to look again, kicks kept off */
-	bool relook;                /* tx_relook: scheduled to look once more (not a yield) */
-	uint64_t poll_until_ns;     /* poll mode: TX keeps polling until then (last work + window) */
-	bool reinit;                /* rings set up while disabled: virtio re-enable on enable */
-	bool state_loaded;          /* coalescing came with a migration: kept at the next enable */
-	bool resume_notify;         /* migrated with completions owed: notify once when enabled */
-	struct vnet_queue_stats stats; /* written with stat_add() (stat_atomic.h) */
-	struct vnet_view_pub pub;      /* settings for readers on other threads (queue_view.c) */
-	/* Scratch for the chain being processed: the device's one (vnet_dev_create), shared by its
-	 * queues, as a device works on one chain at a time and never keeps one across events. */
-	struct vq_chain *chain;
-	/* TX: the backend handle its packets go to: the device's, or the queue pair's own (a
-	 * multi-queue tap's queue, vnet_dev_attach_queue_backend()). */
-	struct vnet_backend *be;
-};
+/* One queue of the device: defined in vnet_dev_core.h, private to src/dev/. */
+struct vnet_queue;
 
 #endif

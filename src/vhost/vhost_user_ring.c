@@ -242,7 +242,7 @@ void vu_ring_resume_all(struct vu_conn *c, const bool was_started[VNET_MAX_QUEUE
 /* ---- ring requests ---- */
 
 /**
- * vu_ring_set_num() - SET_VRING_NUM: the ring's size (1..VQ_MAX_SIZE; a power of two unless
+ * vu_ring_set_num() - SET_VRING_NUM: the ring's size (1..VNET_RING_MAX_SIZE; a power of two unless
  * VIRTIO_F_RING_PACKED is negotiated: packed rings may have any size).
  * @c: the connection
  * @m: the message
@@ -260,9 +260,9 @@ enum vu_result vu_ring_set_num(struct vu_conn *c, const struct vu_msg *m)
 
 	if (!conn_queue(c, m, &qidx, NULL))
 		return VU_FAIL;
-	if (num == 0 || num > VQ_MAX_SIZE || (!packed && (num & (num - 1)) != 0)) {
+	if (num == 0 || num > VNET_RING_MAX_SIZE || (!packed && (num & (num - 1)) != 0)) {
 		log_guest("vhost-user: queue %u: bad size %u (%s1..%u)", qidx, num,
-			  packed ? "" : "power of two, ", VQ_MAX_SIZE);
+			  packed ? "" : "power of two, ", VNET_RING_MAX_SIZE);
 		return VU_FAIL;
 	}
 	return vnet_dev_ring_set_num(c->dev, qidx, (uint16_t)num) < 0 ? VU_FAIL : VU_OK;

@@ -14,6 +14,7 @@
 #include "lib/stat_atomic.h"
 #include "dev/queue_view.h"
 #include "dev/dev.h"
+#include "dev/vnet_dev_core.h" /* white-box: struct vnet_queue */
 
 /*
  * Linked with queue_view.c and lat_hist.c only, so that the same file also builds with
