@@ -11,7 +11,6 @@
 #include "dev/net_rate.h"
 #include "dev/rss/net_rss.h"
 #include "dev/net_rx.h"
-#include "dev/queue_view.h"
 #include "dev/rss/rss_cmd.h"
 #include "dev/vnet_dev_queue.h"
 #include "dev/vnet_dev_lane.h"

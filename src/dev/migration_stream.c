@@ -7,9 +7,10 @@
 
 #include "lib/le_bytes.h"
 #include "dev/rss/net_rss.h"
-#include "dev/queue_view.h"
+#include "dev/queue_view_internal.h"
 #include "dev/dev.h" /* the public functions defined here */
 #include "dev/vnet_dev_core.h"
+#include "dev/rss/net_rss_internal.h"
 
 /*
  * The state stream, version 2 (little-endian; every field checked on load):

@@ -12,6 +12,8 @@
 #include "dev/coal/notify.h"
 #include "dev/dev.h" /* the public functions defined here */
 #include "dev/vnet_dev_core.h"
+#include "dev/rss/net_rss_internal.h"
+#include "dev/rss/rss_cmd_internal.h"
 
 #define CTRL_MAX_IN 4096 /* bytes of one command we read (a full MAC table fits) */
 

@@ -4,6 +4,7 @@
 
 #include "dev/coal/notify.h"
 #include "dev/vnet_dev_core.h"
+#include "dev/net_rate_internal.h"
 
 /*
  * Guest TX over its rate waits in the ring: the queue stops popping (kicks stay off), and its

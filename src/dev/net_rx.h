@@ -92,10 +92,4 @@ void vnet_dev_rx_flush(struct vnet_dev *dev);
 
 /* ---- For the device model's own files ---- */
 
-/* net_rx_cache_release() - give reserved RX buffers back to the ring (queue stop, fallback). */
-void net_rx_cache_release(struct vnet_dev *dev, struct vnet_queue *q);
-
-/* net_rx_flush_queue() - publish one RX queue's pushed packets and decide its notification. */
-void net_rx_flush_queue(struct vnet_dev *dev, struct vnet_queue *q);
-
 #endif

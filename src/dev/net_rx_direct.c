@@ -8,6 +8,7 @@
 #include "lib/log.h"
 #include "dev/net_rx_internal.h"
 #include "dev/vnet_dev_core.h"
+#include "dev/net_rate_internal.h"
 
 /**
  * net_rx_cache_release() - give reserved, unused RX buffers back to the ring

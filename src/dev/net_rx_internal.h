@@ -17,6 +17,14 @@
 #include "dev/net_rate.h"
 #include "dev/net_rx.h"
 #include "dev/vnet_dev_core.h"
+#include "dev/net_rate_internal.h"
+
+/* From net_rx.c and net_rx_direct.c, for the device model's own files. */
+/* net_rx_cache_release() - give reserved RX buffers back to the ring (queue stop, fallback). */
+void net_rx_cache_release(struct vnet_dev *dev, struct vnet_queue *q);
+
+/* net_rx_flush_queue() - publish one RX queue's pushed packets and decide its notification. */
+void net_rx_flush_queue(struct vnet_dev *dev, struct vnet_queue *q);
 
 /*
  * net_rx_place() - copy one packet (our header, then the frame at byte off of iov) into as

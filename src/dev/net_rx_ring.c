@@ -6,6 +6,7 @@
 #include "dev/net_rx_internal.h"
 #include "dev/coal/notify.h"
 #include "dev/vnet_dev_core.h"
+#include "dev/net_rate_internal.h"
 
 /**
  * net_rx_flush_queue() - publish one RX queue's pushed packets and decide its notification

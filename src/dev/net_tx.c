@@ -11,6 +11,7 @@
 #include "dev/net_rate.h"
 #include "dev/coal/notify.h"
 #include "dev/vnet_dev_core.h"
+#include "dev/net_rate_internal.h"
 
 #define TX_BATCH VNET_TX_BATCH
 

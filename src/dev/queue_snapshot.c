@@ -5,6 +5,7 @@
 #include "dev/dev.h"
 #include "dev/vnet_dev_core.h"
 #include "lib/stat_atomic.h"
+#include "dev/queue_view_internal.h"
 
 /* counts_read() - each counter of st read once, torn-free (single writer, any reader). */
 static void counts_read(const struct vnet_queue_stats *st, struct vnet_queue_counts *out)

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* queue_view.c - queue settings published under a seqcount, for readers on other threads. */
-#include "dev/queue_view.h"
 
 #include "dev/dev.h" /* the public functions defined here */
 #include "dev/vnet_dev_core.h"
+#include "dev/queue_view_internal.h"
 
 /*
  * Why a seqcount here, and plain relaxed atomics for the counters (stat_atomic.h): these

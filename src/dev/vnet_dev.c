@@ -14,9 +14,13 @@
 #include "dev/rss/net_rss.h"
 #include "dev/net_rate.h"
 #include "dev/net_rx.h"
-#include "dev/queue_view.h"
+#include "dev/queue_view_internal.h"
 #include "dev/vnet_dev_queue.h"
 #include "dev/vnet_dev_core.h"
+#include "dev/net_rate_internal.h"
+#include "dev/net_rx_internal.h"
+#include "dev/rss/net_rss_internal.h"
+#include "dev/vnet_dev_queue_internal.h"
 
 /*
  * The top of the device model: the public vnet_dev_* API (vnet_dev.h) is defined here and calls

@@ -9,8 +9,10 @@
 #include "dev/net_rx.h"
 #include "dev/net_tx.h"
 #include "dev/coal/notify.h"
-#include "dev/queue_view.h"
 #include "dev/vnet_dev_core.h"
+#include "dev/net_rx_internal.h"
+#include "dev/queue_view_internal.h"
+#include "dev/vnet_dev_queue_internal.h"
 
 /*
  * Below vnet_dev.c, which calls down into it; it calls down into net_rx.c, net_tx.c,

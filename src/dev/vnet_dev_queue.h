@@ -60,13 +60,4 @@ int vnet_dev_attach_queue_backend(struct vnet_dev *dev, unsigned pair, struct vn
 
 /* ---- For the device model's own files (vnet_dev.c) ---- */
 
-/* vnet_dev_queue_init_all() - a new device's queues: index, chain scratch, break callback, kind. */
-void vnet_dev_queue_init_all(struct vnet_dev *dev);
-
-/* vnet_dev_queue_assign_kinds() - every queue's role under the negotiated features (published). */
-void vnet_dev_queue_assign_kinds(struct vnet_dev *dev);
-
-/* vnet_dev_queue_reset() - queue q back to its reset state (after vnet_dev_reset() stopped it). */
-void vnet_dev_queue_reset(struct vnet_dev *dev, struct vnet_queue *q);
-
 #endif

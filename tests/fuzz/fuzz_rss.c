@@ -5,6 +5,8 @@
 
 #include "dev/rss/rss_cmd.h"
 #include "dev/rss/toeplitz.h"
+#include "dev/rss/net_rss_internal.h"
+#include "dev/rss/rss_cmd_internal.h"
 
 static struct toeplitz_key key;
 

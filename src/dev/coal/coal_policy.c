@@ -3,9 +3,9 @@
 #include "dev/coal/coal_policy.h"
 
 #include "dev/coal/notify.h"
-#include "dev/queue_view.h"
 #include "dev/dev.h" /* the public functions defined here */
 #include "dev/vnet_dev_core.h"
+#include "dev/queue_view_internal.h"
 
 static unsigned kind_slot(enum vnet_queue_kind kind)
 {

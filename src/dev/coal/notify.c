@@ -2,8 +2,8 @@
 /* notify.c - the one decision of whether a queue's used-buffer notification is sent now. */
 #include "dev/coal/notify.h"
 
-#include "dev/queue_view.h"
 #include "dev/vnet_dev_core.h"
+#include "dev/queue_view_internal.h"
 
 /* More used entries than this since the last decision would confuse EVENT_IDX arithmetic. */
 #define NOTIFY_WRAP_GUARD 0x4000u

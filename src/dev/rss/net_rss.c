@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "dev/vnet_dev_core.h"
+#include "dev/rss/net_rss_internal.h"
+#include "dev/rss/rss_cmd_internal.h"
 
 /**
  * net_rss_publish() - publish the RSS state for readers on other threads

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "lib/le_bytes.h"
+#include "dev/rss/rss_cmd_internal.h"
 
 /*
  * struct virtio_net_rss_config (VIRTIO 1.3 "Receive-side scaling"), N = mask + 1:

@@ -47,18 +47,6 @@ struct rss_view {
 #define RSS_VIEW_WORDS ((sizeof(struct rss_view) + 7) / 8)
 
 /*
- * rss_cmd_parse() - validate the payload p[0..len) of VIRTIO_NET_CTRL_MQ_RSS_CONFIG
- * (hash_config false) or VIRTIO_NET_CTRL_MQ_HASH_CONFIG (true) against lim, into *out. Strict:
- * no truncation, table length a power of two and at most max_table_len, queue numbers below
- * max_pairs, 1 <= max_tx_vq <= max_pairs, key at most max_key_len (none with hash types set;
- * bytes after it ignored, as QEMU),
- * no unsupported hash types, HASH_CONFIG's reserved fields zero. 0, or -1 with *why set and
- * *out untouched. Pure; any thread.
- */
-int rss_cmd_parse(const uint8_t *p, size_t len, bool hash_config, const struct rss_limits *lim,
-		  struct rss_config *out, const char **why);
-
-/*
  * rss_config_check() - settings saved in a migration stream or a state file (hostile), as the
  * parser or a switch-off (table_len 0, all zero) leaves them, checked against lim; steer: they
  * are said to steer. 0, or -1 with *why set. Pure.

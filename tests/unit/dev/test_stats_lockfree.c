@@ -12,9 +12,9 @@
 
 #include "lib/lat_hist.h"
 #include "lib/stat_atomic.h"
-#include "dev/queue_view.h"
 #include "dev/dev.h"
 #include "dev/vnet_dev_core.h" /* white-box: struct vnet_queue */
+#include "dev/queue_view_internal.h"
 
 /*
  * Linked with queue_view.c and lat_hist.c only, so that the same file also builds with

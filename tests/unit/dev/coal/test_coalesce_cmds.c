@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test_coalesce_cmds.c - NOTF_COAL commands: TX_SET/RX_SET/VQ_SET/VQ_GET rules and errors. */
 #include "coal_helpers.h"
+#include "dev/queue_view_internal.h"
 
 static void test_tx_set_applies_to_every_tx_queue(void **state)
 {

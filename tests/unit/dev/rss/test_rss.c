@@ -15,6 +15,7 @@
 #include "dev/rss/toeplitz.h"
 #include "lib/virtio_net_defs.h"
 #include "dev/dev.h"
+#include "dev/rss/rss_cmd_internal.h"
 
 #define F(bit) BIT_ULL(VIRTIO_NET_F_##bit)
 
