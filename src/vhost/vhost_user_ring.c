@@ -321,7 +321,8 @@ enum vu_result vu_ring_set_base(struct vu_conn *c, const struct vu_msg *m)
 		log_guest("vhost-user: queue %u: base %u is not a split-ring index", qidx, base);
 		return VU_FAIL;
 	}
-	vnet_dev_ring_set_base(c->dev, qidx, ring_packed(c), base);
+	/* As before the device calls: a packed base the ring cannot take is left unset, not failed. */
+	(void)vnet_dev_ring_set_base(c->dev, qidx, ring_packed(c), base);
 	if (c->ops && c->ops->ring_base)
 		c->ops->ring_base(c->ctx, qidx, base);
 	return VU_OK;
@@ -340,14 +341,14 @@ enum vu_result vu_ring_get_base(struct vu_conn *c, const struct vu_msg *m)
 {
 	struct vu_vring_state st = {.index = m->p.state.index, .num = 0};
 	unsigned qidx;
-	bool q = conn_queue(c, m, &qidx, NULL);
+	bool have = conn_queue(c, m, &qidx, NULL);
 
-	if (q) {
+	if (have) {
 		st.num = vnet_dev_queue_stop(c->dev, qidx);
 		replace_kick(c, qidx, -1);
 	}
 	return vu_io_reply(c->sock, m->request, &st, sizeof(st)) < 0 ? VU_DISCONNECT
-							       : (q ? VU_OK : VU_FAIL);
+							       : (have ? VU_OK : VU_FAIL);
 }
 
 /**

@@ -97,7 +97,8 @@ enum vq_walk_error vq_walk_chain(const struct guest_mem *mem, const struct vring
 /*
  * Packed-ring state (VIRTIO_F_RING_PACKED). Positions are a slot and that slot's wrap counter;
  * the chain counters of struct virtqueue (last_avail, used_idx, ...) count buffers on both
- * layouts, so notify.c and layer 4 see one model. vq_packed.c owns all of it.
+ * layouts, so notify.c and the device see one model. vq_packed.c owns all of it but the
+ * inline fast-path pop below (vq_packed_pop_one()), kept here to inline into the device's loops.
  */
 /* Packed descriptor and event suppression layouts (little-endian, spec "Packed Virtqueues"). */
 struct pvirtq_desc {
@@ -555,7 +556,7 @@ static inline void vq_push(struct virtqueue *vq, uint16_t head, uint32_t len)
 /*
  * vq_push_last() - n >= 1 chains the device only read (TX) are used, in pop order, the last of
  * them `head`, on a batch_used queue (IN_ORDER, TX): its element alone is written, as
- * vq_publish() (split) and vq_packed_publish() read no other (the walk that logs dirty buffers
+ * vq_split_publish() and vq_packed_publish() read no other (the walk that logs dirty buffers
  * skips elements of length 0, and every element of such a queue has length 0).
  */
 static inline void vq_push_last(struct virtqueue *vq, uint16_t head, unsigned n)
