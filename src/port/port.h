@@ -3,6 +3,7 @@
 #ifndef VNETD_PORT_H
 #define VNETD_PORT_H
 
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -82,12 +83,50 @@ void port_flush_rx(struct port *p, unsigned lane);
 void port_check_fault(struct port *p);
 
 
-/* The rest of the folder's API: the port table, lanes, state files, sockets, trunks. */
-#include "port/port_lanes.h"
-#include "port/port_persist.h"
-#include "port/port_sock.h"
-#include "port/port_state.h"
+/* Lanes, the state directory, the socket owner, a trunk's drops (port_lanes.c, port_persist.c,
+ * port_sock.c, port_state.c, port_trunk.c: the rest of those files is private to src/port/). */
+/* port_lanes_sync() - copy the device's state into each lane's view (with the lanes parked). */
+void port_lanes_sync(struct port *p);
+
+/* port_queue_worker() - the worker that runs queue qidx of p (its home's for its own). */
+unsigned port_queue_worker(const struct port *p, unsigned qidx);
+
+/* port_set_state_dir() - the --state-dir directory (an fd) for every port created after. */
+void port_set_state_dir(int dirfd);
+
+/*
+ * port_state_sync() - write the port's state file now if its state changed since the last
+ * write (called after control requests, and by the state timer, at a disconnect and at port
+ * removal; never on the data path). A guest's control-queue kicks only arm the timer.
+ */
+void port_state_sync(struct port *p);
+
+/*
+ * port_set_socket_owner() - group (-1: vnetd's own) and mode of the socket= listeners made after
+ * (--socket-group, --socket-mode), unless a port has group= / mode=. Start-up, main thread
+ * (the daemon, through port_internal.h).
+ */
+void port_set_socket_owner(long gid, unsigned mode);
+
+/*
+ * port_state_dir_check() - refuse a state directory (dirfd) that group or others can write or
+ * that neither root nor `uid` (vnetd's user) owns; 0, or -1 with one line in err.
+ */
+int port_state_dir_check(int dirfd, unsigned uid, char *err, size_t err_len);
+
+/* port_trunk_dropped() - tagged frames the trunk dropped (any thread). */
+uint64_t port_trunk_dropped(const struct port *p);
+
+/* Never through a symlink, never waiting on a FIFO (a regular file only: fstat); the temporary
+ * file is always a new one (whatever is at its name is unlinked first, never written into). */
+#define PORT_STATE_READ_FLAGS (O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+
+#define PORT_STATE_WRITE_FLAGS (O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC)
+
+/* The directory itself, opened once at start-up: a dirfd that fsync() accepts. */
+#define PORT_STATE_DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+
+/* The port table (port_table.c, port_segment.c, port_reload.c). */
 #include "port/port_table.h"
-#include "port/port_trunk.h"
 
 #endif

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* port_lanes.c - a port's queue pairs on other workers (queue-workers=): lanes, parking, sync. */
 #include "port/port_lanes.h"
+#include "port/port.h" /* the folder's API this file defines part of */
 
 #include <errno.h>
 #include <string.h>

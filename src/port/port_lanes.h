@@ -21,9 +21,6 @@ int port_lanes_setup(struct port *p, struct worker_pool *pool);
 /* port_lanes_free() - free the lanes' device views (port_destroy(), after the switch port). */
 void port_lanes_free(struct port *p);
 
-/* port_lanes_sync() - copy the device's state into each lane's view (with the lanes parked). */
-void port_lanes_sync(struct port *p);
-
 /*
  * port_lanes_is_home() - whether event ref of p (which has lanes) changes what its lanes read:
  * everything but a data queue's kick, timer or run.
@@ -41,8 +38,5 @@ void port_lanes_unpark(struct port *p, bool parked);
 
 /* port_lanes_flush() - publish lane `lane`'s received packets (its EV_PORT_FLUSH, 1..). */
 void port_lanes_flush(struct port *p, unsigned lane);
-
-/* port_queue_worker() - the worker that runs queue qidx of p (its home's for its own). */
-unsigned port_queue_worker(const struct port *p, unsigned qidx);
 
 #endif

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* port_persist.c - a port's --state-dir glue: load, restore, timed writes of its state file. */
 #include "port/port_persist.h"
+#include "port/port.h" /* the folder's API this file defines part of */
 
 #include <errno.h>
 #include <string.h>

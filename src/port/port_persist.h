@@ -7,16 +7,6 @@
 
 struct port;
 
-/* port_set_state_dir() - the --state-dir directory (an fd) for every port created after. */
-void port_set_state_dir(int dirfd);
-
-/*
- * port_state_sync() - write the port's state file now if its state changed since the last
- * write (called after control requests, and by the state timer, at a disconnect and at port
- * removal; never on the data path). A guest's control-queue kicks only arm the timer.
- */
-void port_state_sync(struct port *p);
-
 /* ---- For the port's own files (port.c, port_sock.c) ---- */
 
 /* port_persist_open() - read the port's state file and watch its write timer; 0 or -1 (logged). */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* port_sock.c - a port's vhost-user socket: listener, accept, client connect, (dis)connection. */
 #include "port/port_sock.h"
+#include "port/port.h" /* the folder's API this file defines part of */
 
 #include <errno.h>
 #include <fcntl.h>

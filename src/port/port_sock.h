@@ -5,13 +5,6 @@
 
 struct port;
 
-/*
- * port_set_socket_owner() - group (-1: vnetd's own) and mode of the socket= listeners made after
- * (--socket-group, --socket-mode), unless a port has group= / mode=. Start-up, main thread
- * (the daemon, through port_internal.h).
- */
-void port_set_socket_owner(long gid, unsigned mode);
-
 /* For the port's own files (port.c): the frontend side of struct port. */
 
 /* port_sock_open() - listen at socket=, or (client=) start connecting to it; 0 or -1 (logged). */

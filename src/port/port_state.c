@@ -11,6 +11,7 @@
  * one did, so a port without packed rings still writes version 3 or less.
  */
 #include "port/port_state.h"
+#include "port/port.h" /* the folder's API this file defines part of */
 
 #include <errno.h>
 #include <fcntl.h>

@@ -12,12 +12,6 @@
 #include "port/port_state_rss.h"
 
 #define PORT_STATE_MAX (64 * 1024) /* larger state files are refused */
-/* Never through a symlink, never waiting on a FIFO (a regular file only: fstat); the temporary
- * file is always a new one (whatever is at its name is unlinked first, never written into). */
-#define PORT_STATE_READ_FLAGS (O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-#define PORT_STATE_WRITE_FLAGS (O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC)
-/* The directory itself, opened once at start-up: a dirfd that fsync() accepts. */
-#define PORT_STATE_DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_CLOEXEC)
 
 /* A guest's changes are written at most once per interval, the first of a burst after the
  * batch delay: a SIGKILL loses at most the last interval's changes. */
@@ -112,11 +106,5 @@ int port_state_save(int dirfd, const char *socket, const struct port_state *st);
  * PORT_STATE_WRITE_INTERVAL_NS, and never sooner than PORT_STATE_WRITE_BATCH_NS from now.
  */
 uint64_t port_state_write_at(uint64_t now_ns, uint64_t last_ns);
-
-/*
- * port_state_dir_check() - refuse a state directory (dirfd) that group or others can write or
- * that neither root nor `uid` (vnetd's user) owns; 0, or -1 with one line in err.
- */
-int port_state_dir_check(int dirfd, unsigned uid, char *err, size_t err_len);
 
 #endif

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* port_trunk.c - a tap port as a segment's trunk: 802.1Q tagging and untagging at the boundary. */
 #include "port/port_trunk.h"
+#include "port/port.h" /* the folder's API this file defines part of */
 
 #include <stdio.h>
 #include <string.h>

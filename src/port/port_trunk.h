@@ -14,7 +14,4 @@ int port_trunk_attach(struct port *p, struct vnet_switch *const *sw);
 /* port_trunk_detach() - detach the uplinks (none: nothing to do). */
 void port_trunk_detach(struct port *p);
 
-/* port_trunk_dropped() - tagged frames the trunk dropped (any thread). */
-uint64_t port_trunk_dropped(const struct port *p);
-
 #endif

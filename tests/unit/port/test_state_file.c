@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "port/port.h"
 #include "port/port_state.h"
 
 #define SOCK "/run/vm-state-test.sock"
