@@ -78,8 +78,6 @@ static int finish_port(struct port_config *pc, struct port_parse *pp, unsigned i
 			       "vnetd: --port p%u: queue-workers= is for a switch port, one worker "
 			       "per queue pair (queues=%u), its home worker=0, without tx-rate=, "
 			       "rx-rate= or vlan=", index, d->queue_pairs);
-	if (pp->seen[K_TRUNK]) /* the switch carries fully formed frames: no offloads */
-		pp->offloads = false;
 	if (pp->seen[K_VQ_NOTF_COAL] && pp->vq_notf_coal && !pp->notf_coal)
 		return err_msg(pp->err, pp->err_len,
 			       "vnetd: --port p%u: vq-notf-coal=on conflicts with notf-coal=off",

@@ -105,6 +105,12 @@ static json_t *port_stats(struct port *p)
 	}
 	if (q && sp.is_switch)
 		json_object_set_new(
+		    q, "offloads",
+		    json_pack("{s:o,s:o,s:o,s:o}", "bad_header", ju64(sp.sw.bad_offload_hdr),
+			      "passed", ju64(sp.sw.offload_passed), "soft_segments",
+			      ju64(sp.sw.soft_segments), "soft_checksums", ju64(sp.sw.soft_csums)));
+	if (q && sp.is_switch)
+		json_object_set_new(
 		    q, "switch",
 		    json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:o,s:o,s:o,s:o,s:b,s:o}",
 			      "macs", ju64(sp.sw.macs),

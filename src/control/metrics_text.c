@@ -279,6 +279,18 @@ static const struct queue_family switch_families[] = {
     SWFAMILY("vlan_tagged_dropped_total", "counter", tagged_dropped,
 	     "VLAN-tagged frames (802.1Q, 802.1ad) the guest of an access port (vlan=) sent: "
 	     "dropped, no double tagging."),
+    SWFAMILY("offload_bad_header_total", "counter", bad_offload_hdr,
+	     "Frames the port's guest sent with a virtio-net offload header their own headers "
+	     "contradict (checksum position, GSO type, segment size, L3/L4): dropped."),
+    SWFAMILY("offload_passed_total", "counter", offload_passed,
+	     "Frames asking for an offload (TCP segmentation, checksum) the port's guest got "
+	     "with their header: it took the offload."),
+    SWFAMILY("offload_soft_segments_total", "counter", soft_segments,
+	     "Segments the switch made in software for the port's guest: it lacks the "
+	     "segmentation offload a frame asked for."),
+    SWFAMILY("offload_soft_checksums_total", "counter", soft_csums,
+	     "Checksums the switch completed in software for the port's guest: it lacks "
+	     "GUEST_CSUM."),
 };
 
 static void switch_port_families(struct textbuf *tb, const struct metrics_port_view *v,

@@ -29,6 +29,9 @@
 #define VIRTIO_NET_F_CTRL_MAC_ADDR 23
 #define VIRTIO_NET_F_VQ_NOTF_COAL 52
 #define VIRTIO_NET_F_NOTF_COAL 53
+#define VIRTIO_NET_F_GUEST_USO4 54 /* UDP segmentation offload, device to driver, IPv4 */
+#define VIRTIO_NET_F_GUEST_USO6 55 /* the same, IPv6 */
+#define VIRTIO_NET_F_HOST_USO 56   /* UDP segmentation offload, driver to device */
 #define VIRTIO_NET_F_HASH_REPORT 57
 #define VIRTIO_NET_F_RSS 60
 
@@ -107,6 +110,7 @@ struct virtio_net_hdr_v1_hash {
 #define VIRTIO_NET_HDR_GSO_TCPV4 1
 #define VIRTIO_NET_HDR_GSO_UDP 3
 #define VIRTIO_NET_HDR_GSO_TCPV6 4
+#define VIRTIO_NET_HDR_GSO_UDP_L4 5 /* USO */
 #define VIRTIO_NET_HDR_GSO_ECN 0x80
 
 /* Control queue. */

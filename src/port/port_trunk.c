@@ -3,12 +3,14 @@
 #include "port/port_trunk.h"
 #include "port/port.h" /* the folder's API this file defines part of */
 
+#include <endian.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "lib/log.h"
 #include "port/port_internal.h"
 #include "lib/stat_atomic.h"
+#include "lib/virtio_net_defs.h"
 #include "backend/switch/switch.h"
 #include "backend/tap/tap.h"
 
@@ -19,32 +21,63 @@
  * a trunk VLAN goes, untagged, into that VLAN's switch. Other tagged frames (another VLAN,
  * 802.1ad, 0x9100, priority tags) are dropped and counted; untagged ones stay the port's
  * guest's, as on any tap port. Everything runs on the port's worker's thread.
+ *
+ * Offloads cross the trunk as the tap's virtio-net header: a frame that asks for one (a TCP
+ * segment of up to 64 KB, a checksum left to the receiver) keeps its header both ways, its
+ * csum_start and hdr_len moved by the 4 bytes of the tag inserted or taken out.
  */
 
+#define VLAN_TAG 4
+
+/* hdr's offsets moved by `by` bytes (a tag inserted: 4, taken out: -4); false if they cannot be. */
+static bool hdr_shift(struct virtio_net_hdr_v1 *h, int by)
+{
+	int cs = le16toh(h->csum_start), hl = le16toh(h->hdr_len);
+
+	if ((h->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) && cs + by < 14)
+		return false; /* the checksum would start inside the Ethernet header */
+	if (h->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM)
+		h->csum_start = htole16((uint16_t)(cs + by));
+	if (hl)
+		h->hdr_len = htole16((uint16_t)(hl + by > 0 ? hl + by : 0));
+	return true;
+}
+
 /* A frame the VLAN's switch sent to the uplink: out on the tap, tagged (switch_uplink_ops). */
-static void uplink_deliver(void *ctx, const struct iovec *iov, unsigned iovcnt, size_t off,
-			   size_t len)
+static void uplink_deliver(void *ctx, const struct virtio_net_hdr_v1 *hdr, const struct iovec *iov,
+			   unsigned iovcnt, size_t off, size_t len)
 {
 	struct port_uplink *u = ctx;
+	struct virtio_net_hdr_v1 h = {0};
 
-	if (tap_backend_send_tagged(u->p->be, u->vid, iov, iovcnt, off, len) < 0)
+	if (hdr) {
+		h = *hdr;
+		(void)hdr_shift(&h, VLAN_TAG); /* never fails: offsets only grow */
+	}
+	if (tap_backend_send_tagged(u->p->be, u->vid, &h, iov, iovcnt, off, len) < 0)
 		stat_inc(&u->p->trunk_dropped);
 }
 
 static const struct switch_uplink_ops uplink_ops = {.deliver = uplink_deliver};
 
-/* A tagged frame read from the tap (tap_trunk_ops): untagged into its VLAN's switch, or dropped. */
-static void trunk_rx(void *ctx, uint8_t *frame, size_t len)
+/*
+ * A tagged frame read from the tap (tap_trunk_ops), with the tap's header: untagged into its
+ * VLAN's switch, or dropped.
+ */
+static void trunk_rx(void *ctx, const struct virtio_net_hdr_v1 *hdr, uint8_t *frame, size_t len)
 {
 	struct port *p = ctx;
 	unsigned type = (unsigned)frame[12] << 8 | frame[13];
 	unsigned vid = ((unsigned)frame[14] << 8 | frame[15]) & 0x0fff;
+	struct virtio_net_hdr_v1 h = *hdr;
 
 	if (type == 0x8100 && len >= 18) /* untagged, a whole Ethernet header */
 		for (unsigned i = 0; i < p->n_uplinks; i++)
 			if (p->uplinks[i].vid == vid) {
+				if (!hdr_shift(&h, -VLAN_TAG))
+					break; /* a checksum in the tag: nothing a kernel sends */
 				memmove(frame + 4, frame, 12); /* the MACs over the tag */
-				switch_uplink_send(p->uplinks[i].be, frame + 4, len - 4);
+				switch_uplink_send(p->uplinks[i].be, &h, frame + 4, len - 4);
 				return;
 			}
 	stat_inc(&p->trunk_dropped);

@@ -29,8 +29,6 @@
  * their state is in switch_internal.h.
  */
 
-#define SW_FWD_IOV 8 /* a forwarded frame's pieces: its checked copy, the rest in place */
-
 _Static_assert(SW_HEAD_MAX >= SWITCH_IPS_HDR, "ips= reads the checked copy of a frame's head");
 
 /* ---- Port security ------------------------------------------------------------------------ */
@@ -93,12 +91,15 @@ static inline __attribute__((always_inline)) bool storm_take(struct switch_port 
  * control for broadcasts, the access port's tag check, ips=, then learning its source. Each
  * check reads src's copy of the frame's first bytes (sw_head()), taken once from the guest:
  * the frame's MACs and EtherType (src->head), grown by the checks that read further
- * (sw_head_need()); the switch forwards that copy (sw_fwd_iov()). False: dropped (counted).
- * `xw`, `storm`, `ips`: as transmit()'s.
+ * (sw_head_need()); the switch forwards that copy (sw_fwd_iov()). hdr (NULL: none, the burst's
+ * frames): the device's checked copy of the guest's header; one asking for an offload is
+ * checked against the frame's own headers, read into the same copy (sw_offload_admit()).
+ * False: dropped (counted). `xw`, `storm`, `ips`: as transmit()'s.
  */
 static inline __attribute__((always_inline)) bool
-sw_admit(struct switch_port *src, const struct iovec *iov, unsigned iovcnt, size_t off, size_t len,
-	 uint64_t now, const bool xw, const bool storm, const bool ips)
+sw_admit(struct switch_port *src, const struct virtio_net_hdr_v1 *hdr, const struct iovec *iov,
+	 unsigned iovcnt, size_t off, size_t len, uint64_t now, const bool xw, const bool storm,
+	 const bool ips)
 {
 	const uint8_t *dst_mac = src->head, *src_mac = src->head + SW_ETH_ALEN;
 
@@ -110,9 +111,8 @@ sw_admit(struct switch_port *src, const struct iovec *iov, unsigned iovcnt, size
 	}
 	/*
 	 * The MAC addresses and EtherType, into the port: what the checks read and what leaves;
-	 * the rest of the frame is copied once, later. The guest's header is not: the switch
-	 * offers no offloads, so the device already dropped any frame asking for a checksum or GSO
-	 * (tx_hdr_allowed()), and the header we forward is a zeroed one.
+	 * the rest of the frame is copied once, later. The guest's header is the device's checked
+	 * copy (tx_hdr_allowed(): offloads the guest negotiated, DATA_VALID cleared).
 	 */
 	src->head_len = SW_MIN_FRAME;
 	iov_copy_from(iov, iovcnt, off, src->head, SW_MIN_FRAME);
@@ -142,6 +142,9 @@ sw_admit(struct switch_port *src, const struct iovec *iov, unsigned iovcnt, size
 	if (storm && src->access && sw_access_tagged(src))
 		return false;
 	if (ips && !sw_ips_pass(src, iov, iovcnt, off, len))
+		return false;
+	if (hdr && __builtin_expect(pkt_offload_needed(hdr), 0) &&
+	    !sw_offload_admit(src, hdr, iov, iovcnt, off, len))
 		return false;
 	sw_learn_cached(src->sw, src, src_mac, now, xw);
 	guest_race(GUEST_RACE_TX_ADMITTED);
@@ -301,21 +304,25 @@ sw_flood(struct switch_port *src, const struct sw_fwd *fw, uint64_t now, const b
  * anti-spoofing).
  */
 static inline __attribute__((always_inline)) int
-transmit(struct vnet_backend *be, const struct iovec *iov, unsigned iovcnt, size_t off, size_t len,
-	 const bool xw, const bool storm, const bool ips)
+transmit(struct vnet_backend *be, const struct virtio_net_hdr_v1 *hdr, const struct iovec *iov,
+	 unsigned iovcnt, size_t off, size_t len, const bool xw, const bool storm, const bool ips)
 {
 	struct switch_port *src = port_of(be), *dst;
-	uint64_t now = src->sw->w[xw ? src->worker : 0].now_ns;
+	struct sw_worker *w = &src->sw->w[xw ? src->worker : 0];
+	uint64_t now = w->now_ns;
 	struct iovec v[SW_FWD_IOV];
 	struct sw_fwd fw;
+	bool offload;
 
-	if (!sw_admit(src, iov, iovcnt, off, len, now, xw, storm, ips))
+	if (!sw_admit(src, hdr, iov, iovcnt, off, len, now, xw, storm, ips))
 		return 0;
+	offload = hdr && pkt_offload_needed(hdr); /* sw_admit() checked it: src->vh, src->off */
 	/* From here on the frame is its checked copy, then the rest in the guest's buffers. */
 	if (__builtin_expect(!sw_fwd_iov(src, iov, iovcnt, off, len, v, &fw), 0)) {
 		src->dropped++;
 		return 0;
 	}
+	sw_fwd_offload(&fw, w, offload ? &src->vh : NULL, offload ? &src->off : NULL);
 	if (!(src->head[0] & 1)) {
 		dst = sw_lookup_cached(src->sw, src, src->head, now);
 		if (dst)
@@ -406,7 +413,7 @@ static unsigned switch_transmit_burst(struct vnet_backend *be, const struct vnet
 	for (i = 0; i < n && (i == 0 || i + more < room); i++) {
 		const struct iovec iov = {.iov_base = (void *)f[i].data, .iov_len = f[i].len};
 		struct switch_port *dst = NULL;
-		bool ok = sw_admit(src, &iov, 1, 0, f[i].len, now, false, false, false);
+		bool ok = sw_admit(src, NULL, &iov, 1, 0, f[i].len, now, false, false, false);
 		struct iovec v[SW_FWD_IOV];
 		struct sw_fwd fw;
 		bool deep;
@@ -443,10 +450,13 @@ static unsigned switch_transmit_burst(struct vnet_backend *be, const struct vnet
 			start = i;
 		} else if (!sw_fwd_iov(src, &iov, 1, 0, f[i].len, v, &fw)) {
 			src->dropped++;
-		} else if (dst) {
-			(void)sw_unicast(src, dst, &fw, false, false);
 		} else {
-			more += (uint32_t)sw_flood(src, &fw, now, false, false);
+			fw.vh = NULL; /* a burst's frames ask for no offload (burst_offloads off) */
+			fw.off = NULL;
+			if (dst)
+				(void)sw_unicast(src, dst, &fw, false, false);
+			else
+				more += (uint32_t)sw_flood(src, &fw, now, false, false);
 		}
 	}
 	if (run || flood)
@@ -460,8 +470,7 @@ static unsigned switch_transmit_burst(struct vnet_backend *be, const struct vnet
 	static int fn(struct vnet_backend *be, const struct virtio_net_hdr_v1 *hdr,                \
 		      const struct iovec *iov, unsigned iovcnt, size_t off, size_t len)            \
 	{                                                                                          \
-		(void)hdr;                                                                         \
-		return transmit(be, iov, iovcnt, off, len, xw, storm, ips);                        \
+		return transmit(be, hdr, iov, iovcnt, off, len, xw, storm, ips);                   \
 	}
 
 SW_TRANSMIT(switch_transmit, false, false, false)
@@ -476,27 +485,43 @@ SW_TRANSMIT(switch_transmit_xw_storm_ips, true, true, true)
 /**
  * switch_uplink_send() - a frame from an uplink into its switch.
  * @be: the uplink (switch_attach_uplink())
+ * @hdr: the tap's virtio-net header of the frame (NULL: none), its offsets in the untagged frame
  * @frame: the frame, untagged
  * @len: its length
  *
  * Learnt, forwarded or flooded as a port's frame, through the guarded transmit (no port
- * security: an uplink has none). On the uplink's worker's thread.
+ * security: an uplink has none); an offload it asks for checked as a guest's (the tap's word
+ * that a checksum is valid is not taken: DATA_VALID cleared). On the uplink's worker's thread.
  */
-void switch_uplink_send(struct vnet_backend *be, const uint8_t *frame, size_t len)
+void switch_uplink_send(struct vnet_backend *be, const struct virtio_net_hdr_v1 *hdr,
+			const uint8_t *frame, size_t len)
 {
 	struct iovec iov = {.iov_base = (void *)frame, .iov_len = len};
+	struct virtio_net_hdr_v1 h = {0};
 
+	if (hdr) {
+		h = *hdr;
+		h.flags &= VIRTIO_NET_HDR_F_NEEDS_CSUM;
+		h.num_buffers = 0;
+	}
 	if (port_of(be)->sw->xq)
-		transmit(be, &iov, 1, 0, len, true, true, false);
+		transmit(be, &h, &iov, 1, 0, len, true, true, false);
 	else
-		transmit(be, &iov, 1, 0, len, false, true, false);
+		transmit(be, &h, &iov, 1, 0, len, false, true, false);
 }
 
-/* Nothing to do: the switch carries fully formed frames only. */
+/*
+ * The guest's receive offloads now (negotiated, or CTRL_GUEST_OFFLOADS_SET): what frames that
+ * ask for offloads are delivered with (sw_rx_takes()). A spread port's lanes deliver to the
+ * same guest.
+ */
 static void switch_set_offloads(struct vnet_backend *be, uint64_t guest_features)
 {
-	(void)port_of(be);
-	(void)guest_features;
+	struct switch_port *p = port_of(be);
+
+	__atomic_store_n(&p->rx_offloads, guest_features, __ATOMIC_RELAXED);
+	for (unsigned i = 0; i < p->nlanes; i++)
+		__atomic_store_n(&p->lanes[i]->rx_offloads, guest_features, __ATOMIC_RELAXED);
 }
 
 /* The guest posted RX buffers: deliver queued packets, one budget (true: call again later). */
@@ -520,10 +545,20 @@ static void switch_reset(struct vnet_backend *be)
 		swq_clear(p->lanes[i]);
 }
 
+/*
+ * The offloads a switch port offers its guest: checksums and TCP segmentation both ways
+ * (switch_offload.c does them in software for a receiver that lacks them).
+ */
+#define SW_OFFLOADS                                                                                \
+	(BIT_ULL(VIRTIO_NET_F_CSUM) | BIT_ULL(VIRTIO_NET_F_GUEST_CSUM) |                           \
+	 BIT_ULL(VIRTIO_NET_F_HOST_TSO4) | BIT_ULL(VIRTIO_NET_F_HOST_TSO6) |                       \
+	 BIT_ULL(VIRTIO_NET_F_HOST_ECN) | BIT_ULL(VIRTIO_NET_F_GUEST_TSO4) |                       \
+	 BIT_ULL(VIRTIO_NET_F_GUEST_TSO6) | BIT_ULL(VIRTIO_NET_F_GUEST_ECN))
+
 /* switch_backend_ops - the ops table the device model calls (every port on one worker). */
 const struct vnet_backend_ops switch_backend_ops = {
 	.kind = "switch",
-	.offload_features = 0,
+	.offload_features = SW_OFFLOADS,
 	.transmit = switch_transmit,
 	.transmit_burst = switch_transmit_burst,
 	.set_offloads = switch_set_offloads,
@@ -533,7 +568,7 @@ const struct vnet_backend_ops switch_backend_ops = {
 
 #define SW_OPS(fn)                                                                                 \
 	{                                                                                          \
-		.kind = "switch", .offload_features = 0, .transmit = fn,                           \
+		.kind = "switch", .offload_features = SW_OFFLOADS, .transmit = fn,                 \
 		.set_offloads = switch_set_offloads, .rx_resume = switch_rx_resume,                \
 		.reset = switch_reset,                                                             \
 	}

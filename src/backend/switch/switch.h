@@ -12,6 +12,7 @@
 
 struct vnet_dev;
 struct vnet_switch; /* opaque */
+struct virtio_net_hdr_v1;
 
 /*
  * What a switch spread over several workers needs from its owner: wake worker `worker` (from
@@ -167,11 +168,14 @@ void switch_port_set_access(struct vnet_backend *be, bool on);
  * the call only) on the uplink's worker's thread; it sends it on or drops it, never queues.
  * The frame's first bytes (MACs, EtherType, what the sender's checks read) are the switch's
  * checked copy in its own memory, the rest may be the sending guest's buffer: deliver() copies
- * each byte once and decides nothing on the rest.
+ * each byte once and decides nothing on the rest. hdr (NULL: none) is the header of a frame
+ * that asks for an offload (a TCP segment of up to 64 KB, a checksum left to the receiver),
+ * checked against the frame's headers: an uplink takes every offload (a tap: the kernel does
+ * the work), with csum_start and hdr_len counted from the frame's first byte, untagged.
  */
 struct switch_uplink_ops {
-	void (*deliver)(void *ctx, const struct iovec *iov, unsigned iovcnt, size_t off,
-			size_t len);
+	void (*deliver)(void *ctx, const struct virtio_net_hdr_v1 *hdr, const struct iovec *iov,
+			unsigned iovcnt, size_t off, size_t len);
 };
 
 /*
@@ -186,9 +190,12 @@ struct vnet_backend *switch_attach_uplink(struct vnet_switch *sw, const char *na
 
 /*
  * switch_uplink_send() - a frame that came in on the uplink (len bytes, untagged): learnt,
- * forwarded or flooded to the switch's ports, on the uplink's worker's thread.
+ * forwarded or flooded to the switch's ports, on the uplink's worker's thread. hdr (NULL: an
+ * all-zero one): the tap's virtio-net header of the frame, csum_start and hdr_len counted from
+ * the untagged frame's first byte (an offload it asks for is checked as a guest's).
  */
-void switch_uplink_send(struct vnet_backend *be, const uint8_t *frame, size_t len);
+void switch_uplink_send(struct vnet_backend *be, const struct virtio_net_hdr_v1 *hdr,
+			const uint8_t *frame, size_t len);
 
 /*
  * What the FDB holds for a switch port and refused it (switch_port_counters()). Not the
@@ -210,6 +217,10 @@ struct switch_port_counters {
 	uint64_t ip_spoofed;	  /* frames dropped by IP anti-spoofing */
 	uint64_t access;	  /* 1: an access port (vlan=N; a gauge) */
 	uint64_t tagged_dropped;  /* VLAN-tagged frames an access port's guest sent: dropped */
+	uint64_t bad_offload_hdr; /* frames dropped: an offload header the frame contradicts */
+	uint64_t offload_passed;  /* frames delivered to it with their offload (GSO, NEEDS_CSUM) */
+	uint64_t soft_segments;	  /* segments made for it in software (it lacks the TSO asked) */
+	uint64_t soft_csums;	  /* checksums completed for it in software (it lacks GUEST_CSUM) */
 };
 
 /*

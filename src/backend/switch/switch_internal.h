@@ -25,6 +25,8 @@
 
 #include "mem/mem.h"
 #include "lib/stat_atomic.h"
+#include "lib/virtio_net_defs.h"
+#include "pkt/pkt.h"
 #include "dev/dev.h"
 #include "backend/switch/switch.h"
 #include "backend/switch/switch_fdb.h"
@@ -35,6 +37,7 @@
 #define SW_MAX_FRAME 65536    /* the largest frame a port takes */
 #define SW_HEAD_MAX 256	      /* the checked copy of a frame's first bytes, in the port */
 #define SW_NS 1000000000ull   /* a second in ns (storm control's credit per frame) */
+#define SW_FWD_IOV 8	      /* a forwarded frame's pieces: its checked copy, the rest in place */
 
 struct sw_packet; /* a queued frame's buffer (switch_queue.c) */
 struct xq;
@@ -141,6 +144,21 @@ struct switch_port {
 	struct switch_port *lanes[SWITCH_MAX_PAIRS];	 /* home: its lanes */
 	uint64_t spread_dropped; /* home: atomic adds, any thread: frames a full ring refused on
 				  * their way to one of its lanes (relayed floods) */
+	/*
+	 * Offloads (switch_offload.c). rx_offloads: the GUEST_* offloads its guest takes now
+	 * (set_offloads(), atomic: lanes read it on their workers); an uplink takes them all.
+	 * vh, off: the frame being sent asks for an offload, its checked header as receivers that
+	 * take it get it (pkt_hdr_for()) and what it asks (pkt_offload_parse() of the checked
+	 * copy in head). The counters are stat_atomic.h's: bad_hdr on the sender's thread,
+	 * offload_passed, soft_segs and soft_csums on the receiver's.
+	 */
+	uint64_t rx_offloads;
+	struct virtio_net_hdr_v1 vh;
+	struct pkt_offload off;
+	uint64_t bad_hdr;	 /* frames dropped: a header the frame contradicts */
+	uint64_t offload_passed; /* frames its guest got with their offload (GSO or NEEDS_CSUM) */
+	uint64_t soft_segs;	 /* segments made for it in software (its guest lacks TSO) */
+	uint64_t soft_csums;	 /* checksums completed for it in software (it lacks GUEST_CSUM) */
 };
 
 /* What one worker's thread keeps: its ports (floods visit these), clock and buffer pool. */
@@ -157,6 +175,13 @@ struct sw_worker {
 	/* SW_MAX_FRAME bytes, allocated at first use: the checked copy of a frame whose checks
 	 * read beyond SW_HEAD_MAX, or that comes in too many pieces (a port's head_len > SW_HEAD_MAX) */
 	uint8_t *whole;
+	/* Offloads done in software for this worker's receivers (switch_offload.c), allocated at
+	 * first use: the frames pkt_soft() made of the last frame that needed them, so a flood
+	 * segments once for all the receivers that need it. soft_gen numbers the frames that ask
+	 * for offloads on this worker (sw_fwd_offload()): what was made is for the frame whose
+	 * number it keeps. */
+	struct sw_soft *soft;
+	uint64_t soft_gen;
 };
 
 struct vnet_switch {
@@ -250,6 +275,12 @@ struct sw_fwd {
 	const struct iovec *iov;
 	unsigned iovcnt;
 	size_t len;
+	/* The frame asks for an offload (NULL: none, the common case): its checked header as a
+	 * receiver that takes the offload gets it, and what it asks, in the checked copy's
+	 * coordinates (the copy is the first piece: sw_fwd_vec()'s iov[0]). */
+	const struct virtio_net_hdr_v1 *vh;
+	const struct pkt_offload *off;
+	uint64_t gen; /* with vh: the frame's number on its worker (struct sw_worker's soft_gen) */
 };
 
 /* sw_fwd_vec() - fw's frame as iovecs, at offset 0 (tmp: room for a flat frame's two pieces). */
@@ -311,11 +342,48 @@ sw_lookup_cached(struct vnet_switch *sw, struct switch_port *p, const uint8_t *m
 	return e ? p->dst_port : NULL;
 }
 
+/* ---- Offloads across the switch (switch_offload.c) ----------------------------------------- */
+
+/* sw_offload_admit() - the sender's frame asks for an offload: its header checked against it. */
+__attribute__((noinline)) bool sw_offload_admit(struct switch_port *src,
+						const struct virtio_net_hdr_v1 *hdr,
+						const struct iovec *iov, unsigned iovcnt, size_t off,
+						size_t len);
+
+/* sw_rx_takes() - whether receiver dst takes the frame's offload o as it is. */
+bool sw_rx_takes(const struct switch_port *dst, const struct pkt_offload *o);
+
+/* sw_soft_get() - fw made in software on worker w (once per frame): its frames' count, *segs. */
+unsigned sw_soft_get(struct sw_worker *w, const struct sw_fwd *fw, const struct pkt_seg **segs);
+
+/* sw_soft_free() - free worker w's buffer of frames made in software. */
+void sw_soft_free(struct sw_worker *w);
+
+/*
+ * sw_fwd_offload() - fw asks for the offload vh / o (NULL: none): set it, with a new number on
+ * worker w (what was made in software for another frame is not its).
+ */
+static inline void sw_fwd_offload(struct sw_fwd *fw, struct sw_worker *w,
+				  const struct virtio_net_hdr_v1 *vh, const struct pkt_offload *o)
+{
+	fw->vh = vh;
+	fw->off = o;
+	if (__builtin_expect(vh != NULL, 0))
+		fw->gen = ++w->soft_gen;
+}
+
 /* ---- Each port's queue for its guest, and the packet pool (switch_queue.c) ---------------- */
 
 /* swq_enqueue() - copy the frame to the tail of dst's queue (for pair, -1: any), or drop it. */
 void swq_enqueue(struct switch_port *dst, const struct iovec *iov, unsigned iovcnt, size_t off,
 		 size_t len, int pair);
+
+/*
+ * swq_deliver_offload() - swq_deliver() of a frame that asks for an offload (fw->vh): with its
+ * header to a guest that takes it, else made in software for it (sw_soft_get()).
+ */
+__attribute__((noinline)) void swq_deliver_offload(struct switch_port *dst,
+						   const struct sw_fwd *fw, int pair);
 
 /* swq_drain() - deliver p's queued packets while its guest has buffers, within a budget. */
 int swq_drain(struct switch_port *p, unsigned max_pkts, size_t max_bytes);
@@ -341,6 +409,10 @@ swq_deliver(struct switch_port *dst, const struct sw_fwd *fw, const int pair)
 	const struct iovec *iov;
 	unsigned cnt;
 
+	if (__builtin_expect(fw->vh != NULL, 0)) {
+		swq_deliver_offload(dst, fw, pair);
+		return;
+	}
 	guest_race(GUEST_RACE_TX_FORWARD);
 	if (!dst->q_len || swq_drain(dst, SWITCH_QUEUE_PACKETS, SWITCH_QUEUE_BYTES) == 0) {
 		if (pair < 0 && fw->flat) {
@@ -376,7 +448,9 @@ static inline __attribute__((always_inline)) void sw_deliver(struct switch_port 
 		unsigned cnt = sw_fwd_vec(fw, tmp, &iov);
 
 		guest_race(GUEST_RACE_TX_FORWARD);
-		dst->up->deliver(dst->up_ctx, iov, cnt, 0, fw->len);
+		if (fw->vh)
+			stat_inc(&dst->offload_passed);
+		dst->up->deliver(dst->up_ctx, fw->vh, iov, cnt, 0, fw->len);
 		return;
 	}
 	swq_deliver(dst, fw, -1);

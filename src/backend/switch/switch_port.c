@@ -123,8 +123,10 @@ void switch_destroy(struct vnet_switch *sw)
 	for (unsigned i = 0; i < SWITCH_MAX_PORTS; i++)
 		if (sw->ports[i])
 			switch_detach((struct vnet_backend *)sw->ports[i]);
-	for (unsigned i = 0; i < sw->nworkers; i++)
+	for (unsigned i = 0; i < sw->nworkers; i++) {
 		swq_pool_free(&sw->w[i]);
+		sw_soft_free(&sw->w[i]);
+	}
 	xq_destroy(sw->xq);
 	fdb_fini(&sw->fdb);
 	free(sw);
@@ -327,6 +329,7 @@ struct vnet_backend *switch_attach_lane(struct vnet_backend *be, struct vnet_dev
 	l->flood_credit = home->flood_credit;
 	l->n_ips = home->n_ips;
 	memcpy(l->ips, home->ips, sizeof(l->ips));
+	l->rx_offloads = __atomic_load_n(&home->rx_offloads, __ATOMIC_RELAXED);
 	home->lanes[home->nlanes++] = l;
 	return lb;
 }
@@ -514,6 +517,15 @@ void switch_port_counters(const struct vnet_backend *be, struct switch_port_coun
 	    .access = p->access,
 	    .tagged_dropped = stat_read(&p->tagged_dropped),
 	};
+	/* Offloads: a spread port's lanes send and receive for it too. */
+	for (unsigned i = 0; i <= p->nlanes; i++) {
+		const struct switch_port *l = i ? p->lanes[i - 1] : p;
+
+		out->bad_offload_hdr += stat_read(&l->bad_hdr);
+		out->offload_passed += stat_read(&l->offload_passed);
+		out->soft_segments += stat_read(&l->soft_segs);
+		out->soft_csums += stat_read(&l->soft_csums);
+	}
 }
 
 /**

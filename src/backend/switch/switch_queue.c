@@ -6,9 +6,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/uio.h>
 
 #include "lib/iov.h"
+#include "lib/stat_atomic.h"
 #include "backend/switch/switch_internal.h"
 #include "dev/dev.h"
 
@@ -20,18 +22,29 @@
  * the device model and nothing of the switch's other files.
  */
 
-/* A frame copied for a port whose guest had no RX buffers (the header is a zeroed one). */
+/*
+ * A frame copied for a port whose guest had no RX buffers: with a zeroed header, or (has_vh)
+ * one that asks for an offload, with its header and what it asks (the copy's offsets), of
+ * which its guest may already have got seg_next frames made in software.
+ */
 struct sw_packet {
 	size_t len;
 	int pair;		 /* the queue pair it is for (a spread port's), or -1: the device picks */
 	size_t cap;		 /* SW_SMALL_CAP or SW_MAX_FRAME */
 	struct sw_packet *next; /* in a free list */
+	bool has_vh;
+	uint16_t seg_next;
+	struct virtio_net_hdr_v1 vh;
+	struct pkt_offload off;
 	uint8_t data[];
 };
 
 #define SW_SMALL_CAP 2048
 #define SW_POOL_SMALL 1024 /* free buffers kept for reuse: no allocation per packet */
 #define SW_POOL_LARGE 32
+
+static struct sw_packet *swq_enqueue_pkt(struct switch_port *dst, const struct iovec *iov,
+					 unsigned iovcnt, size_t off, size_t len, int pair);
 
 /* The capacity of the buffer a frame of len bytes is queued in. */
 static size_t pkt_cap(size_t len)
@@ -103,22 +116,135 @@ void swq_pool_free(struct sw_worker *w)
 void swq_enqueue(struct switch_port *dst, const struct iovec *iov, unsigned iovcnt, size_t off,
 		 size_t len, int pair)
 {
+	(void)swq_enqueue_pkt(dst, iov, iovcnt, off, len, pair);
+}
+
+/* swq_enqueue() that returns the packet queued (NULL: dropped, counted). */
+static struct sw_packet *swq_enqueue_pkt(struct switch_port *dst, const struct iovec *iov,
+					 unsigned iovcnt, size_t off, size_t len, int pair)
+{
 	struct sw_packet *pkt;
 
 	if (dst->q_len >= SWITCH_QUEUE_PACKETS || dst->q_bytes + pkt_cap(len) > SWITCH_QUEUE_BYTES) {
 		dst->dropped++;
-		return;
+		return NULL;
 	}
 	pkt = pkt_get(&dst->sw->w[dst->worker], len);
 	if (!pkt) {
 		dst->dropped++;
-		return;
+		return NULL;
 	}
 	pkt->len = iov_copy_from(iov, iovcnt, off, pkt->data, len);
 	pkt->pair = pair;
+	pkt->has_vh = false;
 	dst->queue[(dst->q_head + dst->q_len) % SWITCH_QUEUE_PACKETS] = pkt;
 	dst->q_len++;
 	dst->q_bytes += pkt->cap;
+	return pkt;
+}
+
+/*
+ * A frame that asks for an offload (fw->vh) for dst's guest, its queue empty: with its header
+ * when the guest takes the offload (and not already in software: from > 0), else the frames
+ * made in software (sw_soft_get()) from the from-th on, with DATA_VALID where the guest takes
+ * checksum flags. Returns -1 when all went (or were dropped), else the frame the guest had no
+ * buffers for (0: the frame itself; k > 0: made in software, k of them placed).
+ */
+static int offload_place(struct switch_port *dst, const struct sw_fwd *fw, int pair,
+			 unsigned from)
+{
+	struct iovec tmp[2], one;
+	const struct iovec *iov;
+	unsigned cnt, n;
+	const struct pkt_seg *segs;
+	struct virtio_net_hdr_v1 h = {0};
+
+	if (!from && sw_rx_takes(dst, fw->off)) {
+		cnt = sw_fwd_vec(fw, tmp, &iov);
+		if (!(pair < 0 ? vnet_dev_receive_frame(dst->dev, fw->vh, iov, cnt, 0, fw->len)
+			       : vnet_dev_receive_frame_on(dst->dev, (unsigned)pair, fw->vh, iov, cnt,
+							   0, fw->len)))
+			return 0;
+		stat_inc(&dst->offload_passed);
+		return -1;
+	}
+	n = sw_soft_get(&dst->sw->w[dst->worker], fw, &segs);
+	if (!n) {
+		dst->dropped++;
+		return -1;
+	}
+	if (fw->off->csum &&
+	    (__atomic_load_n(&dst->rx_offloads, __ATOMIC_RELAXED) &
+	     BIT_ULL(VIRTIO_NET_F_GUEST_CSUM)))
+		h.flags = VIRTIO_NET_HDR_F_DATA_VALID; /* the switch computed it */
+	for (unsigned i = from; i < n; i++) {
+		one = (struct iovec){.iov_base = segs[i].data, .iov_len = segs[i].len};
+		if (!(pair < 0 ? vnet_dev_receive_frame(dst->dev, &h, &one, 1, 0, segs[i].len)
+			       : vnet_dev_receive_frame_on(dst->dev, (unsigned)pair, &h, &one, 1, 0,
+							   segs[i].len)))
+			return (int)i;
+		if (fw->off->gso != VIRTIO_NET_HDR_GSO_NONE)
+			stat_inc(&dst->soft_segs);
+		else
+			stat_inc(&dst->soft_csums);
+	}
+	return -1;
+}
+
+/* Queue fw (it asks for an offload) for dst's guest, which got `from` frames of it made in software. */
+static void offload_enqueue(struct switch_port *dst, const struct sw_fwd *fw, int pair,
+			    unsigned from)
+{
+	struct iovec tmp[2];
+	const struct iovec *iov;
+	unsigned cnt = sw_fwd_vec(fw, tmp, &iov);
+	struct sw_packet *pkt = swq_enqueue_pkt(dst, iov, cnt, 0, fw->len, pair);
+
+	if (!pkt)
+		return;
+	pkt->has_vh = true;
+	pkt->seg_next = (uint16_t)from;
+	pkt->vh = *fw->vh;
+	pkt->off = *fw->off;
+}
+
+/**
+ * swq_deliver_offload() - swq_deliver() of a frame that asks for an offload.
+ * @dst: the receiving port, on its worker's thread
+ * @fw: the frame (fw->vh, fw->off: its checked header and what it asks)
+ * @pair: the queue pair (a spread port's), -1: the device picks
+ *
+ * Its guest gets it with its header if it takes the offload (sw_rx_takes()), else the frames
+ * the switch makes of it in software: segments, or the frame with its checksum completed.
+ * Queued frames go first; what the guest has no buffers for is queued with its header (and how
+ * many of its frames made in software went already). Out of line: frames without offloads
+ * never come here.
+ */
+void swq_deliver_offload(struct switch_port *dst, const struct sw_fwd *fw, int pair)
+{
+	int r = 0;
+
+	guest_race(GUEST_RACE_TX_FORWARD);
+	if (!dst->q_len || swq_drain(dst, SWITCH_QUEUE_PACKETS, SWITCH_QUEUE_BYTES) == 0)
+		r = offload_place(dst, fw, pair, 0);
+	if (r >= 0)
+		offload_enqueue(dst, fw, pair, (unsigned)r);
+}
+
+/* A queued frame that asks for an offload, to its guest: true when it all went. */
+static bool offload_drain_one(struct switch_port *p, struct sw_packet *pkt)
+{
+	struct sw_worker *w = &p->sw->w[p->worker];
+	struct iovec iov = {.iov_base = pkt->data, .iov_len = pkt->len};
+	struct sw_fwd fw = {.iov = &iov, .iovcnt = 1, .len = pkt->len};
+	int r;
+
+	sw_fwd_offload(&fw, w, &pkt->vh, &pkt->off);
+	r = offload_place(p, &fw, pkt->pair, pkt->seg_next);
+	if (r < 0)
+		return true;
+	pkt->seg_next = (uint16_t)r;
+	return false;
 }
 
 /* The packet at the head of p's queue is done with: back to the pool. */
@@ -168,9 +294,11 @@ int swq_drain(struct switch_port *p, unsigned max_pkts, size_t max_bytes)
 			r = 1;
 			break;
 		}
-		if (!(pkt->pair < 0 ? vnet_dev_receive_frame(p->dev, NULL, &iov, 1, 0, pkt->len)
-				    : vnet_dev_receive_frame_on(p->dev, (unsigned)pkt->pair, NULL, &iov,
-								1, 0, pkt->len))) {
+		if (pkt->has_vh ? !offload_drain_one(p, pkt)
+				: !(pkt->pair < 0
+					? vnet_dev_receive_frame(p->dev, NULL, &iov, 1, 0, pkt->len)
+					: vnet_dev_receive_frame_on(p->dev, (unsigned)pkt->pair, NULL,
+								    &iov, 1, 0, pkt->len))) {
 			r = -1;
 			break;
 		}

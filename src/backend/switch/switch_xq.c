@@ -55,12 +55,13 @@ struct xq {
 };
 
 _Static_assert(XQ_MAX_WORKERS <= 32, "dirty is a 32-bit set of receivers");
+_Static_assert(XQ_MIN_RING >= 3 * (XQ_MAX_FRAME + 64), "a ring holds the largest frames");
 _Static_assert(sizeof(struct xq_rec) == XQ_REC, "record header size");
 
 /**
  * xq_create() - the rings of every ordered pair of workers.
  * @nworkers: 2..XQ_MAX_WORKERS
- * @ring_bytes: bytes per ring: a power of two, at least 4 * XQ_MAX_FRAME
+ * @ring_bytes: bytes per ring: a power of two, at least XQ_MIN_RING
  * @wake: wakes a receiving worker (called from the sender's thread)
  * @ctx: passed to @wake
  *
@@ -72,7 +73,7 @@ struct xq *xq_create(unsigned nworkers, size_t ring_bytes, xq_wake_fn wake, void
 {
 	struct xq *q = NULL;
 
-	if (nworkers < 2 || nworkers > XQ_MAX_WORKERS || !wake || ring_bytes < 4 * XQ_MAX_FRAME ||
+	if (nworkers < 2 || nworkers > XQ_MAX_WORKERS || !wake || ring_bytes < XQ_MIN_RING ||
 	    (ring_bytes & (ring_bytes - 1)))
 		return NULL;
 	if (posix_memalign((void **)&q, XQ_LINE, sizeof(*q)) != 0)

@@ -27,7 +27,8 @@
 
 #define XQ_MAX_WORKERS 16
 #define XQ_RING_BYTES (512u * 1024u) /* per (sender, receiver) pair; a power of two */
-#define XQ_MAX_FRAME 65536u	     /* larger frames are refused */
+#define XQ_MAX_FRAME (65536u + 64u) /* larger frames are refused (a 64 KB frame and its header) */
+#define XQ_MIN_RING (256u * 1024u)    /* the smallest ring: room for three of the largest frames */
 
 struct xq; /* opaque */
 
@@ -43,7 +44,7 @@ typedef unsigned (*xq_deliver_fn)(void *ctx, unsigned worker, uint64_t tag, cons
 
 /*
  * xq_create() - rings for every ordered pair of nworkers (2..XQ_MAX_WORKERS) workers, of
- * ring_bytes each (a power of two, at least 4 * XQ_MAX_FRAME); NULL if out of memory. The
+ * ring_bytes each (a power of two, at least XQ_MIN_RING); NULL if out of memory. The
  * rings' pages are only touched as they are used.
  */
 struct xq *xq_create(unsigned nworkers, size_t ring_bytes, xq_wake_fn wake, void *ctx);

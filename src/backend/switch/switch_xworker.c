@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <string.h>
 #include <stdint.h>
 #include <sys/uio.h>
 
@@ -21,6 +22,7 @@
  */
 
 #define SW_FLOOD 0xffffu /* cross-worker tag: every port of the receiving worker */
+#define SW_TAG_VH (1ull << 63) /* cross-worker tag: the frame's offload header comes first */
 
 _Static_assert(SWITCH_MAX_WORKERS <= XQ_MAX_WORKERS, "the cross-worker queues cover every worker");
 _Static_assert(SW_MAX_FRAME <= XQ_MAX_FRAME, "every frame fits a cross-worker queue");
@@ -33,16 +35,57 @@ static __attribute__((noinline)) void sw_deliver_pair(struct switch_port *dst, u
 	swq_deliver(dst, fw, (int)pair);
 }
 
+/*
+ * Copy fw into the ring from worker `from` to `to` with `tag` (xq_push()): a frame that asks
+ * for an offload goes with its header in front (SW_TAG_VH).
+ */
+static int sw_xq_push(struct xq *q, unsigned from, unsigned to, uint64_t tag,
+		      const struct sw_fwd *fw)
+{
+	struct iovec tmp[2], v[SW_FWD_IOV + 1];
+	const struct iovec *iov;
+	unsigned cnt = sw_fwd_vec(fw, tmp, &iov);
+
+	if (__builtin_expect(!fw->vh, 1))
+		return xq_push(q, from, to, tag, iov, cnt, 0, fw->len);
+	v[0] = (struct iovec){.iov_base = (void *)fw->vh, .iov_len = sizeof(*fw->vh)};
+	memcpy(v + 1, iov, cnt * sizeof(*iov));
+	return xq_push(q, from, to, tag | SW_TAG_VH, v, cnt + 1, 0, sizeof(*fw->vh) + fw->len);
+}
+
+/*
+ * A frame from the ring that asks for an offload: its header and what it asks, parsed again
+ * from the ring's copy (vnetd's memory: the bytes the sender checked). False: not parsed
+ * (nothing the sender queues; dropped).
+ */
+static bool xq_offload(const uint8_t **frame, size_t *len,
+		       struct virtio_net_hdr_v1 *vh, struct pkt_offload *o)
+{
+	if (*len < sizeof(*vh))
+		return false;
+	memcpy(vh, *frame, sizeof(*vh));
+	*frame += sizeof(*vh);
+	*len -= sizeof(*vh);
+	return pkt_offload_parse(vh, *frame, *len, *len, o) == PKT_OK;
+}
+
 /* One frame another worker queued for worker `worker` (xq_deliver_fn). */
 static unsigned xq_deliver(void *ctx, unsigned worker, uint64_t tag, const uint8_t *frame,
 			   size_t len)
 {
 	struct vnet_switch *sw = ctx;
 	struct sw_worker *w = &sw->w[worker];
+	struct virtio_net_hdr_v1 vh;
+	struct pkt_offload o;
+	const bool offload = (tag & SW_TAG_VH) && xq_offload(&frame, &len, &vh, &o);
 	const struct iovec iov = {.iov_base = (void *)frame, .iov_len = len};
-	const struct sw_fwd fw = {.iov = &iov, .iovcnt = 1, .len = len}; /* in vnetd's memory */
+	struct sw_fwd fw = {.iov = &iov, .iovcnt = 1, .len = len}; /* in vnetd's memory */
 	unsigned slot = (unsigned)(tag & 0xffff), pair_plus1 = (unsigned)(tag >> 48 & 0xff);
 	struct switch_port *dst;
+
+	if ((tag & SW_TAG_VH) && !offload)
+		return 1;
+	sw_fwd_offload(&fw, w, offload ? &vh : NULL, offload ? &o : NULL);
 
 	if (slot == SW_FLOOD) {
 		/* Not back to the sender: a spread port's home may be here, its lane the sender. */
@@ -80,12 +123,9 @@ void sw_cross_flood(struct switch_port *src, unsigned to, const struct sw_fwd *f
 {
 	uint64_t tag = SW_FLOOD | (uint64_t)(src->home->slot + 1u) << 16 |
 		       (uint64_t)sw_sender_pair(src) << 32;
-	struct iovec tmp[2];
-	const struct iovec *iov;
-	unsigned cnt = sw_fwd_vec(fw, tmp, &iov);
 
 	guest_race(GUEST_RACE_TX_FORWARD);
-	if (xq_push(src->sw->xq, src->worker, to, tag, iov, cnt, 0, fw->len) == 0)
+	if (sw_xq_push(src->sw->xq, src->worker, to, tag, fw) == 0)
 		src->crossed++;
 	else
 		src->dropped++;
@@ -109,14 +149,11 @@ void sw_cross_flood(struct switch_port *src, unsigned to, const struct sw_fwd *f
 int sw_cross_unicast(struct switch_port *src, unsigned to, uint64_t tag, const struct sw_fwd *fw)
 {
 	struct xq *q = src->sw->xq;
-	struct iovec tmp[2];
-	const struct iovec *iov;
-	unsigned cnt = sw_fwd_vec(fw, tmp, &iov);
 	int r;
 
 	guest_race(GUEST_RACE_TX_FORWARD);
-	while ((r = xq_push(q, src->worker, to, tag, iov, cnt, 0, fw->len)) == -ENOSPC) {
-		if (xq_block(q, src->worker, to, fw->len)) {
+	while ((r = sw_xq_push(q, src->worker, to, tag, fw)) == -ENOSPC) {
+		if (xq_block(q, src->worker, to, fw->len + (fw->vh ? sizeof(*fw->vh) : 0))) {
 			src->xq_wait = (uint16_t)(to + 1);
 			src->sw->w[src->worker].xq_waiting = true;
 			return -EAGAIN;
@@ -160,7 +197,7 @@ int sw_spread_deliver(struct switch_port *src, unsigned worker, unsigned from_pa
 	if (src)
 		return sw_cross_unicast(src, run->worker, tag, fw);
 	guest_race(GUEST_RACE_TX_FORWARD);
-	if (xq_push(dst->sw->xq, worker, run->worker, tag, iov, cnt, 0, fw->len) != 0)
+	if (sw_xq_push(dst->sw->xq, worker, run->worker, tag, fw) != 0)
 		__atomic_fetch_add(&dst->spread_dropped, 1, __ATOMIC_RELAXED);
 	return 0;
 }

@@ -10,6 +10,7 @@
 #include "dev/dev.h"
 
 struct vnet_dev;
+struct virtio_net_hdr_v1;
 
 /*
  * What the tap needs from its owner (the port). The owner registers each queue's fd
@@ -66,14 +67,17 @@ void tap_backend_handle_events(struct vnet_backend *be, unsigned i, uint32_t eve
  * on the port's worker's thread.
  */
 struct tap_trunk_ops {
-	void (*rx)(void *ctx, uint8_t *frame, size_t len);
+	/* frame: len bytes, tagged, writable; hdr: the tap's virtio-net header of it */
+	void (*rx)(void *ctx, const struct virtio_net_hdr_v1 *hdr, uint8_t *frame, size_t len);
 };
 
 /*
  * tap_backend_send_tagged() - write a frame (len bytes at byte off of iov, untagged) to the tap
- * with an 802.1Q tag of VLAN vid inserted; 0, or a negative errno (dropped, never blocks).
+ * with an 802.1Q tag of VLAN vid inserted and virtio-net header hdr (its offsets counted in the
+ * tagged frame); 0, or a negative errno (dropped, never blocks).
  */
-int tap_backend_send_tagged(struct vnet_backend *be, uint16_t vid, const struct iovec *iov,
+int tap_backend_send_tagged(struct vnet_backend *be, uint16_t vid,
+			    const struct virtio_net_hdr_v1 *hdr, const struct iovec *iov,
 			    unsigned iovcnt, size_t off, size_t len);
 
 /* Ops table of single-queue tap backends ("tap"); tap_backend_ops_of() picks the right one. */

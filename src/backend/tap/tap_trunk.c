@@ -2,6 +2,7 @@
 /* tap_trunk.c - a trunk tap: VLAN-tagged frames read go to the trunk's owner, tagged writes. */
 #include <errno.h>
 #include <limits.h>
+#include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -54,7 +55,10 @@ void tap_rx_trunk(struct tap_queue *tq)
 			continue; /* nothing anyone could use */
 		type = (unsigned)et[0] << 8 | et[1];
 		if (type == 0x8100 || type == 0x88a8 || type == 0x9100) {
-			t->trunk->rx(t->trunk_ctx, tq->rx_buf + TAP_HDR_LEN,
+			struct virtio_net_hdr_v1 hdr;
+
+			memcpy(&hdr, tq->rx_buf, sizeof(hdr));
+			t->trunk->rx(t->trunk_ctx, &hdr, tq->rx_buf + TAP_HDR_LEN,
 				     (size_t)n - TAP_HDR_LEN);
 			continue;
 		}
@@ -68,12 +72,14 @@ void tap_rx_trunk(struct tap_queue *tq)
  * tap_backend_send_tagged() - write a frame to the tap with an 802.1Q tag inserted.
  * @be: the tap's handle
  * @vid: the VLAN ID (1..4094), priority 0
+ * @hdr: its virtio-net header, offsets counted in the tagged frame (a switch's frame that asks
+ * for an offload: the kernel completes it)
  * @iov: the frame: len bytes from byte off of iov (len >= 14)
  * @iovcnt: iov's entries
  * @off: where the frame starts
  * @len: its length, untagged
  *
- * One writev on queue 0: a zeroed header, the MACs and tag (copied), the rest of the frame in
+ * One writev on queue 0: the header, the MACs and tag (copied), the rest of the frame in
  * place. Never blocks: a full tap drops the frame. On the port's worker's thread, not inside
  * queue 0's own transmit (it shares its tx_iov). A switch uplink's frame (port_trunk.c) starts
  * with the switch's checked copy of its head (switch.h): the MACs and the EtherType behind the
@@ -81,10 +87,10 @@ void tap_rx_trunk(struct tap_queue *tq)
  *
  * Return: 0 sent, or a negative errno (dropped).
  */
-int tap_backend_send_tagged(struct vnet_backend *be, uint16_t vid, const struct iovec *iov,
+int tap_backend_send_tagged(struct vnet_backend *be, uint16_t vid,
+			    const struct virtio_net_hdr_v1 *hdr, const struct iovec *iov,
 			    unsigned iovcnt, size_t off, size_t len)
 {
-	static const struct virtio_net_hdr_v1 hdr;
 	struct tap_queue *tq = tq_of(be);
 	struct tap_backend *t = tq->tap;
 	struct iovec v[TAP_TX_IOV + 1]; /* the header, the tag, then the frame's pieces */
@@ -98,7 +104,7 @@ int tap_backend_send_tagged(struct vnet_backend *be, uint16_t vid, const struct 
 	t->tag_head[13] = 0x00;
 	t->tag_head[14] = (uint8_t)(vid >> 8 & 0x0f);
 	t->tag_head[15] = (uint8_t)vid;
-	cnt = tap_tx_iov(tq, &hdr, iov, iovcnt, off + 12, len - 12);
+	cnt = tap_tx_iov(tq, hdr, iov, iovcnt, off + 12, len - 12);
 	if (!cnt || cnt + 1 > IOV_MAX)
 		return -EMSGSIZE;
 	v[0] = tq->tx_iov[0];

@@ -273,10 +273,11 @@ static uint8_t up_frames[8][128];
 static size_t up_len[8];
 static unsigned up_n;
 
-static void up_deliver(void *ctx, const struct iovec *iov, unsigned iovcnt, size_t off,
-		       size_t len)
+static void up_deliver(void *ctx, const struct virtio_net_hdr_v1 *hdr, const struct iovec *iov,
+		       unsigned iovcnt, size_t off, size_t len)
 {
 	(void)ctx;
+	assert_null(hdr); /* no offloads here */
 	assert_true(up_n < 8 && len <= sizeof(up_frames[0]));
 	up_len[up_n] = iov_copy_from(iov, iovcnt, off, up_frames[up_n], len);
 	up_n++;
@@ -331,7 +332,7 @@ static void test_race_inner_tag_on_access_port(void **state)
 	up = switch_attach_uplink(sw, "p9.vlan10", 0, &up_ops, NULL);
 	assert_non_null(up);
 	memcpy(want, make_frame(mac_bcast, far, 64, 1), 64);
-	switch_uplink_send(up, want, 64); /* far learnt behind the uplink */
+	switch_uplink_send(up, NULL, want, 64); /* far learnt behind the uplink */
 	pump();
 	expect_bytes(a, want, 64);
 	expect_bytes(b, want, 64);

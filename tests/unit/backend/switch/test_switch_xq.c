@@ -24,7 +24,7 @@
  * are ordered by the ring's release/acquire pair and never read while written.
  */
 
-#define RING (256u * 1024u) /* the smallest ring xq_create() takes: 4 * XQ_MAX_FRAME */
+#define RING XQ_MIN_RING /* the smallest ring xq_create() takes */
 
 static uint8_t frame[XQ_MAX_FRAME + 1];
 
