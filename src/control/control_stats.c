@@ -103,12 +103,13 @@ static json_t *port_stats(struct port *p)
 							    ju64(sp.tapq[i].tx_packets)));
 		json_object_set_new(q, "tap_queues", tq);
 	}
-	if (q && sp.is_switch)
+	if (q && sp.has_offload_stats)
 		json_object_set_new(
 		    q, "offloads",
-		    json_pack("{s:o,s:o,s:o,s:o}", "bad_header", ju64(sp.sw.bad_offload_hdr),
-			      "passed", ju64(sp.sw.offload_passed), "soft_segments",
-			      ju64(sp.sw.soft_segments), "soft_checksums", ju64(sp.sw.soft_csums)));
+		    json_pack("{s:o,s:o,s:o,s:o}", "bad_header", ju64(sp.offloads.bad_header),
+			      "passed", ju64(sp.offloads.passed), "soft_segments",
+			      ju64(sp.offloads.soft_segments), "soft_checksums",
+			      ju64(sp.offloads.soft_checksums)));
 	if (q && sp.is_switch)
 		json_object_set_new(
 		    q, "switch",

@@ -33,6 +33,7 @@ void stats_port_read(struct port *p, struct stats_port *out)
 	out->tx_rate = *vnet_dev_rate(port_dev(p), VNET_RATE_TX);
 	out->rx_rate = *vnet_dev_rate(port_dev(p), VNET_RATE_RX);
 	out->is_switch = port_switch_counters(p, &out->sw);
+	out->has_offload_stats = vnet_dev_offload_stats(port_dev(p), &out->offloads);
 	vnet_dev_rss_read(port_dev(p), &out->rss);
 	if (port_tap_queues(p) > 1)
 		for (unsigned i = 0; i < port_tap_queues(p) && i < TAP_MAX_QUEUES; i++)

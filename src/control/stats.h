@@ -27,6 +27,9 @@ struct stats_port {
 	const char *segment; /* a switch port's L2 segment: "default" or its switch=NAME; NULL: tap */
 	unsigned vlan;	     /* an access port's vlan=N; 0: none */
 	struct switch_port_counters sw;
+	/* What its backend did with frames that ask for offloads (a switch or AF_XDP port). */
+	bool has_offload_stats;
+	struct vnet_offload_stats offloads;
 	/* A multi-queue tap's queues (queues=N > 1), else 0: packets read from and written to
 	 * each queue's fd (queue i is queue pair i's). */
 	unsigned tap_queues;

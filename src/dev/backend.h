@@ -42,6 +42,18 @@ static inline unsigned vnet_frame_iov(const struct vnet_frame *f, const uint8_t 
 }
 
 /*
+ * What a backend did with frames that ask for offloads (offload_stats()): their headers it
+ * refused, frames it delivered with their header, and what it did in software for a receiver
+ * (or a wire) that could not take the offload.
+ */
+struct vnet_offload_stats {
+	uint64_t bad_header;	 /* frames dropped: an offload header their own headers contradict */
+	uint64_t passed;	 /* frames delivered with their offload header */
+	uint64_t soft_segments;	 /* segments made in software */
+	uint64_t soft_checksums; /* checksums completed in software (frames not segmented) */
+};
+
+/*
  * The device model delivers guest TX with transmit(); backends deliver guest RX with
  * vnet_dev_receive() (12-byte struct virtio_net_hdr_v1 in front) or vnet_dev_receive_frame().
  */
@@ -97,6 +109,8 @@ struct vnet_backend_ops {
 	 * serving the others, so their traffic goes to the pairs in use.
 	 */
 	void (*set_pairs)(struct vnet_backend *be, unsigned pairs);
+	/* Optional: the port's offload counters (struct vnet_offload_stats), from any thread. */
+	void (*offload_stats)(const struct vnet_backend *be, struct vnet_offload_stats *out);
 };
 
 #endif

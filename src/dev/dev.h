@@ -24,6 +24,7 @@
  */
 
 struct vnet_dev;
+struct vnet_offload_stats;
 struct virtio_net_hdr_v1;
 
 /* vnet_dev_create() - a device in reset state; NULL on bad params (logged). */
@@ -155,6 +156,8 @@ bool vnet_dev_coal_persist(const struct vnet_dev *dev);
 const uint8_t *vnet_dev_mac(const struct vnet_dev *dev);
 bool vnet_dev_link_up(const struct vnet_dev *dev);
 uint16_t vnet_dev_active_pairs(const struct vnet_dev *dev);
+/* vnet_dev_offload_stats() - the backend's offload counters; false: it keeps none. */
+bool vnet_dev_offload_stats(const struct vnet_dev *dev, struct vnet_offload_stats *out);
 /* vnet_dev_rss(), vnet_dev_restore_rss(): net_rss.h. */
 /* (vnet_dev_rss_read(), the same from any thread without a lock: net_rss.h.) */
 const char *vnet_queue_kind_name(enum vnet_queue_kind kind);

@@ -398,6 +398,23 @@ bool vnet_dev_link_up(const struct vnet_dev *dev)
 }
 
 /**
+ * vnet_dev_offload_stats() - what the device's backend did with frames that ask for offloads
+ * @dev: the device
+ * @out: its counters (backend.h)
+ *
+ * From any thread: the backend's counters are read torn-free.
+ *
+ * Return: false (out untouched) when the backend keeps none (a tap: the kernel does the work).
+ */
+bool vnet_dev_offload_stats(const struct vnet_dev *dev, struct vnet_offload_stats *out)
+{
+	if (!dev->be || !dev->be_ops || !dev->be_ops->offload_stats)
+		return false;
+	dev->be_ops->offload_stats(dev->be, out);
+	return true;
+}
+
+/**
  * vnet_dev_active_pairs() - the queue pairs the driver uses (CTRL_MQ)
  * @dev: the device
  *

@@ -564,13 +564,14 @@ const struct vnet_backend_ops switch_backend_ops = {
 	.set_offloads = switch_set_offloads,
 	.rx_resume = switch_rx_resume,
 	.reset = switch_reset,
+	.offload_stats = switch_offload_stats,
 };
 
 #define SW_OPS(fn)                                                                                 \
 	{                                                                                          \
 		.kind = "switch", .offload_features = SW_OFFLOADS, .transmit = fn,                 \
 		.set_offloads = switch_set_offloads, .rx_resume = switch_rx_resume,                \
-		.reset = switch_reset,                                                             \
+		.reset = switch_reset, .offload_stats = switch_offload_stats,                      \
 	}
 
 /*

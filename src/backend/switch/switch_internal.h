@@ -350,6 +350,9 @@ __attribute__((noinline)) bool sw_offload_admit(struct switch_port *src,
 						const struct iovec *iov, unsigned iovcnt, size_t off,
 						size_t len);
 
+/* switch_offload_stats() - a port's offload counters, its lanes' included (the ops' offload_stats). */
+void switch_offload_stats(const struct vnet_backend *be, struct vnet_offload_stats *out);
+
 /* sw_rx_takes() - whether receiver dst takes the frame's offload o as it is. */
 bool sw_rx_takes(const struct switch_port *dst, const struct pkt_offload *o);
 

@@ -498,6 +498,7 @@ void switch_port_counters(const struct vnet_backend *be, struct switch_port_coun
 {
 	const struct switch_port *p = port_of_const(be);
 	struct fdb_port fp;
+	struct vnet_offload_stats o;
 
 	fdb_port_read(&p->sw->fdb, p->slot, &fp);
 	*out = (struct switch_port_counters){
@@ -517,14 +518,32 @@ void switch_port_counters(const struct vnet_backend *be, struct switch_port_coun
 	    .access = p->access,
 	    .tagged_dropped = stat_read(&p->tagged_dropped),
 	};
-	/* Offloads: a spread port's lanes send and receive for it too. */
+	switch_offload_stats(be, &o);
+	out->bad_offload_hdr = o.bad_header;
+	out->offload_passed = o.passed;
+	out->soft_segments = o.soft_segments;
+	out->soft_csums = o.soft_checksums;
+}
+
+/**
+ * switch_offload_stats() - a port's offload counters (struct vnet_backend_ops' offload_stats).
+ * @be: the port's handle
+ * @out: filled: its own counters and its lanes' (a spread port's lanes send and receive for it)
+ *
+ * From any thread while its worker runs (each value torn-free, stat_atomic.h).
+ */
+void switch_offload_stats(const struct vnet_backend *be, struct vnet_offload_stats *out)
+{
+	const struct switch_port *p = port_of_const(be);
+
+	*out = (struct vnet_offload_stats){0};
 	for (unsigned i = 0; i <= p->nlanes; i++) {
 		const struct switch_port *l = i ? p->lanes[i - 1] : p;
 
-		out->bad_offload_hdr += stat_read(&l->bad_hdr);
-		out->offload_passed += stat_read(&l->offload_passed);
+		out->bad_header += stat_read(&l->bad_hdr);
+		out->passed += stat_read(&l->offload_passed);
 		out->soft_segments += stat_read(&l->soft_segs);
-		out->soft_csums += stat_read(&l->soft_csums);
+		out->soft_checksums += stat_read(&l->soft_csums);
 	}
 }
 

@@ -12,7 +12,9 @@
 
 #include "lib/iov.h"
 #include "lib/log.h"
+#include "lib/stat_atomic.h"
 #include "lib/virtio_net_defs.h"
+#include "pkt/pkt.h"
 #include "dev/dev.h"
 #include "backend/xdp/xdp_frames.h"
 #include "backend/xdp/xdp_internal.h"
@@ -191,21 +193,94 @@ static void xdp_want_flush(struct xdp_backend *x)
 }
 
 /*
+ * n TX descriptors from *idx on, each with a free TX frame: reaped and kicked for if need be.
+ * 0, or -ENODEV / -EAGAIN (the ring or the frames are full: EPOLLOUT resumes the guest's TX).
+ * Reserved per frame, submitted per batch: the producer moves once per kick.
+ */
+static int xdp_tx_reserve(struct xdp_backend *x, uint32_t n, uint32_t *idx)
+{
+	if (x->frames.n < n)
+		xdp_reap(x);
+	if (x->frames.n < n || xsk_ring_prod__reserve(&x->tx, n, idx) != n) {
+		xdp_kick(x, XDP_KICK_TRIES);
+		if (x->failed)
+			return -ENODEV;
+		if (x->frames.n < n || xsk_ring_prod__reserve(&x->tx, n, idx) != n) {
+			x->tx_blocked = true;
+			xdp_update_events(x);
+			return -EAGAIN;
+		}
+	}
+	return 0;
+}
+
+/* n descriptors were filled: count them, kick per batch or at the round's end. */
+static void xdp_tx_filled(struct xdp_backend *x, uint32_t n)
+{
+	x->tx_frames += n;
+	x->tx_pending += n;
+	if (x->tx_pending >= x->tx_kick)
+		xdp_kick(x, 1);
+	else
+		xdp_want_flush(x);
+}
+
+/*
+ * A guest frame that asks for an offload (the port offers CSUM and HOST_TSO4/6): the frames
+ * made of it in software (xdp_soft_make()) go out, each in a TX frame of its own, all or none.
+ * As xdp_transmit() returns.
+ */
+static __attribute__((noinline)) int xdp_transmit_soft(struct xdp_backend *x,
+							const struct virtio_net_hdr_v1 *hdr,
+							const struct iovec *iov, unsigned iovcnt,
+							size_t off, size_t frame_len)
+{
+	const struct pkt_seg *segs;
+	unsigned n = xdp_soft_make(x, hdr, iov, iovcnt, off, frame_len, &segs);
+	uint32_t idx = 0;
+	int r;
+
+	if (!n)
+		return -EINVAL;
+	r = xdp_tx_reserve(x, n, &idx);
+	if (r < 0)
+		return r;
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t addr = 0;
+		struct xdp_desc *d = xsk_ring_prod__tx_desc(&x->tx, idx + i);
+
+		(void)xdp_frames_get(&x->frames, &addr, 1);
+		memcpy(x->area + addr, segs[i].data, segs[i].len);
+		d->addr = addr;
+		d->len = segs[i].len;
+		d->options = 0;
+	}
+	if (hdr->gso_type != VIRTIO_NET_HDR_GSO_NONE)
+		stat_add(&x->soft_segs, n);
+	else
+		stat_inc(&x->soft_csums);
+	xdp_tx_filled(x, n);
+	return 0;
+}
+
+/*
  * Send one guest packet: copy it into a free TX frame (the one copy), fill a TX descriptor.
  * Descriptors are submitted and the kernel kicked per XDP_TX_KICK, and at the end of the round
- * (xdp_backend_flush()). See struct vnet_backend_ops.
+ * (xdp_backend_flush()). A packet that asks for an offload is made into whole frames first
+ * (xdp_transmit_soft()). See struct vnet_backend_ops.
  */
 static int xdp_transmit(struct vnet_backend *be, const struct virtio_net_hdr_v1 *hdr,
 			const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len)
 {
 	struct xdp_backend *x = xdp_of(be);
+	const bool offload = pkt_offload_needed(hdr);
 	uint64_t addr = 0;
 	uint32_t idx = 0;
+	int r;
 
-	(void)hdr; /* no offloads offered: nothing in it to honour */
 	if (x->failed)
 		return -ENODEV;
-	if (frame_len > XDP_PORT_MAX_FRAME || frame_len < XDP_ETH_HLEN) {
+	if ((!offload && frame_len > XDP_PORT_MAX_FRAME) || frame_len < XDP_ETH_HLEN) {
 		log_guest("xdp %s: dropped a guest frame of %zu bytes (%u..%u)", x->name, frame_len,
 			  XDP_ETH_HLEN, XDP_PORT_MAX_FRAME);
 		return -EMSGSIZE;
@@ -215,37 +290,37 @@ static int xdp_transmit(struct vnet_backend *be, const struct virtio_net_hdr_v1 
 		if (x->down)
 			return -ENETDOWN;
 	}
-	if (!x->frames.n)
-		xdp_reap(x);
-	/* Reserved one at a time, submitted per batch: the producer moves once per kick. */
-	if (!x->frames.n || xsk_ring_prod__reserve(&x->tx, 1, &idx) != 1) {
-		xdp_kick(x, XDP_KICK_TRIES);
-		if (x->failed)
-			return -ENODEV;
-		if (!x->frames.n || xsk_ring_prod__reserve(&x->tx, 1, &idx) != 1) {
-			x->tx_blocked = true;
-			xdp_update_events(x);
-			return -EAGAIN;
-		}
-	}
+	if (__builtin_expect(offload, 0))
+		return xdp_transmit_soft(x, hdr, iov, iovcnt, off, frame_len);
+	r = xdp_tx_reserve(x, 1, &idx);
+	if (r < 0)
+		return r;
 	(void)xdp_frames_get(&x->frames, &addr, 1);
 	(void)iov_copy_from(iov, iovcnt, off, x->area + addr, frame_len);
 	xsk_ring_prod__tx_desc(&x->tx, idx)->addr = addr;
 	xsk_ring_prod__tx_desc(&x->tx, idx)->len = (uint32_t)frame_len;
 	xsk_ring_prod__tx_desc(&x->tx, idx)->options = 0;
-	x->tx_frames++;
-	if (++x->tx_pending >= x->tx_kick)
-		xdp_kick(x, 1);
-	else
-		xdp_want_flush(x);
+	xdp_tx_filled(x, 1);
 	return 0;
 }
 
-/* No offloads: the guest gets and sends only whole, checksummed frames. */
+/* The guest gets whole, checksummed frames (the NIC's): nothing to set. */
 static void xdp_set_offloads(struct vnet_backend *be, uint64_t guest_features)
 {
 	(void)be;
 	(void)guest_features;
+}
+
+/* The port's offload counters (struct vnet_backend_ops' offload_stats): all made in software. */
+static void xdp_offload_stats(const struct vnet_backend *be, struct vnet_offload_stats *out)
+{
+	const struct xdp_backend *x = (const struct xdp_backend *)be;
+
+	*out = (struct vnet_offload_stats){
+	    .bad_header = stat_read(&x->bad_hdr),
+	    .soft_segments = stat_read(&x->soft_segs),
+	    .soft_checksums = stat_read(&x->soft_csums),
+	};
 }
 
 /* The guest posted receive buffers: watch the RX rings again (the next EPOLLIN delivers). */
@@ -263,10 +338,13 @@ static bool xdp_rx_resume(struct vnet_backend *be)
 /* xdp_backend_ops - the ops table the device model calls. */
 const struct vnet_backend_ops xdp_backend_ops = {
 	.kind = "xdp",
-	.offload_features = 0,
+	/* The guest's TX offloads, done in software here (xdp_offload.c): it need not segment. */
+	.offload_features = BIT_ULL(VIRTIO_NET_F_CSUM) | BIT_ULL(VIRTIO_NET_F_HOST_TSO4) |
+			    BIT_ULL(VIRTIO_NET_F_HOST_TSO6) | BIT_ULL(VIRTIO_NET_F_HOST_ECN),
 	.transmit = xdp_transmit,
 	.set_offloads = xdp_set_offloads,
 	.rx_resume = xdp_rx_resume,
+	.offload_stats = xdp_offload_stats,
 };
 
 /**

@@ -13,6 +13,7 @@
 #include <net/if.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/uio.h>
 #include <xdp/xsk.h>
 
 #include "dev/dev.h"
@@ -70,9 +71,26 @@ struct xdp_backend {
 	bool failed;
 	uint64_t bad_descs; /* descriptors the kernel handed back that are not ours (ignored) */
 	uint64_t tx_frames; /* guest frames put on the TX ring (logged at close) */
+	/* Guest frames that ask for offloads (xdp_offload.c): the scratch they are made in
+	 * (allocated at first use), and counters (stat_atomic.h: stats read them). */
+	struct xdp_soft *soft;
+	uint64_t bad_hdr;    /* dropped: an offload header the frame contradicts, or too big */
+	uint64_t soft_segs;  /* segments made in software and sent */
+	uint64_t soft_csums; /* frames whose checksum was completed in software and sent */
 	struct xdp_sock_q q[XDP_PORT_MAX_QUEUES];
 	uint64_t recycle[XDP_RX_BATCH];
 };
+
+struct pkt_seg;
+struct virtio_net_hdr_v1;
+
+/* xdp_soft_make() - a guest frame that asks for an offload, made in software: count, *segs. */
+unsigned xdp_soft_make(struct xdp_backend *x, const struct virtio_net_hdr_v1 *hdr,
+		       const struct iovec *iov, unsigned iovcnt, size_t off, size_t len,
+		       const struct pkt_seg **segs);
+
+/* xdp_soft_free() - free the port's scratch of frames made in software. */
+void xdp_soft_free(struct xdp_backend *x);
 
 static inline struct xdp_backend *xdp_of(struct vnet_backend *be)
 {

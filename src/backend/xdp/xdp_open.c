@@ -394,6 +394,7 @@ void xdp_backend_close(struct vnet_backend *be)
 	if (x->area != MAP_FAILED)
 		munmap(x->area, x->lay.size);
 	xdp_frames_free(&x->frames);
+	xdp_soft_free(x);
 	x->magic = 0;
 	free(x);
 }

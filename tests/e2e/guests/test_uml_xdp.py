@@ -6,6 +6,7 @@ CAP_NET_RAW, mtu, inside the sandbox), ping both ways, byte-exact HTTP transfers
 program left on the veth afterwards (port-del with the sandbox on, and vnetd's exit)."""
 
 import errno
+import json
 import os
 import re
 import shutil
@@ -122,10 +123,18 @@ def main():
                           check=True)
                     up_sha = g.run('sha256sum /tmp/up', check=True)[1].split()[0]
                     g.run('httpd -p 8080 -h /tmp', check=True)
+                    feats = g.run('ethtool -k eth0', check=True)[1]
+                    check('tcp-segmentation-offload: on' in feats,
+                          'the guest sends with TSO on (the port segments in software)')
                     r = peer.run(['python3', '-c', FETCH, 'http://%s:8080/up' % GUEST_IP],
                                  timeout=300, check=False)
                     check(r.returncode == 0 and r.stdout.strip() == up_sha,
                           'guest->peer %d MB byte-exact (sha256)' % SIZE_MB)
+                    stats = json.loads(vd.ctl('stats', '--json').stdout)['ports'][0]
+                    off = stats['offloads']
+                    check(off['soft_segments'] > 0 and off['bad_header'] == 0,
+                          'vnetd segmented the guest\'s TSO frames for AF_XDP (%d segments, %d '
+                          'checksums completed)' % (off['soft_segments'], off['soft_checksums']))
                     steer(peer, 0)  # a new connection, on queue 0: socket 0
                     rc, out = g.run('wget -q -O - http://%s:8000/blob | sha256sum' % PEER_IP,
                                     timeout=300)
