@@ -38,28 +38,31 @@ PURPOSE = re.compile(r'^/\* \S+ - (.*?)\s*\*/$')
 FOLDERS = [
     ('lib', 'base: logging, iovecs, text, counters, peer I/O, io_uring writes, virtio-net '
             'constants', []),
+    ('pkt', 'offloads in software: the virtio-net header checked against a frame, checksums, '
+            'TCP/UDP segmentation', ['lib']),
     ('mem', 'guest memory: regions, the one checked lookup, SIGBUS recovery, dirty log, caps',
      ['lib']),
     ('virtq', 'virtqueues, device side: split and packed rings, one walker per layout',
      ['lib', 'mem']),
     ('dev', 'the virtio-net device model: queues, RX, TX, control queue, rates, state stream; '
-            'coal/ notification coalescing, rss/ receive-side scaling', ['lib', 'mem', 'virtq']),
+            'coal/ notification coalescing, rss/ receive-side scaling',
+     ['lib', 'pkt', 'mem', 'virtq']),
     ('vhost', 'the vhost-user protocol: messages, connection states, memory tables, rings, '
               'migration', ['lib', 'mem', 'dev']),
-    ('backend/tap', 'the tap backend: frames to and from a Linux tap', ['lib', 'dev']),
-    ('backend/xdp', 'the AF_XDP backend: frames to and from a NIC queue', ['lib', 'dev']),
+    ('backend/tap', 'the tap backend: frames to and from a Linux tap', ['lib', 'pkt', 'dev']),
+    ('backend/xdp', 'the AF_XDP backend: frames to and from a NIC queue', ['lib', 'pkt', 'dev']),
     ('backend/switch', 'the switch backend: vnetd\'s own L2 switch between its ports, port '
-                       'security', ['lib', 'mem', 'dev']),
+                       'security', ['lib', 'pkt', 'mem', 'dev']),
     ('loop', 'event loops: epoll registrations, run queues, worker threads', ['lib', 'mem', 'dev']),
     ('config', 'configuration: command line, --config file, the port spec grammar',
-     ['lib', 'mem', 'dev', 'backend/tap', 'backend/xdp', 'backend/switch']),
+     ['lib', 'pkt', 'mem', 'dev', 'backend/tap', 'backend/xdp', 'backend/switch']),
     ('port', 'live ports: a device, its backend and socket; the port table; state files',
-     ['lib', 'mem', 'dev', 'vhost', 'backend/tap', 'backend/xdp', 'backend/switch', 'loop',
-      'config']),
+     ['lib', 'pkt', 'mem', 'dev', 'vhost', 'backend/tap', 'backend/xdp', 'backend/switch',
+      'loop', 'config']),
     ('control', 'the control plane: control socket commands, statistics, Prometheus metrics',
-     ['lib', 'dev', 'backend/tap', 'backend/switch', 'loop', 'config', 'port']),
+     ['lib', 'pkt', 'dev', 'backend/tap', 'backend/switch', 'loop', 'config', 'port']),
     ('daemon', 'the vnetd process: set-up, worker dispatch, sandbox, main()',
-     ['lib', 'mem', 'dev', 'backend/tap', 'backend/switch', 'loop', 'config', 'port',
+     ['lib', 'pkt', 'mem', 'dev', 'backend/tap', 'backend/switch', 'loop', 'config', 'port',
       'control']),
     ('vnetctl', 'vnetctl, the command-line client of the control socket', ['lib']),
 ]
