@@ -193,11 +193,34 @@ static void xdp_want_flush(struct xdp_backend *x)
 }
 
 /*
+ * Whether a guest frame of frame_len bytes (at most max) may go out now: 0, or -ENODEV (the
+ * port failed), -EMSGSIZE (dropped), -ENETDOWN (the interface is down).
+ */
+static inline __attribute__((always_inline)) int xdp_tx_ready(struct xdp_backend *x,
+							      size_t frame_len, size_t max)
+{
+	if (x->failed)
+		return -ENODEV;
+	if (frame_len > max || frame_len < XDP_ETH_HLEN) {
+		log_guest("xdp %s: dropped a guest frame of %zu bytes (%u..%zu)", x->name, frame_len,
+			  XDP_ETH_HLEN, max);
+		return -EMSGSIZE;
+	}
+	if (x->down) {
+		xdp_kick(x, 1); /* is it up again? */
+		if (x->down)
+			return -ENETDOWN;
+	}
+	return 0;
+}
+
+/*
  * n TX descriptors from *idx on, each with a free TX frame: reaped and kicked for if need be.
  * 0, or -ENODEV / -EAGAIN (the ring or the frames are full: EPOLLOUT resumes the guest's TX).
  * Reserved per frame, submitted per batch: the producer moves once per kick.
  */
-static int xdp_tx_reserve(struct xdp_backend *x, uint32_t n, uint32_t *idx)
+static inline __attribute__((always_inline)) int xdp_tx_reserve(struct xdp_backend *x, uint32_t n,
+								 uint32_t *idx)
 {
 	if (x->frames.n < n)
 		xdp_reap(x);
@@ -215,7 +238,7 @@ static int xdp_tx_reserve(struct xdp_backend *x, uint32_t n, uint32_t *idx)
 }
 
 /* n descriptors were filled: count them, kick per batch or at the round's end. */
-static void xdp_tx_filled(struct xdp_backend *x, uint32_t n)
+static inline __attribute__((always_inline)) void xdp_tx_filled(struct xdp_backend *x, uint32_t n)
 {
 	x->tx_frames += n;
 	x->tx_pending += n;
@@ -236,10 +259,13 @@ static __attribute__((noinline)) int xdp_transmit_soft(struct xdp_backend *x,
 							size_t off, size_t frame_len)
 {
 	const struct pkt_seg *segs;
-	unsigned n = xdp_soft_make(x, hdr, iov, iovcnt, off, frame_len, &segs);
+	unsigned n;
 	uint32_t idx = 0;
-	int r;
+	int r = xdp_tx_ready(x, frame_len, 65536 + 18);
 
+	if (r < 0)
+		return r;
+	n = xdp_soft_make(x, hdr, iov, iovcnt, off, frame_len, &segs);
 	if (!n)
 		return -EINVAL;
 	r = xdp_tx_reserve(x, n, &idx);
@@ -273,25 +299,15 @@ static int xdp_transmit(struct vnet_backend *be, const struct virtio_net_hdr_v1 
 			const struct iovec *iov, unsigned iovcnt, size_t off, size_t frame_len)
 {
 	struct xdp_backend *x = xdp_of(be);
-	const bool offload = pkt_offload_needed(hdr);
 	uint64_t addr = 0;
 	uint32_t idx = 0;
 	int r;
 
-	if (x->failed)
-		return -ENODEV;
-	if ((!offload && frame_len > XDP_PORT_MAX_FRAME) || frame_len < XDP_ETH_HLEN) {
-		log_guest("xdp %s: dropped a guest frame of %zu bytes (%u..%u)", x->name, frame_len,
-			  XDP_ETH_HLEN, XDP_PORT_MAX_FRAME);
-		return -EMSGSIZE;
-	}
-	if (x->down) {
-		xdp_kick(x, 1); /* is it up again? */
-		if (x->down)
-			return -ENETDOWN;
-	}
-	if (__builtin_expect(offload, 0))
+	if (__builtin_expect(pkt_offload_needed(hdr), 0))
 		return xdp_transmit_soft(x, hdr, iov, iovcnt, off, frame_len);
+	r = xdp_tx_ready(x, frame_len, XDP_PORT_MAX_FRAME);
+	if (r < 0)
+		return r;
 	r = xdp_tx_reserve(x, 1, &idx);
 	if (r < 0)
 		return r;
