@@ -21,7 +21,8 @@
 	 BIT_ULL(VIRTIO_NET_F_GUEST_ECN) | BIT_ULL(VIRTIO_NET_F_GUEST_UFO) |                       \
 	 BIT_ULL(VIRTIO_NET_F_HOST_TSO4) | BIT_ULL(VIRTIO_NET_F_HOST_TSO6) |                       \
 	 BIT_ULL(VIRTIO_NET_F_HOST_ECN) | BIT_ULL(VIRTIO_NET_F_HOST_UFO) |                         \
-	 BIT_ULL(VIRTIO_NET_F_CTRL_GUEST_OFFLOADS))
+	 BIT_ULL(VIRTIO_NET_F_HOST_USO) | BIT_ULL(VIRTIO_NET_F_GUEST_USO4) |                       \
+	 BIT_ULL(VIRTIO_NET_F_GUEST_USO6) | BIT_ULL(VIRTIO_NET_F_CTRL_GUEST_OFFLOADS))
 
 /* finish_port() - required keys, conflicts, and the feature mask from the on/off keys. */
 static int finish_port(struct port_config *pc, struct port_parse *pp, unsigned index)

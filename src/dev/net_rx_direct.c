@@ -38,7 +38,9 @@ static size_t rx_max_len(const struct vnet_dev *dev)
 	if (dev_has(dev, VIRTIO_NET_F_MRG_RXBUF) ||
 	    dev->guest_offloads & (BIT_ULL(VIRTIO_NET_F_GUEST_TSO4) |
 				   BIT_ULL(VIRTIO_NET_F_GUEST_TSO6) |
-				   BIT_ULL(VIRTIO_NET_F_GUEST_UFO)))
+				   BIT_ULL(VIRTIO_NET_F_GUEST_UFO) |
+				   BIT_ULL(VIRTIO_NET_F_GUEST_USO4) |
+				   BIT_ULL(VIRTIO_NET_F_GUEST_USO6)))
 		return VNET_HDR_LEN + VNET_MAX_FRAME;
 	return VNET_HDR_LEN + 14 + 4 + mtu; /* Ethernet header, one VLAN tag */
 }

@@ -42,8 +42,8 @@ static void tx_read_hdr(const struct vnet_dev *dev, const struct vq_chain *c,
  * Why the guest's header asks for offloads it did not negotiate, or NULL when it does not (the
  * caller drops a refused packet). As the spec's driver requirements and the kernel's
  * virtio_net_hdr_to_skb() (what a tap backend does with it) have it: NEEDS_CSUM needs VIRTIO_NET_F_CSUM and
- * csum_start + csum_offset + 2 within the frame; gso_type TCPV4 / TCPV6 / UDP needs HOST_TSO4 /
- * HOST_TSO6 / HOST_UFO, the ECN bit HOST_ECN, and any other value (ECN alone included) is
+ * csum_start + csum_offset + 2 within the frame; gso_type TCPV4 / TCPV6 / UDP / UDP_L4 needs
+ * HOST_TSO4 / HOST_TSO6 / HOST_UFO / HOST_USO, the ECN bit HOST_ECN, and any other value (ECN alone included) is
  * invalid; GSO also needs NEEDS_CSUM (the driver MUST set it) and a non-zero gso_size. hdr_len
  * is only a hint and not checked. Linux guests send nothing this refuses.
  */
@@ -68,6 +68,8 @@ static const char *tx_hdr_refused(const struct vnet_dev *dev, const struct virti
 			need = VIRTIO_NET_F_HOST_TSO6;
 		else if (type == VIRTIO_NET_HDR_GSO_UDP)
 			need = VIRTIO_NET_F_HOST_UFO;
+		else if (type == VIRTIO_NET_HDR_GSO_UDP_L4)
+			need = VIRTIO_NET_F_HOST_USO;
 		if (!need)
 			why = "unknown gso_type";
 		else if (!dev_has(dev, need))

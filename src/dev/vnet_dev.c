@@ -51,10 +51,12 @@
 
 #define VNET_GUEST_TSO                                                                             \
 	(BIT_ULL(VIRTIO_NET_F_GUEST_TSO4) | BIT_ULL(VIRTIO_NET_F_GUEST_TSO6) |                     \
-	 BIT_ULL(VIRTIO_NET_F_GUEST_ECN) | BIT_ULL(VIRTIO_NET_F_GUEST_UFO))
+	 BIT_ULL(VIRTIO_NET_F_GUEST_ECN) | BIT_ULL(VIRTIO_NET_F_GUEST_UFO) |                       \
+	 BIT_ULL(VIRTIO_NET_F_GUEST_USO4) | BIT_ULL(VIRTIO_NET_F_GUEST_USO6))
 #define VNET_HOST_TSO                                                                              \
 	(BIT_ULL(VIRTIO_NET_F_HOST_TSO4) | BIT_ULL(VIRTIO_NET_F_HOST_TSO6) |                       \
-	 BIT_ULL(VIRTIO_NET_F_HOST_ECN) | BIT_ULL(VIRTIO_NET_F_HOST_UFO))
+	 BIT_ULL(VIRTIO_NET_F_HOST_ECN) | BIT_ULL(VIRTIO_NET_F_HOST_UFO) |                         \
+	 BIT_ULL(VIRTIO_NET_F_HOST_USO))
 
 static uint64_t compute_offered(const struct vnet_dev *dev)
 {

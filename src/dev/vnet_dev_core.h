@@ -61,7 +61,8 @@ struct vnet_queue {
 #define VNET_GUEST_OFFLOAD_MASK                                                                    \
 	(BIT_ULL(VIRTIO_NET_F_GUEST_CSUM) | BIT_ULL(VIRTIO_NET_F_GUEST_TSO4) |                     \
 	 BIT_ULL(VIRTIO_NET_F_GUEST_TSO6) | BIT_ULL(VIRTIO_NET_F_GUEST_ECN) |                      \
-	 BIT_ULL(VIRTIO_NET_F_GUEST_UFO))
+	 BIT_ULL(VIRTIO_NET_F_GUEST_UFO) | BIT_ULL(VIRTIO_NET_F_GUEST_USO4) |                      \
+	 BIT_ULL(VIRTIO_NET_F_GUEST_USO6))
 
 /* A coalescing setting for every queue of one kind, and who made it. */
 struct vnet_kind_coal {

@@ -546,14 +546,16 @@ static void switch_reset(struct vnet_backend *be)
 }
 
 /*
- * The offloads a switch port offers its guest: checksums and TCP segmentation both ways
+ * The offloads a switch port offers its guest: checksums, TCP and UDP segmentation both ways
  * (switch_offload.c does them in software for a receiver that lacks them).
  */
 #define SW_OFFLOADS                                                                                \
 	(BIT_ULL(VIRTIO_NET_F_CSUM) | BIT_ULL(VIRTIO_NET_F_GUEST_CSUM) |                           \
 	 BIT_ULL(VIRTIO_NET_F_HOST_TSO4) | BIT_ULL(VIRTIO_NET_F_HOST_TSO6) |                       \
-	 BIT_ULL(VIRTIO_NET_F_HOST_ECN) | BIT_ULL(VIRTIO_NET_F_GUEST_TSO4) |                       \
-	 BIT_ULL(VIRTIO_NET_F_GUEST_TSO6) | BIT_ULL(VIRTIO_NET_F_GUEST_ECN))
+	 BIT_ULL(VIRTIO_NET_F_HOST_ECN) | BIT_ULL(VIRTIO_NET_F_HOST_USO) |                         \
+	 BIT_ULL(VIRTIO_NET_F_GUEST_TSO4) | BIT_ULL(VIRTIO_NET_F_GUEST_TSO6) |                     \
+	 BIT_ULL(VIRTIO_NET_F_GUEST_ECN) | BIT_ULL(VIRTIO_NET_F_GUEST_USO4) |                      \
+	 BIT_ULL(VIRTIO_NET_F_GUEST_USO6))
 
 /* switch_backend_ops - the ops table the device model calls (every port on one worker). */
 const struct vnet_backend_ops switch_backend_ops = {

@@ -356,7 +356,8 @@ const struct vnet_backend_ops xdp_backend_ops = {
 	.kind = "xdp",
 	/* The guest's TX offloads, done in software here (xdp_offload.c): it need not segment. */
 	.offload_features = BIT_ULL(VIRTIO_NET_F_CSUM) | BIT_ULL(VIRTIO_NET_F_HOST_TSO4) |
-			    BIT_ULL(VIRTIO_NET_F_HOST_TSO6) | BIT_ULL(VIRTIO_NET_F_HOST_ECN),
+			    BIT_ULL(VIRTIO_NET_F_HOST_TSO6) | BIT_ULL(VIRTIO_NET_F_HOST_ECN) |
+			    BIT_ULL(VIRTIO_NET_F_HOST_USO),
 	.transmit = xdp_transmit,
 	.set_offloads = xdp_set_offloads,
 	.rx_resume = xdp_rx_resume,
