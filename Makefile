@@ -16,7 +16,7 @@ export PYTHONPATH := $(CURDIR)$(addprefix :,$(filter-out $(CURDIR),$(subst :, ,$
 .PHONY: all deps build check docs-check unit asan fuzz-smoke fuzz e2e demo doctor soak bench \
 	bench-fairness bench-datapath bench-scale bench-workers bench-coal-causes install \
 	bench-migration bench-fdb-flood bench-rate clean deb deb-check check-migration-qemu72 tsan \
-	fuzz-proto
+	fuzz-proto check-ovn bench-ovn
 
 all: build
 
@@ -166,6 +166,17 @@ bench-migration: build
 # now and then (docs/migration.md); guest RAM differences are printed, not asserted.
 check-migration-qemu72: build
 	$(PYTHON) tests/e2e/features/test_migration.py --qemu72
+
+# vnetd guests as OVN ports (docs/ovn.md): central and two chassis (OVS userspace datapath) in
+# namespaces, DHCP, ACL, port security, coalescing, a QEMU guest's live migration with
+# activation-strategy=rarp (about 1.5 minutes; not in make check). Needs tools/deps.txt's OVN.
+check-ovn: build
+	$(PYTHON) tests/e2e/ovn/test_ovn.py
+
+# A UML guest pair across two hosts through OVN (Geneve) beside the same pair through a Linux
+# bridge + VXLAN, interleaved reps (results/ovn-latest.json). OVN_ARGS e.g. "--reps 5".
+bench-ovn: build
+	$(PYTHON) bench/ovn.py $(OVN_ARGS)
 
 # ThreadSanitizer on the multi-worker paths (not in make check: about a minute): vnetd built with
 # clang's TSan in TSAN_BUILD (gcc 12 refuses the rings' atomic fences under -fsanitize=thread),
