@@ -220,7 +220,8 @@ static unsigned soft_gso(const struct pkt_offload *o, const uint8_t *head, size_
  * field's current content (the sender's pseudo-header seed, as virtio has it) included, folded
  * and complemented, is stored at csum_start + csum_offset. A result of 0 is stored as it is:
  * which protocol the checksum belongs to is not parsed, and UDP's rule (0 sent as 0xffff) can
- * only be applied where the protocol is known.
+ * only be applied where the protocol is known. An odd csum_offset (no protocol has one) gets
+ * the same, as from Linux's skb_checksum_help(): a value no receiver will find right.
  *
  * With GSO: o->segs frames, each the headers (o->hdr_len bytes) and up to gso_size payload
  * bytes. IPv4: tot_len, id + i (wrapping), header checksum; IPv6: payload_len. TCP: seq + i *

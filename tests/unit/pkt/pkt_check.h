@@ -10,7 +10,7 @@
 #include "pkt/pkt.h"
 #include "pkt/pkt_internal.h"
 
-/* ref_add() - RFC 1071 by the book: big-endian 16-bit words, an odd last byte padded, carries folded. */
+/* ref_add() - RFC 1071 by the book: big-endian words, an odd last byte padded, carries folded. */
 static inline uint32_t ref_add(uint32_t acc, const uint8_t *p, size_t len)
 {
 	for (size_t i = 0; i < len; i += 2) {
@@ -26,7 +26,7 @@ static inline int ref_zero(uint32_t acc)
 	return acc % 0xffff == 0;
 }
 
-/* ref_pseudo() - the pseudo-header's sum for an L4 packet of l4_len bytes behind the IP header ip. */
+/* ref_pseudo() - the pseudo-header's sum for l4_len bytes of L4 behind the IP header ip. */
 static inline uint32_t ref_pseudo(const uint8_t *ip, int ipv6, uint8_t proto, size_t l4_len)
 {
 	uint32_t acc = ref_add(0, ip + (ipv6 ? 8 : 12), ipv6 ? 32 : 8);
@@ -80,8 +80,9 @@ static inline const char *ref_check_l4(const struct pkt_offload *o, const uint8_
 	int udp = o->gso == VIRTIO_NET_HDR_GSO_UDP_L4;
 	static const size_t tcp_skip[] = {4, 8, 13, 14, 16, 18}, udp_skip[] = {4, 8};
 	uint8_t flags = l40[13];
+	uint32_t sum = ref_pseudo(s + o->l3_off, o->ipv6, udp ? 17 : 6, l4_len);
 
-	if (!ref_zero(ref_add(ref_pseudo(s + o->l3_off, o->ipv6, udp ? 17 : 6, l4_len), l4, l4_len)))
+	if (!ref_zero(ref_add(sum, l4, l4_len)))
 		return "L4 checksum";
 	if (udp) {
 		if (pkt_get16(l4 + 4) != l4_len || pkt_get16(l4 + 6) == 0)
@@ -134,8 +135,9 @@ static inline const char *ref_check_gso(const struct pkt_offload *o, const uint8
 
 /*
  * ref_check_one() - pkt_soft()'s frame without GSO: the frame as it was but for the checksum
- * field, which with the sender's seed (the field's content before) makes the sum from csum_start
- * check out. NULL: all good.
+ * field, which holds the complemented sum from csum_start with the sender's seed (the field's
+ * content before) in it. Where the field sits at an even offset from csum_start (every protocol's
+ * does), the sum with the seed then checks out. NULL: all good.
  */
 static inline const char *ref_check_one(const struct pkt_offload *o, const uint8_t *frame,
 					const struct pkt_seg *seg, unsigned n)
@@ -147,9 +149,15 @@ static inline const char *ref_check_one(const struct pkt_offload *o, const uint8
 		return "one frame of frame_len";
 	if (!ref_same_but(seg[0].data, frame, o->frame_len, skip, o->csum ? 1 : 0))
 		return "frame changed";
-	if (o->csum && !ref_zero(ref_add(pkt_get16(frame + at), seg[0].data + o->csum_start,
-					 o->frame_len - o->csum_start)))
+	if (!o->csum)
+		return NULL;
+	if (pkt_get16(seg[0].data + at) !=
+	    (uint16_t)~ref_add(0, frame + o->csum_start, o->frame_len - o->csum_start))
 		return "completed checksum";
+	if (!(o->csum_offset & 1) &&
+	    !ref_zero(ref_add(pkt_get16(frame + at), seg[0].data + o->csum_start,
+			      o->frame_len - o->csum_start)))
+		return "completed checksum does not check out";
 	return NULL;
 }
 

@@ -35,7 +35,7 @@ static uint32_t rnd(void)
 /* What a test frame holds: the layers and their options. */
 struct spec {
 	int ipv6, udp, vlans; /* vlans: 0 to 2 tags (3: one too many) */
-	int ext;	      /* IPv6 extension headers: 0; 1 dst opts; 2 hop-by-hop + routing; 3 + dst opts */
+	int ext;	      /* IPv6 ext. headers: 1 dst opts; 2 hop-by-hop, routing; 3 all */
 	int tcp_opt;	      /* TCP option bytes (multiple of 4) */
 	size_t payload, pad;  /* pad: Ethernet padding after the IP packet */
 	uint8_t tcp_flags;
@@ -197,7 +197,8 @@ static void split(const uint8_t *f, size_t len, size_t lead, const size_t *sizes
 
 		if (n > total - at || p->cnt + 1 == 1024)
 			n = total - at;
-		p->iov[p->cnt].iov_base = malloc(n ? n : 1); /* each its own block: ASan sees overruns */
+		/* Each piece its own block: ASan sees overruns. */
+		p->iov[p->cnt].iov_base = malloc(n ? n : 1);
 		memcpy(p->iov[p->cnt].iov_base, all + at, n);
 		p->iov[p->cnt++].iov_len = n;
 		at += n;
@@ -245,7 +246,7 @@ static void soft(const struct virtio_net_hdr_v1 *h, const uint8_t *f, const uint
 static const size_t awkward[] = {1, 7, 13, 0, 4093, 3, 1500, 9001, 2, 17, 8192};
 static const size_t one_piece[] = {FRAME_MAX + 64};
 
-/* soft_gso_ok() - soft() on frame in the awkward pieces, then the oracle: want_n segments, all right. */
+/* soft_gso_ok() - soft() on frame in awkward pieces, then the oracle: want_n good segments. */
 static void soft_gso_ok(const struct virtio_net_hdr_v1 *h, size_t len, size_t lead, unsigned want_n,
 			struct run *r)
 {
@@ -254,7 +255,7 @@ static void soft_gso_ok(const struct virtio_net_hdr_v1 *h, size_t len, size_t le
 	assert_null(ref_check_gso(&r->o, frame, segs, r->n));
 }
 
-/* gso_run() - a frame by spec asking for gso in segments of mss, through soft_gso_ok(); its length. */
+/* gso_run() - a frame by spec asking for gso (mss), through soft_gso_ok(); its length. */
 static size_t gso_run(const struct spec *sp, uint8_t gso, uint16_t mss, unsigned want_n,
 		      struct run *r)
 {
@@ -547,7 +548,7 @@ static void test_bad_names(void **state)
 
 /* ---- segmentation ---- */
 
-/* A 64 KB-ish TCP frame by spec, FIN PSH CWR set, cut at awkward places: every segment checks out. */
+/* A 64 KB TCP frame by spec, FIN PSH CWR set, cut at awkward places: every segment checks out. */
 static void segment_tcp(struct spec sp, uint16_t mss, const size_t *sizes, unsigned nsizes,
 			size_t lead)
 {
@@ -558,7 +559,8 @@ static void segment_tcp(struct spec sp, uint16_t mss, const size_t *sizes, unsig
 	const uint8_t *th;
 
 	sp.tcp_flags = TCP_FLAGS_ALL;
-	hl = 14 + 4 * (size_t)sp.vlans + (sp.ipv6 ? 40 + 8 * (size_t)(sp.ext == 3 ? 4 : sp.ext) : 20);
+	hl = 14 + 4 * (size_t)sp.vlans;
+	hl += sp.ipv6 ? 40 + 8 * (size_t)(sp.ext == 3 ? 4 : sp.ext) : 20;
 	sp.payload = 65535 - (hl - 14 - 4 * (size_t)sp.vlans - (sp.ipv6 ? 40 : 0)) - 20 -
 		     (size_t)sp.tcp_opt; /* the IP length field full */
 	len = build(&sp, frame, &h, gso, mss);
@@ -602,8 +604,8 @@ static void test_tcp6_ext_segments(void **state)
 {
 	(void)state;
 	segment_tcp((struct spec){.ipv6 = 1, .ext = 1, .tcp_opt = 12}, 1420, awkward, 11, 7);
-	segment_tcp((struct spec){.ipv6 = 1, .ext = 2, .vlans = 2, .tcp_opt = 20}, 1400, awkward + 4,
-		    7, 1);
+	segment_tcp((struct spec){.ipv6 = 1, .ext = 2, .vlans = 2, .tcp_opt = 20}, 1400,
+		    awkward + 4, 7, 1);
 	segment_tcp((struct spec){.ipv6 = 1, .ext = 3, .tcp_opt = 40}, 1000, one_piece, 1, 9);
 }
 
@@ -647,12 +649,14 @@ static void test_udp_l4_checksum_zero(void **state)
 	struct run r;
 	size_t len = build(&sp, frame, &h, VIRTIO_NET_HDR_GSO_UDP_L4, 1472);
 	uint8_t *udp = frame + 34;
+	uint32_t sum;
 
 	(void)state;
 	/* The payload's first word takes the complement of the rest's sum: the total is -0. */
 	pkt_put16(udp + 6, 0);
 	pkt_put16(udp + 8, 0);
-	pkt_put16(udp + 8, (uint16_t)~fold16(ref_add(ref_pseudo(frame + 14, 0, 17, 108), udp, 108)));
+	sum = ref_add(ref_pseudo(frame + 14, 0, 17, 108), udp, 108);
+	pkt_put16(udp + 8, (uint16_t)~fold16(sum));
 	soft_gso_ok(&h, len, 0, 1, &r);
 	assert_int_equal(pkt_get16(segs[0].data + 34 + 6), 0xffff);
 	free(r.out);
@@ -676,7 +680,8 @@ static void test_gso_drops_padding(void **state)
 /* UDP/IPv4 and TCP/IPv6 frames whose field holds Linux's pseudo-header seed: completed, valid. */
 static void test_csum_completion(void **state)
 {
-	struct spec sps[] = {{.udp = 1, .payload = 1001}, {.ipv6 = 1, .tcp_opt = 12, .payload = 1400},
+	struct spec sps[] = {{.udp = 1, .payload = 1001},
+			     {.ipv6 = 1, .tcp_opt = 12, .payload = 1400},
 			     {.udp = 1, .ipv6 = 1, .ext = 3, .payload = 0}};
 	struct virtio_net_hdr_v1 h;
 	struct run r;
@@ -713,6 +718,23 @@ static void test_csum_completion_short_head(void **state)
 	assert_int_equal(pkt_soft(&o, frame, 20, p.iov, p.cnt, 3, out, sizeof(out), segs, 1), 1);
 	unsplit(&p);
 	assert_null(ref_check_one(&o, frame, segs, 1));
+}
+
+/* An odd csum_offset (no protocol's): the formula all the same, as Linux computes it. */
+static void test_csum_completion_odd_offset(void **state)
+{
+	struct virtio_net_hdr_v1 h = {.flags = CSUM};
+	struct run r;
+
+	(void)state;
+	for (size_t i = 0; i < 99; i++)
+		frame[i] = (uint8_t)(i * 7 + 1);
+	h.csum_start = htole16(1);
+	h.csum_offset = htole16(35);
+	soft(&h, frame, NULL, 99, awkward, 11, 0, &r);
+	assert_int_equal(pkt_get16(segs[0].data + 36), (uint16_t)~ref_add(0, frame + 1, 98));
+	assert_null(ref_check_one(&r.o, frame, segs, r.n));
+	free(r.out);
 }
 
 /* No offload at all: the frame as it is. */
@@ -784,7 +806,8 @@ static void test_soft_refuses_small_room(void **state)
 	assert_int_equal(pkt_soft(&o, frame, 100, p.iov, p.cnt, 0, buf, size, segs, 3), 0);
 	p.iov[0].iov_len = len;
 	assert_int_equal(pkt_soft(&o, frame, 100, p.iov, p.cnt, 0, buf, size, segs, 3), 3);
-	assert_int_equal(pkt_soft(&o, frame, 40, p.iov, p.cnt, 0, buf, size, segs, 3), 0); /* head */
+	/* A head shorter than the headers. */
+	assert_int_equal(pkt_soft(&o, frame, 40, p.iov, p.cnt, 0, buf, size, segs, 3), 0);
 	unsplit(&p);
 	free(buf);
 }
@@ -836,6 +859,7 @@ int main(void)
 	    cmocka_unit_test(test_gso_drops_padding),
 	    cmocka_unit_test(test_csum_completion),
 	    cmocka_unit_test(test_csum_completion_short_head),
+	    cmocka_unit_test(test_csum_completion_odd_offset),
 	    cmocka_unit_test(test_soft_copies_plain),
 	    cmocka_unit_test(test_head_is_authoritative),
 	    cmocka_unit_test(test_soft_refuses_small_room),
