@@ -91,10 +91,10 @@ static inline __attribute__((always_inline)) bool storm_take(struct switch_port 
  * control for broadcasts, the access port's tag check, ips=, then learning its source. Each
  * check reads src's copy of the frame's first bytes (sw_head()), taken once from the guest:
  * the frame's MACs and EtherType (src->head), grown by the checks that read further
- * (sw_head_need()); the switch forwards that copy (sw_fwd_iov()). hdr (NULL: none, the burst's
- * frames): the device's checked copy of the guest's header; one asking for an offload is
- * checked against the frame's own headers, read into the same copy (sw_offload_admit()).
- * False: dropped (counted). `xw`, `storm`, `ips`: as transmit()'s.
+ * (sw_head_need()); the switch forwards that copy (sw_fwd_iov()). hdr (NULL: no offload, as
+ * for every frame of a burst): the device's checked copy of the guest's header, which asks for
+ * an offload: checked against the frame's own headers, read into the same copy
+ * (sw_offload_admit()). False: dropped (counted). `xw`, `storm`, `ips`: as transmit()'s.
  */
 static inline __attribute__((always_inline)) bool
 sw_admit(struct switch_port *src, const struct virtio_net_hdr_v1 *hdr, const struct iovec *iov,
@@ -143,8 +143,7 @@ sw_admit(struct switch_port *src, const struct virtio_net_hdr_v1 *hdr, const str
 		return false;
 	if (ips && !sw_ips_pass(src, iov, iovcnt, off, len))
 		return false;
-	if (hdr && __builtin_expect(pkt_offload_needed(hdr), 0) &&
-	    !sw_offload_admit(src, hdr, iov, iovcnt, off, len))
+	if (__builtin_expect(hdr != NULL, 0) && !sw_offload_admit(src, hdr, iov, iovcnt, off, len))
 		return false;
 	sw_learn_cached(src->sw, src, src_mac, now, xw);
 	guest_race(GUEST_RACE_TX_ADMITTED);
@@ -301,7 +300,8 @@ sw_flood(struct switch_port *src, const struct sw_fwd *fw, uint64_t now, const b
  * full cross-worker ring. `xw`: ports may be on other workers; `storm`: the guarded copy, for
  * ports with a flood-rate or an access port's tag check; `ips`: an ips= list (constants: each
  * ops table gets its own copy, so a plain port pays nothing for storm control, VLANs or IP
- * anti-spoofing).
+ * anti-spoofing). hdr: NULL, or the header of a frame that asks for an offload (its own copy,
+ * SW_TRANSMIT's fn_offload).
  */
 static inline __attribute__((always_inline)) int
 transmit(struct vnet_backend *be, const struct virtio_net_hdr_v1 *hdr, const struct iovec *iov,
@@ -312,17 +312,17 @@ transmit(struct vnet_backend *be, const struct virtio_net_hdr_v1 *hdr, const str
 	uint64_t now = w->now_ns;
 	struct iovec v[SW_FWD_IOV];
 	struct sw_fwd fw;
-	bool offload;
 
 	if (!sw_admit(src, hdr, iov, iovcnt, off, len, now, xw, storm, ips))
 		return 0;
-	offload = hdr && pkt_offload_needed(hdr); /* sw_admit() checked it: src->vh, src->off */
 	/* From here on the frame is its checked copy, then the rest in the guest's buffers. */
 	if (__builtin_expect(!sw_fwd_iov(src, iov, iovcnt, off, len, v, &fw), 0)) {
 		src->dropped++;
 		return 0;
 	}
-	sw_fwd_offload(&fw, w, offload ? &src->vh : NULL, offload ? &src->off : NULL);
+	fw.vh = NULL;
+	if (hdr) /* sw_admit() checked it: src->vh, src->off */
+		sw_fwd_offload(&fw, w, &src->vh, &src->off);
 	if (!(src->head[0] & 1)) {
 		dst = sw_lookup_cached(src->sw, src, src->head, now);
 		if (dst)
@@ -465,12 +465,24 @@ static unsigned switch_transmit_burst(struct vnet_backend *be, const struct vnet
 	return i;
 }
 
-/* One transmit entry point per ops table: each a copy of transmit() for its constants. */
+/*
+ * One transmit entry point per ops table: each a copy of transmit() for its constants, and a
+ * copy of it for frames that ask for an offload, out of line (fn_offload), so the code of a
+ * frame that asks for none is what it was before switch ports had offloads.
+ */
 #define SW_TRANSMIT(fn, xw, storm, ips)                                                            \
+	static __attribute__((noinline)) int fn##_offload(                                         \
+	    struct vnet_backend *be, const struct virtio_net_hdr_v1 *hdr,                          \
+	    const struct iovec *iov, unsigned iovcnt, size_t off, size_t len)                      \
+	{                                                                                          \
+		return transmit(be, hdr, iov, iovcnt, off, len, xw, storm, ips);                   \
+	}                                                                                          \
 	static int fn(struct vnet_backend *be, const struct virtio_net_hdr_v1 *hdr,                \
 		      const struct iovec *iov, unsigned iovcnt, size_t off, size_t len)            \
 	{                                                                                          \
-		return transmit(be, hdr, iov, iovcnt, off, len, xw, storm, ips);                   \
+		if (__builtin_expect(pkt_offload_needed(hdr), 0))                                  \
+			return fn##_offload(be, hdr, iov, iovcnt, off, len);                       \
+		return transmit(be, NULL, iov, iovcnt, off, len, xw, storm, ips);                  \
 	}
 
 SW_TRANSMIT(switch_transmit, false, false, false)
@@ -505,9 +517,9 @@ void switch_uplink_send(struct vnet_backend *be, const struct virtio_net_hdr_v1 
 		h.num_buffers = 0;
 	}
 	if (port_of(be)->sw->xq)
-		transmit(be, &h, &iov, 1, 0, len, true, true, false);
+		transmit(be, pkt_offload_needed(&h) ? &h : NULL, &iov, 1, 0, len, true, true, false);
 	else
-		transmit(be, &h, &iov, 1, 0, len, false, true, false);
+		transmit(be, pkt_offload_needed(&h) ? &h : NULL, &iov, 1, 0, len, false, true, false);
 }
 
 /*
