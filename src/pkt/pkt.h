@@ -87,6 +87,7 @@ unsigned pkt_soft(const struct pkt_offload *o, const uint8_t *head, size_t head_
 		  size_t buf_len, struct pkt_seg *seg, unsigned max_segs);
 
 void pkt_hdr_for(const struct pkt_offload *o, struct virtio_net_hdr_v1 *h);
+bool pkt_rx_takes(uint64_t guest_offloads, const struct pkt_offload *o);
 
 uint32_t pkt_csum_add(uint32_t sum, const void *data, size_t len);
 uint16_t pkt_csum_fold(uint32_t sum);

@@ -277,3 +277,39 @@ void pkt_hdr_for(const struct pkt_offload *o, struct virtio_net_hdr_v1 *h)
 		h->hdr_len = htole16(o->hdr_len);
 	}
 }
+
+/* The receive offload a GSO type needs (ECN apart); 0 for none. */
+static uint64_t gso_needs(const struct pkt_offload *o)
+{
+	switch (o->gso) {
+	case VIRTIO_NET_HDR_GSO_TCPV4:
+		return BIT_ULL(VIRTIO_NET_F_GUEST_TSO4);
+	case VIRTIO_NET_HDR_GSO_TCPV6:
+		return BIT_ULL(VIRTIO_NET_F_GUEST_TSO6);
+	case VIRTIO_NET_HDR_GSO_UDP_L4:
+		return o->ipv6 ? BIT_ULL(VIRTIO_NET_F_GUEST_USO6) : BIT_ULL(VIRTIO_NET_F_GUEST_USO4);
+	default:
+		return 0;
+	}
+}
+
+/**
+ * pkt_rx_takes() - whether a driver with these receive offloads takes a frame's offload as it is.
+ * @guest_offloads: the driver's GUEST_* features now (negotiated, CTRL_GUEST_OFFLOADS)
+ * @o: what the frame asks (a pkt_offload_parse() result)
+ *
+ * GUEST_CSUM for NEEDS_CSUM; for a GSO type its GUEST_TSO4 / TSO6 / USO4 / USO6 too, and
+ * GUEST_ECN with the ECN bit: as the spec has it, a driver gets only the offloads it accepted.
+ *
+ * Return: true: give it the frame with pkt_hdr_for()'s header; false: pkt_soft()'s frames.
+ */
+bool pkt_rx_takes(uint64_t guest_offloads, const struct pkt_offload *o)
+{
+	uint64_t need = BIT_ULL(VIRTIO_NET_F_GUEST_CSUM);
+
+	if (o->gso != VIRTIO_NET_HDR_GSO_NONE)
+		need |= gso_needs(o);
+	if (o->ecn)
+		need |= BIT_ULL(VIRTIO_NET_F_GUEST_ECN);
+	return (guest_offloads & need) == need;
+}

@@ -41,44 +41,18 @@ struct sw_soft {
 	struct pkt_seg seg[PKT_GSO_MAX_SEGS];
 };
 
-/* The receive offload a frame's GSO type needs (ECN apart). */
-static uint64_t gso_needs(const struct pkt_offload *o)
-{
-	switch (o->gso) {
-	case VIRTIO_NET_HDR_GSO_TCPV4:
-		return BIT_ULL(VIRTIO_NET_F_GUEST_TSO4);
-	case VIRTIO_NET_HDR_GSO_TCPV6:
-		return BIT_ULL(VIRTIO_NET_F_GUEST_TSO6);
-	case VIRTIO_NET_HDR_GSO_UDP_L4:
-		return o->ipv6 ? BIT_ULL(VIRTIO_NET_F_GUEST_USO6) : BIT_ULL(VIRTIO_NET_F_GUEST_USO4);
-	default:
-		return 0;
-	}
-}
-
 /**
  * sw_rx_takes() - whether a receiver takes a frame's offload as it is.
  * @dst: the receiving port (an uplink takes everything)
  * @o: what the frame asks (its checked header, parsed)
  *
- * GUEST_CSUM for NEEDS_CSUM; for a GSO type its GUEST_TSO4 / TSO6 / USO4 / USO6 too, and
- * GUEST_ECN when the frame has the ECN bit. As the spec has it for a device: a driver gets
- * only the offloads it accepted.
+ * Its guest's offloads now decide (pkt_rx_takes()).
  *
  * Return: true: deliver with the header; false: software (sw_soft_get()).
  */
 bool sw_rx_takes(const struct switch_port *dst, const struct pkt_offload *o)
 {
-	uint64_t has, need = BIT_ULL(VIRTIO_NET_F_GUEST_CSUM);
-
-	if (dst->up)
-		return true;
-	has = __atomic_load_n(&dst->rx_offloads, __ATOMIC_RELAXED);
-	if (o->gso != VIRTIO_NET_HDR_GSO_NONE)
-		need |= gso_needs(o);
-	if (o->ecn)
-		need |= BIT_ULL(VIRTIO_NET_F_GUEST_ECN);
-	return (has & need) == need;
+	return dst->up || pkt_rx_takes(__atomic_load_n(&dst->rx_offloads, __ATOMIC_RELAXED), o);
 }
 
 /**

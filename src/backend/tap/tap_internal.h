@@ -62,6 +62,14 @@ struct tap_backend {
 	const struct tap_trunk_ops *trunk;
 	void *trunk_ctx;
 	uint8_t tag_head[16]; /* tap_backend_send_tagged(): the MACs and the 802.1Q tag */
+	/*
+	 * The guest's receive offloads (set_offloads()). A trunk's tap takes every offload for
+	 * its VLANs (the switch does what a receiver cannot); its untagged frames for the guest
+	 * that ask for one the guest lacks are made in software (tap_trunk.c), in `soft`,
+	 * allocated at first use.
+	 */
+	uint64_t guest_offloads;
+	struct tap_soft *soft;
 };
 
 static inline struct tap_queue *tq_of(struct vnet_backend *be)
@@ -128,6 +136,12 @@ int tap_deliver(struct tap_queue *tq, size_t len);
 void tap_rx(struct tap_queue *tq);
 bool tap_rx_resume(struct vnet_backend *be);
 void tap_reset(struct vnet_backend *be);
+
+/* tap_offload.c: the tap's TUNSETOFFLOAD from the guest's offloads (all of them on a trunk). */
+void tap_apply_offloads(struct tap_queue *tq);
+
+/* tap_trunk.c: free a trunk's buffer of frames made in software. */
+void tap_soft_free(struct tap_backend *t);
 
 /* tap_trunk.c: a trunk's reads (tagged frames to the trunk's owner). */
 void tap_rx_trunk(struct tap_queue *tq);

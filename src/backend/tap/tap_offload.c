@@ -26,18 +26,24 @@ static unsigned long tap_offload_flags(uint64_t features)
 	return offload;
 }
 
+/* Every receive offload a tap can send: what a trunk takes for its VLANs' switches. */
+#define TAP_TRUNK_OFFLOADS                                                                         \
+	(BIT_ULL(VIRTIO_NET_F_GUEST_CSUM) | BIT_ULL(VIRTIO_NET_F_GUEST_TSO4) |                     \
+	 BIT_ULL(VIRTIO_NET_F_GUEST_TSO6) | BIT_ULL(VIRTIO_NET_F_GUEST_ECN))
+
 /**
- * tap_set_offloads() - the guest's receive offloads changed (struct vnet_backend_ops)
- * @be: the tap's handle
- * @guest_features: the guest's features now
+ * tap_apply_offloads() - set the tap's receive offloads (TUNSETOFFLOAD)
+ * @tq: queue 0 of the tap
  *
- * Lets the kernel send what the guest accepts. The setting is the interface's (all its queues),
- * made through queue 0's fd; a refused one falls back to none (logged).
+ * Lets the kernel send what the guest accepts; a trunk's tap every offload (its VLANs' switches
+ * take them all, and the trunk makes what the guest lacks in software). The setting is the
+ * interface's (all its queues), made through queue 0's fd; a refused one falls back to none
+ * (logged).
  */
-void tap_set_offloads(struct vnet_backend *be, uint64_t guest_features)
+void tap_apply_offloads(struct tap_queue *tq)
 {
-	struct tap_queue *tq = tq_of(be);
-	unsigned long offload = tap_offload_flags(guest_features);
+	const struct tap_backend *t = tq->tap;
+	unsigned long offload = tap_offload_flags(t->trunk ? TAP_TRUNK_OFFLOADS : t->guest_offloads);
 
 	if (tq->failed || ioctl(tq->fd, TUNSETOFFLOAD, offload) == 0)
 		return;
@@ -46,4 +52,19 @@ void tap_set_offloads(struct vnet_backend *be, uint64_t guest_features)
 	/* The old setting may offer more than the guest takes now: fall back to none. */
 	if (ioctl(tq->fd, TUNSETOFFLOAD, 0ul) < 0)
 		log_err("tap %s: TUNSETOFFLOAD 0: %s", tq->tap->name, strerror(errno));
+}
+
+/**
+ * tap_set_offloads() - the guest's receive offloads changed (struct vnet_backend_ops)
+ * @be: the tap's handle
+ * @guest_features: the guest's features now
+ *
+ * Kept for a trunk's untagged frames, and made the tap's (tap_apply_offloads()).
+ */
+void tap_set_offloads(struct vnet_backend *be, uint64_t guest_features)
+{
+	struct tap_queue *tq = tq_of(be);
+
+	tq->tap->guest_offloads = guest_features;
+	tap_apply_offloads(tq);
 }

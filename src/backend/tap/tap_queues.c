@@ -28,6 +28,7 @@ static void tap_queue_init(struct tap_backend *t, struct tap_queue *tq, unsigned
 /* Close every queue opened so far and free the tap. */
 static void tap_free(struct tap_backend *t)
 {
+	tap_soft_free(t);
 	for (unsigned i = 0; i < t->nq; i++) {
 		close(t->q[i]->fd);
 		t->q[i]->magic = 0;

@@ -2,14 +2,24 @@
 /* tap_trunk.c - a trunk tap: VLAN-tagged frames read go to the trunk's owner, tagged writes. */
 #include <errno.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include "lib/iov.h"
+#include "lib/log.h"
 #include "lib/stat_atomic.h"
 #include "backend/tap/tap_internal.h"
 #include "dev/dev.h"
+#include "pkt/pkt.h"
+
+/* A trunk's frames made in software for its own guest: the buffer and its frames. */
+struct tap_soft {
+	uint8_t *buf;
+	size_t cap;
+	struct pkt_seg seg[PKT_GSO_MAX_SEGS];
+};
 
 /**
  * tap_backend_set_trunk() - make the tap a trunk: tagged frames read go to ops->rx().
@@ -17,14 +27,93 @@
  * @ops: where VLAN-tagged frames read from the tap go (NULL: none, a plain tap again)
  * @ctx: its context
  *
- * Untagged frames still go to the port's guest. Before the first read (port_create()).
+ * Untagged frames still go to the port's guest. The tap takes every receive offload from then
+ * on (tap_apply_offloads()): the kernel hands the VLANs 64 KB segments and checksums left to the
+ * receiver, which the switches carry or complete. Before the first read (port_create()).
  */
 void tap_backend_set_trunk(struct vnet_backend *be, const struct tap_trunk_ops *ops, void *ctx)
 {
-	struct tap_backend *t = tq_of(be)->tap;
+	struct tap_queue *tq = tq_of(be);
+	struct tap_backend *t = tq->tap;
 
 	t->trunk = ops;
 	t->trunk_ctx = ctx;
+	tap_apply_offloads(tq);
+}
+
+/**
+ * tap_soft_free() - free a trunk's buffer of frames made in software (the tap closes).
+ * @t: the tap
+ */
+void tap_soft_free(struct tap_backend *t)
+{
+	if (!t->soft)
+		return;
+	free(t->soft->buf);
+	free(t->soft);
+	t->soft = NULL;
+}
+
+/*
+ * The frame in rx_buf (n bytes, the tap's header first) asks for an offload the guest lacks:
+ * the frames made of it in software go to the guest instead, with DATA_VALID where it takes
+ * checksum flags; what it has no buffers for is dropped, as any untagged frame of a trunk.
+ */
+static void trunk_deliver_soft(struct tap_queue *tq, const struct pkt_offload *o, size_t n)
+{
+	struct tap_backend *t = tq->tap;
+	struct tap_soft *s = t->soft;
+	const struct iovec in = {.iov_base = tq->rx_buf + TAP_HDR_LEN, .iov_len = n - TAP_HDR_LEN};
+	struct virtio_net_hdr_v1 h = {0};
+	size_t size = pkt_soft_size(o);
+	unsigned k;
+
+	if (!s && !(s = t->soft = calloc(1, sizeof(*s))))
+		return;
+	if (s->cap < size) {
+		uint8_t *b = realloc(s->buf, size);
+
+		if (!b)
+			return;
+		s->buf = b;
+		s->cap = size;
+	}
+	k = pkt_soft(o, in.iov_base, in.iov_len, &in, 1, 0, s->buf, s->cap, s->seg,
+		     PKT_GSO_MAX_SEGS);
+	if (t->guest_offloads & BIT_ULL(VIRTIO_NET_F_GUEST_CSUM))
+		h.flags = VIRTIO_NET_HDR_F_DATA_VALID; /* computed here */
+	for (unsigned i = 0; i < k; i++) {
+		const struct iovec seg = {.iov_base = s->seg[i].data, .iov_len = s->seg[i].len};
+
+		if (!vnet_dev_receive_frame(t->dev, &h, &seg, 1, 0, s->seg[i].len))
+			break;
+	}
+}
+
+/*
+ * An untagged frame of a trunk, for the port's own guest (n bytes in rx_buf, the tap's header
+ * first): as it is, unless it asks for an offload the guest lacks (the trunk's tap takes them
+ * all for its VLANs). One the kernel got wrong (nothing it sends) is dropped.
+ */
+static void trunk_deliver_own(struct tap_queue *tq, size_t n)
+{
+	struct virtio_net_hdr_v1 h;
+	struct pkt_offload o;
+
+	memcpy(&h, tq->rx_buf, sizeof(h));
+	if (!pkt_offload_needed(&h)) {
+		(void)tap_deliver(tq, n);
+		return;
+	}
+	if (pkt_offload_parse(&h, tq->rx_buf + TAP_HDR_LEN, n - TAP_HDR_LEN, n - TAP_HDR_LEN,
+			      &o) != PKT_OK) {
+		log_guest("tap %s: dropped a frame whose offload header is bad", tq->tap->name);
+		return;
+	}
+	if (pkt_rx_takes(tq->tap->guest_offloads, &o))
+		(void)tap_deliver(tq, n);
+	else
+		trunk_deliver_soft(tq, &o, n);
 }
 
 /**
@@ -63,7 +152,7 @@ void tap_rx_trunk(struct tap_queue *tq)
 			continue;
 		}
 		/* No buffers: dropped, not waited for (the VLANs must not stall behind the guest). */
-		(void)tap_deliver(tq, (size_t)n);
+		trunk_deliver_own(tq, (size_t)n);
 	}
 	stat_add(&tq->stats.rx_packets, i);
 }
