@@ -49,6 +49,10 @@ asan: $(ASAN_BUILD)/build.ninja
 	VNETD_BUILD=$(abspath $(ASAN_BUILD)) VNETD_EXTRA_ARGS=--no-sandbox \
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		$(PYTHON) tests/e2e/hostile/test_hostile_packed.py
+	# Hostile virtio-net offload headers (three switch ports, Python drivers) likewise.
+	VNETD_BUILD=$(abspath $(ASAN_BUILD)) VNETD_EXTRA_ARGS=--no-sandbox \
+		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		$(PYTHON) tests/e2e/hostile/test_hostile_offloads.py
 	# The migration protocol paths (dirty log, device-state streams, SIGBUS on the log) likewise.
 	VNETD_BUILD=$(abspath $(ASAN_BUILD)) VNETD_EXTRA_ARGS=--no-sandbox \
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
