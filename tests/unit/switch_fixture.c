@@ -101,6 +101,21 @@ struct port *port_add_on(uint64_t features, unsigned worker)
 	return p;
 }
 
+/*
+ * port_add_on() whose guest negotiates `features` against the switch port's own offer (its
+ * offloads: CSUM, HOST_/GUEST_TSO4/6, ECN), not the test backend's: the device is reset and
+ * its queues started again behind the switch.
+ */
+struct port *port_add_offloads(uint64_t features, unsigned worker)
+{
+	struct port *p = port_add_on(0, worker);
+
+	td_recycle(p->td, TD_BASE_FEATURES | features);
+	assert_int_equal(p->td->features & features, features);
+	td_start_queues(p->td, QSIZE);
+	return p;
+}
+
 /* Every worker ends its round and places what the others queued for it, until none is left. */
 void drain_workers(void)
 {
@@ -168,6 +183,13 @@ const uint8_t *make_frame(const uint8_t *dst, const uint8_t *src, size_t len, un
 void tx_queue_cut(struct port *p, const uint8_t *frame, size_t len, const uint32_t *cuts,
 			 unsigned ncuts, bool indirect)
 {
+	tx_queue_hdr_cut(p, NULL, frame, len, cuts, ncuts, indirect);
+}
+
+/* tx_queue_cut() behind the guest's header h (NULL: tx_header()'s, which asks for no offload). */
+void tx_queue_hdr_cut(struct port *p, const struct virtio_net_hdr_v1 *h, const uint8_t *frame,
+		      size_t len, const uint32_t *cuts, unsigned ncuts, bool indirect)
+{
 	struct test_dev *td = p->td;
 	struct fake_buf b[FAKE_MAX_CHAIN];
 	uint32_t one = (uint32_t)(HDR + len);
@@ -177,7 +199,10 @@ void tx_queue_cut(struct port *p, const uint8_t *frame, size_t len, const uint32
 	assert_non_null(pkt);
 	while (fake_vq_get_used(&td->vq[TXQ], NULL, NULL))
 		; /* reclaim finished chains */
-	tx_header(pkt);
+	if (h)
+		memcpy(pkt, h, HDR);
+	else
+		tx_header(pkt);
 	memcpy(pkt + HDR, frame, len);
 	if (!cuts) {
 		cuts = &one;
@@ -253,6 +278,14 @@ void send_from(struct port *p, const uint8_t *dst, const uint8_t *src, size_t le
 		      unsigned seed)
 {
 	tx_queue_cut(p, make_frame(dst, src, len, seed), len, NULL, 0, false);
+	tx_kick(p);
+}
+
+/* p sends frame (len bytes, one descriptor) behind the guest's header h, and kicks. */
+void tx_send_hdr(struct port *p, const struct virtio_net_hdr_v1 *h, const uint8_t *frame,
+		 size_t len)
+{
+	tx_queue_hdr_cut(p, h, frame, len, NULL, 0, false);
 	tx_kick(p);
 }
 

@@ -29,7 +29,7 @@
 #define HDR 12u
 #define QSIZE 256u
 #define MAX_PORTS 5
-#define BIG (HDR + 65536u)
+#define BIG (HDR + 65536u + 64u) /* the largest frame (SWITCH_MAX_FRAME) and more */
 #define NS 1000000000ull
 
 /* A test device attached to the switch, and its guest's RX buffers. */
@@ -63,7 +63,11 @@ void pump(void);
 const uint8_t *make_frame(const uint8_t *dst, const uint8_t *src, size_t len, unsigned seed);
 void tx_queue_cut(struct port *p, const uint8_t *frame, size_t len, const uint32_t *cuts,
 		  unsigned ncuts, bool indirect);
+void tx_queue_hdr_cut(struct port *p, const struct virtio_net_hdr_v1 *h, const uint8_t *frame,
+		      size_t len, const uint32_t *cuts, unsigned ncuts, bool indirect);
 void tx_kick(struct port *p);
+void tx_send_hdr(struct port *p, const struct virtio_net_hdr_v1 *h, const uint8_t *frame,
+		 size_t len);
 void send_from(struct port *p, const uint8_t *dst, const uint8_t *src, size_t len,
 	       unsigned seed);
 void tx_send(struct port *p, const uint8_t *dst, size_t len, unsigned seed);
@@ -100,6 +104,7 @@ void tx_guest_write(unsigned k, size_t frame_off, const void *bytes, size_t n);
 /* A switch over nworkers workers (ports: port_add_on()); drain_workers() plays their threads. */
 void sw_new_workers(unsigned nworkers);
 struct port *port_add_on(uint64_t features, unsigned worker);
+struct port *port_add_offloads(uint64_t features, unsigned worker);
 void drain_workers(void);
 
 /* A test: the switch destroyed and the devices freed after it. */
