@@ -13,14 +13,15 @@ from . import gnuplot
 from .dp_procs import log
 from .dp_stacks import path_name, path_parts
 
-IMPLS = ('vnetd', 'vnetd-poll50', 'vnetd-poll200', 'vnetd-writev', 'dpdk', 'ovs')
-SWITCH_ONLY = ('vnetd-poll50', 'vnetd-poll200', 'ovs')
+IMPLS = ('vnetd', 'vnetd-poll0', 'vnetd-poll50', 'vnetd-poll200', 'vnetd-writev', 'dpdk', 'ovs')
+SWITCH_ONLY = ('vnetd-poll0', 'vnetd-poll50', 'vnetd-poll200', 'ovs')
 # vnetd --no-io-uring: the tap backend's other way to send (one writev per frame), side by side
 TAP_ONLY = ('vnetd-writev',)
-LABEL = {'vnetd': 'vnetd', 'vnetd-poll50': 'vnetd --poll-us 50',
+LABEL = {'vnetd': 'vnetd', 'vnetd-poll0': 'vnetd --poll-us 0', 'vnetd-poll50': 'vnetd --poll-us 50',
          'vnetd-poll200': 'vnetd --poll-us 200', 'vnetd-writev': 'vnetd --no-io-uring',
          'dpdk': 'DPDK vhost', 'ovs': 'OVS-DPDK'}
-COLOR = {'vnetd': '#1f77b4', 'vnetd-poll50': '#6baed6', 'vnetd-poll200': '#08306b',
+COLOR = {'vnetd': '#1f77b4', 'vnetd-poll0': '#9ecae1', 'vnetd-poll50': '#6baed6',
+         'vnetd-poll200': '#08306b',
          'vnetd-writev': '#17becf', 'dpdk': '#ff7f0e', 'ovs': '#2ca02c', 'tap': '#9467bd'}
 # The xdp path compares two vnetd backends on one veth: AF_XDP ('vnetd') and the tap ('tap').
 XDP_IMPLS = ('vnetd', 'tap')

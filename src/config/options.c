@@ -9,6 +9,7 @@
 
 #include "mem/mem.h"
 #include "lib/listen_addr.h"
+#include "dev/dev.h"
 #include "config/port_spec.h"
 
 #ifndef VNETD_VERSION
@@ -21,7 +22,7 @@ static const char usage_text[] =
 	"             [--metrics ADDR:PORT] [--user NAME] [--no-sandbox] [--no-io-uring]\n"
 	"             [-v|--verbose]\n"
 	"             [--max-guest-mem SIZE] [--socket-group NAME] [--socket-mode OCTAL]\n"
-	"             [--poll-us [W:]N] [-h|--help] [--version]\n"
+	"             [--poll-us [W:]N|auto] [--poll-budget NS] [-h|--help] [--version]\n"
 	"\n"
 	"Serves virtio-net devices to VMs over vhost-user, with notification (interrupt)\n"
 	"coalescing. Each --port is one device; ports are named p0, p1, ... in order.\n"
@@ -49,10 +50,14 @@ static const char usage_text[] =
 	"                       vnetd's own), e.g. libvirt-qemu, so that QEMU run by libvirt\n"
 	"                       may connect; --user keeps it as its one supplementary group\n"
 	"  --socket-mode OCTAL  permission bits of those sockets, at most 0777 (default 0660)\n"
-	"  --poll-us [W:]N      poll mode: a TX ring that had work is polled for up to N us\n"
+	"  --poll-us [W:]N|auto poll mode: a TX ring that had work is polled for up to N us\n"
 	"                       (0..1000000) before kicks are asked for again; kicks stay off\n"
-	"                       meanwhile and idle ports cost nothing (default 0: kicks only);\n"
-	"                       W:N sets worker W's alone (repeatable)\n"
+	"                       meanwhile and idle ports cost nothing (0: kicks only); auto\n"
+	"                       (the default): each ring's window adapts to how soon kicks\n"
+	"                       come, up to 8 us; W:N sets worker W's alone (repeatable)\n"
+	"  --poll-budget NS     auto poll mode: a ring may poll its empty ring for NS ns per\n"
+	"                       packet it moves (0..100000, default 100): polling costs at most\n"
+	"                       that much CPU per packet\n"
 	"  -h, --help           print this help and exit\n"
 	"  --version            print the version and exit\n"
 	"\n"
@@ -170,6 +175,7 @@ enum valued_option {
 	OPT_SOCKET_GROUP,
 	OPT_SOCKET_MODE,
 	OPT_POLL_US,
+	OPT_POLL_BUDGET,
 	OPT_COUNT,
 };
 
@@ -179,7 +185,7 @@ static const char *const valued_names[OPT_COUNT] = {
 	[OPT_STATE_DIR] = "--state-dir", [OPT_WORKERS] = "--workers",
 	[OPT_METRICS] = "--metrics",	 [OPT_MAX_GUEST_MEM] = "--max-guest-mem",
 	[OPT_SOCKET_GROUP] = "--socket-group", [OPT_SOCKET_MODE] = "--socket-mode",
-	[OPT_POLL_US] = "--poll-us",
+	[OPT_POLL_US] = "--poll-us",	 [OPT_POLL_BUDGET] = "--poll-budget",
 };
 
 /* parse_port() - one --port SPEC into out->ports[out->nports]; errors to stderr. */
@@ -292,12 +298,16 @@ static int parse_metrics(const char *value, char *dst, size_t size)
 	return 0;
 }
 
-/* parse_poll_us() - --poll-us N (every worker) or W:N (worker W; checked against --workers). */
+/*
+ * parse_poll_us() - --poll-us N|auto (every worker) or W:N|W:auto (worker W; checked against
+ * --workers).
+ */
 static int parse_poll_us(struct vnetd_options *out, const char *value)
 {
 	const char *colon = strchr(value, ':');
+	const char *v = colon ? colon + 1 : value;
 	size_t wlen = colon ? (size_t)(colon - value) : 0;
-	unsigned long w = 0, n;
+	unsigned long w = 0, n = VNET_POLL_AUTO;
 	char wbuf[8] = "";
 	bool ok = !colon || (wlen > 0 && wlen < sizeof(wbuf));
 
@@ -305,13 +315,13 @@ static int parse_poll_us(struct vnetd_options *out, const char *value)
 		memcpy(wbuf, value, wlen);
 		ok = port_spec_parse_ulong(wbuf, 0, 15, &w);
 	}
-	if (!ok || !port_spec_parse_ulong(colon ? colon + 1 : value, 0, 1000000, &n)) {
-		fprintf(stderr, "vnetd: bad value '%s' for --poll-us (expected N or W:N, N "
-			"0..1000000 us, W a worker 0..15)\n", value);
+	if (!ok || (strcmp(v, "auto") != 0 && !port_spec_parse_ulong(v, 0, 1000000, &n))) {
+		fprintf(stderr, "vnetd: bad value '%s' for --poll-us (expected N, auto, W:N or "
+			"W:auto; N 0..1000000 us, W a worker 0..15)\n", value);
 		return -1;
 	}
 	if (colon)
-		out->poll_us_worker[w] = (int)n;
+		out->poll_us_worker[w] = (long)n;
 	else
 		out->poll_us = (unsigned)n;
 	return 0;
@@ -368,6 +378,17 @@ static int apply_option(struct vnetd_options *out, enum valued_option opt, const
 		return 0;
 	case OPT_POLL_US:
 		return parse_poll_us(out, value);
+	case OPT_POLL_BUDGET: {
+		unsigned long ns;
+
+		if (!port_spec_parse_ulong(value, 0, 100000, &ns)) {
+			fprintf(stderr, "vnetd: bad value '%s' for --poll-budget (expected 0..100000 "
+				"ns per packet)\n", value);
+			return -1;
+		}
+		out->poll_budget_ns = (unsigned)ns;
+		return 0;
+	}
 	case OPT_COUNT:
 		break;
 	}
@@ -398,6 +419,8 @@ int options_parse(int argc, char **argv, struct vnetd_options *out)
 	out->workers = 1;
 	out->socket_gid = -1;
 	out->socket_mode = 0660;
+	out->poll_us = VNET_POLL_AUTO;
+	out->poll_budget_ns = VNET_POLL_BUDGET_DEFAULT;
 	for (k = 0; k < 16; k++)
 		out->poll_us_worker[k] = -1;
 	for (i = 1; i < argc; i++) {
@@ -451,8 +474,8 @@ int options_parse(int argc, char **argv, struct vnetd_options *out)
 	}
 	for (k = out->workers; k < 16; k++)
 		if (out->poll_us_worker[k] >= 0) {
-			fprintf(stderr, "vnetd: --poll-us %u:%d, but --workers is %u\n", k,
-				out->poll_us_worker[k], out->workers);
+			fprintf(stderr, "vnetd: --poll-us %u:..., but --workers is %u\n", k,
+				out->workers);
 			return -1;
 		}
 	if (out->control_path[0] == '\0') {

@@ -54,6 +54,7 @@ static json_t *queue_stats(struct port *p, unsigned index)
 	if (o) {
 		json_object_set_new(o, "yields", ju64(sq.yields));
 		json_object_set_new(o, "polls", ju64(sq.polls));
+		json_object_set_new(o, "poll_ns", ju64(sq.poll_ns));
 		json_object_set_new(o, "rx_direct", ju64(sq.rx_direct));
 		json_object_set_new(o, "rate_waits", ju64(sq.rate_waits));
 		json_object_set_new(o, "rate_dropped", ju64(sq.rate_dropped));

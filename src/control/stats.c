@@ -90,6 +90,7 @@ bool stats_queue_read(struct port *p, unsigned qidx, struct stats_queue *out)
 	out->rx_no_buffers = c->rx_no_buffers;
 	out->yields = c->yields;
 	out->polls = c->polls;
+	out->poll_ns = c->poll_ns;
 	out->rx_direct = c->rx_direct;
 	out->rate_waits = c->rate_waits;
 	out->rate_dropped = c->rate_dropped;

@@ -52,6 +52,7 @@ struct stats_queue {
 	uint64_t stop;		/* held completions signalled because the queue stopped */
 	uint64_t dropped, rx_no_buffers, yields, rx_direct;
 	uint64_t polls;		/* poll mode: runs that found the ring empty and kept polling */
+	uint64_t poll_ns;	/* poll mode: time spent polling (a window open) */
 	uint64_t rate_waits, rate_dropped; /* TX waits for tokens, RX drops over the rate */
 	uint32_t max_packets, max_usecs;
 	const char *set_by; /* "none", "guest", "host" or "adaptive" */

@@ -279,9 +279,11 @@ static int setup(struct daemon *d, const struct vnetd_options *opts)
 	    worker_pool_init(&d->pool, opts->workers ? opts->workers : 1,
 			     VNETD_MAX_PORTS * VNET_MAX_QUEUES, &daemon_worker_ops, d) < 0)
 		return -1;
-	for (unsigned i = 0; i < d->pool.n; i++) /* before any port: they take it when created */
+	for (unsigned i = 0; i < d->pool.n; i++) { /* before any port: they take it when created */
 		d->pool.w[i].poll_us = opts->poll_us_worker[i] >= 0 ? (unsigned)opts->poll_us_worker[i]
 								    : opts->poll_us;
+		d->pool.w[i].poll_budget_ns = opts->poll_budget_ns;
+	}
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);

@@ -89,11 +89,17 @@ bool vnet_dev_adaptive_mode(const struct vnet_dev *dev, enum vnet_queue_kind kin
 /* vnet_dev_set_stall_guard() - the port's stall guard settings (take effect at once). */
 void vnet_dev_set_stall_guard(struct vnet_dev *dev, const struct vnet_stall_guard *g);
 
+#define VNET_POLL_AUTO 0xffffffffu   /* vnet_dev_set_poll(): the adaptive window */
+#define VNET_POLL_AUTO_MAX_US 8u     /* its largest window: about what a wake-up costs */
+#define VNET_POLL_BUDGET_DEFAULT 100u /* its default budget: ns of empty polling per packet */
+
 /*
- * vnet_dev_set_poll_us() - poll mode: a TX queue that found work keeps polling its ring (kicks
- * off, run again through env->schedule()) until `us` microseconds pass without any; 0: off.
+ * vnet_dev_set_poll() - poll mode: a TX queue that found work keeps polling its ring (kicks
+ * off, run again through env->schedule()) until `us` microseconds pass without any; 0: off;
+ * VNET_POLL_AUTO: a window each queue adapts to how soon kicks come after it asks for them, up
+ * to VNET_POLL_AUTO_MAX_US, polling an empty ring for at most budget_ns per packet it moves.
  */
-void vnet_dev_set_poll_us(struct vnet_dev *dev, unsigned us);
+void vnet_dev_set_poll(struct vnet_dev *dev, unsigned us, unsigned budget_ns);
 
 /* vnet_dev_stall_guard() - the port's stall guard settings. */
 const struct vnet_stall_guard *vnet_dev_stall_guard(const struct vnet_dev *dev);
@@ -182,6 +188,7 @@ void vnet_dev_publish(struct vnet_dev *dev);
 struct vnet_queue_counts {
 	uint64_t packets, bytes, kicks, notifications, suppressed, held, timer_notifications;
 	uint64_t dropped, rx_no_buffers, yields, polls, rx_direct, stop_notifications;
+	uint64_t poll_ns; /* poll mode: time spent polling (a window open) */
 	uint64_t early_idle, early_ring, early_bytes, rate_waits, rate_dropped;
 };
 

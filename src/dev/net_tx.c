@@ -251,18 +251,80 @@ static void tx_burst_untake(struct vnet_dev *dev, struct vnet_queue *q, unsigned
 }
 
 /*
- * Poll mode (dev->poll_ns): the ring is empty. A run that found work opens a window of
- * poll_ns; while it lasts the queue keeps polling instead of asking for kicks. tx-mode=timer
- * batches on its timer and does not poll.
+ * Adaptive poll mode (--poll-us auto). Polling an empty ring for w costs w of CPU; a kick costs
+ * the driver a system call and us a wake-up (a few µs): a window about that long is never much
+ * worse than either choice alone, and each queue finds its own from its kicks:
+ *  - the queue asked for kicks at q->idle_ns and one came `gap` later: had it polled that
+ *    long, no kick and no wake-up. Shorter than the largest window (dev->poll_ns): the window
+ *    grows to cover it (1.5 x gap, at least POLL_MIN_NS); longer: it halves (below
+ *    POLL_MIN_NS: none, the queue is event-driven again);
+ *  - a run that found work opens the window; while it lasts the queue polls;
+ *  - polling an empty ring is paid for from a credit each packet the queue moves adds to
+ *    (dev->poll_budget_ns, at most POLL_CREDIT_MAX_NS held): polling costs at most that much
+ *    CPU per packet. A closed loop of a few frames in flight, where each wake-up would bound
+ *    the rate, polls its short gaps and runs at full speed; a light open load, whose packets
+ *    come far apart, earns too little to poll long: its CPU follows its packet rate, and an
+ *    idle queue polls nothing.
+ * Time spent polling is counted (stats.poll_ns).
  */
-static bool tx_poll_on(struct vnet_dev *dev, struct vnet_queue *q, bool found)
+#define POLL_MIN_NS 500u
+#define POLL_CREDIT_MAX_NS 1000000
+
+/* The queue was idle (it asked for kicks at q->idle_ns) and runs again: adapt its window. */
+static __attribute__((noinline)) void tx_poll_woken(struct vnet_dev *dev, struct vnet_queue *q)
+{
+	uint64_t gap = dev_now(dev) - q->idle_ns;
+
+	q->idle_ns = 0;
+	if (gap < dev->poll_ns) {
+		uint64_t w = gap + gap / 2;
+
+		w = w < POLL_MIN_NS ? POLL_MIN_NS : w > dev->poll_ns ? dev->poll_ns : w;
+		if (w > q->poll_win_ns)
+			q->poll_win_ns = (uint32_t)w;
+	} else {
+		q->poll_win_ns /= 2;
+		if (q->poll_win_ns < POLL_MIN_NS)
+			q->poll_win_ns = 0;
+	}
+}
+
+/* tx_poll_on() for the adaptive mode (see above): `moved` packets; `polled`: the run was a poll. */
+static __attribute__((noinline)) bool tx_poll_auto(struct vnet_dev *dev, struct vnet_queue *q,
+						   uint32_t moved, bool polled, uint64_t now)
+{
+	uint64_t since = q->poll_look_ns ? now - q->poll_look_ns : 0;
+	bool found = moved > 0;
+
+	q->poll_look_ns = now;
+	q->poll_credit_ns += (int64_t)moved * dev->poll_budget_ns;
+	if (polled) {
+		stat_add(&q->stats.poll_ns, since);
+		if (!found)
+			q->poll_credit_ns -= (int64_t)since; /* an empty look: paid from the credit */
+	}
+	if (q->poll_credit_ns > POLL_CREDIT_MAX_NS)
+		q->poll_credit_ns = POLL_CREDIT_MAX_NS;
+	if (found)
+		q->poll_until_ns = now + q->poll_win_ns;
+	return now < q->poll_until_ns && q->poll_credit_ns > 0;
+}
+
+/*
+ * Poll mode (dev->poll_ns): the ring is empty. A run that found work opens a window of
+ * poll_ns (adaptive: the queue's own, tx_poll_auto()); while it lasts the queue keeps polling
+ * instead of asking for kicks. tx-mode=timer batches on its timer and does not poll.
+ */
+static bool tx_poll_on(struct vnet_dev *dev, struct vnet_queue *q, uint32_t moved, bool polled)
 {
 	uint64_t now;
 
 	if (__builtin_expect(!dev->poll_ns, 1) || dev->params.tx_mode == VNET_TX_TIMER)
 		return false;
 	now = dev_now(dev);
-	if (found)
+	if (dev->poll_auto)
+		return tx_poll_auto(dev, q, moved, polled, now);
+	if (moved)
 		q->poll_until_ns = now + dev->poll_ns;
 	return now < q->poll_until_ns;
 }
@@ -283,10 +345,13 @@ static inline __attribute__((always_inline)) bool tx_process(struct vnet_dev *de
 	 * with the worker parked). A rate limit decides chain by chain: no bursts then. */
 	const bool burst = dev->be_ops && dev->be_ops->transmit_burst && q->be && !limited;
 	const bool burst_offloads = burst && dev->be_ops->burst_offloads;
+	const bool polled = q->polling;
 
 	/* No kicks while we work: vq_kick_enable() re-checks before the queue goes idle. */
 	vq_kick_disable(&q->vq);
 	q->polling = q->relook = false;
+	if (__builtin_expect(q->idle_ns != 0, 0)) /* adaptive poll mode: it was idle */
+		tx_poll_woken(dev, q);
 	dev->tx_pair = (uint16_t)(q->vq.index >> 1); /* the backend may ask (vnet_dev_rx_pair()) */
 	if (__builtin_expect(limited, 0))
 		net_rate_tx_refill(dev);
@@ -397,7 +462,7 @@ static inline __attribute__((always_inline)) bool tx_process(struct vnet_dev *de
 			return true; /* bounded work: yield to everything else that is ready */
 		if (done == TX_BATCH || gave_back)
 			continue;
-		if (tx_poll_on(dev, q, total > 0)) {
+		if (tx_poll_on(dev, q, total, polled)) {
 			q->polling = true; /* kicks stay off: the owner runs the queue again */
 			return true;
 		}
@@ -412,8 +477,11 @@ static inline __attribute__((always_inline)) bool tx_process(struct vnet_dev *de
 			q->relook = true;
 			return true;
 		}
-		if (!vq_kick_enable(&q->vq))
+		if (!vq_kick_enable(&q->vq)) {
+			if (dev->poll_auto) /* idle: the next kick tells how soon it came */
+				q->idle_ns = q->poll_look_ns;
 			return false;
+		}
 		vq_kick_disable(&q->vq); /* more arrived while enabling: keep going quietly */
 	}
 }
@@ -427,7 +495,7 @@ static inline __attribute__((always_inline)) bool tx_process(struct vnet_dev *de
  * entries are published, and the notification decided, once per batch of TX_BATCH. A backend
  * that is full (-EAGAIN) gets the chain back on resume (q->tx_blocked). Over the port's TX
  * rate the chain goes back too and the queue waits for its refill timer (net_rate.c). In poll
- * mode (vnet_dev_set_poll_us()) a ring found empty within the poll window leaves kicks off and
+ * mode (vnet_dev_set_poll()) a ring found empty within the poll window leaves kicks off and
  * sets q->polling.
  * Return: true if it stopped at the budget with chains left, or polls (the caller schedules a
  * run).

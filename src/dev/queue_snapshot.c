@@ -21,6 +21,7 @@ static void counts_read(const struct vnet_queue_stats *st, struct vnet_queue_cou
 	out->rx_no_buffers = stat_read(&st->rx_no_buffers);
 	out->yields = stat_read(&st->yields);
 	out->polls = stat_read(&st->polls);
+	out->poll_ns = stat_read(&st->poll_ns);
 	out->rx_direct = stat_read(&st->rx_direct);
 	out->stop_notifications = stat_read(&st->stop_notifications);
 	out->early_idle = stat_read(&st->early_idle);

@@ -474,10 +474,12 @@ const struct vnet_rx_filter *vnet_dev_rx_filter(const struct vnet_dev *dev)
 }
 
 /**
- * vnet_dev_set_poll_us() - the device's poll mode window
+ * vnet_dev_set_poll() - the device's poll mode
  * @dev: the device
  * @us: microseconds a TX queue keeps polling after its last run that found work; 0: off (kicks
- *      only, the default)
+ *      only); VNET_POLL_AUTO: adaptive (net_tx.c), each queue's window up to
+ *      VNET_POLL_AUTO_MAX_US
+ * @budget_ns: adaptive: how long a queue may poll an empty ring for each packet it moves
  *
  * While a queue polls, its kicks stay suppressed and it waits in the owner's run queue (so the
  * owner looks at its other fds without sleeping); once the window passed with an empty ring,
@@ -485,9 +487,11 @@ const struct vnet_rx_filter *vnet_dev_rx_filter(const struct vnet_dev *dev)
  * never poll. Takes effect at each queue's next run. Context: the thread that owns the device
  * (or with it parked).
  */
-void vnet_dev_set_poll_us(struct vnet_dev *dev, unsigned us)
+void vnet_dev_set_poll(struct vnet_dev *dev, unsigned us, unsigned budget_ns)
 {
-	dev->poll_ns = (uint64_t)us * 1000u;
+	dev->poll_auto = us == VNET_POLL_AUTO;
+	dev->poll_ns = (uint64_t)(dev->poll_auto ? VNET_POLL_AUTO_MAX_US : us) * 1000u;
+	dev->poll_budget_ns = budget_ns;
 }
 
 /**

@@ -37,6 +37,14 @@ struct vnet_queue {
 	bool polling;               /* poll mode: scheduled to look again, kicks kept off */
 	bool relook;                /* tx_relook: scheduled to look once more (not a yield) */
 	uint64_t poll_until_ns;     /* poll mode: TX keeps polling until then (last work + window) */
+	/* Adaptive poll mode (net_tx.c, --poll-us auto): the window now (grown by kicks that came
+	 * soon after the queue asked for them, halved by ones that came late), when the queue last
+	 * looked (poll mode), when it last asked for kicks (0: it polls, or was just kicked), and
+	 * its credit for polling an empty ring (dev->poll_budget_ns for each packet it moved). */
+	uint32_t poll_win_ns;
+	uint64_t poll_look_ns;
+	uint64_t idle_ns;
+	int64_t poll_credit_ns;
 	bool reinit;                /* rings set up while disabled: virtio re-enable on enable */
 	bool state_loaded;          /* coalescing came with a migration: kept at the next enable */
 	bool resume_notify;         /* migrated with completions owed: notify once when enabled */
@@ -100,10 +108,12 @@ struct vnet_rss {
 	struct rss_config cfg;
 	bool steer;  /* RSS_CONFIG with hash types: the indirection table picks the RX queue */
 	bool report; /* HASH_REPORT negotiated, hash types set: the header carries the hash */
-	struct toeplitz_key key; /* cfg.key unrolled */
 	/* struct rss_view for readers on other threads: seqcount, words (net_ctrl.c) */
 	uint32_t pub_seq;
 	uint64_t pub_w[RSS_VIEW_WORDS];
+	/* cfg.key unrolled (36 KB): last, as only RSS_CONFIG/HASH_CONFIG with a key write it, and
+	 * every reset writes cfg and the view (struct vnet_dev says why that matters) */
+	struct toeplitz_key key;
 };
 
 struct vnet_dev {
@@ -136,14 +146,30 @@ struct vnet_dev {
 	/* Rate limits (net_rate.c): guest TX (shared by the TX queues) and RX; set on the device's
 	 * thread or with it parked. */
 	struct rate_bucket tx_rate, rx_rate;
+	uint64_t poll_ns;          /* poll mode window (vnet_dev_set_poll()); 0: kicks only */
+	bool poll_auto;            /* adaptive: poll_ns is the largest window (net_tx.c) */
+	uint32_t poll_budget_ns;   /* adaptive: ns of polling an empty ring each packet pays for */
+	/* The queues this device view runs (rx flush, TX resume): all, but for a port spread over
+	 * workers, where each worker's view (vnet_dev_lane.c) runs its own pairs. */
+	uint64_t qmask;
+	uint16_t tx_pair;          /* the pair of the TX queue being processed (net_tx.c) */
+	bool lane;                 /* a lane view (vnet_dev_lane_create()): shares dev's queues */
+	/* RX: the header of the packet being placed (not on the stack: no stack-protector canary
+	 * in the receive path); its hash fields are set only with rss_on, cleared at reset. */
+	struct virtio_net_hdr_v1_hash rx_hdr;
+	struct vnet_rss rss;       /* settings and view written at reset; the key is scratch */
+	/*
+	 * Scratch from rss.key to the end (~75 KB), written only by moving packets (or RSS_CONFIG).
+	 * A device lives in fresh anonymous pages (vnet_dev_create()), and a page never written
+	 * costs no memory: nothing written by creation, a reset, negotiation or a queue's start
+	 * may come after rss.key, or every idle port pays a page for it. With one queue pair the
+	 * queues and the fields before rss.key take two pages.
+	 */
 	struct vnet_rx_slot rx_slots[VNET_RX_MAX_BUFFERS];
-	/* RX scratch (not on the stack: no stack-protector canary in the receive path): the
-	 * header of the packet being placed, and its Ethernet header (+ IPv4 addresses and
-	 * ports to pick a queue) when it is not contiguous in the backend's buffers. */
-	struct virtio_net_hdr_v1_hash rx_hdr; /* the hash fields: written only with rss_on */
+	/* RX: the frame's Ethernet header (+ IPv4 addresses and ports to pick a queue) when it is
+	 * not contiguous in the backend's buffers (not on the stack either). */
 	uint8_t rx_eth[14 + 24];
 	uint8_t rss_buf[TOEPLITZ_PARSE_MAX]; /* a frame's headers to hash, when not contiguous */
-	struct vnet_rss rss;
 	struct vnet_rx_cache rx_cache;
 	/* TX: the checked copy of the header of the packet being sent (not on the stack: no
 	 * stack-protector canary in the TX loop). */
@@ -155,12 +181,6 @@ struct vnet_dev {
 	/* ... and their checked headers, for a backend with burst_offloads */
 	struct virtio_net_hdr_v1 tx_burst_hdr[VNET_TX_BATCH];
 	struct vq_chain chain;     /* chain scratch of every queue (vnet_queue.chain points here) */
-	uint64_t poll_ns;          /* poll mode window (vnet_dev_set_poll_us()); 0: kicks only */
-	/* The queues this device view runs (rx flush, TX resume): all, but for a port spread over
-	 * workers, where each worker's view (vnet_dev_lane.c) runs its own pairs. */
-	uint64_t qmask;
-	uint16_t tx_pair;          /* the pair of the TX queue being processed (net_tx.c) */
-	bool lane;                 /* a lane view (vnet_dev_lane_create()): shares dev's queues */
 };
 
 _Static_assert(VNET_MAX_QUEUES <= 64, "a queue mask fits 64 bits");

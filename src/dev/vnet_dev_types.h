@@ -53,6 +53,7 @@ struct vnet_queue_stats {
 	uint64_t rx_no_buffers;       /* times a packet waited for guest RX buffers */
 	uint64_t yields;              /* runs that stopped at the budget with work left */
 	uint64_t polls;               /* poll mode: runs that found the ring empty and kept polling */
+	uint64_t poll_ns;             /* poll mode: ns the queue spent polling (a window open) */
 	uint64_t rx_direct;           /* packets the backend read straight into guest buffers */
 	uint64_t stop_notifications;  /* held completions signalled because the queue stopped */
 	/* Early notifications of the stall guard (where coalescing would have held), by reason. */

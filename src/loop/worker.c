@@ -65,9 +65,12 @@ int worker_pool_init(struct worker_pool *p, unsigned n, unsigned rq_cap,
  * A polling worker's rounds are short (its queues find their rings empty and stay queued), and
  * an epoll_wait() per round would be a system call per few packets. It looks at its fds at most
  * every WORKER_LOOK_NS while it has queued work: other ports' kicks, the wake eventfd and
- * signals wait that long at most. Event-driven workers (poll_us 0) look every round.
+ * signals wait that long at most. With adaptive polling (--poll-us auto) most rings are
+ * event-driven while a few poll, windows of a few µs: their kicks wait WORKER_LOOK_AUTO_NS at
+ * most. Event-driven workers (poll_us 0) look every round.
  */
 #define WORKER_LOOK_NS 20000u
+#define WORKER_LOOK_AUTO_NS 2000u
 
 /* worker_look_due() - with work queued: whether this round looks at the fds (poll mode: rarely). */
 static bool worker_look_due(struct worker *w)
@@ -79,7 +82,7 @@ static bool worker_look_due(struct worker *w)
 		return true;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	if (now - w->look_ns < WORKER_LOOK_NS)
+	if (now - w->look_ns < (w->poll_us == VNET_POLL_AUTO ? WORKER_LOOK_AUTO_NS : WORKER_LOOK_NS))
 		return false;
 	w->look_ns = now;
 	return true;

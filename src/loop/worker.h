@@ -46,7 +46,8 @@ struct worker {
 	struct run_queue flushq; /* ports holding received packets the guest cannot see yet */
 	unsigned fault_gen;      /* guest_fault_generation() last looked at */
 	unsigned nports;         /* ports it owns (for placing new ones) */
-	unsigned poll_us;        /* --poll-us: its ports' TX poll window (vnet_dev_set_poll_us) */
+	unsigned poll_us;        /* --poll-us: its ports' TX poll window (vnet_dev_set_poll()) */
+	unsigned poll_budget_ns; /* --poll-budget: adaptive polling's ns per packet */
 	uint64_t look_ns;        /* poll mode: when a round with queued work last looked at fds */
 	struct worker_pool *pool;
 	pthread_t thread;

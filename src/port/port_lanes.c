@@ -150,7 +150,7 @@ int port_lanes_setup(struct port *p, struct worker_pool *pool)
 		if (!l->be)
 			return -1;
 		vnet_dev_lane_sync(l->dev, p->dev, l->be);
-		vnet_dev_set_poll_us(l->dev, pool->w[w].poll_us);
+		vnet_dev_set_poll(l->dev, pool->w[w].poll_us, pool->w[w].poll_budget_ns);
 	}
 	for (unsigned i = 0; i < c->n_queue_workers; i++) {
 		unsigned lane = p->lane_of_q[2 * i];

@@ -132,7 +132,7 @@ int port_table_add(struct port_table *t, unsigned slot, const struct port_config
 	if (seg)
 		t->segment_of[slot] = (uint8_t)si;
 	w->nports++;
-	vnet_dev_set_poll_us(port_dev(p), w->poll_us); /* the worker's --poll-us */
+	vnet_dev_set_poll(port_dev(p), w->poll_us, w->poll_budget_ns); /* the worker's --poll-us */
 	t->worker_of[slot] = (uint8_t)w->id;
 	if (pool->n > 1)
 		log_info("%s: worker %u", port_name(p), w->id);

@@ -34,7 +34,7 @@
 #define SW_ETH_ALEN FDB_ETH_ALEN
 #define SW_MAGIC 0x73776974u /* "swit": catches a tap handle passed to the switch */
 #define SW_MIN_FRAME 14	      /* an Ethernet header */
-#define SW_MAX_FRAME 65536    /* the largest frame a port takes */
+#define SW_MAX_FRAME SWITCH_MAX_FRAME /* the largest frame a port takes (switch_limits.h) */
 #define SW_HEAD_MAX 256	      /* the checked copy of a frame's first bytes, in the port */
 #define SW_NS 1000000000ull   /* a second in ns (storm control's credit per frame) */
 #define SW_FWD_IOV 8	      /* a forwarded frame's pieces: its checked copy, the rest in place */
@@ -453,7 +453,9 @@ static inline __attribute__((always_inline)) void sw_deliver(struct switch_port 
 		guest_race(GUEST_RACE_TX_FORWARD);
 		if (fw->vh)
 			stat_inc(&dst->offload_passed);
-		dst->up->deliver(dst->up_ctx, fw->vh, iov, cnt, 0, fw->len);
+		/* with an offload: its frame_len bytes (a GSO frame's Ethernet padding dropped) */
+		dst->up->deliver(dst->up_ctx, fw->vh, iov, cnt, 0,
+				 fw->vh ? fw->off->frame_len : fw->len);
 		return;
 	}
 	swq_deliver(dst, fw, -1);

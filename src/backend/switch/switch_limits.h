@@ -11,6 +11,8 @@
 #define SWITCH_FDB_AGE_SEC 300	      /* a MAC not seen as a source for this long is forgotten */
 #define SWITCH_QUEUE_PACKETS 256      /* packets waiting for one port's guest RX buffers */
 #define SWITCH_QUEUE_BYTES (4u << 20) /* ... and their bytes */
+#define SWITCH_MAX_FRAME (65536 + 18) /* the largest frame a port takes: the device's (a 64 KB
+				       * GSO frame: Ethernet header, a VLAN tag) */
 #define SWITCH_MAX_PAIRS 16	      /* queue pairs of one port (VNET_MAX_QUEUE_PAIRS) */
 #define SWITCH_MAX_WORKERS 16	      /* threads the switch's ports may be spread over */
 #define SWITCH_ALLOWED_MACS 8	      /* allowed-macs= beside the port's own MAC */

@@ -160,10 +160,13 @@ static int offload_place(struct switch_port *dst, const struct sw_fwd *fw, int p
 	struct virtio_net_hdr_v1 h = {0};
 
 	if (!from && sw_rx_takes(dst, fw->off)) {
+		/* Its frame_len bytes: the header's frame (a GSO frame's Ethernet padding dropped). */
+		size_t len = fw->off->frame_len;
+
 		cnt = sw_fwd_vec(fw, tmp, &iov);
-		if (!(pair < 0 ? vnet_dev_receive_frame(dst->dev, fw->vh, iov, cnt, 0, fw->len)
+		if (!(pair < 0 ? vnet_dev_receive_frame(dst->dev, fw->vh, iov, cnt, 0, len)
 			       : vnet_dev_receive_frame_on(dst->dev, (unsigned)pair, fw->vh, iov, cnt,
-							   0, fw->len)))
+							   0, len)))
 			return 0;
 		stat_inc(&dst->offload_passed);
 		return -1;

@@ -25,7 +25,8 @@
 #define SW_TAG_VH (1ull << 63) /* cross-worker tag: the frame's offload header comes first */
 
 _Static_assert(SWITCH_MAX_WORKERS <= XQ_MAX_WORKERS, "the cross-worker queues cover every worker");
-_Static_assert(SW_MAX_FRAME <= XQ_MAX_FRAME, "every frame fits a cross-worker queue");
+_Static_assert(SW_MAX_FRAME + sizeof(struct virtio_net_hdr_v1) <= XQ_MAX_FRAME,
+	       "every frame, with its offload header, fits a cross-worker queue");
 _Static_assert(SWITCH_MAX_PORTS < SW_FLOOD, "a port slot is never the flood tag");
 
 /* A frame for one pair of a spread port, on the worker running it (its home or a lane). */

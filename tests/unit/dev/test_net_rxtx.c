@@ -587,7 +587,7 @@ static void test_tx_poll_mode_polls_then_rearms_kicks(void **state)
 
 	(void)state;
 	td = td_new(1, TD_BASE_FEATURES);
-	vnet_dev_set_poll_us(td->dev, 50);
+	vnet_dev_set_poll(td->dev, 50, VNET_POLL_BUDGET_DEFAULT);
 	td_tx(td, TXQ, 3, 64);
 	assert_int_equal(td->npkts, 3);
 	assert_true(td->scheduled[TXQ]);
@@ -627,8 +627,8 @@ static void test_tx_poll_mode_off_is_kick_driven(void **state)
 
 	(void)state;
 	td = td_new(1, TD_BASE_FEATURES);
-	vnet_dev_set_poll_us(td->dev, 50);
-	vnet_dev_set_poll_us(td->dev, 0);
+	vnet_dev_set_poll(td->dev, 50, VNET_POLL_BUDGET_DEFAULT);
+	vnet_dev_set_poll(td->dev, 0, VNET_POLL_BUDGET_DEFAULT);
 	td_tx(td, TXQ, 3, 64);
 	assert_int_equal(td->npkts, 3);
 	assert_false(td->scheduled[TXQ]);
@@ -685,7 +685,7 @@ static void test_tx_poll_mode_ends_at_reset(void **state)
 
 	(void)state;
 	td = td_new(1, TD_BASE_FEATURES);
-	vnet_dev_set_poll_us(td->dev, 1000);
+	vnet_dev_set_poll(td->dev, 1000, VNET_POLL_BUDGET_DEFAULT);
 	td_tx(td, TXQ, 1, 64);
 	assert_true(td->scheduled[TXQ]);
 	vnet_dev_reset(td->dev);
@@ -693,6 +693,71 @@ static void test_tx_poll_mode_ends_at_reset(void **state)
 	assert_false(vnet_dev_queue(td->dev, TXQ)->polling);
 	td_run_scheduled(td); /* the entry that stayed finds the queue stopped */
 	assert_false(td->scheduled[TXQ]);
+	td_free(td);
+}
+
+/*
+ * --poll-us auto: a queue starts event-driven (no window); a kick that comes soon after it asked
+ * for kicks grows its window to cover that gap, so the next time its ring empties it polls; the
+ * polling of an empty ring is paid from the credit its packets brought (--poll-budget), and once
+ * spent the queue asks for kicks again; a kick long after it asked halves the window, down to
+ * none. Time spent polling is counted.
+ */
+static void test_tx_poll_auto_adapts_and_pays(void **state)
+{
+	struct vnet_queue *q;
+	struct test_dev *td;
+
+	(void)state;
+	td = td_new(1, TD_BASE_FEATURES);
+	vnet_dev_set_poll(td->dev, VNET_POLL_AUTO, 100);
+	q = vnet_dev_queue(td->dev, TXQ);
+	/* No window yet: the run that empties the ring asks for kicks at once. */
+	td_tx(td, TXQ, 8, 64);
+	assert_int_equal(td->npkts, 8);
+	assert_false(td->scheduled[TXQ]);
+	assert_false(tx_kicks_off(td));
+	assert_int_equal(q->poll_win_ns, 0);
+	/* A kick 2 us later: a window of 3 us would have caught it. */
+	td->now += 2 * US;
+	td_tx(td, TXQ, 8, 64);
+	assert_int_equal(q->poll_win_ns, 3000);
+	assert_true(td->scheduled[TXQ]); /* polls now, kicks off */
+	assert_true(tx_kicks_off(td));
+	/* Empty looks within the window, paid from 16 packets x 100 ns of credit. */
+	td->now += 1 * US;
+	assert_int_equal(td_run_scheduled(td), 1);
+	assert_true(td->scheduled[TXQ]);
+	assert_int_equal(stats(td, TXQ)->poll_ns, 1000);
+	/* The driver adds a chain without a kick: the next look takes it (and earns credit). */
+	td_tx_queue(td, TXQ, 64, 0x11);
+	fake_vq_publish(&td->vq[TXQ]);
+	td->now += 1 * US;
+	assert_int_equal(td_run_scheduled(td), 1);
+	assert_int_equal(td->npkts, 17);
+	assert_true(td->scheduled[TXQ]);
+	/* 2 us empty: more than the credit left (about 0.7 us): kicks on, out of the run queue. */
+	td->now += 2 * US;
+	assert_int_equal(td_run_scheduled(td), 1);
+	assert_false(td->scheduled[TXQ]);
+	assert_false(tx_kicks_off(td));
+	/* A kick 100 us later: no window would have paid; it halves, then goes. */
+	td->now += 100 * US;
+	td_tx(td, TXQ, 1, 64);
+	assert_int_equal(q->poll_win_ns, 1500);
+	td_run_scheduled(td);
+	td->now += 100 * US;
+	td_run_scheduled(td);
+	td->now += 100 * US;
+	td_tx(td, TXQ, 1, 64);
+	assert_int_equal(q->poll_win_ns, 750);
+	td_run_scheduled(td);
+	td->now += 100 * US;
+	td_run_scheduled(td);
+	td->now += 100 * US;
+	td_tx(td, TXQ, 1, 64);
+	assert_int_equal(q->poll_win_ns, 0);
+	assert_true(stats(td, TXQ)->poll_ns > 0);
 	td_free(td);
 }
 
@@ -892,6 +957,7 @@ int main(void)
 	    T(test_tx_relook_once_before_kicks),
 	    T(test_tx_timer_mode_does_not_relook),
 	    T(test_tx_poll_mode_ends_at_reset),
+	    T(test_tx_poll_auto_adapts_and_pays),
 	    T(test_rx_non_mergeable_delivery_byte_exact),
 	    T(test_rx_buffer_of_several_descriptors),
 	    T(test_rx_mergeable_delivery_byte_exact_with_num_buffers),

@@ -142,7 +142,10 @@ static void test_max_guest_mem_option(void **state)
 	assert_true(o.max_guest_mem == 0); /* MEM_CAP_DAEMON_DEFAULT */
 }
 
-/* --poll-us N for every worker, W:N for one; bad values and workers beyond --workers fail. */
+/*
+ * --poll-us N|auto for every worker, W:N|W:auto for one (auto the default), --poll-budget NS; bad
+ * values and workers beyond --workers fail.
+ */
 static void test_poll_us_option(void **state)
 {
 	static struct vnetd_options o;
@@ -155,11 +158,23 @@ static void test_poll_us_option(void **state)
 	assert_int_equal(o.poll_us_worker[0], -1);
 	assert_int_equal(o.poll_us_worker[1], 0);
 	assert_int_equal(options_parse(5, argv, &o), 0);
-	assert_int_equal(o.poll_us, 0); /* the default: kicks only */
+	assert_int_equal(o.poll_us, VNET_POLL_AUTO); /* the default: adaptive */
+	assert_int_equal(o.poll_budget_ns, VNET_POLL_BUDGET_DEFAULT);
+	argv[7] = "--poll-budget";
+	argv[8] = "10";
+	argv[10] = "1:auto";
+	assert_int_equal(options_parse(11, argv, &o), 0);
+	assert_int_equal(o.poll_budget_ns, 10);
+	assert_int_equal(o.poll_us, VNET_POLL_AUTO);
+	assert_true(o.poll_us_worker[1] == VNET_POLL_AUTO);
+	argv[8] = "100001";
+	assert_int_equal(options_parse(11, argv, &o), -1); /* over 100 us a packet */
+	argv[7] = "--poll-us";
+	argv[8] = "auto";
 	argv[10] = "2:50"; /* worker 2 of 2 */
 	assert_int_equal(options_parse(11, argv, &o), -1);
-	for (unsigned i = 0; i < 5; i++) {
-		static char *bad[] = {"x", "1000001", ":5", "1:", "16:5"};
+	for (unsigned i = 0; i < 6; i++) {
+		static char *bad[] = {"x", "1000001", ":5", "1:", "16:5", "1:autox"};
 
 		argv[10] = bad[i];
 		assert_int_equal(options_parse(11, argv, &o), -1);
