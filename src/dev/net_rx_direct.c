@@ -21,6 +21,10 @@ void net_rx_cache_release(struct vnet_dev *dev, struct vnet_queue *q)
 {
 	struct vnet_rx_cache *rc = &dev->rx_cache;
 
+	/* Already empty: no store, so a port that never used the cache never touches its page
+	 * (feature changes and queue stops of every port come here). */
+	if (!(rc->first | rc->n | rc->iov_first | rc->niov) && !rc->bytes && !rc->short_valid)
+		return;
 	if (rc->n)
 		vq_unpop(&q->vq, rc->n);
 	rc->first = rc->n = rc->iov_first = rc->niov = 0;

@@ -2,6 +2,7 @@
 /* guest_mem.c - guest memory region table and the one checked guest-address lookup. */
 #include "mem/guest_mem.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -231,21 +232,55 @@ static void order_remove(struct guest_mem *mem, enum key k, unsigned at)
 			o[j++] = (uint16_t)(o[i] > at ? o[i] - 1 : o[i]);
 }
 
+/* Regions the arrays first have room for: a SET_MEM_TABLE's most (VU_MAX_REGIONS). */
+#define GUEST_MEM_FIRST_CAP 8u
+
+/*
+ * Room for one more region: the arrays (regions, then both orders, one allocation) are made or
+ * doubled, up to GUEST_MEM_MAX_REGIONS. 0, or -1 out of memory (the table unchanged).
+ */
+static int reserve_one(struct guest_mem *mem)
+{
+	unsigned cap = mem->cap ? 2 * mem->cap : GUEST_MEM_FIRST_CAP;
+	struct guest_mem_region *r;
+	uint16_t *o;
+
+	if (mem->nregions < mem->cap)
+		return 0;
+	if (cap > GUEST_MEM_MAX_REGIONS)
+		cap = GUEST_MEM_MAX_REGIONS;
+	r = malloc(cap * (sizeof(*r) + 2 * sizeof(*o)));
+	if (!r)
+		return -1;
+	o = (uint16_t *)(r + cap);
+	if (mem->nregions) {
+		memcpy(r, mem->regions, mem->nregions * sizeof(*r));
+		memcpy(o, mem->order[0], mem->nregions * sizeof(*o));
+		memcpy(o + cap, mem->order[1], mem->nregions * sizeof(*o));
+	}
+	free(mem->regions);
+	mem->regions = r;
+	mem->order[0] = o;
+	mem->order[1] = o + cap;
+	mem->cap = cap;
+	return 0;
+}
+
 /**
  * guest_mem_add() - insert a region into the table (the caller has mapped it).
  * @mem: the region table
  * @region: the region, copied
  *
- * O(n) (the arrays shift); lookups stay O(log n).
+ * O(n) (the arrays shift, or grow: reserve_one()); lookups stay O(log n).
  *
  * Return: 0, or -1 when the table is full, the region is empty, has no host pointer, wraps around
- * or overlaps another region in either address space.
+ * or overlaps another region in either address space, or there is no memory for the arrays.
  */
 int guest_mem_add(struct guest_mem *mem, const struct guest_mem_region *region)
 {
 	unsigned at;
 
-	if (!region->host || guest_mem_check(mem, region) < 0)
+	if (!region->host || guest_mem_check(mem, region) < 0 || reserve_one(mem) < 0)
 		return -1;
 	at = rank_le(mem, KEY_GPA, region->gpa);
 	memmove(&mem->regions[at + 1], &mem->regions[at],
@@ -314,7 +349,8 @@ int guest_mem_remove(struct guest_mem *mem, uint64_t gpa, uint64_t size, uint64_
 }
 
 /**
- * guest_mem_unmap_all() - munmap every region the table owns (mmap_base set) and empty it.
+ * guest_mem_unmap_all() - munmap every region the table owns (mmap_base set), empty it and free
+ * its arrays (all zero again).
  * @mem: the region table
  */
 void guest_mem_unmap_all(struct guest_mem *mem)
@@ -325,6 +361,6 @@ void guest_mem_unmap_all(struct guest_mem *mem)
 		if (r->mmap_base)
 			munmap(r->mmap_base, r->mmap_len);
 	}
-	mem->nregions = 0;
-	pick_hot(mem);
+	free(mem->regions);
+	memset(mem, 0, sizeof(*mem));
 }

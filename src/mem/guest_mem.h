@@ -29,12 +29,19 @@ struct guest_mem_region {
  * lookup is a binary search. hot is a copy of the largest region (the guest's main RAM), which
  * the inline fast paths try first; size 0 when the table is empty. An all-zero struct is an
  * empty table. Change it only through guest_mem_add(), guest_mem_remove(), _unmap_all().
+ *
+ * The arrays are one heap allocation with room for cap regions, made by the first
+ * guest_mem_add() and doubled as the table grows (up to GUEST_MEM_MAX_REGIONS): a guest's table
+ * of a region or two takes 8 entries (~0.4 KB), not the 26 KB of the largest table, in every
+ * connection. guest_mem_unmap_all() frees them (the struct is all zero again); a copy of the
+ * struct takes them over (vhost-user swaps tables that way).
  */
 struct guest_mem {
 	struct guest_mem_region hot;
 	unsigned nregions;
-	uint16_t order[2][GUEST_MEM_MAX_REGIONS]; /* [0]: by uva, [1]: by host; indexes */
-	struct guest_mem_region regions[GUEST_MEM_MAX_REGIONS];
+	unsigned cap;                     /* room in the arrays; 0: none allocated */
+	struct guest_mem_region *regions; /* cap of them */
+	uint16_t *order[2];               /* [0]: by uva, [1]: by host; indexes; cap each */
 };
 
 /* Which address space a guest address is expressed in. */
@@ -99,7 +106,10 @@ const struct guest_mem_region *guest_mem_find_host(const struct guest_mem *mem, 
  */
 int guest_mem_check(const struct guest_mem *mem, const struct guest_mem_region *region);
 
-/* guest_mem_add() - insert a region (no mmap); returns 0, or -1 if full, empty or overlapping. */
+/*
+ * guest_mem_add() - insert a region (no mmap); returns 0, or -1 if full, empty, overlapping or
+ * out of memory (the arrays grow).
+ */
 int guest_mem_add(struct guest_mem *mem, const struct guest_mem_region *region);
 
 /* guest_mem_find_exact() - the region of exactly this gpa, size and uva (O(log n)); or NULL. */
@@ -113,7 +123,7 @@ const struct guest_mem_region *guest_mem_find_exact(const struct guest_mem *mem,
 int guest_mem_remove(struct guest_mem *mem, uint64_t gpa, uint64_t size, uint64_t uva,
 		     struct guest_mem_region *out);
 
-/* guest_mem_unmap_all() - munmap every owned region and empty the table. */
+/* guest_mem_unmap_all() - munmap every owned region, empty the table and free its arrays. */
 void guest_mem_unmap_all(struct guest_mem *mem);
 
 #endif

@@ -44,28 +44,18 @@ _Static_assert(VNET_MAX_QUEUES <= VU_MSG_MAX_VRINGS, "ring indexes must fit the 
 static enum vu_result handle_set_mem_table(struct vu_conn *c, struct vu_rx *rx)
 {
 	bool was_started[VNET_MAX_QUEUES] = {false};
-	/* A table is large (GUEST_MEM_MAX_REGIONS regions): not on the stack. */
-	struct guest_mem *nm = malloc(sizeof(*nm)), *old = malloc(sizeof(*old));
-	enum vu_result res = VU_FAIL;
+	struct guest_mem nm, old; /* the struct is small: its arrays are on the heap */
 
-	if (!nm || !old) {
-		log_err("vhost-user: SET_MEM_TABLE: out of memory");
-		goto out;
-	}
-	if (vu_mem_map_table(c, &rx->msg.p.mem, rx->fds, nm) < 0)
-		goto out;
+	if (vu_mem_map_table(c, &rx->msg.p.mem, rx->fds, &nm) < 0)
+		return VU_FAIL;
 
 	vu_ring_pause_all(c, was_started);
-	*old = c->mem;
-	c->mem = *nm;
+	old = c->mem; /* the copies take the arrays over */
+	c->mem = nm;
 	vu_ring_resume_all(c, was_started);
-	vu_mem_unmap_table(old);
+	vu_mem_unmap_table(&old);
 	log_info("vhost-user: memory table set, %u region(s)", c->mem.nregions);
-	res = VU_OK;
-out:
-	free(nm);
-	free(old);
-	return res;
+	return VU_OK;
 }
 
 static bool mem_slots_negotiated(const struct vu_conn *c, const struct vu_msg *m)

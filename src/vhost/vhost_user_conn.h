@@ -57,7 +57,9 @@ struct vu_state_xfer {
 	int result;       /* 0 done and valid, 1 in progress, -1 failed */
 	size_t len, off;  /* save: bytes to write, written; load: bytes read */
 	uint8_t kind;     /* enum peer_fd_kind of fd */
-	uint8_t buf[VNET_STATE_MAX];
+	/* VNET_STATE_MAX bytes while the pipe is open (allocated at SET_DEVICE_STATE_FD, freed
+	 * with the pipe): a connection that never migrates holds none. */
+	uint8_t *buf;
 };
 
 struct vu_queue_fds {

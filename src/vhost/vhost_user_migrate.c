@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -158,11 +159,14 @@ enum vu_result vu_mig_send_rarp(struct vu_conn *c, const struct vu_msg *m)
 
 /* ---- device state ---- */
 
-/* End the transfer's pipe (the owner stops watching it first); the result stays. */
+/* End the transfer's pipe (the owner stops watching it first) and free its buffer; the result
+ * stays. */
 static void xfer_close(struct vu_conn *c)
 {
 	struct vu_state_xfer *x = &c->xfer;
 
+	free(x->buf);
+	x->buf = NULL;
 	if (x->fd < 0)
 		return;
 	if (c->ops && c->ops->state_fd_changed)
@@ -203,10 +207,10 @@ static void xfer_step(struct vu_conn *c)
 			uint8_t extra;
 
 			/* The frontend shares the pipe and may have cleared O_NONBLOCK: peer_io.h. */
-			n = x->len < sizeof(x->buf)
-				? peer_read(x->fd, x->kind, x->buf + x->len, sizeof(x->buf) - x->len)
+			n = x->len < VNET_STATE_MAX
+				? peer_read(x->fd, x->kind, x->buf + x->len, VNET_STATE_MAX - x->len)
 				: peer_read(x->fd, x->kind, &extra, 1);
-			if (n > 0 && x->len == sizeof(x->buf)) {
+			if (n > 0 && x->len == VNET_STATE_MAX) {
 				xfer_finish(c, -1, "stream longer than VNET_STATE_MAX");
 				return;
 			}
@@ -285,6 +289,12 @@ enum vu_result vu_mig_set_state_fd(struct vu_conn *c, struct vu_rx *rx)
 		close(fd);
 		return vu_reply_u64(c->sock, rx->msg.request, 1) == VU_OK ? VU_FAIL : VU_DISCONNECT;
 	}
+	x->buf = malloc(VNET_STATE_MAX);
+	if (!x->buf) {
+		log_err("vhost-user: SET_DEVICE_STATE_FD: out of memory");
+		close(fd);
+		return vu_reply_u64(c->sock, rx->msg.request, 1) == VU_OK ? VU_FAIL : VU_DISCONNECT;
+	}
 	x->fd = fd;
 	x->kind = (uint8_t)peer_fd_kind(fd);
 	x->load = t->direction == VU_TRANSFER_STATE_LOAD;
@@ -292,7 +302,7 @@ enum vu_result vu_mig_set_state_fd(struct vu_conn *c, struct vu_rx *rx)
 	x->result = 1;
 	x->off = x->len = 0;
 	if (!x->load)
-		x->len = vnet_dev_state_save(c->dev, x->buf, sizeof(x->buf)); /* device is stopped */
+		x->len = vnet_dev_state_save(c->dev, x->buf, VNET_STATE_MAX); /* device is stopped */
 	if (c->ops && c->ops->state_fd_changed)
 		c->ops->state_fd_changed(c->ctx, -1, fd, x->load ? EPOLLIN : EPOLLOUT);
 	/* Reply first: the frontend only starts reading (or writing) the pipe after it. */

@@ -78,13 +78,14 @@ static uint16_t le16(const uint8_t *p)
 }
 
 
-/* The region table; returns the host memory of guest memory's first byte. */
+/* The region table, the last input's emptied first; returns the host memory of guest memory's
+ * first byte. */
 static uint8_t *build_mem(struct guest_mem *mem, bool two, bool adjacent)
 {
 	struct guest_mem_region r = {0};
 	uint64_t gap = adjacent ? 0 : GAP;
 
-	memset(mem, 0, sizeof(*mem));
+	guest_mem_unmap_all(mem); /* owns no mapping: frees the arrays */
 	r.gpa = MEM_GPA;
 	r.uva = MEM_UVA;
 	r.size = two ? MEM_SIZE / 2 : MEM_SIZE;
@@ -105,7 +106,7 @@ static uint8_t *build_mem(struct guest_mem *mem, bool two, bool adjacent)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct guest_mem mem;
+	static struct guest_mem mem; /* build_mem() frees the last input's arrays */
 	struct virtqueue vq;
 	struct dirty_log log = {.bitmap = log_bitmap, .size = sizeof(log_bitmap)};
 	uint8_t flags, *table;

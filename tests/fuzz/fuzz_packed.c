@@ -64,7 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct virtqueue vq; /* vq_reset() frees what a failed run left */
 	struct dirty_log log = {.bitmap = log_bitmap, .size = sizeof(log_bitmap)};
-	struct guest_mem mem;
+	static struct guest_mem mem; /* emptied (its arrays freed) at each input */
 	struct guest_mem_region r = {0};
 	unsigned num, npop, nslots, held = 0;
 	uint8_t flags;
@@ -78,7 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(mem_buf, 0, sizeof(mem_buf));
 	memcpy(mem_buf, data + HDR_LEN,
 	       size - HDR_LEN < sizeof(mem_buf) ? size - HDR_LEN : sizeof(mem_buf));
-	memset(&mem, 0, sizeof(mem));
+	guest_mem_unmap_all(&mem); /* owns no mapping */
 	r.gpa = MEM_GPA;
 	r.uva = MEM_GPA;
 	r.size = MEM_SIZE;

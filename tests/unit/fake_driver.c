@@ -59,9 +59,10 @@ void fake_mem_init_layout(struct fake_mem *m, uint64_t gpa, uint64_t size,
 		die("guest_mem_add failed");
 }
 
-/* fake_mem_free() - release the buffer. */
+/* fake_mem_free() - release the buffer and the region table's arrays. */
 void fake_mem_free(struct fake_mem *m)
 {
+	guest_mem_unmap_all(&m->gm); /* owns no mapping */
 	free(m->buf);
 	m->buf = NULL;
 }

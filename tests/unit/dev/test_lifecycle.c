@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -517,6 +519,42 @@ static void test_reenabled_queue_rechecks_at_once(void **state)
 	td_free(td);
 }
 
+/* ---- What an idle port costs ---- */
+
+/*
+ * An idle port pays for the device pages it writes (docs/scale.md): nothing but moving packets
+ * (or RSS_CONFIG) may write the scratch from rss.key to the device's end (vnet_dev_core.h). Its
+ * whole pages are made read-only; a reset, a negotiation (mergeable buffers, event index), the
+ * queues' start, posted RX buffers, a kick on an empty ring and a stop must not fault on them.
+ */
+static void test_idle_device_writes_no_scratch_page(void **state)
+{
+	const uint64_t features = TD_BASE_FEATURES | BIT_ULL(VIRTIO_NET_F_MRG_RXBUF) |
+				  BIT_ULL(VIRTIO_RING_F_EVENT_IDX);
+	struct vnet_dev_params p;
+	struct test_dev *td;
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), lo, hi;
+
+	(void)state;
+	td_default_params(&p, 1);
+	td = td_create(&p, features);
+	lo = ((uintptr_t)&td->dev->rss.key + page - 1) & ~(page - 1);
+	hi = (uintptr_t)(td->dev + 1) & ~(page - 1);
+	assert_true(hi - lo >= 8 * page); /* the scratch is most of the device */
+	assert_int_equal(mprotect((void *)lo, hi - lo, PROT_READ), 0);
+	td_recycle(td, features);
+	td_start_queues(td, 256);
+	td_post_rx(td, RXQ, 16, 1526);
+	fake_vq_publish(&td->vq[RXQ]);
+	vnet_dev_kick(td->dev, RXQ);
+	vnet_dev_kick(td->dev, TXQ);
+	td_run_scheduled(td);
+	vnet_dev_queue_stop(td->dev, RXQ);
+	vnet_dev_reset(td->dev);
+	assert_int_equal(mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE), 0);
+	td_free(td);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_teardown(fn, td_cleanup)
@@ -541,6 +579,7 @@ int main(void)
 	    T(test_enable_cycle_on_same_rings_keeps_vq_set),
 	    T(test_virtio_reenable_gets_last_kind_setting_and_fresh_count),
 	    T(test_reenabled_queue_rechecks_at_once),
+	    T(test_idle_device_writes_no_scratch_page),
 	};
 #undef T
 	return cmocka_run_group_tests(tests, NULL, NULL);

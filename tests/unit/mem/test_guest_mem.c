@@ -50,6 +50,7 @@ static int teardown(void **state)
 {
 	struct fixture *f = *state;
 
+	guest_mem_unmap_all(&f->mem); /* owns no mapping: frees the arrays */
 	free(f->buf);
 	free(f);
 	return 0;
@@ -197,6 +198,7 @@ static void test_translate_iov_pieces_map_to_each_regions_own_memory(void **stat
 			 GUEST_MEM_IOV_FULL);
 	assert_int_equal(guest_mem_translate_iov(&mem, GUEST_ADDR_GPA, 0x1000, 1, iov, 0),
 			 GUEST_MEM_IOV_FULL);
+	guest_mem_unmap_all(&mem);
 }
 
 static void test_translate_iov_outside_or_into_a_gap_is_bad_addr(void **state)
@@ -283,7 +285,10 @@ static void test_add_rejects_more_than_max_regions(void **state)
 		r.size = 64;
 		r.host = backing[i];
 		assert_int_equal(guest_mem_add(&mem, &r), 0);
+		if (i == 0) /* a small table has small arrays: they grow with it */
+			assert_true(mem.cap >= 1 && mem.cap <= 8);
 	}
+	assert_int_equal(mem.cap, GUEST_MEM_MAX_REGIONS);
 	r.gpa = 0x1000ull * (GUEST_MEM_MAX_REGIONS + 1);
 	r.uva = 0x100000ull * (GUEST_MEM_MAX_REGIONS + 1);
 	r.host = backing[GUEST_MEM_MAX_REGIONS];
@@ -294,6 +299,8 @@ static void test_add_rejects_more_than_max_regions(void **state)
 		assert_ptr_equal(
 		    guest_mem_translate(&mem, GUEST_ADDR_GPA, 0x1000ull * (i + 1) + 63, 1),
 		    &backing[i][63]);
+	guest_mem_unmap_all(&mem);
+	assert_true(mem.cap == 0 && mem.regions == NULL); /* freed: all zero again */
 }
 
 static void test_unmap_all_empties_table_and_unmaps_owned(void **state)

@@ -198,6 +198,7 @@ static void test_walk_total_over_4gib_is_too_big(void **state)
 	set_desc(&desc[1], r.gpa, 0x7fffffffu, 0, 0);
 	assert_int_equal(vq_walk_chain(&mem, desc, 4, 0, true, &f->chain), VQ_WALK_OK);
 	assert_int_equal(f->chain.read_len, 0xffffffffull);
+	guest_mem_unmap_all(&mem); /* the table's arrays (it owns no mapping) */
 	munmap(map, big);
 }
 
