@@ -14,7 +14,7 @@ export VNETD_BUILD := $(abspath $(BUILD))
 export PYTHONPATH := $(CURDIR)$(addprefix :,$(filter-out $(CURDIR),$(subst :, ,$(PYTHONPATH))))
 
 .PHONY: all deps build check docs-check unit asan fuzz-smoke fuzz e2e demo doctor soak bench \
-	bench-fairness bench-datapath bench-scale bench-workers bench-coal-causes install \
+	bench-fairness bench-datapath bench-scale bench-workers bench-coal-causes bench-offload install \
 	bench-migration bench-fdb-flood bench-rate clean deb deb-check check-migration-qemu72 tsan \
 	fuzz-proto check-ovn bench-ovn
 
@@ -139,6 +139,13 @@ bench-fdb-flood: build
 # results/rate-latest.{json,png}). Options: RATE_ARGS="--seconds N".
 bench-rate: build
 	$(PYTHON) bench/rate.py $(RATE_ARGS)
+
+# Guest-to-guest bulk TCP (two UML 7.2 guests, iperf3) through vnetd's switch with offloads, with
+# offloads=off, and through two vnetd taps on a Linux bridge in a namespace: Gbit/s and vnetd's and
+# the guests' CPU per Gbit, reps interleaved (about 3 minutes; results/offload-latest.{json,png}).
+# Options: OFFLOAD_ARGS="--reps N --seconds S", "--perf" (where the time goes, perf cpu-clock).
+bench-offload: build
+	$(PYTHON) bench/offload.py $(OFFLOAD_ARGS)
 
 # One flooding guest vs the others: control-socket RTT and throughput (about 1.5 minutes).
 bench-fairness: build
