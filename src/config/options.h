@@ -11,7 +11,6 @@
 /* Everything the command line configures. */
 struct vnetd_options {
 	unsigned nports;
-	struct port_config ports[VNETD_MAX_PORTS];
 	char control_path[108]; /* control socket path (required) */
 	char user[64];          /* drop privileges to this user; "" keeps the current one */
 	char metrics[64];       /* Prometheus listener ADDR:PORT; "" for none */
@@ -28,11 +27,16 @@ struct vnetd_options {
 				 * VNET_POLL_AUTO: adaptive, the default) */
 	long poll_us_worker[16]; /* --poll-us W:N: worker W's own window; -1: poll_us */
 	unsigned poll_budget_ns; /* --poll-budget NS: adaptive polling's ns per packet (default 50) */
+	/* Last: options_parse() clears the fields before it, and ports[i] only when a port lands
+	 * there (port_spec_parse() sets the whole entry), so the ~730 KB of a static struct cost
+	 * memory for the ports given only. */
+	struct port_config ports[VNETD_MAX_PORTS];
 };
 
 /*
- * options_parse() - parse argv into *out (fully overwritten). Returns 0 on success, 1 when
- * --help was printed to stdout (exit 0), -1 on an error (one line printed to stderr).
+ * options_parse() - parse argv into *out (overwritten, but ports[] beyond nports: never read).
+ * Returns 0 on success, 1 when --help was printed to stdout (exit 0), -1 on an error (one line
+ * printed to stderr).
  */
 int options_parse(int argc, char **argv, struct vnetd_options *out);
 

@@ -45,12 +45,13 @@ struct port {
 	dev_t sock_dev;          /* the listener's node at socket= (removed at the end if it */
 	ino_t sock_ino;          /* is still the same one) */
 	/* --state-dir: what the file says (restored once the first frontend's queues run), and
-	 * what was last written. */
+	 * what was last written (saved: allocated by port_persist_open() with --state-dir only,
+	 * NULL without). */
 	bool restore_pending;
 	bool restored[VNET_MAX_QUEUES];
 	bool rx_restored;        /* the receive filter, RX mode and MAC (saved.rx) */
 	bool rss_restored;       /* the driver's RSS settings (saved.rss) */
-	struct port_state saved;
+	struct port_state *saved;
 	/* A guest's changes are written by a timer, at most once a second (port_persist_mark). */
 	int state_timer_fd;      /* timerfd; -1 without --state-dir */
 	bool state_pending;      /* the timer is armed for a change that may be unwritten */

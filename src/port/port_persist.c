@@ -4,6 +4,7 @@
 #include "port/port.h" /* the folder's API this file defines part of */
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -42,22 +43,22 @@ static void state_load(struct port *p)
 
 	if (state_dir < 0)
 		return;
-	r = port_state_load(state_dir, p->cfg.socket_path, vnet_dev_num_queues(p->dev), &p->saved,
+	r = port_state_load(state_dir, p->cfg.socket_path, vnet_dev_num_queues(p->dev), p->saved,
 			    err, sizeof(err));
 	if (r < 0)
 		log_warn("%s: state file ignored: %s", p->name, err);
 	for (unsigned i = 0; i < VNET_MAX_QUEUES; i++)
-		p->rings[i].kept = p->saved.ring[i];
-	if (port_state_ring_any(p->saved.ring, VNET_MAX_QUEUES))
+		p->rings[i].kept = p->saved->ring[i];
+	if (port_state_ring_any(p->saved->ring, VNET_MAX_QUEUES))
 		log_info("%s: packed ring positions kept from a clean stop", p->name);
-	p->rss_restored = !p->saved.rss.cfg.table_len;
-	p->restore_pending = r == 0 && (p->saved.nqueues > 0 || p->saved.rx.present ||
+	p->rss_restored = !p->saved->rss.cfg.table_len;
+	p->restore_pending = r == 0 && (p->saved->nqueues > 0 || p->saved->rx.present ||
 					!p->rss_restored);
-	p->rx_restored = !p->saved.rx.present;
+	p->rx_restored = !p->saved->rx.present;
 	if (p->restore_pending)
 		log_info("%s: coalescing of %u queue(s)%s%s restored once the frontend is back",
-			 p->name, p->saved.nqueues,
-			 p->saved.rx.present ? ", receive filter, RX mode and MAC" : "",
+			 p->name, p->saved->nqueues,
+			 p->saved->rx.present ? ", receive filter, RX mode and MAC" : "",
 			 p->rss_restored ? "" : ", RSS settings");
 }
 
@@ -65,15 +66,22 @@ static void state_load(struct port *p)
  * port_persist_open() - read the port's state file, and set up the timer that writes it.
  * @p: the port, its device created, not yet in use
  *
- * Nothing to do without --state-dir. Main thread, the port's worker parked or not started.
+ * Nothing to do without --state-dir (p->saved stays NULL). Main thread, the port's worker
+ * parked or not started.
  *
- * Return: 0, or -1 (logged) when the timer cannot be set up; port_persist_close() cleans up.
+ * Return: 0, or -1 (logged) when there is no memory for the state or the timer cannot be set
+ * up; port_persist_close() cleans up.
  */
 int port_persist_open(struct port *p)
 {
-	state_load(p);
 	if (state_dir < 0)
 		return 0;
+	p->saved = calloc(1, sizeof(*p->saved)); /* 2.3 KB a port without --state-dir does not pay */
+	if (!p->saved) {
+		log_err("%s: state: out of memory", p->name);
+		return -1;
+	}
+	state_load(p);
 	p->state_timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (p->state_timer_fd < 0 ||
 	    event_loop_add(p->epfd, p->state_timer_fd, EPOLLIN,
@@ -85,13 +93,16 @@ int port_persist_open(struct port *p)
 }
 
 /**
- * port_persist_close() - close the port's state write timer (the file stays for the next vnetd).
+ * port_persist_close() - close the port's state write timer and free its state (the file stays
+ * for the next vnetd).
  * @p: the port
  *
  * Main thread, the port's worker parked or stopped.
  */
 void port_persist_close(struct port *p)
 {
+	free(p->saved);
+	p->saved = NULL;
 	if (p->state_timer_fd >= 0) {
 		event_loop_del(p->epfd, p->state_timer_fd);
 		close(p->state_timer_fd);
@@ -105,7 +116,7 @@ void port_persist_close(struct port *p)
  */
 static bool state_restore_rx(struct port *p)
 {
-	const struct port_state_rx *rx = &p->saved.rx;
+	const struct port_state_rx *rx = &p->saved->rx;
 	struct vnet_rx_filter f;
 	struct vnet_ring_info ri;
 
@@ -127,7 +138,7 @@ static bool state_restore_rx(struct port *p)
  */
 static bool state_restore_rss(struct port *p)
 {
-	const struct port_state_rss *rss = &p->saved.rss;
+	const struct port_state_rss *rss = &p->saved->rss;
 	struct vnet_ring_info ri;
 	const char *why;
 
@@ -153,12 +164,12 @@ void port_persist_restore(struct port *p)
 
 	pending |= !state_restore_rss(p);
 
-	for (unsigned i = 0; i < p->saved.nqueues; i++) {
+	for (unsigned i = 0; i < p->saved->nqueues; i++) {
 		struct vnet_ring_info ri;
 		bool have = vnet_dev_ring_info(p->dev, i, &ri);
 
 		if (p->restored[i] || !have || ri.kind == VNET_QUEUE_CTRL ||
-		    p->saved.q[i].setter == COAL_SET_NONE) {
+		    p->saved->q[i].setter == COAL_SET_NONE) {
 			p->restored[i] = true;
 			continue;
 		}
@@ -166,8 +177,8 @@ void port_persist_restore(struct port *p)
 			pending = true;
 			continue;
 		}
-		vnet_dev_restore_coal(p->dev, i, &p->saved.q[i].params,
-				      (enum coal_setter)p->saved.q[i].setter);
+		vnet_dev_restore_coal(p->dev, i, &p->saved->q[i].params,
+				      (enum coal_setter)p->saved->q[i].setter);
 		p->restored[i] = true;
 	}
 	p->restore_pending = pending;
@@ -186,7 +197,7 @@ static void state_rss_from(struct port *p, struct port_state_rss *out)
  * 1 written, -1 the write failed (logged). */
 static int state_write(struct port *p)
 {
-	struct port_state now = p->saved;
+	struct port_state now = *p->saved;
 	unsigned n = vnet_dev_num_queues(p->dev);
 
 	if (!p->connected)
@@ -210,11 +221,11 @@ static int state_write(struct port *p)
 	port_state_rx_from(&now.rx, vnet_dev_rx_filter(p->dev), vnet_dev_mac(p->dev), p->cfg.dev.mac);
 	state_rss_from(p, &now.rss);
 write:
-	if (memcmp(&now, &p->saved, sizeof(now)) == 0)
+	if (memcmp(&now, p->saved, sizeof(now)) == 0)
 		return 0;
 	if (port_state_save(state_dir, p->cfg.socket_path, &now) < 0)
 		return -1;
-	p->saved = now;
+	*p->saved = now;
 	return 1;
 }
 
@@ -253,7 +264,7 @@ void port_state_sync(struct port *p)
 {
 	int r;
 
-	if (state_dir < 0)
+	if (state_dir < 0 || !p->saved)
 		return;
 	p->state_pending = false; /* the timer may still fire: it then finds nothing pending */
 	r = state_write(p);
