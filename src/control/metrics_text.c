@@ -47,8 +47,6 @@ static const struct queue_family queue_counters[] = {
     QCOUNTER("rx_no_buffers", rx_no_buffers, "Times a received packet waited for guest buffers."),
     QCOUNTER("yields", yields, "Runs that stopped at their budget with work left."),
     QCOUNTER("polls", polls, "Poll mode: runs that found the ring empty and kept polling."),
-    QCOUNTER("poll_nanoseconds", poll_ns,
-	     "Poll mode: time the queue spent polling its ring (a window open), in ns."),
     QCOUNTER("rx_direct_packets", rx_direct,
 	     "Packets the backend read straight into guest buffers."),
     QCOUNTER("rate_waits", rate_waits,
@@ -170,11 +168,11 @@ static void port_families(struct textbuf *tb, const struct metrics_port_view *v,
 }
 
 /* queue_gauge() - one gauge family over every queue; pick() gives the value as text. */
-static void queue_gauge(struct textbuf *tb, const struct metrics_port_view *v, unsigned n,
-			const char *name, const char *help,
-			void (*pick)(struct textbuf *tb, const struct stats_queue *q))
+static void queue_family(struct textbuf *tb, const struct metrics_port_view *v, unsigned n,
+			 const char *name, const char *type, const char *help,
+			 void (*pick)(struct textbuf *tb, const struct stats_queue *q))
 {
-	family(tb, name, "gauge", help);
+	family(tb, name, type, help);
 	for (unsigned i = 0; i < n; i++)
 		for (unsigned j = 0; j < v[i].port.nqueues; j++) {
 			tb_puts(tb, name);
@@ -183,6 +181,20 @@ static void queue_gauge(struct textbuf *tb, const struct metrics_port_view *v, u
 			pick(tb, &v[i].queues[j]);
 			tb_puts(tb, "\n");
 		}
+}
+
+/* A gauge of every queue: pick prints its value. */
+static void queue_gauge(struct textbuf *tb, const struct metrics_port_view *v, unsigned n,
+			const char *name, const char *help,
+			void (*pick)(struct textbuf *tb, const struct stats_queue *q))
+{
+	queue_family(tb, v, n, name, "gauge", help, pick);
+}
+
+/* Poll mode's time, in seconds (Prometheus' base unit). */
+static void pick_poll_seconds(struct textbuf *tb, const struct stats_queue *q)
+{
+	tb_printf(tb, "%.9f", (double)q->poll_ns / 1e9);
 }
 
 static void pick_enabled(struct textbuf *tb, const struct stats_queue *q)
@@ -398,6 +410,9 @@ void metrics_format(struct textbuf *tb, const struct metrics_port_view *v, unsig
 				tb_printf(tb, "} %" PRIu64 "\n", value);
 			}
 	}
+	queue_family(tb, v, n, "vnetd_queue_poll_seconds_total", "counter",
+		     "Poll mode: time the queue spent polling its ring (a window open).",
+		     pick_poll_seconds);
 	queue_gauge(tb, v, n, "vnetd_queue_enabled", "1 while the driver has the queue enabled.",
 		    pick_enabled);
 	queue_gauge(tb, v, n, "vnetd_queue_started",
