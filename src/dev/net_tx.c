@@ -296,6 +296,10 @@ static __attribute__((noinline)) bool tx_poll_auto(struct vnet_dev *dev, struct 
 	uint64_t since = q->poll_look_ns ? now - q->poll_look_ns : 0;
 	bool found = moved > 0;
 
+	/* The time since the last look, but no more than a window: the worker may have served
+	 * other queues, or been preempted, meanwhile (that is not this queue's polling). */
+	if (since > q->poll_win_ns)
+		since = q->poll_win_ns;
 	q->poll_look_ns = now;
 	q->poll_credit_ns += (int64_t)moved * dev->poll_budget_ns;
 	if (polled) {
@@ -305,6 +309,8 @@ static __attribute__((noinline)) bool tx_poll_auto(struct vnet_dev *dev, struct 
 	}
 	if (q->poll_credit_ns > POLL_CREDIT_MAX_NS)
 		q->poll_credit_ns = POLL_CREDIT_MAX_NS;
+	if (q->poll_credit_ns < 0)
+		q->poll_credit_ns = 0; /* a debt would outlive the load that made it */
 	if (found)
 		q->poll_until_ns = now + q->poll_win_ns;
 	return now < q->poll_until_ns && q->poll_credit_ns > 0;

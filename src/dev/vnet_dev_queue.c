@@ -214,6 +214,8 @@ uint32_t vnet_dev_queue_stop(struct vnet_dev *dev, unsigned qidx)
 	q->tx_blocked = false; /* the chain the backend refused was given back already */
 	q->polling = false;    /* a run-queue entry may stay: its run finds the queue stopped */
 	q->poll_until_ns = q->poll_look_ns = q->idle_ns = 0;
+	q->poll_win_ns = 0;
+	q->poll_credit_ns = 0;
 	if (q->timer_deadline_ns)
 		dev->env->arm_timer(dev->env_ctx, qidx, 0);
 	q->timer_deadline_ns = q->coal_deadline_ns = q->tx_deadline_ns = q->rate_deadline_ns = 0;

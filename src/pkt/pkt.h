@@ -31,7 +31,8 @@
 /* Why a header was refused (pkt_offload_parse()); PKT_OK: accepted. */
 enum pkt_bad {
 	PKT_OK = 0,
-	PKT_BAD_CSUM_POS,   /* csum_start + csum_offset + 2 beyond the frame */
+	PKT_BAD_CSUM_POS,   /* csum_start + csum_offset + 2 beyond the frame, or csum_start before
+			     * the L4 header (over bytes a switch checked: MACs, tags, IP addresses) */
 	PKT_BAD_GSO_TYPE,   /* a gso_type that is no type, ECN alone, ECN on UDP */
 	PKT_BAD_GSO_CSUM,   /* a GSO type without NEEDS_CSUM */
 	PKT_BAD_GSO_SIZE,   /* gso_size 0 with a GSO type */
@@ -82,6 +83,16 @@ struct pkt_seg {
 };
 
 size_t pkt_soft_size(const struct pkt_offload *o);
+
+/* Where pkt_soft() makes a caller's frames: the buffer, grown as needed, and its frames. */
+struct pkt_soft_buf {
+	uint8_t *buf;
+	size_t cap;
+	struct pkt_seg seg[PKT_GSO_MAX_SEGS];
+};
+
+struct pkt_soft_buf *pkt_soft_buf_reserve(struct pkt_soft_buf **b, size_t size);
+void pkt_soft_buf_free(struct pkt_soft_buf **b);
 unsigned pkt_soft(const struct pkt_offload *o, const uint8_t *head, size_t head_len,
 		  const struct iovec *iov, unsigned iovcnt, size_t off, uint8_t *buf,
 		  size_t buf_len, struct pkt_seg *seg, unsigned max_segs);

@@ -3,6 +3,7 @@
 #include "pkt/pkt.h"
 
 #include <endian.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lib/iov.h"
@@ -168,6 +169,8 @@ static unsigned soft_one(const struct pkt_offload *o, const uint8_t *head, size_
 		uint16_t c = pkt_csum_fold(pkt_csum_add(0, buf + o->csum_start,
 							o->frame_len - o->csum_start));
 
+		if (c == 0) /* as Linux's csum_fold() ?: CSUM_MANGLED_0: 0 means none for UDP */
+			c = 0xffff;
 		memcpy(buf + o->csum_start + o->csum_offset, &c, 2);
 	}
 	seg[0] = (struct pkt_seg){buf, o->frame_len};
@@ -218,10 +221,10 @@ static unsigned soft_gso(const struct pkt_offload *o, const uint8_t *head, size_
  *
  * Without GSO: one frame, the copy; with NEEDS_CSUM the sum over [csum_start, frame_len), the
  * field's current content (the sender's pseudo-header seed, as virtio has it) included, folded
- * and complemented, is stored at csum_start + csum_offset. A result of 0 is stored as it is:
- * which protocol the checksum belongs to is not parsed, and UDP's rule (0 sent as 0xffff) can
- * only be applied where the protocol is known. An odd csum_offset (no protocol has one) gets
- * the same, as from Linux's skb_checksum_help(): a value no receiver will find right.
+ * and complemented, is stored at csum_start + csum_offset; a result of 0 is stored as 0xffff,
+ * as Linux's skb_checksum_help() does (the same in one's complement for TCP, and UDP's "no
+ * checksum" avoided). An odd csum_offset (no protocol has one) gets the same: a value no
+ * receiver will find right.
  *
  * With GSO: o->segs frames, each the headers (o->hdr_len bytes) and up to gso_size payload
  * bytes. IPv4: tot_len, id + i (wrapping), header checksum; IPv6: payload_len. TCP: seq + i *
@@ -312,4 +315,44 @@ bool pkt_rx_takes(uint64_t guest_offloads, const struct pkt_offload *o)
 	if (o->ecn)
 		need |= BIT_ULL(VIRTIO_NET_F_GUEST_ECN);
 	return (guest_offloads & need) == need;
+}
+
+/**
+ * pkt_soft_buf_reserve() - a buffer for pkt_soft()'s frames of at least size bytes
+ * @b: the caller's buffer (NULL at first: allocated here, at first use)
+ * @size: what the frame needs (pkt_soft_size())
+ *
+ * Grows *b as the frames it meets need (at most a 64 KB frame and PKT_GSO_MAX_SEGS headers):
+ * an owner that never meets an offload holds none.
+ *
+ * Return: *b, or NULL when out of memory (the caller drops the frame; *b stays as it was).
+ */
+struct pkt_soft_buf *pkt_soft_buf_reserve(struct pkt_soft_buf **b, size_t size)
+{
+	struct pkt_soft_buf *s = *b;
+
+	if (!s && !(s = *b = calloc(1, sizeof(*s))))
+		return NULL;
+	if (s->cap < size) {
+		uint8_t *n = realloc(s->buf, size);
+
+		if (!n)
+			return NULL;
+		s->buf = n;
+		s->cap = size;
+	}
+	return s;
+}
+
+/**
+ * pkt_soft_buf_free() - free a buffer of pkt_soft_buf_reserve() (NULL is fine)
+ * @b: the caller's buffer, NULL afterwards
+ */
+void pkt_soft_buf_free(struct pkt_soft_buf **b)
+{
+	if (!*b)
+		return;
+	free((*b)->buf);
+	free(*b);
+	*b = NULL;
 }

@@ -16,13 +16,20 @@ static size_t min_size(size_t a, size_t b)
 	return a < b ? a : b;
 }
 
+#define PROTO_ANY 0xff	  /* parse_ipv4/6(): any protocol (255 is reserved) */
+#define PKT_CSUM_L3_NEED (14 + 2 * 4 + 60) /* Ethernet, two tags, the longest IPv4 header */
+#ifndef IPV6_FRAGMENT
+#define IPV6_FRAGMENT 44 /* IPv6's fragment header: a fragment has no whole L4 header */
+#endif
+
 /**
  * pkt_offload_head_need() - how many of a frame's first bytes pkt_offload_parse() needs in head.
  * @h: the frame's virtio-net header (as the sender wrote it: not yet checked)
  * @frame_len: the frame's length, the header excluded
  *
  * NEEDS_CSUM alone: up to the checksum field (the seed pkt_soft() sums is then the checked
- * copy's). A GSO type: csum_start, which must point at the TCP or UDP header, plus the longest
+ * copy's), and at least Ethernet, two tags and the longest IPv4 header (the position check
+ * reads them). A GSO type: csum_start, which must point at the TCP or UDP header, plus the longest
  * TCP header (60 bytes) or the checksum field if that ends later; everything before csum_start
  * (Ethernet, VLAN tags, IP and IPv6 extension headers) is then in head too, and
  * pkt_offload_parse() checks that it is consistent.
@@ -38,7 +45,7 @@ size_t pkt_offload_head_need(const struct virtio_net_hdr_v1 *h, size_t frame_len
 	if ((h->gso_type & ~VIRTIO_NET_HDR_GSO_ECN) != VIRTIO_NET_HDR_GSO_NONE)
 		need = start + PKT_TCP_HLEN_MAX > csum_end ? start + PKT_TCP_HLEN_MAX : csum_end;
 	else if (h->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM)
-		need = csum_end;
+		need = csum_end > PKT_CSUM_L3_NEED ? csum_end : PKT_CSUM_L3_NEED;
 	return min_size(min_size(need, PKT_HEAD_MAX), frame_len);
 }
 
@@ -98,8 +105,8 @@ static enum pkt_bad parse_ipv4(const uint8_t *head, size_t head_len, size_t fram
 	tot = pkt_get16(ip + 2);
 	if (ihl < PKT_IPV4_HLEN || l3 + ihl > head_len || tot < ihl || l3 + tot > frame_len)
 		return PKT_BAD_L3;
-	if ((pkt_get16(ip + 6) & 0x3fff) || ip[9] != proto) /* MF or an offset: a fragment */
-		return PKT_BAD_L3;
+	if ((pkt_get16(ip + 6) & 0x3fff) || (proto != PROTO_ANY && ip[9] != proto))
+		return PKT_BAD_L3; /* MF or an offset: a fragment */
 	*l4 = l3 + ihl;
 	*end = l3 + tot;
 	return PKT_OK;
@@ -130,7 +137,7 @@ static enum pkt_bad parse_ipv6(const uint8_t *head, size_t head_len, size_t fram
 		nh = head[off];
 		off += ((size_t)head[off + 1] + 1) * 8;
 	}
-	if (nh != proto || off > head_len)
+	if ((proto != PROTO_ANY && nh != proto) || nh == IPV6_FRAGMENT || off > head_len)
 		return PKT_BAD_L3;
 	*l4 = off;
 	*end = l3 + PKT_IPV6_HLEN + plen;
@@ -159,6 +166,32 @@ static enum pkt_bad parse_l4(const uint8_t *head, size_t head_len, size_t end,
 		return PKT_BAD_L4;
 	o->hdr_len = (uint16_t)(l4 + len);
 	return PKT_OK;
+}
+
+/*
+ * NEEDS_CSUM without GSO: the checksum field must lie behind the IP header (in the L4 header or
+ * after it), never over bytes the switch checked and forwards as checked (MACs, VLAN tags,
+ * EtherType, IP addresses) nor over a tag a trunk inserts: Ethernet with at most two tags, an
+ * unfragmented IPv4 or IPv6 packet of any protocol, csum_start at or behind its L4 header.
+ */
+static enum pkt_bad parse_csum_pos(const uint8_t *head, size_t head_len, size_t frame_len,
+				   const struct pkt_offload *o)
+{
+	size_t l3, l4 = 0, end = 0;
+	uint16_t type;
+	enum pkt_bad why = parse_l2(head, head_len, &l3, &type);
+
+	if (why)
+		return why;
+	if (type == PKT_ETH_P_IPV4)
+		why = parse_ipv4(head, head_len, frame_len, l3, PROTO_ANY, &l4, &end);
+	else if (type == PKT_ETH_P_IPV6)
+		why = parse_ipv6(head, head_len, frame_len, l3, PROTO_ANY, &l4, &end);
+	else
+		return PKT_BAD_L2;
+	if (why)
+		return why;
+	return o->csum_start >= l4 ? PKT_OK : PKT_BAD_CSUM_POS;
 }
 
 /* The IP header the GSO type names, behind L2: IPv4 for TCPV4, IPv6 for TCPV6, either for USO. */
@@ -251,6 +284,8 @@ enum pkt_bad pkt_offload_parse(const struct virtio_net_hdr_v1 *h, const uint8_t 
 	r.frame_len = (uint32_t)frame_len;
 	if (!why && r.gso != VIRTIO_NET_HDR_GSO_NONE)
 		why = parse_gso(head, head_len, frame_len, &r);
+	else if (!why && r.csum)
+		why = parse_csum_pos(head, head_len, frame_len, &r);
 	if (!why)
 		*o = r;
 	return why;
@@ -266,7 +301,7 @@ const char *pkt_bad_name(enum pkt_bad why)
 {
 	static const char *const names[PKT_BAD_COUNT] = {
 	    [PKT_OK] = "accepted",
-	    [PKT_BAD_CSUM_POS] = "checksum position outside the frame",
+	    [PKT_BAD_CSUM_POS] = "checksum position outside the frame or before its L4 header",
 	    [PKT_BAD_GSO_TYPE] = "unknown or unsupported GSO type",
 	    [PKT_BAD_GSO_CSUM] = "GSO without NEEDS_CSUM",
 	    [PKT_BAD_GSO_SIZE] = "GSO with gso_size 0",

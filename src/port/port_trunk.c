@@ -34,8 +34,10 @@ static bool hdr_shift(struct virtio_net_hdr_v1 *h, int by)
 {
 	int cs = le16toh(h->csum_start), hl = le16toh(h->hdr_len);
 
-	if ((h->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) && cs + by < 14)
-		return false; /* the checksum would start inside the Ethernet header */
+	if ((h->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) && (cs + by < 14 || cs + by > 0xffff))
+		return false; /* inside the Ethernet header, or past what the field holds */
+	if (hl + by > 0xffff)
+		return false;
 	if (h->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM)
 		h->csum_start = htole16((uint16_t)(cs + by));
 	if (hl)
@@ -52,7 +54,10 @@ static void uplink_deliver(void *ctx, const struct virtio_net_hdr_v1 *hdr, const
 
 	if (hdr) {
 		h = *hdr;
-		(void)hdr_shift(&h, VLAN_TAG); /* never fails: offsets only grow */
+		if (!hdr_shift(&h, VLAN_TAG)) { /* offsets past 64 KB: nothing a guest sends */
+			stat_inc(&u->p->trunk_dropped);
+			return;
+		}
 	}
 	if (tap_backend_send_tagged(u->p->be, u->vid, &h, iov, iovcnt, off, len) < 0)
 		stat_inc(&u->p->trunk_dropped);

@@ -555,6 +555,7 @@ static void switch_reset(struct vnet_backend *be)
 	 * vhost-user handling parks them). */
 	for (unsigned i = 0; i < p->nlanes; i++)
 		swq_clear(p->lanes[i]);
+	switch_set_offloads(be, 0); /* the reset device has none until the next negotiation */
 }
 
 /*

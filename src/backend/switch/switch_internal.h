@@ -40,6 +40,7 @@
 #define SW_FWD_IOV 8	      /* a forwarded frame's pieces: its checked copy, the rest in place */
 
 struct sw_packet; /* a queued frame's buffer (switch_queue.c) */
+struct pkt_soft_buf;
 struct xq;
 
 /* The private side of a struct vnet_backend handed out by switch_attach(). */
@@ -180,8 +181,10 @@ struct sw_worker {
 	 * segments once for all the receivers that need it. soft_gen numbers the frames that ask
 	 * for offloads on this worker (sw_fwd_offload()): what was made is for the frame whose
 	 * number it keeps. */
-	struct sw_soft *soft;
-	uint64_t soft_gen;
+	struct pkt_soft_buf *soft;
+	uint64_t soft_gen;  /* the last number given (sw_fwd_offload()) */
+	uint64_t soft_made; /* the frame soft's soft_n frames were made of */
+	unsigned soft_n;
 };
 
 struct vnet_switch {

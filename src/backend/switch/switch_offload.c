@@ -5,7 +5,6 @@
 #include <endian.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "lib/log.h"
@@ -31,15 +30,6 @@
  *    worker, whatever number of receivers needs them (a flood).
  * An uplink (a tap trunk) takes every offload: the kernel does what the host needs.
  */
-
-/* A worker's frames made in software: the buffer, its segments, and for which frame. */
-struct sw_soft {
-	uint8_t *buf;
-	size_t cap;
-	uint64_t gen; /* the frame they were made of (struct sw_fwd's gen) */
-	unsigned n;   /* frames made; 0: none */
-	struct pkt_seg seg[PKT_GSO_MAX_SEGS];
-};
 
 /**
  * sw_rx_takes() - whether a receiver takes a frame's offload as it is.
@@ -113,35 +103,25 @@ bool sw_offload_admit(struct switch_port *src, const struct virtio_net_hdr_v1 *h
  */
 unsigned sw_soft_get(struct sw_worker *w, const struct sw_fwd *fw, const struct pkt_seg **segs)
 {
-	struct sw_soft *s = w->soft;
+	struct pkt_soft_buf *s;
 	struct iovec tmp[2];
 	const struct iovec *iov;
 	unsigned cnt = sw_fwd_vec(fw, tmp, &iov);
-	size_t size = pkt_soft_size(fw->off);
 
-	if (s && s->n && s->gen == fw->gen) {
-		*segs = s->seg;
-		return s->n;
+	if (w->soft_n && w->soft_made == fw->gen) {
+		*segs = w->soft->seg;
+		return w->soft_n;
 	}
-	if (!s && !(s = w->soft = calloc(1, sizeof(*s)))) {
+	s = pkt_soft_buf_reserve(&w->soft, pkt_soft_size(fw->off));
+	if (!s) {
 		log_err("switch: no memory for offloads done in software: frame dropped");
 		return 0;
 	}
-	if (s->cap < size) {
-		uint8_t *b = realloc(s->buf, size);
-
-		if (!b) {
-			log_err("switch: no memory for offloads done in software: frame dropped");
-			return 0;
-		}
-		s->buf = b;
-		s->cap = size;
-	}
-	s->gen = fw->gen;
-	s->n = pkt_soft(fw->off, iov[0].iov_base, iov[0].iov_len, iov, cnt, 0, s->buf, s->cap,
-			s->seg, PKT_GSO_MAX_SEGS);
+	w->soft_made = fw->gen;
+	w->soft_n = pkt_soft(fw->off, iov[0].iov_base, iov[0].iov_len, iov, cnt, 0, s->buf, s->cap,
+			     s->seg, PKT_GSO_MAX_SEGS);
 	*segs = s->seg;
-	return s->n;
+	return w->soft_n;
 }
 
 /**
@@ -150,9 +130,6 @@ unsigned sw_soft_get(struct sw_worker *w, const struct sw_fwd *fw, const struct 
  */
 void sw_soft_free(struct sw_worker *w)
 {
-	if (!w->soft)
-		return;
-	free(w->soft->buf);
-	free(w->soft);
-	w->soft = NULL;
+	pkt_soft_buf_free(&w->soft);
+	w->soft_n = 0;
 }

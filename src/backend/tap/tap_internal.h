@@ -69,7 +69,7 @@ struct tap_backend {
 	 * allocated at first use.
 	 */
 	uint64_t guest_offloads;
-	struct tap_soft *soft;
+	struct pkt_soft_buf *soft;
 };
 
 static inline struct tap_queue *tq_of(struct vnet_backend *be)

@@ -2,7 +2,6 @@
 /* tap_trunk.c - a trunk tap: VLAN-tagged frames read go to the trunk's owner, tagged writes. */
 #include <errno.h>
 #include <limits.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -14,12 +13,6 @@
 #include "dev/dev.h"
 #include "pkt/pkt.h"
 
-/* A trunk's frames made in software for its own guest: the buffer and its frames. */
-struct tap_soft {
-	uint8_t *buf;
-	size_t cap;
-	struct pkt_seg seg[PKT_GSO_MAX_SEGS];
-};
 
 /**
  * tap_backend_set_trunk() - make the tap a trunk: tagged frames read go to ops->rx().
@@ -47,11 +40,7 @@ void tap_backend_set_trunk(struct vnet_backend *be, const struct tap_trunk_ops *
  */
 void tap_soft_free(struct tap_backend *t)
 {
-	if (!t->soft)
-		return;
-	free(t->soft->buf);
-	free(t->soft);
-	t->soft = NULL;
+	pkt_soft_buf_free(&t->soft);
 }
 
 /*
@@ -62,22 +51,13 @@ void tap_soft_free(struct tap_backend *t)
 static void trunk_deliver_soft(struct tap_queue *tq, const struct pkt_offload *o, size_t n)
 {
 	struct tap_backend *t = tq->tap;
-	struct tap_soft *s = t->soft;
+	struct pkt_soft_buf *s = pkt_soft_buf_reserve(&t->soft, pkt_soft_size(o));
 	const struct iovec in = {.iov_base = tq->rx_buf + TAP_HDR_LEN, .iov_len = n - TAP_HDR_LEN};
 	struct virtio_net_hdr_v1 h = {0};
-	size_t size = pkt_soft_size(o);
 	unsigned k;
 
-	if (!s && !(s = t->soft = calloc(1, sizeof(*s))))
+	if (!s)
 		return;
-	if (s->cap < size) {
-		uint8_t *b = realloc(s->buf, size);
-
-		if (!b)
-			return;
-		s->buf = b;
-		s->cap = size;
-	}
 	k = pkt_soft(o, in.iov_base, in.iov_len, &in, 1, 0, s->buf, s->cap, s->seg,
 		     PKT_GSO_MAX_SEGS);
 	if (t->guest_offloads & BIT_ULL(VIRTIO_NET_F_GUEST_CSUM))

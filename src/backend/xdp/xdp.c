@@ -2,6 +2,7 @@
 /* xdp.c - AF_XDP backend: guest packets to and from a NIC's queues through AF_XDP sockets. */
 #include "backend/xdp/xdp.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <linux/if_xdp.h>
 #include <stddef.h>
@@ -261,7 +262,7 @@ static __attribute__((noinline)) int xdp_transmit_soft(struct xdp_backend *x,
 	const struct pkt_seg *segs;
 	unsigned n;
 	uint32_t idx = 0;
-	int r = xdp_tx_ready(x, frame_len, 65536 + 18);
+	int r = xdp_tx_ready(x, frame_len, 65536 + 18); /* the device's largest: a GSO frame */
 
 	if (r < 0)
 		return r;
@@ -276,6 +277,7 @@ static __attribute__((noinline)) int xdp_transmit_soft(struct xdp_backend *x,
 		struct xdp_desc *d = xsk_ring_prod__tx_desc(&x->tx, idx + i);
 
 		(void)xdp_frames_get(&x->frames, &addr, 1);
+		assert(segs[i].len <= XDP_PORT_MAX_FRAME); /* xdp_soft_make() checked */
 		memcpy(x->area + addr, segs[i].data, segs[i].len);
 		d->addr = addr;
 		d->len = segs[i].len;

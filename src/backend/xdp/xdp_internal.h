@@ -73,7 +73,7 @@ struct xdp_backend {
 	uint64_t tx_frames; /* guest frames put on the TX ring (logged at close) */
 	/* Guest frames that ask for offloads (xdp_offload.c): the scratch they are made in
 	 * (allocated at first use), and counters (stat_atomic.h: stats read them). */
-	struct xdp_soft *soft;
+	struct pkt_soft_buf *soft;
 	uint64_t bad_hdr;    /* dropped: an offload header the frame contradicts, or too big */
 	uint64_t soft_segs;  /* segments made in software and sent */
 	uint64_t soft_csums; /* frames whose checksum was completed in software and sent */

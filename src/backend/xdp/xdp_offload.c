@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* xdp_offload.c - an AF_XDP port's guest frames that ask for offloads: checked, then segmented and checksummed in software. */
 #include <endian.h>
-#include <stdlib.h>
 
 #include "lib/iov.h"
 #include "lib/log.h"
@@ -17,13 +16,6 @@
  * the wire wants here (pkt_soft()), in a scratch buffer allocated at first use; xdp.c puts them
  * on the TX ring.
  */
-
-/* The scratch of frames made in software: the buffer and the segments in it. */
-struct xdp_soft {
-	uint8_t *buf;
-	size_t cap;
-	struct pkt_seg seg[PKT_GSO_MAX_SEGS];
-};
 
 /**
  * xdp_soft_make() - a guest frame that asks for an offload, made in software.
@@ -47,8 +39,8 @@ unsigned xdp_soft_make(struct xdp_backend *x, const struct virtio_net_hdr_v1 *hd
 		       const struct pkt_seg **segs)
 {
 	uint8_t head[PKT_HEAD_MAX];
-	size_t need = pkt_offload_head_need(hdr, len), got, size;
-	struct xdp_soft *s = x->soft;
+	size_t need = pkt_offload_head_need(hdr, len), got;
+	struct pkt_soft_buf *s;
 	struct pkt_offload o;
 	enum pkt_bad why = PKT_BAD_L3;
 
@@ -63,23 +55,17 @@ unsigned xdp_soft_make(struct xdp_backend *x, const struct virtio_net_hdr_v1 *hd
 			  le16toh(hdr->gso_size), le16toh(hdr->csum_start), len);
 		return 0;
 	}
-	if (o.segs > XDP_TX_FRAMES || (o.gso && o.hdr_len + o.gso_size > XDP_PORT_MAX_FRAME)) {
+	/* Each frame made must fit a UMEM frame: a segment, or the frame itself without GSO. */
+	if (o.segs > XDP_TX_FRAMES ||
+	    (o.gso ? (size_t)o.hdr_len + o.gso_size : (size_t)o.frame_len) > XDP_PORT_MAX_FRAME) {
 		stat_inc(&x->bad_hdr);
-		log_guest("xdp %s: dropped a guest frame of %u segments of %u bytes: more than its "
-			  "TX ring or a frame holds", x->name, o.segs, o.gso_size);
+		log_guest("xdp %s: dropped a guest frame of %u segments of %u bytes (%zu in all): more "
+			  "than its TX ring or a frame holds", x->name, o.segs, o.gso_size, len);
 		return 0;
 	}
-	size = pkt_soft_size(&o);
-	if (!s && !(s = x->soft = calloc(1, sizeof(*s))))
+	s = pkt_soft_buf_reserve(&x->soft, pkt_soft_size(&o));
+	if (!s)
 		return 0;
-	if (s->cap < size) {
-		uint8_t *b = realloc(s->buf, size);
-
-		if (!b)
-			return 0;
-		s->buf = b;
-		s->cap = size;
-	}
 	*segs = s->seg;
 	return pkt_soft(&o, head, got, iov, iovcnt, off, s->buf, s->cap, s->seg, PKT_GSO_MAX_SEGS);
 }
@@ -90,9 +76,5 @@ unsigned xdp_soft_make(struct xdp_backend *x, const struct virtio_net_hdr_v1 *hd
  */
 void xdp_soft_free(struct xdp_backend *x)
 {
-	if (!x->soft)
-		return;
-	free(x->soft->buf);
-	free(x->soft);
-	x->soft = NULL;
+	pkt_soft_buf_free(&x->soft);
 }

@@ -675,6 +675,17 @@ HOSTILE = [
      'not Ethernet \\(VLAN\\) with the IP version the GSO type says'),
     ('GSO TCPv4 on ethertype 0x88b5 (not IP)', tcp_hdr(), v4(ethertype=0x88b5), SW,
      'not Ethernet \\(VLAN\\) with the IP version the GSO type says'),
+    # NEEDS_CSUM alone may not write over checked bytes (a receiver without GUEST_CSUM, a trunk
+    # or AF_XDP would get the switch's checksum there, chosen by the guest's payload)
+    ('NEEDS_CSUM only: the checksum over the source MAC (csum_start 6)',
+     vhdr(NEEDS_CSUM, csum_start=6, csum_offset=0), udp_frame(BCAST, bytes(200)), SW,
+     'checksum position outside the frame or before its L4 header'),
+    ('NEEDS_CSUM only: the checksum over the IPv4 source (csum_start 26)',
+     vhdr(NEEDS_CSUM, csum_start=26, csum_offset=0), udp_frame(BCAST, bytes(200)), SW,
+     'checksum position outside the frame or before its L4 header'),
+    ('NEEDS_CSUM only on a frame that is not IP (ethertype 0x88b5)',
+     vhdr(NEEDS_CSUM, csum_start=40, csum_offset=0), v4(ethertype=0x88b5, size=200), SW,
+     'not Ethernet \\(VLAN\\) with the IP version the GSO type says'),
     # -- port security (A has mac=) reads tags before the offload check: arp_nd_spoofed --
     ('GSO TCPv4 behind three 802.1Q tags', tcp_hdr(vlans=3), v4(vlans=(1, 2, 3)), PSEC,
      'a frame with more than two VLAN tags'),

@@ -144,6 +144,7 @@ static inline const char *ref_check_one(const struct pkt_offload *o, const uint8
 {
 	size_t at = (size_t)o->csum_start + o->csum_offset;
 	size_t skip[2] = {at, at + 2};
+	uint16_t want;
 
 	if (n != 1 || seg[0].len != o->frame_len)
 		return "one frame of frame_len";
@@ -151,8 +152,8 @@ static inline const char *ref_check_one(const struct pkt_offload *o, const uint8
 		return "frame changed";
 	if (!o->csum)
 		return NULL;
-	if (pkt_get16(seg[0].data + at) !=
-	    (uint16_t)~ref_add(0, frame + o->csum_start, o->frame_len - o->csum_start))
+	want = (uint16_t)~ref_add(0, frame + o->csum_start, o->frame_len - o->csum_start);
+	if (pkt_get16(seg[0].data + at) != (want ? want : 0xffff)) /* 0 is sent as 0xffff */
 		return "completed checksum";
 	if (!(o->csum_offset & 1) &&
 	    !ref_zero(ref_add(pkt_get16(frame + at), seg[0].data + o->csum_start,

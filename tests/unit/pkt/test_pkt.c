@@ -335,7 +335,10 @@ static void test_csum_known_values(void **state)
 
 /* ---- the header against the frame ---- */
 
-/* No offload and csum alone need no parsing; GSO frames need csum_start + 60 at most. */
+/*
+ * No offload needs nothing; csum alone its field and the L2/L3 headers the position check reads
+ * (82 bytes); GSO frames csum_start + 60 at most.
+ */
 static void test_head_need(void **state)
 {
 	struct virtio_net_hdr_v1 h = {0};
@@ -345,8 +348,11 @@ static void test_head_need(void **state)
 	h.flags = CSUM;
 	h.csum_start = htole16(34);
 	h.csum_offset = htole16(6);
-	assert_int_equal(pkt_offload_head_need(&h, 1500), 42);
+	assert_int_equal(pkt_offload_head_need(&h, 1500), 82);
 	assert_int_equal(pkt_offload_head_need(&h, 40), 40);
+	h.csum_start = htole16(100);
+	assert_int_equal(pkt_offload_head_need(&h, 1500), 108);
+	h.csum_start = htole16(34);
 	h.gso_type = VIRTIO_NET_HDR_GSO_TCPV4;
 	h.csum_offset = htole16(16);
 	assert_int_equal(pkt_offload_head_need(&h, 65000), 94);
@@ -357,7 +363,10 @@ static void test_head_need(void **state)
 	assert_int_equal(pkt_offload_head_need(&h, 65000), PKT_HEAD_MAX);
 }
 
-/* Accepted as they are: nothing asked; csum alone (anywhere in the frame); TCP with ECN. */
+/*
+ * Accepted as they are: nothing asked; csum alone (anywhere behind the IP header); TCP with
+ * ECN. Refused: csum alone over checked bytes (a MAC, the IP source) or on a non-IP frame.
+ */
 static void test_parse_accepts(void **state)
 {
 	struct spec sp = {.payload = 3000, .tcp_opt = 12};
@@ -371,12 +380,23 @@ static void test_parse_accepts(void **state)
 	assert_int_equal(o.gso, VIRTIO_NET_HDR_GSO_NONE);
 	assert_int_equal(o.segs, 1);
 	assert_int_equal(o.frame_len, 60);
-	h.flags = CSUM;
-	h.csum_start = htole16(50);
-	h.csum_offset = htole16(8);
-	assert_int_equal(pkt_offload_parse(&h, frame, 0, 60, &o), PKT_OK); /* head not needed */
-	assert_true(o.csum);
-	assert_int_equal(o.csum_start, 50);
+	{
+		struct spec su = {.udp = 1, .payload = 40};
+		size_t ulen = build(&su, frame, &h, VIRTIO_NET_HDR_GSO_NONE, 0);
+
+		h.csum_start = htole16(50);
+		h.csum_offset = htole16(8);
+		assert_int_equal(pkt_offload_parse(&h, frame, ulen, ulen, &o), PKT_OK);
+		assert_true(o.csum);
+		assert_int_equal(o.csum_start, 50);
+		h.csum_start = htole16(6); /* over the source MAC */
+		assert_int_equal(pkt_offload_parse(&h, frame, ulen, ulen, &o), PKT_BAD_CSUM_POS);
+		h.csum_start = htole16(26); /* over the IPv4 source */
+		assert_int_equal(pkt_offload_parse(&h, frame, ulen, ulen, &o), PKT_BAD_CSUM_POS);
+		h.csum_start = htole16(50);
+		pkt_put16(frame + 12, 0x0806); /* ARP */
+		assert_int_equal(pkt_offload_parse(&h, frame, ulen, ulen, &o), PKT_BAD_L2);
+	}
 	len = build(&sp, frame, &h, VIRTIO_NET_HDR_GSO_TCPV4 | VIRTIO_NET_HDR_GSO_ECN, 1000);
 	assert_int_equal(parse(&h, frame, len, &o), PKT_OK);
 	assert_true(o.ecn && o.csum && !o.ipv6);
@@ -542,7 +562,8 @@ static void test_bad_names(void **state)
 		for (int j = 0; j < i; j++)
 			assert_string_not_equal(pkt_bad_name(i), pkt_bad_name(j));
 	}
-	assert_string_equal(pkt_bad_name(PKT_BAD_CSUM_POS), "checksum position outside the frame");
+	assert_string_equal(pkt_bad_name(PKT_BAD_CSUM_POS),
+			    "checksum position outside the frame or before its L4 header");
 	assert_string_equal(pkt_bad_name(PKT_BAD_COUNT), "?");
 }
 
@@ -702,7 +723,10 @@ static void test_csum_completion(void **state)
 	}
 }
 
-/* A head shorter than the checksum field: the field and the rest come from the iovecs. */
+/*
+ * A head shorter than the checksum field (it holds the IP header, which the position check
+ * reads): the field and the rest come from the iovecs.
+ */
 static void test_csum_completion_short_head(void **state)
 {
 	struct spec sp = {.udp = 1, .payload = 77};
@@ -713,9 +737,9 @@ static void test_csum_completion_short_head(void **state)
 	size_t len = build(&sp, frame, &h, VIRTIO_NET_HDR_GSO_NONE, 0);
 
 	(void)state;
-	assert_int_equal(pkt_offload_parse(&h, frame, 20, len, &o), PKT_OK);
+	assert_int_equal(pkt_offload_parse(&h, frame, 36, len, &o), PKT_OK);
 	split(frame, len, 3, awkward, 11, &p);
-	assert_int_equal(pkt_soft(&o, frame, 20, p.iov, p.cnt, 3, out, sizeof(out), segs, 1), 1);
+	assert_int_equal(pkt_soft(&o, frame, 36, p.iov, p.cnt, 3, out, sizeof(out), segs, 1), 1);
 	unsplit(&p);
 	assert_null(ref_check_one(&o, frame, segs, 1));
 }
@@ -723,16 +747,20 @@ static void test_csum_completion_short_head(void **state)
 /* An odd csum_offset (no protocol's): the formula all the same, as Linux computes it. */
 static void test_csum_completion_odd_offset(void **state)
 {
-	struct virtio_net_hdr_v1 h = {.flags = CSUM};
+	struct spec su = {.udp = 1, .payload = 65};
+	struct virtio_net_hdr_v1 h;
 	struct run r;
+	size_t len = build(&su, frame, &h, VIRTIO_NET_HDR_GSO_NONE, 0);
+	uint16_t want;
 
 	(void)state;
-	for (size_t i = 0; i < 99; i++)
+	for (size_t i = 42; i < len; i++)
 		frame[i] = (uint8_t)(i * 7 + 1);
-	h.csum_start = htole16(1);
+	h.csum_start = htole16(34);
 	h.csum_offset = htole16(35);
-	soft(&h, frame, NULL, 99, awkward, 11, 0, &r);
-	assert_int_equal(pkt_get16(segs[0].data + 36), (uint16_t)~ref_add(0, frame + 1, 98));
+	want = (uint16_t)~ref_add(0, frame + 34, len - 34);
+	soft(&h, frame, NULL, len, awkward, 11, 0, &r);
+	assert_int_equal(pkt_get16(segs[0].data + 69), want ? want : 0xffff);
 	assert_null(ref_check_one(&r.o, frame, segs, r.n));
 	free(r.out);
 }
