@@ -15,7 +15,8 @@
 
 /*
  * A guest on a switch port sends a frame with a virtio-net header asking for an offload: its
- * checksum left to the receiver (NEEDS_CSUM), or a TCP segment of up to 64 KB (a GSO type).
+ * checksum left to the receiver (NEEDS_CSUM), or a TCP or UDP segment of up to 64 KB (a GSO
+ * type: TCPV4, TCPV6, UDP_L4).
  * The switch carries that header to every receiver that takes the offload, as a kernel bridge
  * between two taps does, and does the work in software for the others:
  *  - the sender's side (sw_offload_admit(), from sw_admit()): the header, already checked by

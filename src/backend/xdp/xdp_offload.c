@@ -11,7 +11,7 @@
 /*
  * An AF_XDP socket takes whole frames only: no virtio-net header reaches the NIC. So that the
  * guest need not segment and checksum itself (it costs a guest far more than it costs vnetd),
- * the port offers CSUM and HOST_TSO4/6 (+ECN), and a frame that asks for them is checked
+ * the port offers CSUM, HOST_TSO4/6 (+ECN) and HOST_USO, and a frame that asks for them is checked
  * against its own headers (pkt_offload_parse(), on a copy read once) and made into the frames
  * the wire wants here (pkt_soft()), in a scratch buffer allocated at first use; xdp.c puts them
  * on the TX ring.
