@@ -34,12 +34,11 @@ import json
 import os
 import platform
 import shutil
-import statistics
 import sys
 import time
 
 from bench.lib import common
-from bench.lib.common import TOP, log, machine_busy
+from bench.lib.common import TOP, log, machine_busy, spread
 from tests.kit import harness
 from tests.kit import fairness as fk
 from tests.kit.fairness import MACS, Spinner
@@ -145,13 +144,6 @@ def short(m):
     if m.get('c_rx', {}).get('rx_no_buffers'):
         s += '; c ran out of RX buffers %d times' % m['c_rx']['rx_no_buffers']
     return s
-
-
-def spread(vals):
-    vals = [v for v in vals if v is not None]
-    if not vals:
-        return None
-    return {'median': statistics.median(vals), 'min': min(vals), 'max': max(vals), 'n': len(vals)}
 
 
 def summarize(runs):

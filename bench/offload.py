@@ -55,7 +55,7 @@ import threading
 import time
 
 from bench.lib import common, gnuplot
-from bench.lib.common import log, machine_busy
+from bench.lib.common import log, machine_busy, spread
 from bench.lib.measure import CLK_TCK, proc_table
 from tests.kit import harness
 from tests.kit.harness import Netns, UmlGuest, guest_addr
@@ -511,13 +511,6 @@ METRICS = ('gbps', 'vnetd_cpu_per_gbit', 'guest_cpu_per_gbit', 'vnetd_pct', 'sen
            'receiver_pct', 'machine_busy_pct', 'retransmits', 'tx_frame_bytes', 'ksoftirqd_cpu_s',
            'kicks_per_frame', 'notifications_per_frame', 'a_tx_kicks_per_frame',
            'b_rx_notifications_per_frame', 'b_rx_no_buffers', 'a_switch_dropped')
-
-
-def spread(vals):
-    vals = [v for v in vals if v is not None]
-    if not vals:
-        return None
-    return {'median': statistics.median(vals), 'min': min(vals), 'max': max(vals), 'n': len(vals)}
 
 
 def summarize(runs):

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -245,3 +246,11 @@ def model_bench_meta(name, build, n, now, method_more=''):
             'build': build, 'packets': n,
             'method': 'callgrind Ir of bench/%s.c, (Ir(N) - Ir(N/4)) / (3N/4); device model only '
                       '(no syscalls, no backend)%s' % (name, method_more)}
+
+
+def spread(vals):
+    """{'median', 'min', 'max', 'n'} of the values that are not None; None when there are none."""
+    vals = [v for v in vals if v is not None]
+    if not vals:
+        return None
+    return {'median': statistics.median(vals), 'min': min(vals), 'max': max(vals), 'n': len(vals)}

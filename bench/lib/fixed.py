@@ -30,7 +30,7 @@ import time
 
 from . import common
 from . import measure as B
-from .common import log
+from .common import log, spread
 
 CLK_TCK = os.sysconf('SC_CLK_TCK')
 PACING_TIMER_US = 100          # iperf3's default 1000 µs sends a burst per tick
@@ -314,13 +314,6 @@ SUM_KEYS = ('gbps', 'guest_busy', 'guest_busy_s_per_gbit', 'vcpu_cpu_s_per_gbit'
             'vmm_other_cpu_s_per_gbit', 'vnetd_cpu_s_per_gbit', 'cpu_s_per_gbit', 'irq_per_s',
             'irq_per_gbit', 'notif_rx_per_s', 'notif_tx_per_s', 'ping_p50_us', 'ping_p99_us',
             'lost_percent', 'loadavg')
-
-
-def spread(vals):
-    vals = [v for v in vals if v is not None]
-    if not vals:
-        return None
-    return {'median': statistics.median(vals), 'min': min(vals), 'max': max(vals), 'n': len(vals)}
 
 
 def med(x):

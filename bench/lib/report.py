@@ -4,7 +4,7 @@
 import statistics
 
 from . import gnuplot  # bench/lib/gnuplot.py
-from .common import log
+from .common import log, spread
 
 
 # What vnetd should then hold for the queues: a zero in either value means "every packet".
@@ -21,13 +21,6 @@ GUESTS = {'uml': ('uml-vnetd', 'UML 6.1 (bookworm)'),
 BULK_KEYS = ('gbps', 'cpu_pct', 'guest_cpu_pct', 'vnetd_cpu_pct', 'cpu_s_per_gbit', 'irq_per_s',
              'irq_per_gbit', 'notif_rx_per_s', 'notif_tx_per_s', 'machine_busy_pct')
 RR_KEYS = ('rtt_p50_us', 'rtt_p99_us', 'irq_per_s', 'notif_rx_per_s', 'notif_tx_per_s')
-
-
-def spread(vals):
-    vals = [v for v in vals if v is not None]
-    if not vals:
-        return None
-    return {'median': statistics.median(vals), 'min': min(vals), 'max': max(vals), 'n': len(vals)}
 
 
 def lateness(runs, q):
