@@ -16,7 +16,7 @@ export PYTHONPATH := $(CURDIR)$(addprefix :,$(filter-out $(CURDIR),$(subst :, ,$
 .PHONY: all deps build check docs-check unit asan fuzz-smoke fuzz e2e demo doctor soak bench \
 	bench-fairness bench-datapath bench-scale bench-workers bench-coal-causes bench-offload install \
 	bench-migration bench-fdb-flood bench-rate clean deb deb-check check-migration-qemu72 tsan \
-	fuzz-proto check-ovn bench-ovn
+	fuzz-proto check-ovn bench-ovn bench-efficiency
 
 all: build
 
@@ -146,6 +146,15 @@ bench-rate: build
 # Options: OFFLOAD_ARGS="--reps N --seconds S", "--perf" (where the time goes, perf cpu-clock).
 bench-offload: build
 	$(PYTHON) bench/offload.py $(OFFLOAD_ARGS)
+
+# vnetd against polling peers at every load: the paced driver (bench/paced/, on CPU 1) offers 1-90 %
+# of vnetd's maximum rate frame by frame and closed loops of 1-128 frames in flight per port to
+# vnetd (defaults, --poll-us N), OVS-DPDK 3.1 with and without pmd-maxsleep (installs Debian's
+# openvswitch-switch-dpdk if missing) and DPDK's vhost PMD, each on CPU 0: backend CPU, loss,
+# latency, wake-ups per packet, reps interleaved (about 40 minutes; results/efficiency-latest.*).
+# EFFICIENCY_ARGS="--quick" for a smoke run (about 4 minutes), "--configs vnetd,vnetd-poll50,dpdk".
+bench-efficiency: build
+	$(PYTHON) bench/efficiency.py $(EFFICIENCY_ARGS)
 
 # One flooding guest vs the others: control-socket RTT and throughput (about 1.5 minutes).
 bench-fairness: build

@@ -65,6 +65,8 @@ struct snap {
  * @sent:		frames put on a TX ring in the window
  * @ring_full:		open loop: slots that found the TX ring full (the backend's backpressure)
  * @skipped:		open loop: slots the driver gave up after falling > 1 ms behind (its own fault)
+ * @batched:		open loop: frames sent in the window together with an earlier one (the
+ *			driver was behind schedule: not frame by frame)
  * @received:		frames received that were sent in the window (closed: received in it)
  * @completions:	closed loop: round trips completed in the window
  * @bad:		frames that were not ours, too short, or with a bad descriptor id
@@ -84,7 +86,7 @@ struct ctx {
 	int nwatch;
 	struct port ports[2];
 	uint64_t w0, w1;
-	uint64_t offered, sent, ring_full, skipped, received, completions, bad;
+	uint64_t offered, sent, ring_full, skipped, batched, received, completions, bad;
 	struct lat lat, lag;
 	struct snap s0, s1;
 	uint64_t passes, idle_passes;

@@ -125,9 +125,10 @@ static void print_json(const struct ctx *c, const struct vu_opts *o)
 	       c->ports[0].dev.rx.irq ? "true" : "false", o->server ? "true" : "false",
 	       (double)win / 1e9, (double)dt / 1e9);
 	printf("\"offered\": %llu, \"sent\": %llu, \"ring_full\": %llu, \"skipped\": %llu, "
-	       "\"received\": %llu, \"completions\": %llu, \"bad\": %llu, ",
+	       "\"batched\": %llu, \"received\": %llu, \"completions\": %llu, \"bad\": %llu, ",
 	       (unsigned long long)c->offered, (unsigned long long)c->sent,
 	       (unsigned long long)c->ring_full, (unsigned long long)c->skipped,
+	       (unsigned long long)c->batched,
 	       (unsigned long long)c->received, (unsigned long long)c->completions,
 	       (unsigned long long)c->bad);
 	printf("\"offered_pps\": %.1f, \"achieved_pps\": %.1f, \"loss\": %.6f, ",
