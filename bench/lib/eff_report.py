@@ -267,9 +267,12 @@ def tables_md(summary, configs, sizes):
                       'open loop: backend cores (/proc/PID/stat, all threads; * = every rep '
                       'disturbed)'), '',
                 table(summary, configs, s, 'open',
-                      lambda c, k: '–' if k == 'idle' else '%s / %s' % (
-                          mpps(c, k), fmt(c.get('loss'), 4, False)),
-                      'open loop: delivered Mpps / loss'), '',
+                      lambda c, k: '–' if k == 'idle' else '%s / %s%s' % (
+                          mpps(c, k), fmt(c.get('loss'), 4, False),
+                          ' / %s' % fmt(c.get('batched_share'), 2, False)
+                          if k.startswith('open/') else ''),
+                      'open loop: delivered Mpps / loss / share of frames the driver sent '
+                      'batched (behind schedule)'), '',
                 table(summary, configs, s, 'open',
                       lambda c, k: '–' if k == 'idle' else '%s / %s / %s' % (
                           fmt(c.get('p50_us'), 1, False), fmt(c.get('p99_us'), 1),
