@@ -51,8 +51,10 @@ from bench.lib import dp_procs as P
 from bench.lib.dp_procs import BenchError, JANITOR, log
 from bench.lib import dp_stacks
 from bench.lib.dp_stacks import LAYOUTS, NET_TAP_MAX_FRAME, Stack, measure, path_name
-from bench.lib.dp_report import (IMPLS, LAYOUT_IMPLS, XDP_MAX_FRAME, chart, impls_of,
-                                 paths_of, summarize, table_md, table_term, targets_datapath)
+from bench.lib.dp_report import (IMPLS, LAYOUT_IMPLS, XDP_MAX_FRAME, chart, classify, host_line,
+                                 impls_of, kick_regime, machine_floor, paths_of, reps_md,
+                                 summarize, table_md, table_term, targets_datapath)
+from bench.lib import dp_report, eff_backends
 
 QUIET_CORES = 0.25
 BUILD = os.path.abspath(os.environ.get('VNETD_BUILD', os.path.join(TOP, 'build')))
@@ -102,6 +104,20 @@ def dpdk_version():
     r = subprocess.run(['dpkg-query', '-W', '-f=${Version}', 'dpdk-dev'], capture_output=True,
                        text=True)
     return r.stdout.strip() or '?'
+
+
+def syscall_cost(wd):
+    """The host's system-call cost now (bench/paced's --mode syscall-cost on CPU 1: getppid,
+    eventfd write, clock_gettime, ns each), taken under the same lock as the runs; None (logged)
+    when the paced driver cannot run."""
+    try:
+        c = eff_backends.syscall_cost(eff_backends.driver_path(BUILD, wd))
+    except (BenchError, OSError, ValueError, subprocess.SubprocessError) as e:
+        log('datapath: no system-call cost: %s' % e)
+        return None
+    log('datapath: system calls cost getppid %.0f ns, eventfd write %.0f ns'
+        % (c['getppid_ns'], c['eventfd_write_ns']))
+    return c
 
 
 def probe_virtio_user(wd, tools):
@@ -262,6 +278,9 @@ def main():
            os.cpu_count(), *load0, wd))
 
     runs, info, cg, sizes = [], {}, {}, []
+    # The host beside every tap row and in the header: what a system call costs here decides
+    # how much a tap backend's batching is worth (issue 43)
+    host = {'cpu_model': common.cpu_model(), 'syscall_start': syscall_cost(wd)}
     try:
         info['virtio_user'] = vu = probe_virtio_user(wd, tools)
         max_len = vu.get('max_rx_pktlen', 9728)
@@ -310,8 +329,10 @@ def main():
         log('datapath: failed: %s' % e)
         info['error'] = str(e)[:3000]
     finally:
+        if not info.get('interrupted'):
+            host['syscall_end'] = syscall_cost(wd)
         JANITOR.clean()
-    write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, sizes)
+    write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, sizes, host)
 
 
 def wait_quiet(limit):
@@ -355,6 +376,8 @@ def one_measurement(args, b, impl, s, rep, wd, tools, k, total, layout='split'):
             st.close()
     run['wall_s'] = round(time.monotonic() - t0, 1)
     run['contended'] = run.get('others_cores', 0) >= QUIET_CORES
+    if impl.startswith('vnetd') and kick_regime(run):
+        run['regime'] = kick_regime(run)   # classify() adds what the whole run shows
     if 'error' in run:
         log('[%d/%d] %-15s %-13s %5d B  ERROR %s' % (k, total, p, impl, s, run['error'][:400]))
     else:
@@ -363,16 +386,34 @@ def one_measurement(args, b, impl, s, rep, wd, tools, k, total, layout='split'):
             % (k, total, p, impl, s, run['mpps'], run['gbps'], 100 * (run['loss'] or 0),
                run['backend_cores'], run['mpps_per_core'] or 0, run['others_cores'],
                run['loadavg'][0], '  DISTURBED' if run['contended'] else ''))
+        log('        ' + rep_counters(run))
     return run
 
 
-def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, sizes):
+def rep_counters(run):
+    """One run's kicks, wake-ups and calls per packet (and its regime) as a log line."""
+    def f(v):
+        return '%.4f' % v if v is not None else '-'
+    return ('kicks %s  wake-ups %s  calls %s  per packet  (wake-ups %d, preemptions %d; steal '
+            '%s cores)%s'
+            % (f(run.get('kicks_per_packet')), f(run.get('wakeups_per_packet')),
+               f(run.get('calls_per_packet')), run.get('backend_wakeups', 0),
+               run.get('backend_preemptions', 0),
+               '/'.join('%.3f' % v for v in (run.get('steal_cores') or {}).values()) or '-',
+               '  regime: %s' % run['regime'] if run.get('regime') else ''))
+
+
+def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, sizes, host):
     summary, ratios = summarize(runs, args.paths, sizes, args.keep_contended)
+    classify(runs, summary, args.keep_contended)
+    floor = machine_floor(summary)
     load1 = os.getloadavg()
-    cpu_model = common.cpu_model()
+    cpu_model = host['cpu_model']
     meta = dict(prov, date=now.isoformat(timespec='seconds'), host=platform.node(),
                 kernel=platform.release(), cpus=os.cpu_count(), cpu_model=cpu_model,
                 dpdk=dpdk_version(), loadavg_start=load0, loadavg_end=load1,
+                syscall_cost={'start': host.get('syscall_start'), 'end': host.get('syscall_end')},
+                machine_floor=floor,
                 elapsed_s=round(time.monotonic() - t_start, 1), args=vars(args), sizes=sizes,
                 source_mode={'switch': (
                     'macswap on two virtio-user ports, a closed loop of %d frames (2 x %d bursts '
@@ -389,9 +430,14 @@ def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, 
     targets = targets_datapath(summary, ratios, resdir, cg)
     result = {'meta': meta, 'info': info, 'summary': summary, 'ratios': ratios, 'callgrind': cg,
               'targets_datapath': targets, 'runs': runs}
-    md = ['### vnetd data path vs DPDK vhost PMD (virtio-user source)', '']
+    md = ['### vnetd data path vs DPDK vhost PMD (virtio-user source)', '',
+          'Run of %s on %s (%d CPUs): %s; load average %.2f at start, %.2f at end; DPDK\'s '
+          'widest per-rep spread (the machine\'s floor): %s.'
+          % (now.strftime('%Y-%m-%d %H:%M'), platform.node(), os.cpu_count(), host_line(host),
+             load0[0], load1[0], '±%.1f %%' % floor['max_pct'] if floor['max_pct'] is not None
+             else '- (fewer than 2 DPDK reps)'), '']
     if summary:
-        md += [table_md(summary, ratios, args.paths, sizes), '',
+        md += [table_md(summary, ratios, args.paths, sizes, host), '',
                'Mpps = frames delivered per second (switch: received by the source on both '
                'virtio-user ports; tap: the tap\'s rx_packets); Gbit/s = Mpps x frame bytes x 8 '
                '(L2 frame, no FCS/preamble); loss = 1 - delivered / frames the source got into '
@@ -414,6 +460,17 @@ def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, 
                   sum(1 for r in runs if r.get('busy_before', 0) >= QUIET_CORES),
                   sum(1 for r in runs if 'mpps' in r), QUIET_CORES, args.retries, args.reps,
                   args.duration),
+               '', 'kicks / wake-ups / calls per pkt: medians over the reps of the driver\'s '
+               'kicks to vnetd (TX and RX queues) and vnetd\'s calls (interrupts) to the driver, '
+               'vnetd\'s own counters (`vnetctl stats`) per frame vnetd took from the TX rings, '
+               'and the backend\'s wake-ups (its threads\' voluntary context switches, '
+               '/proc/PID/task/*/status) per frame delivered, all over the measured window; '
+               'rep spread = the largest distance of one rep\'s Mpps per core from its cell\'s '
+               'median (goal: <= %.0f %%, or as tight as DPDK\'s widest cell in the same run, '
+               'the machine\'s floor: DPDK busy-polls at one core, so its spread is the '
+               'machine\'s); host = CPU model and the system-call cost measured at the start and '
+               'the end of the run (bench/paced --mode syscall-cost on CPU 1): what a tap '
+               'backend\'s batching saves depends on it.' % dp_report.STABLE_PCT,
                '', 'Switch source: %s%s.' % (
                    meta['source_mode']['switch'],
                    ' (a closed loop: nothing is generated, so ring full stays ~0 and loss '
@@ -424,6 +481,17 @@ def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, 
                    'its tap backend (tc mirred onto the veth) send to the same veth pair; their '
                    'ratio columns are AF_XDP / tap; Mpps = the peer veth\'s rx_packets; both '
                    'backends\' cores include the kernel work done in their system calls.']
+    if summary:
+        md += ['', '#### Every rep (vnetd and DPDK vhost)', '', reps_md(runs, args.paths, sizes),
+               '', 'vs median = this rep\'s Mpps per core against its cell\'s median; slices = '
+               'the run\'s %d sub-intervals; preemptions = the backend\'s involuntary context '
+               'switches; steal = the hypervisor\'s steal time on CPU 0 / CPU 1 (cores); DPDK '
+               'same rep = DPDK\'s run of the same cell and rep against its median. Regime '
+               '(event-driven vnetd): kick-per-burst = a kick per %d frames or more often '
+               '(docs/lab-notebook.md, "Fifth round"), batched = fewer; flips = its fastest '
+               'slice >= %.1fx its slowest; slow machine = DPDK\'s run of the same rep >= %.0f %% '
+               'below its median.' % (args.slices, dp_report.KICK_BURST, dp_report.FLIP_RATIO,
+                                       dp_report.SLOW_MACHINE_PCT)]
     if targets:
         md += ['', 'Targets (same-run ratios of medians, load average %.2f..%.2f; a shared machine '
                'makes them noisy): ' % (load0[0], load1[0]) + ', '.join(

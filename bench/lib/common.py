@@ -254,3 +254,40 @@ def spread(vals):
     if not vals:
         return None
     return {'median': statistics.median(vals), 'min': min(vals), 'max': max(vals), 'n': len(vals)}
+
+
+def proc_ctxt_switches(pid):
+    """(voluntary, involuntary) context switches of every thread of process pid so far, from
+    /proc/PID/task/*/status. A voluntary one is a wake-up of a thread that slept (an epoll or
+    futex wait ended); threads that exited meanwhile are not counted. (0, 0) when pid is gone."""
+    vol = invol = 0
+    try:
+        tids = os.listdir('/proc/%d/task' % pid)
+    except OSError:
+        return 0, 0
+    for tid in tids:
+        try:
+            with open('/proc/%d/task/%s/status' % (pid, tid)) as f:
+                for line in f:
+                    if line.startswith('voluntary_ctxt_switches:'):
+                        vol += int(line.split()[1])
+                    elif line.startswith('nonvoluntary_ctxt_switches:'):
+                        invol += int(line.split()[1])
+        except OSError:
+            continue
+    return vol, invol
+
+
+def cpu_steal():
+    """Steal time of each CPU so far, in clock ticks, from /proc/stat ({cpu number: ticks}):
+    time the hypervisor ran something else while this VM's vCPU wanted to run. {} where the
+    kernel does not report it."""
+    out = {}
+    with open('/proc/stat') as f:
+        for line in f:
+            if not line.startswith('cpu') or line.startswith('cpu '):
+                continue
+            v = line.split()
+            if len(v) > 8 and v[0][3:].isdigit():
+                out[int(v[0][3:])] = int(v[8])
+    return out

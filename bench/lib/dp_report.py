@@ -62,7 +62,19 @@ def paths_of(backends, layouts):
 
 
 METRICS = ('mpps', 'gbps', 'accepted_mpps', 'loss', 'backend_cores', 'mpps_per_core',
-           'frontend_cores', 'others_cores', 'ring_full', 'frames_per_syscall')
+           'frontend_cores', 'others_cores', 'ring_full', 'frames_per_syscall',
+           'kicks_per_packet', 'wakeups_per_packet', 'calls_per_packet')
+# A rep's spread is judged on Mpps per core; the goal (issue 43, "Long queues"): every rep
+# within +-STABLE_PCT % of its cell's median, or as tight as DPDK's cells in the same run.
+STABLE_PCT = 10.0
+# Regimes of an event-driven vnetd rep (classify()): a kick per KICK_BURST frames or more often
+# is the kick-per-burst regime (docs/lab-notebook.md, "Fifth round": a kick per ~12 frames, the
+# source's every burst waking vnetd); slices of one run whose fastest is FLIP_RATIO x the
+# slowest flipped regime within the run; a rep whose DPDK run (same cell, same rep) is
+# SLOW_MACHINE_PCT % or more below DPDK's median ran on a slow machine.
+KICK_BURST = 64
+FLIP_RATIO = 1.3
+SLOW_MACHINE_PCT = 10.0
 
 
 def agg(vals):
@@ -85,6 +97,8 @@ def summarize(runs, backends, sizes, keep_contended=False):
                 clean = [r for r in rs if not r['contended']] if not keep_contended else rs
                 if rs:
                     x = {m: agg(r.get(m) for r in clean or rs) for m in METRICS}
+                    x['rep_spread_pct'] = rep_spread([r.get('mpps_per_core')
+                                                      for r in clean or rs])
                     x['runs_used'], x['runs'] = len(clean or rs), len(rs)
                     x['contended_used'] = not clean
                     summary.setdefault(key, {})[impl] = x
@@ -111,6 +125,121 @@ def summarize(runs, backends, sizes, keep_contended=False):
     return summary, ratios
 
 
+def rep_spread(vals):
+    """The largest distance of one value from their median, in % of the median (None for fewer
+    than two values)."""
+    vals = [v for v in vals if v is not None]
+    if len(vals) < 2:
+        return None
+    med = statistics.median(vals)
+    return 100.0 * max(abs(v / med - 1) for v in vals) if med else None
+
+
+def machine_floor(summary):
+    """DPDK's per-rep spread in this run, the machine's floor: DPDK's vhost PMD busy-polls at
+    one core whatever comes, so its reps spread only as far as the machine (the source's CPU, the
+    hypervisor) makes them. {'max_pct', 'cells': {cell: pct}}; max_pct None without two DPDK
+    reps of any cell."""
+    cells = {k: v['dpdk']['rep_spread_pct'] for k, v in summary.items()
+             if v.get('dpdk') and v['dpdk'].get('rep_spread_pct') is not None}
+    return {'max_pct': max(cells.values()) if cells else None, 'cells': cells}
+
+
+def kick_regime(run):
+    """'kick-per-burst' (a kick per KICK_BURST frames or more often) or 'batched' for an
+    event-driven vnetd run with kick counters, 'polling' for a --poll-us N > 0 one; None for
+    the others."""
+    k = run.get('kicks_per_packet')
+    if k is None:
+        return None
+    if run.get('impl', '').startswith('vnetd-poll') and run['impl'] != 'vnetd-poll0':
+        return 'polling'
+    return 'kick-per-burst' if k >= 1.0 / KICK_BURST else 'batched'
+
+
+def classify(runs, summary, keep_contended=False):
+    """Per run: 'vs_median_pct' (Mpps per core against its cell's median, the runs the summary
+    used), 'slice_ratio' (fastest / slowest slice of the run), 'dpdk_same_rep_pct' (the DPDK run
+    of the same cell and rep against DPDK's median) and, for vnetd runs, 'regime': kick_regime()
+    plus ', flips' (slice_ratio >= FLIP_RATIO) and ', slow machine' (DPDK's run of the same rep
+    SLOW_MACHINE_PCT % or more below its median)."""
+    dpdk = {}
+    for r in runs:
+        if r['impl'] == 'dpdk' and r.get('mpps_per_core') and \
+                (keep_contended or not r.get('contended')):
+            dpdk[(r.get('path', r['backend']), r['size'], r['rep'])] = r['mpps_per_core']
+    for r in runs:
+        if not r.get('mpps_per_core'):
+            continue
+        key = '%s/%d' % (r.get('path', r['backend']), r['size'])
+        x = summary.get(key, {}).get(r['impl'], {}).get('mpps_per_core')
+        if x and x['median']:
+            r['vs_median_pct'] = round(100.0 * (r['mpps_per_core'] / x['median'] - 1), 1)
+        sl = [v for v in r.get('slices_mpps') or [] if v]
+        r['slice_ratio'] = round(max(sl) / min(sl), 2) if sl else None
+        d = dpdk.get((r.get('path', r['backend']), r['size'], r['rep']))
+        dm = summary.get(key, {}).get('dpdk', {}).get('mpps_per_core')
+        r['dpdk_same_rep_pct'] = round(100.0 * (d / dm['median'] - 1), 1) \
+            if d and dm and dm['median'] else None
+        base = kick_regime(r)
+        if base and r['impl'].startswith('vnetd'):
+            r['regime'] = base + (', flips' if (r['slice_ratio'] or 0) >= FLIP_RATIO else '') + \
+                (', slow machine' if (r['dpdk_same_rep_pct'] or 0) <= -SLOW_MACHINE_PCT else '')
+
+
+def reps_md(runs, backends, sizes):
+    """Every rep of every vnetd and DPDK cell (after classify()): Mpps per core and its
+    distance from the cell's median, the slices' range, kicks, wake-ups and calls per packet,
+    preemptions per second, the hypervisor's steal, the regime."""
+    def num(v, spec):
+        return spec % v if v is not None else '-'
+    lines = ['| path | frame B | impl | rep | Mpps/core | vs median % | slices Mpps | '
+             'kicks/pkt | wake-ups/pkt | calls/pkt | preemptions/s | steal cores | '
+             'DPDK same rep vs median % | regime |',
+             '|---|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|']
+    for b in backends:
+        for s in sizes:
+            for impl in impls_of(b):
+                if not (impl.startswith('vnetd') or impl == 'dpdk') or \
+                        path_parts(b)[0] == 'xdp':
+                    continue
+                for r in sorted((r for r in runs if (r.get('path', r['backend']), r['size'],
+                                                     r['impl']) == (b, s, impl) and
+                                 r.get('mpps_per_core')), key=lambda r: r['rep']):
+                    sl = r.get('slices_mpps') or []
+                    steal = r.get('steal_cores') or {}
+                    lines.append('| %s | %d | %s | %d%s | %.3f | %s | %s | %s | %s | %s | %s | '
+                                 '%s | %s | %s |' % (
+                        path_label(b), s, impl_label(b, impl), r['rep'] + 1,
+                        ' (disturbed)' if r.get('contended') else '', r['mpps_per_core'],
+                        num(r.get('vs_median_pct'), '%+.1f'),
+                        '%.2f..%.2f' % (min(sl), max(sl)) if sl else '-',
+                        num(r.get('kicks_per_packet'), '%.4f'),
+                        num(r.get('wakeups_per_packet'), '%.4f'),
+                        num(r.get('calls_per_packet'), '%.4f'),
+                        '%.0f' % (r.get('backend_preemptions', 0) / r['dt_s'])
+                        if r.get('dt_s') else '-',
+                        '/'.join('%.3f' % v for v in steal.values()) or '-',
+                        num(r.get('dpdk_same_rep_pct') if impl != 'dpdk' else None, '%+.1f'),
+                        r.get('regime', '')))
+    return '\n'.join(lines)
+
+
+def host_line(host):
+    """The host's CPU model and its measured system-call cost (start -> end of the run), for
+    the report's header and beside every tap row: 'AMD EPYC; getppid 376 ns, eventfd write 557
+    ns'."""
+    if not host:
+        return '-'
+    sc = [c for c in (host.get('syscall_start'), host.get('syscall_end')) if c]
+
+    def ns(key):
+        v = ['%.0f' % c[key] for c in sc if c.get(key) is not None]
+        return ' -> '.join(v) if v else '?'
+    return '%s; getppid %s ns, eventfd write %s ns' % (host.get('cpu_model', '?'),
+                                                      ns('getppid_ns'), ns('eventfd_write_ns'))
+
+
 def cell(x, spec, pct=False):
     if not x:
         return '-'
@@ -120,11 +249,18 @@ def cell(x, spec, pct=False):
     return spec % (k * x['median'])
 
 
-def table_md(summary, ratios, backends, sizes):
+def table_md(summary, ratios, backends, sizes, host=None):
+    """The summary as a markdown table: one row per path, size and implementation; the last
+    columns are kicks / wake-ups / calls per packet (medians; vnetd's counters, the backend's
+    voluntary context switches), the reps' largest distance from their median, and beside every
+    tap row the host's CPU and system-call cost (host_line())."""
     lines = ['| backend | frame B | impl | Mpps | Gbit/s | loss % | backend cores | Mpps/core | '
              '/DPDK Mpps | /DPDK per core | ring full % | frames/syscall | others\' cores | '
-             'runs |',
-             '|---|---:|---|---|---|---|---|---|---:|---:|---:|---:|---:|---:|']
+             'runs | kicks / wake-ups / calls per pkt | rep spread ±% | host (tap rows) |',
+             '|---|---:|---|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|---|']
+
+    def med(x, m):
+        return '%.4f' % x[m]['median'] if x.get(m) else '-'
     for b in backends:
         for s in sizes:
             key = '%s/%d' % (b, s)
@@ -138,7 +274,7 @@ def table_md(summary, ratios, backends, sizes):
                          for k in ['%s/dpdk %s' % (impl, m)] if k in ratios.get(key, {})}
                 fps = x.get('frames_per_syscall')
                 lines.append('| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | '
-                             '%s |' % (
+                             '%s | %s | %s | %s |' % (
                     path_label(b), s, impl_label(b, impl), cell(x['mpps'], '%.3f'), cell(x['gbps'], '%.2f'),
                     cell(x['loss'], '%.1f', pct=True), cell(x['backend_cores'], '%.2f'),
                     cell(x['mpps_per_core'], '%.3f'),
@@ -147,7 +283,11 @@ def table_md(summary, ratios, backends, sizes):
                     '%.0f' % (100 * x['ring_full']['median']) if x['ring_full'] else '-',
                     ('%.1f' % fps['median'] if fps['median'] < 1000 else '>999') if fps else '-',
                     '%.2f' % x['others_cores']['median'] if x['others_cores'] else '-',
-                    '%d/%d%s' % (x['runs_used'], x['runs'], '*' if x['contended_used'] else '')))
+                    '%d/%d%s' % (x['runs_used'], x['runs'], '*' if x['contended_used'] else ''),
+                    '%s / %s / %s' % (med(x, 'kicks_per_packet'), med(x, 'wakeups_per_packet'),
+                                      med(x, 'calls_per_packet')),
+                    '%.1f' % x['rep_spread_pct'] if x.get('rep_spread_pct') is not None else '-',
+                    host_line(host) if path_parts(b)[0] == 'tap' else ''))
     return '\n'.join(lines)
 
 
@@ -255,6 +395,22 @@ def targets_datapath(summary, ratios, resdir, cg=None):
             x = med('tap/%d' % s, impl, 'frames_per_syscall')
             t['tap_frames_per_syscall_%s_%d' % (name, s)] = round(x, 2) if x is not None else None
     t['xdp_vs_tap_per_core_64'] = ratios.get('xdp/64', {}).get('mpps_per_core')
+    # One stable answer (issue 43, "Long queues"): every rep of each event-driven vnetd switch
+    # cell within +-STABLE_PCT % of its median, or within DPDK's widest per-rep spread in this run
+    floor = machine_floor(summary)['max_pct']
+    t['dpdk_rep_spread_max_pct'] = round(floor, 1) if floor is not None else None
+    verdicts = []
+    for key in sorted(summary):
+        p, _, size = key.partition('/')
+        x = summary[key].get('vnetd')
+        if path_parts(p)[0] != 'switch' or not x or x.get('rep_spread_pct') is None:
+            continue
+        name = '%s_%s' % (layout_key(path_parts(p)[1]), size)
+        t['vnetd_rep_spread_pct_%s' % name] = round(x['rep_spread_pct'], 1)
+        ok = x['rep_spread_pct'] <= max(STABLE_PCT, floor or 0)
+        t['vnetd_stable_%s' % name] = 'met' if ok else 'not met'
+        verdicts.append(ok)
+    t['vnetd_stable_cells'] = '%d/%d' % (sum(verdicts), len(verdicts)) if verdicts else None
     for p in sorted({k.split('/')[0] for k in summary}):
         b, layout = path_parts(p)
         if layout == 'split':

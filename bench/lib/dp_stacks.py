@@ -235,11 +235,13 @@ class Stack:
     def sample(self):
         t0 = time.monotonic()
         be, fe = P.proc_ticks(self.be.pid), P.proc_ticks(self.fe.pid)
+        csw = common.proc_ctxt_switches(self.be.pid)
+        steal = common.cpu_steal()
         mach = common.machine_busy()
         delivered, accepted = self.counts()
         t1 = time.monotonic()
         return {'t': (t0 + t1) / 2, 'read_s': t1 - t0, 'be': be, 'fe': fe, 'mach': mach,
-                'delivered': delivered, 'accepted': accepted}
+                'csw': csw, 'steal': steal, 'delivered': delivered, 'accepted': accepted}
 
     def start_cmd(self):
         """The testpmd command that starts the source: macswap sends its frames first."""
@@ -357,12 +359,38 @@ def measure(stack, warmup, duration, slices, settle_max=0):
            # when perf could not count or nothing moved
            'frames_per_syscall': (min(1e6, win_frames / nsys) if nsys else 1e6)
            if nsys is not None and win_frames > 0 else None}
+    # Wake-ups: the backend's threads' voluntary context switches over the measured window (an
+    # epoll or futex wait that ended), per frame delivered; involuntary ones: preemptions.
+    delivered = b['delivered'] - a['delivered']
+    run['backend_wakeups'] = b['csw'][0] - a['csw'][0]
+    run['backend_preemptions'] = b['csw'][1] - a['csw'][1]
+    run['wakeups_per_packet'] = run['backend_wakeups'] / delivered if delivered > 0 else None
+    # the hypervisor's steal time per CPU over the window (cores): a vCPU it did not run
+    run['steal_cores'] = {c: round((b['steal'][c] - a['steal'].get(c, 0)) / ticks, 4)
+                          for c in sorted(b['steal'])}
     if vs0 is not None:
         run['vnetd'] = {k: P.queue_sum(vs1, kind, key) - P.queue_sum(vs0, kind, key)
-                        for k, kind, key in (('tx_packets', 'tx', 'packets'),
-                                             ('rx_packets', 'rx', 'packets'),
-                                             ('rx_no_buffers', 'rx', 'rx_no_buffers'),
-                                             ('tx_kicks', 'tx', 'kicks'),
-                                             ('rx_notifications', 'rx', 'notifications'),
-                                             ('tx_dropped', 'tx', 'dropped'))}
+                        for k, kind, key in VNETD_COUNTERS}
+        run.update(per_packet(run['vnetd']))
     return run
+
+
+# vnetd's queue counters a run records (summed over every port), as (name, queue kind, key of
+# `vnetctl stats`): kicks = the driver's notifications to vnetd, notifications = vnetd's calls
+# (interrupts) to the driver; polls: runs of a polling queue that found its ring empty.
+VNETD_COUNTERS = (('tx_packets', 'tx', 'packets'), ('rx_packets', 'rx', 'packets'),
+                  ('rx_no_buffers', 'rx', 'rx_no_buffers'), ('tx_kicks', 'tx', 'kicks'),
+                  ('rx_kicks', 'rx', 'kicks'), ('rx_notifications', 'rx', 'notifications'),
+                  ('tx_notifications', 'tx', 'notifications'), ('tx_polls', 'tx', 'polls'),
+                  ('tx_dropped', 'tx', 'dropped'))
+
+
+def per_packet(c):
+    """kicks_per_packet (TX and RX kicks), calls_per_packet (notifications vnetd sent, TX and
+    RX) of vnetd's counter deltas c (VNETD_COUNTERS), per frame it took from the drivers' TX
+    rings (its own count, over the same window as the counters); None when none moved."""
+    n = c.get('tx_packets') or 0
+    if n <= 0:
+        return {'kicks_per_packet': None, 'calls_per_packet': None}
+    return {'kicks_per_packet': (c['tx_kicks'] + c['rx_kicks']) / n,
+            'calls_per_packet': (c['rx_notifications'] + c['tx_notifications']) / n}
