@@ -38,7 +38,7 @@ from bench.lib import eff_backends as EB
 from bench.lib import eff_report as ER
 
 BUILD = os.path.abspath(os.environ.get('VNETD_BUILD', os.path.join(TOP, 'build')))
-DEFAULT_CONFIGS = 'vnetd,vnetd-pollauto,vnetd-poll50,ovs,ovs-sleep500,dpdk'
+DEFAULT_CONFIGS = 'vnetd,vnetd-poll0,vnetd-poll50,ovs,ovs-sleep500,dpdk'
 QUIET_CORES = 0.25
 
 

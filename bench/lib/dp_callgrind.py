@@ -66,7 +66,7 @@ def one_run(kind, size, n_packets, wd, tools, k, layout='split'):
     out = os.path.join(wd, 'callgrind-%s-%s-%d.out' % (kind, layout, k))
     for f in glob.glob(out + '*'):
         os.unlink(f)
-    st = Stack(kind, 'vnetd', size, wd, tools, 'callgrind %s %s' % (kind, layout),
+    st = Stack(kind, 'vnetd-poll0', size, wd, tools, 'callgrind %s %s' % (kind, layout),
                queue_size=QUEUE_SIZE, layout=layout,
                wrapper=['valgrind', '--tool=callgrind', '--callgrind-out-file=' + out])
     try:

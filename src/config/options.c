@@ -53,11 +53,11 @@ static const char usage_text[] =
 	"  --socket-mode OCTAL  permission bits of those sockets, at most 0777 (default 0660)\n"
 	"  --poll-us [W:]N|auto poll mode: a TX ring that had work is polled for up to N us\n"
 	"                       (0..1000000) before kicks are asked for again; kicks stay off\n"
-	"                       meanwhile and idle ports cost nothing (default 0: kicks only);\n"
-	"                       auto: each ring's window adapts to how soon kicks come, up to\n"
-	"                       8 us (experimental); W:N sets worker W's alone (repeatable)\n"
+	"                       meanwhile and idle ports cost nothing; 0: kicks only; auto\n"
+	"                       (default): each ring's window adapts to how soon kicks come,\n"
+	"                       up to 32 us; W:N sets worker W's alone (repeatable)\n"
 	"  --poll-budget NS     auto poll mode: a ring may poll its empty ring for NS ns per\n"
-	"                       packet it moves (0..100000, default 100): polling costs at most\n"
+	"                       packet it moves (0..100000, default 2000): polling costs at most\n"
 	"                       that much CPU per packet\n"
 	"  -h, --help           print this help and exit\n"
 	"  --version            print the version and exit\n"
@@ -421,7 +421,7 @@ int options_parse(int argc, char **argv, struct vnetd_options *out)
 	out->workers = 1;
 	out->socket_gid = -1;
 	out->socket_mode = 0660;
-	out->poll_us = 0; /* auto is not the default yet: docs/design.md, "Polling" */
+	out->poll_us = VNET_POLL_AUTO; /* docs/design.md, "Polling" */
 	out->poll_budget_ns = VNET_POLL_BUDGET_DEFAULT;
 	for (k = 0; k < 16; k++)
 		out->poll_us_worker[k] = -1;

@@ -90,8 +90,8 @@ bool vnet_dev_adaptive_mode(const struct vnet_dev *dev, enum vnet_queue_kind kin
 void vnet_dev_set_stall_guard(struct vnet_dev *dev, const struct vnet_stall_guard *g);
 
 #define VNET_POLL_AUTO 0xffffffffu   /* vnet_dev_set_poll(): the adaptive window */
-#define VNET_POLL_AUTO_MAX_US 8u     /* its largest window: about what a wake-up costs */
-#define VNET_POLL_BUDGET_DEFAULT 100u /* its default budget: ns of empty polling per packet */
+#define VNET_POLL_AUTO_MAX_US 32u    /* its largest window: a kick's wake-up latency on a VM */
+#define VNET_POLL_BUDGET_DEFAULT 2000u /* its default budget: ns of empty polling per packet */
 
 /*
  * vnet_dev_set_poll() - poll mode: a TX queue that found work keeps polling its ring (kicks

@@ -143,7 +143,7 @@ static void test_max_guest_mem_option(void **state)
 }
 
 /*
- * --poll-us N|auto for every worker, W:N|W:auto for one (0 the default), --poll-budget NS; bad
+ * --poll-us N|auto for every worker, W:N|W:auto for one (auto the default), --poll-budget NS; bad
  * values and workers beyond --workers fail.
  */
 static void test_poll_us_option(void **state)
@@ -158,14 +158,14 @@ static void test_poll_us_option(void **state)
 	assert_int_equal(o.poll_us_worker[0], -1);
 	assert_int_equal(o.poll_us_worker[1], 0);
 	assert_int_equal(options_parse(5, argv, &o), 0);
-	assert_int_equal(o.poll_us, 0); /* the default: kicks only */
+	assert_true(o.poll_us == VNET_POLL_AUTO); /* the default: adaptive */
 	assert_int_equal(o.poll_budget_ns, VNET_POLL_BUDGET_DEFAULT);
 	argv[7] = "--poll-budget";
 	argv[8] = "10";
 	argv[10] = "1:auto";
 	assert_int_equal(options_parse(11, argv, &o), 0);
 	assert_int_equal(o.poll_budget_ns, 10);
-	assert_int_equal(o.poll_us, 0);
+	assert_true(o.poll_us == VNET_POLL_AUTO);
 	assert_true(o.poll_us_worker[1] == VNET_POLL_AUTO);
 	argv[8] = "100001";
 	assert_int_equal(options_parse(11, argv, &o), -1); /* over 100 us a packet */
