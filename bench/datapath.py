@@ -488,9 +488,13 @@ def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, 
                'switches; steal = the hypervisor\'s steal time on CPU 0 / CPU 1 (cores); DPDK '
                'same rep = DPDK\'s run of the same cell and rep against its median. Regime '
                '(event-driven vnetd): kick-per-burst = a kick per %d frames or more often '
-               '(docs/lab-notebook.md, "Fifth round"), batched = fewer; flips = its fastest '
+               '(docs/lab-notebook.md, "Fifth round"), batched = fewer; chases = %.0fx the kicks per '
+               'packet of its cell\'s fewest or more (it caught up with the driver that much more '
+               'often: smaller batches, more of the ring lines the driver\'s CPU just wrote read '
+               'per frame); flips = its fastest '
                'slice >= %.1fx its slowest; slow machine = DPDK\'s run of the same rep >= %.0f %% '
-               'below its median.' % (args.slices, dp_report.KICK_BURST, dp_report.FLIP_RATIO,
+               'below its median.' % (args.slices, dp_report.KICK_BURST, dp_report.CHASE_RATIO,
+                                       dp_report.FLIP_RATIO,
                                        dp_report.SLOW_MACHINE_PCT)]
     if targets:
         md += ['', 'Targets (same-run ratios of medians, load average %.2f..%.2f; a shared machine '

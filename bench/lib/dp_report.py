@@ -74,6 +74,11 @@ STABLE_PCT = 10.0
 # SLOW_MACHINE_PCT % or more below DPDK's median ran on a slow machine.
 KICK_BURST = 64
 FLIP_RATIO = 1.3
+# A rep with CHASE_RATIO x the kicks per packet of its cell's fewest 'chases' the driver: it
+# found the TX ring empty (and asked for a kick) that much more often, so it moved smaller
+# batches and read the ring lines the driver's CPU had just written more often per frame (the
+# slow reps of 2026-12-07: 1500 B, 0.0005-0.0021 kicks per packet against 0.0002)
+CHASE_RATIO = 2.0
 SLOW_MACHINE_PCT = 10.0
 
 
@@ -161,13 +166,19 @@ def classify(runs, summary, keep_contended=False):
     """Per run: 'vs_median_pct' (Mpps per core against its cell's median, the runs the summary
     used), 'slice_ratio' (fastest / slowest slice of the run), 'dpdk_same_rep_pct' (the DPDK run
     of the same cell and rep against DPDK's median) and, for vnetd runs, 'regime': kick_regime()
-    plus ', flips' (slice_ratio >= FLIP_RATIO) and ', slow machine' (DPDK's run of the same rep
+    plus ', chases' (CHASE_RATIO x its cell's fewest kicks per packet), ', flips' (slice_ratio
+    >= FLIP_RATIO) and ', slow machine' (DPDK's run of the same rep
     SLOW_MACHINE_PCT % or more below its median)."""
     dpdk = {}
     for r in runs:
         if r['impl'] == 'dpdk' and r.get('mpps_per_core') and \
                 (keep_contended or not r.get('contended')):
             dpdk[(r.get('path', r['backend']), r['size'], r['rep'])] = r['mpps_per_core']
+    fewest = {}
+    for r in runs:
+        if r.get('kicks_per_packet') and (keep_contended or not r.get('contended')):
+            c = (r.get('path', r['backend']), r['size'], r['impl'])
+            fewest[c] = min(fewest.get(c, r['kicks_per_packet']), r['kicks_per_packet'])
     for r in runs:
         if not r.get('mpps_per_core'):
             continue
@@ -183,7 +194,10 @@ def classify(runs, summary, keep_contended=False):
             if d and dm and dm['median'] else None
         base = kick_regime(r)
         if base and r['impl'].startswith('vnetd'):
-            r['regime'] = base + (', flips' if (r['slice_ratio'] or 0) >= FLIP_RATIO else '') + \
+            least = fewest.get((r.get('path', r['backend']), r['size'], r['impl']))
+            r['regime'] = base + (', chases' if base == 'batched' and least and
+                                  r['kicks_per_packet'] >= CHASE_RATIO * least else '') + \
+                (', flips' if (r['slice_ratio'] or 0) >= FLIP_RATIO else '') + \
                 (', slow machine' if (r['dpdk_same_rep_pct'] or 0) <= -SLOW_MACHINE_PCT else '')
 
 
