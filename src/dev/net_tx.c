@@ -264,11 +264,19 @@ static void tx_burst_untake(struct vnet_dev *dev, struct vnet_queue *q, unsigned
  *    CPU per packet. A closed loop of a few frames in flight, where each wake-up would bound
  *    the rate, polls its short gaps and runs at full speed; a light open load, whose packets
  *    come far apart, earns too little to poll long: its CPU follows its packet rate, and an
- *    idle queue polls nothing.
+ *    idle queue polls nothing;
+ *  - polling pays only where the packets come sooner than a wake-up costs: the gaps a polling
+ *    queue sees between the runs that find work, per packet found, are averaged
+ *    (q->poll_gap_ns; a closed loop of 8 frames in a burst: its round trip / 8); above
+ *    POLL_WORTH_NS the queue stops polling, and a kick grows its window again only once every
+ *    POLL_PROBE_WAKES wake-ups (a probe: the traffic may have changed). A kick's own gap cannot
+ *    tell: it includes the wake-up's latency (tens of µs on a VM).
  * Time spent polling is counted (stats.poll_ns).
  */
 #define POLL_MIN_NS 500u
 #define POLL_CREDIT_MAX_NS 1000000
+#define POLL_WORTH_NS 5000u
+#define POLL_PROBE_WAKES 64u
 
 /* The queue was idle (it asked for kicks at q->idle_ns) and runs again: adapt its window. */
 static __attribute__((noinline)) void tx_poll_woken(struct vnet_dev *dev, struct vnet_queue *q)
@@ -276,6 +284,14 @@ static __attribute__((noinline)) void tx_poll_woken(struct vnet_dev *dev, struct
 	uint64_t gap = dev_now(dev) - q->idle_ns;
 
 	q->idle_ns = 0;
+	if (q->poll_gap_ns > POLL_WORTH_NS) {
+		if (q->poll_probe) {
+			q->poll_probe--;
+			return; /* its gaps were too long to poll: event-driven until the next probe */
+		}
+		q->poll_gap_ns = 0; /* a probe: its gaps are measured afresh */
+	}
+	q->poll_probe = POLL_PROBE_WAKES;
 	if (gap < dev->poll_ns) {
 		uint64_t w = gap + gap / 2;
 
@@ -311,8 +327,20 @@ static __attribute__((noinline)) bool tx_poll_auto(struct vnet_dev *dev, struct 
 		q->poll_credit_ns = POLL_CREDIT_MAX_NS;
 	if (q->poll_credit_ns < 0)
 		q->poll_credit_ns = 0; /* a debt would outlive the load that made it */
-	if (found)
+	if (found && polled && q->poll_found_ns) {
+		/* A gap seen while polling, per packet found: the average moves a quarter of the
+		 * way to it. */
+		int64_t g = (int64_t)((now - q->poll_found_ns) / moved);
+
+		g = g > (int64_t)UINT32_MAX ? (int64_t)UINT32_MAX : g;
+		q->poll_gap_ns = (uint32_t)((int64_t)q->poll_gap_ns + (g - (int64_t)q->poll_gap_ns) / 4);
+		if (q->poll_gap_ns > POLL_WORTH_NS)
+			q->poll_win_ns = 0; /* not worth it: ask for kicks once the ring is empty */
+	}
+	if (found) {
+		q->poll_found_ns = now;
 		q->poll_until_ns = now + q->poll_win_ns;
+	}
 	return now < q->poll_until_ns && q->poll_credit_ns > 0;
 }
 

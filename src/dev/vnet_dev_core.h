@@ -45,6 +45,11 @@ struct vnet_queue {
 	uint64_t poll_look_ns;
 	uint64_t idle_ns;
 	int64_t poll_credit_ns;
+	/* ... and when a run last found work, the average gap between such runs while it polled,
+	 * and how many wake-ups until a kick may grow a window its long gaps closed (a probe). */
+	uint64_t poll_found_ns;
+	uint32_t poll_gap_ns;
+	uint8_t poll_probe;
 	bool reinit;                /* rings set up while disabled: virtio re-enable on enable */
 	bool state_loaded;          /* coalescing came with a migration: kept at the next enable */
 	bool resume_notify;         /* migrated with completions owed: notify once when enabled */

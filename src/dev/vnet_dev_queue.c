@@ -82,6 +82,7 @@ void vnet_dev_queue_reset(struct vnet_dev *dev, struct vnet_queue *q)
 	q->poll_until_ns = q->poll_look_ns = q->idle_ns = 0;
 	q->poll_win_ns = 0;
 	q->poll_credit_ns = 0;
+	q->poll_found_ns = q->poll_gap_ns = q->poll_probe = 0;
 	q->state_loaded = q->resume_notify = false;
 	/* q->scheduled stays: the owner's run queue still holds the entry, which clears it. */
 	q->rx_unflushed = 0;
@@ -216,6 +217,7 @@ uint32_t vnet_dev_queue_stop(struct vnet_dev *dev, unsigned qidx)
 	q->poll_until_ns = q->poll_look_ns = q->idle_ns = 0;
 	q->poll_win_ns = 0;
 	q->poll_credit_ns = 0;
+	q->poll_found_ns = q->poll_gap_ns = q->poll_probe = 0;
 	if (q->timer_deadline_ns)
 		dev->env->arm_timer(dev->env_ctx, qidx, 0);
 	q->timer_deadline_ns = q->coal_deadline_ns = q->tx_deadline_ns = q->rate_deadline_ns = 0;

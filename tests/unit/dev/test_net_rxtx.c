@@ -761,6 +761,62 @@ static void test_tx_poll_auto_adapts_and_pays(void **state)
 	td_free(td);
 }
 
+/*
+ * --poll-us auto, polling that does not pay: a polling queue whose looks find one packet 10 us
+ * after the last (a light open load: a wake-up costs less) averages that gap, closes its window
+ * and asks for kicks; the next kicks, however soon, do not open it again until
+ * POLL_PROBE_WAKES (64) wake-ups have passed; then one may (a probe), and packets found close
+ * together keep it open.
+ */
+static void test_tx_poll_auto_stops_on_long_gaps(void **state)
+{
+	struct vnet_queue *q;
+	struct test_dev *td;
+	unsigned wakes = 0;
+
+	(void)state;
+	td = td_new(1, TD_BASE_FEATURES);
+	vnet_dev_set_poll(td->dev, VNET_POLL_AUTO, 100000); /* credit is not what stops it */
+	q = vnet_dev_queue(td->dev, TXQ);
+	td_tx(td, TXQ, 1, 64);
+	td->now += 2 * US; /* a kick soon after it asked: a window */
+	td_tx(td, TXQ, 1, 64);
+	assert_true(q->poll_win_ns > 0);
+	assert_true(td->scheduled[TXQ]);
+	/* Polling: one packet every 10 us, no kick; each look finds one (the window follows). */
+	for (int i = 0; i < 12 && q->poll_win_ns; i++) {
+		td->now += 10 * US;
+		td_tx_queue(td, TXQ, 64, (uint8_t)i);
+		fake_vq_publish(&td->vq[TXQ]);
+		assert_int_equal(td_run_scheduled(td), 1);
+	}
+	assert_int_equal(q->poll_win_ns, 0);
+	assert_true(q->poll_gap_ns > 5000);
+	assert_false(td->scheduled[TXQ]);
+	assert_false(tx_kicks_off(td)); /* event-driven */
+	/* Kicks 2 us after each ask: no window for 64 wake-ups, then a probe opens one. */
+	while (!q->poll_win_ns && wakes < 100) {
+		td->now += 2 * US;
+		td_tx(td, TXQ, 1, 64);
+		wakes++;
+		if (!q->poll_win_ns)
+			assert_false(td->scheduled[TXQ]); /* drained, asked for kicks */
+	}
+	assert_int_equal(wakes, 65);
+	assert_true(td->scheduled[TXQ]); /* the probe polls */
+	/* Close together now: the gap average falls and the window stays. */
+	for (int i = 0; i < 16; i++) {
+		td->now += 500;
+		td_tx_queue(td, TXQ, 64, (uint8_t)i);
+		fake_vq_publish(&td->vq[TXQ]);
+		assert_int_equal(td_run_scheduled(td), 1);
+		assert_true(td->scheduled[TXQ]);
+	}
+	assert_true(q->poll_gap_ns < 5000);
+	assert_true(q->poll_win_ns > 0);
+	td_free(td);
+}
+
 /* ---- Copies between iovec arrays (iov_copy_iov()'s inline cases) ---- */
 
 /*
@@ -958,6 +1014,7 @@ int main(void)
 	    T(test_tx_timer_mode_does_not_relook),
 	    T(test_tx_poll_mode_ends_at_reset),
 	    T(test_tx_poll_auto_adapts_and_pays),
+	    T(test_tx_poll_auto_stops_on_long_gaps),
 	    T(test_rx_non_mergeable_delivery_byte_exact),
 	    T(test_rx_buffer_of_several_descriptors),
 	    T(test_rx_mergeable_delivery_byte_exact_with_num_buffers),
