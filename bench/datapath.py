@@ -58,7 +58,8 @@ from bench.lib import dp_report, eff_backends
 
 QUIET_CORES = 0.25
 BUILD = os.path.abspath(os.environ.get('VNETD_BUILD', os.path.join(TOP, 'build')))
-# vnetd event-driven, vnetd --poll-us N, DPDK's vhost PMD, OVS-DPDK (the switch path only).
+# vnetd (its defaults: --poll-us auto since 6cbc7d6), vnetd --poll-us N, DPDK's vhost PMD,
+# OVS-DPDK (the switch path only).
 
 
 # ---------------------------------------------------------------------------------------------
@@ -487,7 +488,8 @@ def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, 
                'the run\'s %d sub-intervals; preemptions = the backend\'s involuntary context '
                'switches; steal = the hypervisor\'s steal time on CPU 0 / CPU 1 (cores); DPDK '
                'same rep = DPDK\'s run of the same cell and rep against its median. Regime '
-               '(event-driven vnetd): kick-per-burst = a kick per %d frames or more often '
+               '(a vnetd rep that did not poll; one that did: polling): kick-per-burst = a '
+               'kick per %d frames or more often '
                '(docs/lab-notebook.md, "Fifth round"), batched = fewer; chases = %.0fx the kicks per '
                'packet of its cell\'s fewest or more (it caught up with the driver that much more '
                'often: smaller batches, more of the ring lines the driver\'s CPU just wrote read '

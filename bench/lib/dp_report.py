@@ -26,7 +26,7 @@ COLOR = {'vnetd': '#1f77b4', 'vnetd-poll0': '#9ecae1', 'vnetd-poll50': '#6baed6'
 # The xdp path compares two vnetd backends on one veth: AF_XDP ('vnetd') and the tap ('tap').
 XDP_IMPLS = ('vnetd', 'tap')
 XDP_MAX_FRAME = 3840  # src/backend/xdp/xdp.h XDP_PORT_MAX_FRAME
-# A path with another ring layout than split compares vnetd (event-driven and --poll-us 50) with
+# A path with another ring layout than split compares vnetd (its defaults and --poll-us 50) with
 # DPDK's vhost PMD only.
 LAYOUT_IMPLS = ('vnetd', 'vnetd-poll50', 'dpdk')
 
@@ -67,7 +67,7 @@ METRICS = ('mpps', 'gbps', 'accepted_mpps', 'loss', 'backend_cores', 'mpps_per_c
 # A rep's spread is judged on Mpps per core; the goal (issue 43, "Long queues"): every rep
 # within +-STABLE_PCT % of its cell's median, or as tight as DPDK's cells in the same run.
 STABLE_PCT = 10.0
-# Regimes of an event-driven vnetd rep (classify()): a kick per KICK_BURST frames or more often
+# Regimes of a vnetd rep that did not poll (classify()): a kick per KICK_BURST frames or more often
 # is the kick-per-burst regime (docs/lab-notebook.md, "Fifth round": a kick per ~12 frames, the
 # source's every burst waking vnetd); slices of one run whose fastest is FLIP_RATIO x the
 # slowest flipped regime within the run; a rep whose DPDK run (same cell, same rep) is
@@ -151,13 +151,15 @@ def machine_floor(summary):
 
 
 def kick_regime(run):
-    """'kick-per-burst' (a kick per KICK_BURST frames or more often) or 'batched' for an
-    event-driven vnetd run with kick counters, 'polling' for a --poll-us N > 0 one; None for
-    the others."""
+    """'kick-per-burst' (a kick per KICK_BURST frames or more often) or 'batched' for a vnetd
+    run with kick counters that did not poll, 'polling' for a --poll-us N > 0 one or one whose
+    queues polled (the default, --poll-us auto, since 6cbc7d6); None for the others."""
     k = run.get('kicks_per_packet')
     if k is None:
         return None
     if run.get('impl', '').startswith('vnetd-poll') and run['impl'] != 'vnetd-poll0':
+        return 'polling'
+    if (run.get('vnetd') or {}).get('tx_polls'):
         return 'polling'
     return 'kick-per-burst' if k >= 1.0 / KICK_BURST else 'batched'
 
@@ -176,7 +178,7 @@ def classify(runs, summary, keep_contended=False):
             dpdk[(r.get('path', r['backend']), r['size'], r['rep'])] = r['mpps_per_core']
     fewest = {}
     for r in runs:
-        if r.get('kicks_per_packet') and (keep_contended or not r.get('contended')):
+        if r.get('kicks_per_packet') is not None and (keep_contended or not r.get('contended')):
             c = (r.get('path', r['backend']), r['size'], r['impl'])
             fewest[c] = min(fewest.get(c, r['kicks_per_packet']), r['kicks_per_packet'])
     for r in runs:
@@ -370,7 +372,7 @@ def layout_key(layout):
 
 
 def targets_datapath(summary, ratios, resdir, cg=None):
-    """The goals as numbers: vnetd (event-driven) / OVS-DPDK per core, vnetd --poll-us 200 /
+    """The goals as numbers: vnetd (its defaults) / OVS-DPDK per core, vnetd --poll-us 200 /
     DPDK vhost absolute at 64 B (and per core), AF_XDP / tap per core at 64 B (same-run ratio
     of medians), the tap path's vnetd / DPDK vhost + net_tap per core at 64 and 1500 B,
     vnetd / DPDK vhost per core and absolute at 64 and 1500 B for each other ring
@@ -409,7 +411,7 @@ def targets_datapath(summary, ratios, resdir, cg=None):
             x = med('tap/%d' % s, impl, 'frames_per_syscall')
             t['tap_frames_per_syscall_%s_%d' % (name, s)] = round(x, 2) if x is not None else None
     t['xdp_vs_tap_per_core_64'] = ratios.get('xdp/64', {}).get('mpps_per_core')
-    # One stable answer (issue 43, "Long queues"): every rep of each event-driven vnetd switch
+    # One stable answer (issue 43, "Long queues"): every rep of each vnetd switch
     # cell within +-STABLE_PCT % of its median, or within DPDK's widest per-rep spread in this run
     floor = machine_floor(summary)['max_pct']
     t['dpdk_rep_spread_max_pct'] = round(floor, 1) if floor is not None else None

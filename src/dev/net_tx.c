@@ -267,15 +267,17 @@ static void tx_burst_untake(struct vnet_dev *dev, struct vnet_queue *q, unsigned
  *    idle queue polls nothing;
  *  - polling pays only where the packets come sooner than a wake-up costs: the gaps a polling
  *    queue sees between the runs that find work, per packet found, are averaged
- *    (q->poll_gap_ns; a closed loop of 8 frames in a burst: its round trip / 8); above
- *    POLL_WORTH_NS the queue stops polling, and a kick grows its window again only once every
- *    POLL_PROBE_WAKES wake-ups (a probe: the traffic may have changed). A kick's own gap cannot
- *    tell: it includes the wake-up's latency (tens of µs on a VM).
+ *    (q->poll_gap_ns; a closed loop of 8 frames in a burst: its round trip / 8; a look that
+ *    came late is no sample); above POLL_WORTH_NS the queue stops polling, and a kick grows
+ *    its window again only after POLL_PROBE_WAKES more wake-ups (a probe: the traffic may
+ *    have changed). A kick's own gap cannot tell: it includes the wake-up's latency (tens of
+ *    µs on a VM).
  * Time spent polling is counted (stats.poll_ns).
  */
 #define POLL_MIN_NS 500u
 #define POLL_CREDIT_MAX_NS 1000000
 #define POLL_WORTH_NS 5000u
+#define POLL_GAP_MAX_NS (2 * POLL_WORTH_NS)
 #define POLL_PROBE_WAKES 64u
 
 /* The queue was idle (it asked for kicks at q->idle_ns) and runs again: adapt its window. */
@@ -311,10 +313,11 @@ static __attribute__((noinline)) bool tx_poll_auto(struct vnet_dev *dev, struct 
 {
 	uint64_t since = q->poll_look_ns ? now - q->poll_look_ns : 0;
 	bool found = moved > 0;
+	/* A look later than a window after the last: the worker served other queues or was
+	 * preempted meanwhile. That is not this queue's polling, nor a gap its packets left. */
+	const bool late = since > q->poll_win_ns;
 
-	/* The time since the last look, but no more than a window: the worker may have served
-	 * other queues, or been preempted, meanwhile (that is not this queue's polling). */
-	if (since > q->poll_win_ns)
+	if (late)
 		since = q->poll_win_ns;
 	q->poll_look_ns = now;
 	q->poll_credit_ns += (int64_t)moved * dev->poll_budget_ns;
@@ -327,13 +330,14 @@ static __attribute__((noinline)) bool tx_poll_auto(struct vnet_dev *dev, struct 
 		q->poll_credit_ns = POLL_CREDIT_MAX_NS;
 	if (q->poll_credit_ns < 0)
 		q->poll_credit_ns = 0; /* a debt would outlive the load that made it */
-	if (found && polled && q->poll_found_ns) {
-		/* A gap seen while polling, per packet found: the average moves a quarter of the
-		 * way to it. */
-		int64_t g = (int64_t)((now - q->poll_found_ns) / moved);
+	if (found && polled && !late && q->poll_found_ns) {
+		/* A gap seen while polling, per packet found, at most POLL_GAP_MAX_NS (one long
+		 * stall alone does not end polling): the average moves a quarter of the way to it. */
+		uint64_t g = (now - q->poll_found_ns) / moved;
 
-		g = g > (int64_t)UINT32_MAX ? (int64_t)UINT32_MAX : g;
-		q->poll_gap_ns = (uint32_t)((int64_t)q->poll_gap_ns + (g - (int64_t)q->poll_gap_ns) / 4);
+		g = g > POLL_GAP_MAX_NS ? POLL_GAP_MAX_NS : g;
+		q->poll_gap_ns = (uint32_t)((int64_t)q->poll_gap_ns +
+					    ((int64_t)g - (int64_t)q->poll_gap_ns) / 4);
 		if (q->poll_gap_ns > POLL_WORTH_NS)
 			q->poll_win_ns = 0; /* not worth it: ask for kicks once the ring is empty */
 	}
@@ -380,6 +384,7 @@ static inline __attribute__((always_inline)) bool tx_process(struct vnet_dev *de
 	const bool burst = dev->be_ops && dev->be_ops->transmit_burst && q->be && !limited;
 	const bool burst_offloads = burst && dev->be_ops->burst_offloads;
 	const bool polled = q->polling;
+	uint32_t polled_for = 0; /* of total, what tx_poll_on() was told of already */
 
 	/* No kicks while we work: vq_kick_enable() re-checks before the queue goes idle. */
 	vq_kick_disable(&q->vq);
@@ -496,7 +501,7 @@ static inline __attribute__((always_inline)) bool tx_process(struct vnet_dev *de
 			return true; /* bounded work: yield to everything else that is ready */
 		if (done == TX_BATCH || gave_back)
 			continue;
-		if (tx_poll_on(dev, q, total, polled)) {
+		if (tx_poll_on(dev, q, total - polled_for, polled)) {
 			q->polling = true; /* kicks stay off: the owner runs the queue again */
 			return true;
 		}
@@ -517,6 +522,7 @@ static inline __attribute__((always_inline)) bool tx_process(struct vnet_dev *de
 			return false;
 		}
 		vq_kick_disable(&q->vq); /* more arrived while enabling: keep going quietly */
+		polled_for = total;
 	}
 }
 

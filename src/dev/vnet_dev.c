@@ -489,9 +489,22 @@ const struct vnet_rx_filter *vnet_dev_rx_filter(const struct vnet_dev *dev)
  */
 void vnet_dev_set_poll(struct vnet_dev *dev, unsigned us, unsigned budget_ns)
 {
+	const bool was_auto = dev->poll_auto;
+
 	dev->poll_auto = us == VNET_POLL_AUTO;
 	dev->poll_ns = (uint64_t)(dev->poll_auto ? VNET_POLL_AUTO_MAX_US : us) * 1000u;
 	dev->poll_budget_ns = budget_ns;
+	if (dev->poll_auto == was_auto)
+		return;
+	/* Another mode (a port moved to another worker): the adaptive state starts afresh. */
+	for (unsigned i = 0; i < dev->nqueues; i++) {
+		struct vnet_queue *q = &dev->queues[i];
+
+		q->poll_win_ns = 0;
+		q->poll_look_ns = q->idle_ns = q->poll_found_ns = 0;
+		q->poll_credit_ns = 0;
+		q->poll_gap_ns = q->poll_probe = 0;
+	}
 }
 
 /**

@@ -762,11 +762,11 @@ static void test_tx_poll_auto_adapts_and_pays(void **state)
 }
 
 /*
- * --poll-us auto, polling that does not pay: a polling queue whose looks find one packet 10 us
- * after the last (a light open load: a wake-up costs less) averages that gap, closes its window
- * and asks for kicks; the next kicks, however soon, do not open it again until
+ * --poll-us auto, polling that does not pay: a polling queue that looks every 1 us and finds a
+ * packet every 10 us (a light open load: a wake-up costs less) averages that gap, closes its
+ * window and asks for kicks; the next kicks, however soon, do not open it again until
  * POLL_PROBE_WAKES (64) wake-ups have passed; then one may (a probe), and packets found close
- * together keep it open.
+ * together keep it open. Another poll mode starts the adaptive state afresh.
  */
 static void test_tx_poll_auto_stops_on_long_gaps(void **state)
 {
@@ -779,13 +779,18 @@ static void test_tx_poll_auto_stops_on_long_gaps(void **state)
 	vnet_dev_set_poll(td->dev, VNET_POLL_AUTO, 100000); /* credit is not what stops it */
 	q = vnet_dev_queue(td->dev, TXQ);
 	td_tx(td, TXQ, 1, 64);
-	td->now += 2 * US; /* a kick soon after it asked: a window */
+	td->now += 20 * US; /* a kick 20 us after it asked: a 30 us window */
 	td_tx(td, TXQ, 1, 64);
-	assert_true(q->poll_win_ns > 0);
+	assert_int_equal(q->poll_win_ns, 30000);
 	assert_true(td->scheduled[TXQ]);
-	/* Polling: one packet every 10 us, no kick; each look finds one (the window follows). */
+	/* Polling: a look every 1 us, a packet every 10 us, no kick. */
 	for (int i = 0; i < 12 && q->poll_win_ns; i++) {
-		td->now += 10 * US;
+		for (int k = 0; k < 9; k++) {
+			td->now += US;
+			assert_int_equal(td_run_scheduled(td), 1);
+			assert_true(td->scheduled[TXQ]);
+		}
+		td->now += US;
 		td_tx_queue(td, TXQ, 64, (uint8_t)i);
 		fake_vq_publish(&td->vq[TXQ]);
 		assert_int_equal(td_run_scheduled(td), 1);
@@ -814,6 +819,10 @@ static void test_tx_poll_auto_stops_on_long_gaps(void **state)
 	}
 	assert_true(q->poll_gap_ns < 5000);
 	assert_true(q->poll_win_ns > 0);
+	vnet_dev_set_poll(td->dev, 50, VNET_POLL_BUDGET_DEFAULT);
+	assert_int_equal(q->poll_win_ns, 0);
+	assert_int_equal(q->poll_gap_ns, 0);
+	assert_int_equal(q->poll_found_ns, 0);
 	td_free(td);
 }
 
