@@ -202,12 +202,12 @@ class Stack:
         mtu = max(1500, self.size - 14)
         self.ns.run('ip link set vx0 mtu %d up' % mtu)
         self.peer.run('ip link set vx1 mtu %d up' % mtu)
-        if self.impl == 'vnetd':
+        if self.impl != 'tap':     # 'vnetd' and its variants ('vnetd-poll0': callgrind)
             spec = 'socket=%s,xdp=vx0' % s
         else:
             spec = 'socket=%s,tap=vtap0' % s
         self.vd = Vnetd(self.tools['vnetd'], self.tools['vnetctl'], [spec], self.wd, ns=self.ns,
-                        wrapper=self.wrapper, janitor=JANITOR)
+                        extra=vnetd_args(self.impl), wrapper=self.wrapper, janitor=JANITOR)
         self.be = self.vd
         if self.impl == 'tap':
             P.wait_link(self.ns, 'vtap0')
