@@ -336,19 +336,6 @@ def main():
     write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, sizes, host)
 
 
-def wait_quiet(limit):
-    """Wait (up to limit s) until other work uses < QUIET_CORES; nothing of ours runs now."""
-    t0 = time.monotonic()
-    while True:
-        a = common.machine_busy()
-        time.sleep(0.5)
-        b = common.machine_busy()
-        busy = (b[0] - a[0]) / (P.CLK_TCK * 0.5)
-        waited = time.monotonic() - t0
-        if busy < QUIET_CORES or waited >= limit:
-            return round(waited, 1), round(busy, 2)
-        time.sleep(1)
-
 
 def one_measurement(args, b, impl, s, rep, wd, tools, k, total, layout='split'):
     p = path_name(b, layout)
@@ -364,7 +351,7 @@ def one_measurement(args, b, impl, s, rep, wd, tools, k, total, layout='split'):
                           'multi-buffer)' % XDP_MAX_FRAME)
         log('[%d/%d] %-6s %-5s %5d B  skipped: %s' % (k, total, b, impl, s, run['skipped']))
         return run
-    run['waited_s'], run['busy_before'] = wait_quiet(args.quiet_wait)
+    run['waited_s'], run['busy_before'] = common.wait_quiet(args.quiet_wait, QUIET_CORES)
     t0 = time.monotonic()
     st = None
     try:

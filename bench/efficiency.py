@@ -134,18 +134,6 @@ def provenance():
                                                                '--dirty')}
 
 
-def wait_quiet(limit):
-    """Wait (up to limit s) until other work uses < QUIET_CORES; nothing of ours runs now."""
-    t0 = time.monotonic()
-    while True:
-        a = common.machine_busy()
-        time.sleep(0.5)
-        b = common.machine_busy()
-        busy = (b[0] - a[0]) / (P.CLK_TCK * 0.5)
-        if busy < QUIET_CORES or time.monotonic() - t0 >= limit:
-            return round(time.monotonic() - t0, 1), round(busy, 2)
-        time.sleep(1)
-
 
 def compact(d):
     """The figures of one driver run that the summary uses (the driver's JSON minus detail)."""
@@ -202,14 +190,14 @@ def calibrate(args, driver, wd, tools):
     cfg = next(c for c in args.configs if c['kind'] == 'vnetd')
     out = {}
     for s in args.sizes:
-        wait_quiet(args.quiet_wait)
+        common.wait_quiet(args.quiet_wait, QUIET_CORES)
         be = EB.Backend(cfg, wd, tools, 'calibrate/%s/%d' % (cfg['name'], s))
         rates, disturbed = [], []
         try:
             for i in range(args.calib_reps):
                 # a disturbed flood would set every rate of the run too low: measured again
                 for attempt in range(1 + args.retries + 2):
-                    wait_quiet(args.quiet_wait if attempt else 0)
+                    common.wait_quiet(args.quiet_wait if attempt else 0, QUIET_CORES)
                     d = EB.run_driver(driver, be, 'flood', s, args.warmup, args.duration,
                                       rx_irq=args.rx_irq)
                     r = compact(d)
@@ -251,7 +239,7 @@ def run_all(args, driver, wd, tools, calib, runs):
         for size, group in groups:
             for cfg in order:
                 k += 1
-                waited, busy = wait_quiet(args.quiet_wait)
+                waited, busy = common.wait_quiet(args.quiet_wait, QUIET_CORES)
                 log('[%d/%d] rep %d, %d B, %s: %s (waited %.0f s for quiet, others %.2f cores)'
                     % (k, total, rep + 1, size, group, cfg['label'], waited, busy))
                 be = None
@@ -285,7 +273,7 @@ def driver_check(args, driver, wd, tools):
     rows = []
     for rep in range(args.reps):
         for s in args.sizes:
-            wait_quiet(args.quiet_wait)
+            common.wait_quiet(args.quiet_wait, QUIET_CORES)
             be = EB.Backend(cfg, wd, tools, 'driver-check/%d' % s)
             try:
                 for rate in rates + [None]:

@@ -64,6 +64,23 @@ def machine_busy():
     return sum(v) - v[3] - v[4], sum(v)
 
 
+def wait_quiet(limit, quiet_cores):
+    """Wait (up to limit s) until the machine's busy CPU over half a second is below
+    quiet_cores (in cores; call it while nothing of the caller's runs). Returns (s waited,
+    cores busy at the last look), rounded."""
+    tck = os.sysconf('SC_CLK_TCK')
+    t0 = time.monotonic()
+    while True:
+        a = machine_busy()
+        time.sleep(0.5)
+        b = machine_busy()
+        busy = (b[0] - a[0]) / (tck * 0.5)
+        waited = time.monotonic() - t0
+        if busy < quiet_cores or waited >= limit:
+            return round(waited, 1), round(busy, 2)
+        time.sleep(1)
+
+
 def busy_pct(before, after):
     """Share of the machine's CPU time that was busy between two machine_busy() readings, in %
     (100 = every CPU)."""

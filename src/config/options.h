@@ -23,10 +23,10 @@ struct vnetd_options {
 	uint64_t max_guest_mem; /* --max-guest-mem: all ports' guest mappings (mem_cap.h); 0 default */
 	long socket_gid;        /* --socket-group: socket= listeners' group; -1: vnetd's own */
 	unsigned socket_mode;   /* --socket-mode: their permission bits (default 0660) */
-	unsigned poll_us;       /* --poll-us N: every worker's TX poll window, µs (0: kicks only,
-				 * the default; VNET_POLL_AUTO: adaptive) */
+	unsigned poll_us;       /* --poll-us N: every worker's TX poll window, µs (0: kicks only;
+				 * VNET_POLL_AUTO: adaptive, the default) */
 	long poll_us_worker[16]; /* --poll-us W:N: worker W's own window; -1: poll_us */
-	unsigned poll_budget_ns; /* --poll-budget NS: adaptive polling's ns per packet (default 100) */
+	unsigned poll_budget_ns; /* --poll-budget NS: adaptive polling's ns per packet (default 2000) */
 	/* Last: options_parse() clears the fields before it, and ports[i] only when a port lands
 	 * there (port_spec_parse() sets the whole entry), so the ~730 KB of a static struct cost
 	 * memory for the ports given only. */

@@ -497,14 +497,8 @@ void vnet_dev_set_poll(struct vnet_dev *dev, unsigned us, unsigned budget_ns)
 	if (dev->poll_auto == was_auto)
 		return;
 	/* Another mode (a port moved to another worker): the adaptive state starts afresh. */
-	for (unsigned i = 0; i < dev->nqueues; i++) {
-		struct vnet_queue *q = &dev->queues[i];
-
-		q->poll_win_ns = 0;
-		q->poll_look_ns = q->idle_ns = q->poll_found_ns = 0;
-		q->poll_credit_ns = 0;
-		q->poll_gap_ns = q->poll_probe = 0;
-	}
+	for (unsigned i = 0; i < dev->nqueues; i++)
+		queue_poll_forget(&dev->queues[i]);
 }
 
 /**

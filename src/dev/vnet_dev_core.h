@@ -196,6 +196,16 @@ static inline uint64_t dev_now(const struct vnet_dev *dev)
 	return dev->env->now_ns(dev->env_ctx);
 }
 
+/* queue_poll_forget() - the adaptive poll state (net_tx.c) starts afresh: no window, credit,
+ * gap average or probe count (a reset, a stop, another poll mode). */
+static inline void queue_poll_forget(struct vnet_queue *q)
+{
+	q->poll_win_ns = 0;
+	q->poll_look_ns = q->idle_ns = q->poll_found_ns = 0;
+	q->poll_credit_ns = 0;
+	q->poll_gap_ns = q->poll_probe = 0;
+}
+
 /* dev_queue() - queue qidx, or NULL if out of range. */
 static inline struct vnet_queue *dev_queue(struct vnet_dev *dev, unsigned qidx)
 {

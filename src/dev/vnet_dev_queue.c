@@ -79,10 +79,8 @@ void vnet_dev_queue_reset(struct vnet_dev *dev, struct vnet_queue *q)
 	q->enabled = false;
 	q->timer_deadline_ns = q->coal_deadline_ns = q->tx_deadline_ns = q->rate_deadline_ns = 0;
 	q->tx_blocked = q->rx_waiting = q->reinit = q->polling = false;
-	q->poll_until_ns = q->poll_look_ns = q->idle_ns = 0;
-	q->poll_win_ns = 0;
-	q->poll_credit_ns = 0;
-	q->poll_found_ns = q->poll_gap_ns = q->poll_probe = 0;
+	q->poll_until_ns = 0;
+	queue_poll_forget(q);
 	q->state_loaded = q->resume_notify = false;
 	/* q->scheduled stays: the owner's run queue still holds the entry, which clears it. */
 	q->rx_unflushed = 0;
@@ -214,10 +212,8 @@ uint32_t vnet_dev_queue_stop(struct vnet_dev *dev, unsigned qidx)
 		net_rx_cache_release(dev, q); /* reserved, unused RX buffers go back to the ring */
 	q->tx_blocked = false; /* the chain the backend refused was given back already */
 	q->polling = false;    /* a run-queue entry may stay: its run finds the queue stopped */
-	q->poll_until_ns = q->poll_look_ns = q->idle_ns = 0;
-	q->poll_win_ns = 0;
-	q->poll_credit_ns = 0;
-	q->poll_found_ns = q->poll_gap_ns = q->poll_probe = 0;
+	q->poll_until_ns = 0;
+	queue_poll_forget(q);
 	if (q->timer_deadline_ns)
 		dev->env->arm_timer(dev->env_ctx, qidx, 0);
 	q->timer_deadline_ns = q->coal_deadline_ns = q->tx_deadline_ns = q->rate_deadline_ns = 0;
