@@ -19,6 +19,7 @@
 #include "loop/loop.h"
 #include "mem/mem.h"
 #include "lib/log.h"
+#include "lib/peer_io.h"
 #include "port/port.h"
 #include "daemon/sandbox.h"
 #include "backend/switch/switch.h"
@@ -275,6 +276,7 @@ static int setup(struct daemon *d, const struct vnetd_options *opts)
 		mem_cap_set_daemon(opts->max_guest_mem);
 	port_set_socket_owner(opts->socket_gid, opts->socket_mode ? opts->socket_mode : 0660);
 	d->pool.no_uring = opts->no_io_uring;
+	(void)peer_io_guard_start(); /* without it, calls cost a poll() more (logged) */
 	if (guest_fault_install() < 0 ||
 	    worker_pool_init(&d->pool, opts->workers ? opts->workers : 1,
 			     VNETD_MAX_PORTS * VNET_MAX_QUEUES, &daemon_worker_ops, d) < 0)

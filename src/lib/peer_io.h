@@ -3,6 +3,7 @@
 #ifndef VNETD_PEER_IO_H
 #define VNETD_PEER_IO_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -10,15 +11,22 @@
  * A kick, call, error or device-state fd comes from the frontend, which keeps its own copy of
  * the same open file: it can clear the O_NONBLOCK vnetd set there at any time (F_SETFL), then
  * fill the pipe or the eventfd's counter, or empty it. Each call below is non-blocking by
- * itself: MSG_DONTWAIT on sockets, RWF_NOWAIT on pipes (and eventfd reads), and a poll() of
- * no time where the kernel has no per-call flag (eventfd writes, older kernels).
+ * itself: MSG_DONTWAIT on sockets, RWF_NOWAIT on pipes (and eventfd reads), and where the
+ * kernel has no per-call flag (eventfd writes, older kernels) the stall guard (peer_io.c: a
+ * watchdog interrupts a write kept waiting) or a poll() of no time before each call.
  */
 enum peer_fd_kind {
-	PEER_FD_OTHER = 0, /* eventfd, ...: RWF_NOWAIT reads, poll() before a write */
+	PEER_FD_OTHER = 0, /* eventfd, ...: RWF_NOWAIT reads, guarded (or polled) writes */
 	PEER_FD_SOCKET,    /* MSG_DONTWAIT */
 	PEER_FD_FIFO,      /* RWF_NOWAIT */
 	PEER_FD_FILE,      /* a regular file: plain read(2) and write(2), no peer to wait for */
 };
+
+/* The signal the stall guard's watchdog sends a thread to interrupt a write kept waiting. */
+#define PEER_IO_GUARD_SIGNAL SIGURG
+
+/* peer_io_guard_start() - eventfd writes by one write(2), a watchdog interrupting a stalled one. */
+int peer_io_guard_start(void);
 
 /* peer_fd_kind() - what fd is (once, when it is handed over: fstat). */
 enum peer_fd_kind peer_fd_kind(int fd);
@@ -26,7 +34,7 @@ enum peer_fd_kind peer_fd_kind(int fd);
 /* peer_read() - read(2) that never waits; -1 with errno EAGAIN when nothing is there. */
 ssize_t peer_read(int fd, enum peer_fd_kind kind, void *buf, size_t len);
 
-/* peer_write() - write(2) that never waits; -1 with errno EAGAIN when the peer is full. */
+/* peer_write() - write(2) that never waits; -1 with errno EAGAIN (peer full) or ETIMEDOUT. */
 ssize_t peer_write(int fd, enum peer_fd_kind kind, const void *buf, size_t len);
 
 #endif

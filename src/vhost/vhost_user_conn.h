@@ -90,6 +90,7 @@ struct vu_conn {
 	uint64_t rarps;              /* SEND_RARP announcements sent through the backend */
 	struct vu_state_xfer xfer;
 	atomic_int mem_fault;        /* guest memory shrank under us (SIGBUS): drop frontend */
+	bool calls_stalled;          /* a call write was kept waiting (peer_io.h): no calls */
 	struct vu_rxbuf rx;          /* the message being received (vhost_user_io.h) */
 };
 

@@ -359,7 +359,8 @@ enum vu_result vu_ring_get_base(struct vu_conn *c, const struct vu_msg *m)
  * Without negotiated protocol features a kick fd also enables the ring; a new kick fd starts
  * a fully configured queue.
  *
- * Return: VU_OK, or VU_FAIL (logged) for a bad queue index (the fd stays the caller's).
+ * Return: VU_OK, or VU_FAIL (logged) for a bad queue index (the fd stays the caller's) or a
+ * call fd on a connection whose calls stalled (vu_conn_notify(); the fd is closed).
  */
 enum vu_result vu_ring_set_fd(struct vu_conn *c, struct vu_rx *rx)
 {
@@ -395,6 +396,11 @@ enum vu_result vu_ring_set_fd(struct vu_conn *c, struct vu_rx *rx)
 		try_start(c, qidx);
 		break;
 	case VU_SET_VRING_CALL:
+		if (c->calls_stalled) {
+			log_guest("vhost-user: queue %u: SET_VRING_CALL after a call fd stalled", qidx);
+			vu_close_fd(&fd);
+			return VU_FAIL;
+		}
 		vu_close_fd(&c->q[qidx].call);
 		c->q[qidx].call = fd;
 		c->q[qidx].call_kind = kind;

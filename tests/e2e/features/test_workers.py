@@ -53,7 +53,13 @@ def main():
             Vnetd(ns, ports, wd, extra=['--workers', '2']) as vd:
         pid = vd.proc.pid
         tasks = os.listdir('/proc/%d/task' % pid)
-        check(len(tasks) == 2, 'vnetd runs 2 threads (%d)' % len(tasks))
+        comms = []
+        for t in tasks:
+            with open('/proc/%d/task/%s/comm' % (pid, t)) as f:
+                comms.append(f.read().strip())
+        # the two workers, and the stall guard's watchdog (peer_io.c)
+        check(len(tasks) == 3 and comms.count('vnetd-guard') == 1,
+              'vnetd runs 2 worker threads and its stall guard (%s)' % ', '.join(comms))
         for t in tasks:
             with open('/proc/%d/task/%s/status' % (pid, t)) as f:
                 st = dict(line.split(':', 1) for line in f if ':' in line)
