@@ -276,7 +276,7 @@ static int setup(struct daemon *d, const struct vnetd_options *opts)
 		mem_cap_set_daemon(opts->max_guest_mem);
 	port_set_socket_owner(opts->socket_gid, opts->socket_mode ? opts->socket_mode : 0660);
 	d->pool.no_uring = opts->no_io_uring;
-	(void)peer_io_guard_start(); /* without it, calls cost a poll() more (logged) */
+	(void)peer_io_watchdog_start(); /* without it, calls cost a poll() more (logged) */
 	if (guest_fault_install() < 0 ||
 	    worker_pool_init(&d->pool, opts->workers ? opts->workers : 1,
 			     VNETD_MAX_PORTS * VNET_MAX_QUEUES, &daemon_worker_ops, d) < 0)

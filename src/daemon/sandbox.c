@@ -163,14 +163,14 @@ static const struct sandbox_rule sandbox_allow[] = {
 	ALLOW(getpid),
 	ALLOW(gettid),
 	/* fds the frontend shares (kick, call, error, device state): peer_io.c never waits on
-	 * them, whatever their O_NONBLOCK (RWF_NOWAIT, the stall guard, or a poll() of no time) */
+	 * them, whatever their O_NONBLOCK (RWF_NOWAIT, the write watchdog, or a poll() of no time) */
 	ALLOW(preadv2),
 	ALLOW(pwritev2),
 	ALLOW(poll),
 	ALLOW(ppoll),
-	/* ... and its stall guard's watchdog: sleeps, interrupts a write kept waiting */
+	/* ... and its write watchdog's watchdog: sleeps, interrupts a write kept waiting */
 	ALLOW(clock_nanosleep),
-	ALLOW_IF(tgkill, ARG_EQ(2, PEER_IO_GUARD_SIGNAL)),
+	ALLOW_IF(tgkill, ARG_EQ(2, PEER_IO_WATCHDOG_SIGNAL)),
 	/* AF_XDP ports (xdp.c, set up before the filter): TX kicks are sendto() and zero-copy
 	 * RX kicks recvmsg() (above); closing one, libxdp reads its ring offsets to unmap them */
 	ALLOW_IF(getsockopt, ARG_EQ(1, SOL_XDP)),

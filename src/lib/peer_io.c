@@ -22,14 +22,14 @@
 #include "lib/log.h"
 
 /*
- * The stall guard. An eventfd write has no per-call flag that keeps it from waiting: it waits
+ * The write watchdog. An eventfd write has no per-call flag that keeps it from waiting: it waits
  * only while the counter is full (2^64 - 2), which a frontend can arrange after clearing the
  * O_NONBLOCK vnetd set on the file it shares. A poll() of no time before each write costs a
  * second system call per guest interrupt (300 ns of 560 here) and still loses to a peer that
- * fills the counter between the two calls. So once peer_io_guard_start() ran, a thread writes
+ * fills the counter between the two calls. So once peer_io_watchdog_start() ran, a thread writes
  * an eventfd with write(2) alone, and marks that it is inside that write; a watchdog thread
  * looks every PEER_GUARD_PERIOD_NS, and a write it finds in progress at two looks in a row is
- * interrupted with PEER_IO_GUARD_SIGNAL, whose handler jumps out of it: the write fails with
+ * interrupted with PEER_IO_WATCHDOG_SIGNAL, whose handler jumps out of it: the write fails with
  * ETIMEDOUT after at most two periods. The handler is SA_RESTART and does nothing outside
  * such a write, so a stray signal interrupts nothing.
  */
@@ -63,7 +63,7 @@ static void *guard_watch(void *arg)
 	static uint32_t last[PEER_GUARD_THREADS];
 	const struct timespec period = {.tv_nsec = PEER_GUARD_PERIOD_NS};
 
-	pthread_setname_np(pthread_self(), "vnetd-guard"); /* top -H, /proc/PID/task/TID/comm */
+	pthread_setname_np(pthread_self(), "vnetd-watchdog"); /* top -H, /proc/PID/task/TID/comm */
 	sem_post(arg); /* running: glibc's per-thread set-up is done before any sandbox */
 	for (;;) {
 		unsigned n = atomic_load_explicit(&guard_nslots, memory_order_acquire);
@@ -73,7 +73,7 @@ static void *guard_watch(void *arg)
 			uint32_t v = atomic_load_explicit(&guard_slots[i].seq, memory_order_relaxed);
 
 			if ((v & 1) && v == last[i])
-				pthread_kill(guard_slots[i].tid, PEER_IO_GUARD_SIGNAL);
+				pthread_kill(guard_slots[i].tid, PEER_IO_WATCHDOG_SIGNAL);
 			last[i] = v;
 		}
 	}
@@ -81,14 +81,14 @@ static void *guard_watch(void *arg)
 }
 
 /**
- * peer_io_guard_start() - start the stall guard: eventfd writes by one system call each.
+ * peer_io_watchdog_start() - start the write watchdog: eventfd writes by one system call each.
  *
  * Once, before the sandbox (it starts a thread, and returns once that thread runs, and
  * installs a signal handler), before the threads that write. Without it peer_write() polls an eventfd before each write.
  *
  * Return: 0, or -1 (logged; peer_write() then stays with poll() and write()).
  */
-int peer_io_guard_start(void)
+int peer_io_watchdog_start(void)
 {
 	struct sigaction sa;
 	sigset_t all, old;
@@ -101,8 +101,8 @@ int peer_io_guard_start(void)
 	sa.sa_handler = on_guard_signal;
 	sa.sa_flags = SA_RESTART | SA_NODEFER; /* the jump leaves the handler: keep it unblocked */
 	sigemptyset(&sa.sa_mask);
-	if (sigaction(PEER_IO_GUARD_SIGNAL, &sa, NULL) < 0) {
-		log_err("peer I/O: stall guard: sigaction: %s", strerror(errno));
+	if (sigaction(PEER_IO_WATCHDOG_SIGNAL, &sa, NULL) < 0) {
+		log_err("peer I/O: write watchdog: sigaction: %s", strerror(errno));
 		return -1;
 	}
 	pthread_attr_init(&attr);
@@ -118,7 +118,7 @@ int peer_io_guard_start(void)
 	pthread_attr_destroy(&attr);
 	if (err) {
 		sem_destroy(&started);
-		log_err("peer I/O: stall guard: thread: %s", strerror(err));
+		log_err("peer I/O: write watchdog: thread: %s", strerror(err));
 		return -1;
 	}
 	while (sem_wait(&started) < 0 && errno == EINTR)
@@ -148,7 +148,7 @@ static int guard_slot(void)
 }
 
 /*
- * guarded_write() - write(2) under the stall guard; -1 with errno ETIMEDOUT when the watchdog
+ * guarded_write() - write(2) under the write watchdog; -1 with errno ETIMEDOUT when the watchdog
  * had to interrupt it (the peer kept it waiting), EAGAIN for a full non-blocking peer.
  */
 static ssize_t guarded_write(struct guard_slot *g, int fd, const void *buf, size_t len)
@@ -163,7 +163,9 @@ static ssize_t guarded_write(struct guard_slot *g, int fd, const void *buf, size
 	}
 	atomic_store_explicit(&g->seq, seq + 1, memory_order_release);
 	guard_armed = 1;
+	atomic_signal_fence(memory_order_seq_cst); /* armed before the write, disarmed after */
 	n = write(fd, buf, len);
+	atomic_signal_fence(memory_order_seq_cst);
 	guard_armed = 0;
 	atomic_store_explicit(&g->seq, seq + 2, memory_order_release);
 	return n;
@@ -244,14 +246,14 @@ ssize_t peer_read(int fd, enum peer_fd_kind kind, void *buf, size_t len)
  * @buf: the bytes.
  * @len: how many.
  *
- * An eventfd write has no per-call flag. Under the stall guard (peer_io_guard_start()) it is
- * one write(2), interrupted if the peer keeps it waiting; without the guard a poll() of no time
+ * An eventfd write has no per-call flag. Under the write watchdog (peer_io_watchdog_start()) it is
+ * one write(2), interrupted if the peer keeps it waiting; without it a poll() of no time
  * first makes sure the counter has room (only a peer racing us between the two calls could
  * still fill it). A pipe without RWF_NOWAIT takes at most PIPE_BUF bytes after a poll(): a
  * free slot holds that many.
  *
  * Return: bytes written, -1 with errno (EAGAIN: the peer is full; ETIMEDOUT: the peer kept the
- * write waiting until the stall guard interrupted it).
+ * write waiting until the write watchdog interrupted it).
  */
 ssize_t peer_write(int fd, enum peer_fd_kind kind, const void *buf, size_t len)
 {

@@ -12,7 +12,7 @@
  * the same open file: it can clear the O_NONBLOCK vnetd set there at any time (F_SETFL), then
  * fill the pipe or the eventfd's counter, or empty it. Each call below is non-blocking by
  * itself: MSG_DONTWAIT on sockets, RWF_NOWAIT on pipes (and eventfd reads), and where the
- * kernel has no per-call flag (eventfd writes, older kernels) the stall guard (peer_io.c: a
+ * kernel has no per-call flag (eventfd writes, older kernels) the write watchdog (peer_io.c: a
  * watchdog interrupts a write kept waiting) or a poll() of no time before each call.
  */
 enum peer_fd_kind {
@@ -22,11 +22,11 @@ enum peer_fd_kind {
 	PEER_FD_FILE,      /* a regular file: plain read(2) and write(2), no peer to wait for */
 };
 
-/* The signal the stall guard's watchdog sends a thread to interrupt a write kept waiting. */
-#define PEER_IO_GUARD_SIGNAL SIGURG
+/* The signal the write watchdog's watchdog sends a thread to interrupt a write kept waiting. */
+#define PEER_IO_WATCHDOG_SIGNAL SIGURG
 
-/* peer_io_guard_start() - eventfd writes by one write(2), a watchdog interrupting a stalled one. */
-int peer_io_guard_start(void);
+/* peer_io_watchdog_start() - eventfd writes by one write(2), a watchdog interrupting a stalled one. */
+int peer_io_watchdog_start(void);
 
 /* peer_fd_kind() - what fd is (once, when it is handed over: fstat). */
 enum peer_fd_kind peer_fd_kind(int fd);

@@ -57,9 +57,9 @@ def main():
         for t in tasks:
             with open('/proc/%d/task/%s/comm' % (pid, t)) as f:
                 comms.append(f.read().strip())
-        # the two workers, and the stall guard's watchdog (peer_io.c)
-        check(len(tasks) == 3 and comms.count('vnetd-guard') == 1,
-              'vnetd runs 2 worker threads and its stall guard (%s)' % ', '.join(comms))
+        # the two workers, and the write watchdog's watchdog (peer_io.c)
+        check(len(tasks) == 3 and comms.count('vnetd-watchdog') == 1,
+              'vnetd runs 2 worker threads and its write watchdog (%s)' % ', '.join(comms))
         for t in tasks:
             with open('/proc/%d/task/%s/status' % (pid, t)) as f:
                 st = dict(line.split(':', 1) for line in f if ':' in line)

@@ -1186,8 +1186,8 @@ def config_fifo(env, res):
 def shared_fds_blocking(env, res):
     """vnetd sets O_NONBLOCK on the fds it is given, but that flag lives in the open file the
     frontend shares: it clears it again after the ack. A write to a full eventfd or pipe then
-    waits for the frontend, which never reads. The eventfd write is one write(2) that the stall
-    guard (peer_io.c) interrupts: the connection's calls stop, and a new call fd is refused."""
+    waits for the frontend, which never reads. The eventfd write is one write(2) that the write
+    watchdog (peer_io.c) interrupts: the connection's calls stop, and a new call fd is refused."""
     log0 = env.log_size()
     f = env.frontend().setup()
     call = os.eventfd(0, os.EFD_CLOEXEC)
@@ -1206,7 +1206,7 @@ def shared_fds_blocking(env, res):
     expect_alive_port(env, res, 'a blocking full eventfd and pipe as call and error fds')
     expect_broken(env, res, TX_Q, 'an avail jump')
     stalled = 'call fd kept vnetd waiting; calls stop'
-    # The guard interrupts the write within two of its 100 ms looks: wait well beyond that.
+    # The watchdog interrupts the write within two of its 100 ms looks: wait well beyond that.
     res.check(env.wait_log(log0, re.escape(stalled), timeout=10),
               'the stalled call write was interrupted (%r)' % stalled)
     again = os.eventfd(0, os.EFD_CLOEXEC)

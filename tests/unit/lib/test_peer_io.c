@@ -109,7 +109,7 @@ static void test_blocking_socket(void **state)
 	close(sv[1]);
 }
 
-/* Under the stall guard (the tests below: it stays on once started). */
+/* Under the write watchdog (the tests below: it stays on once started). */
 static void test_guard_interrupts_a_write_kept_waiting(void **state)
 {
 	const uint64_t one = 1, max = 0xfffffffffffffffeull;
@@ -117,7 +117,7 @@ static void test_guard_interrupts_a_write_kept_waiting(void **state)
 	uint64_t v;
 
 	(void)state;
-	assert_int_equal(peer_io_guard_start(), 0);
+	assert_int_equal(peer_io_watchdog_start(), 0);
 	assert_int_equal(peer_write(e, PEER_FD_OTHER, &one, sizeof(one)), 8);
 	assert_int_equal(peer_read(e, PEER_FD_OTHER, &v, sizeof(v)), 8);
 	assert_int_equal(write(e, &max, sizeof(max)), 8);
@@ -125,11 +125,11 @@ static void test_guard_interrupts_a_write_kept_waiting(void **state)
 	errno = 0;
 	assert_int_equal(peer_write(e, PEER_FD_OTHER, &one, sizeof(one)), -1);
 	assert_int_equal(errno, ETIMEDOUT);
-	/* And again: the guard stays armed after an interruption. */
+	/* And again: the watchdog stays on after an interruption. */
 	errno = 0;
 	assert_int_equal(peer_write(e, PEER_FD_OTHER, &one, sizeof(one)), -1);
 	assert_int_equal(errno, ETIMEDOUT);
-	/* Non-blocking and full: EAGAIN at once, as without the guard. */
+	/* Non-blocking and full: EAGAIN at once, as without the watchdog. */
 	assert_int_equal(fcntl(e, F_SETFL, O_NONBLOCK), 0);
 	errno = 0;
 	assert_int_equal(peer_write(e, PEER_FD_OTHER, &one, sizeof(one)), -1);
@@ -169,7 +169,7 @@ static void test_guard_two_threads_stalled_at_once(void **state)
 	close(e);
 }
 
-/* The guard's signal outside a guarded write interrupts nothing (SA_RESTART, no jump). */
+/* The watchdog's signal outside a guarded write interrupts nothing (SA_RESTART, no jump). */
 static void *signalled_reader(void *arg)
 {
 	int fd = *(int *)arg;
@@ -187,10 +187,10 @@ static void test_guard_signal_elsewhere_is_harmless(void **state)
 
 	(void)state;
 	assert_int_equal(pipe(p), 0);
-	assert_int_equal(pthread_kill(pthread_self(), PEER_IO_GUARD_SIGNAL), 0);
+	assert_int_equal(pthread_kill(pthread_self(), PEER_IO_WATCHDOG_SIGNAL), 0);
 	assert_int_equal(pthread_create(&t, NULL, signalled_reader, &p[0]), 0);
 	usleep(50000); /* in read() now, most likely; either way it must not fail */
-	assert_int_equal(pthread_kill(t, PEER_IO_GUARD_SIGNAL), 0);
+	assert_int_equal(pthread_kill(t, PEER_IO_WATCHDOG_SIGNAL), 0);
 	usleep(10000);
 	assert_int_equal(write(p[1], "x", 1), 1);
 	assert_int_equal(pthread_join(t, &r), 0);
