@@ -66,11 +66,15 @@ int worker_pool_init(struct worker_pool *p, unsigned n, unsigned rq_cap,
  * an epoll_wait() per round would be a system call per few packets. It looks at its fds at most
  * every WORKER_LOOK_NS while it has queued work: other ports' kicks, the wake eventfd and
  * signals wait that long at most. With adaptive polling (--poll-us auto) most rings are
- * event-driven while a few poll, windows of a few µs: their kicks wait WORKER_LOOK_AUTO_NS at
- * most. Event-driven workers (poll_us 0) look every round.
+ * event-driven while a few poll, windows of a few µs: the worker looks every
+ * WORKER_LOOK_AUTO_NS after a look that found events, and each look that finds none doubles
+ * that, up to WORKER_LOOK_AUTO_MAX_NS, so a worker whose only traffic is on its polling rings
+ * (a ping-pong) pays few system calls, and a kick that comes waits at most the longer gap once.
+ * Event-driven workers (poll_us 0) look every round.
  */
 #define WORKER_LOOK_NS 20000u
 #define WORKER_LOOK_AUTO_NS 2000u
+#define WORKER_LOOK_AUTO_MAX_NS 16000u
 
 /* worker_look_due() - with work queued: whether this round looks at the fds (poll mode: rarely). */
 static bool worker_look_due(struct worker *w)
@@ -82,10 +86,19 @@ static bool worker_look_due(struct worker *w)
 		return true;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	if (now - w->look_ns < (w->poll_us == VNET_POLL_AUTO ? WORKER_LOOK_AUTO_NS : WORKER_LOOK_NS))
+	if (now - w->look_ns < (w->poll_us == VNET_POLL_AUTO ? w->look_gap_ns : WORKER_LOOK_NS))
 		return false;
 	w->look_ns = now;
 	return true;
+}
+
+/* worker_looked() - adaptive poll mode: a look found n events; the next comes sooner or later. */
+static void worker_looked(struct worker *w, int n)
+{
+	if (n > 0 || w->look_gap_ns < WORKER_LOOK_AUTO_NS)
+		w->look_gap_ns = WORKER_LOOK_AUTO_NS;
+	else if (n == 0 && w->look_gap_ns < WORKER_LOOK_AUTO_MAX_NS)
+		w->look_gap_ns *= 2;
 }
 
 /**
@@ -111,8 +124,11 @@ int worker_round(struct worker *w)
 	unsigned gen;
 	int n = 0;
 
-	if (!pending || worker_look_due(w))
+	if (!pending || worker_look_due(w)) {
 		n = epoll_wait(w->epfd, events, MAX_EVENTS, pending ? 0 : -1);
+		if (w->poll_us == VNET_POLL_AUTO)
+			worker_looked(w, pending ? n : 1); /* woken: events came */
+	}
 
 	if (n < 0) {
 		if (errno == EINTR)

@@ -49,6 +49,7 @@ struct worker {
 	unsigned poll_us;        /* --poll-us: its ports' TX poll window (vnet_dev_set_poll()) */
 	unsigned poll_budget_ns; /* --poll-budget: adaptive polling's ns per packet */
 	uint64_t look_ns;        /* poll mode: when a round with queued work last looked at fds */
+	uint32_t look_gap_ns;    /* adaptive poll mode: the gap to the next look (worker.c) */
 	struct worker_pool *pool;
 	pthread_t thread;
 	bool started;
