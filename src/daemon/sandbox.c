@@ -162,15 +162,14 @@ static const struct sandbox_rule sandbox_allow[] = {
 	ALLOW(rt_sigprocmask),
 	ALLOW(getpid),
 	ALLOW(gettid),
-	/* fds the frontend shares (kick, call, error, device state): peer_io.c never waits on
-	 * them, whatever their O_NONBLOCK (RWF_NOWAIT, the write watchdog, or a poll() of no time) */
+	/* fds the frontend shares (kick, call, error, device state): peer_io.c does not wait on
+	 * them, whatever their O_NONBLOCK (RWF_NOWAIT, a poll() of no time, its write watchdog) */
 	ALLOW(preadv2),
 	ALLOW(pwritev2),
 	ALLOW(poll),
 	ALLOW(ppoll),
-	/* ... and its write watchdog's watchdog: sleeps, interrupts a write kept waiting */
+	/* ... and its write watchdog: sleeps (a tgkill of its signal to this process: below) */
 	ALLOW(clock_nanosleep),
-	ALLOW_IF(tgkill, ARG_EQ(2, PEER_IO_WATCHDOG_SIGNAL)),
 	/* AF_XDP ports (xdp.c, set up before the filter): TX kicks are sendto() and zero-copy
 	 * RX kicks recvmsg() (above); closing one, libxdp reads its ring offsets to unmap them */
 	ALLOW_IF(getsockopt, ARG_EQ(1, SOL_XDP)),
@@ -278,9 +277,13 @@ static int install_filter(void)
 		log_err("sandbox: cannot apply the filter to every thread");
 		goto fail;
 	}
-	/* abort() may only signal this process, and only with SIGABRT. */
+	/* abort() may only signal this process, and only with SIGABRT; peer_io.c's write
+	 * watchdog only this process's threads, with its signal. */
 	if (add_rule(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 2,
-		     (const struct scmp_arg_cmp[]){ARG_EQ(0, getpid()), ARG_EQ(2, SIGABRT)}) < 0)
+		     (const struct scmp_arg_cmp[]){ARG_EQ(0, getpid()), ARG_EQ(2, SIGABRT)}) < 0 ||
+	    add_rule(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 2,
+		     (const struct scmp_arg_cmp[]){ARG_EQ(0, getpid()),
+						   ARG_EQ(2, PEER_IO_WATCHDOG_SIGNAL)}) < 0)
 		goto fail;
 	for (size_t i = 0; i < sizeof(sandbox_allow) / sizeof(sandbox_allow[0]); i++)
 		if (add_rule(ctx, SCMP_ACT_ALLOW, sandbox_allow[i].nr, sandbox_allow[i].nargs,

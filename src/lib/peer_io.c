@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* peer_io.c - reads and writes on fds a peer shares with us, that never wait for that peer. */
+/* peer_io.c - reads and writes on fds a peer shares with us, that do not wait for that peer. */
 #include "lib/peer_io.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,54 +28,86 @@
  * only while the counter is full (2^64 - 2), which a frontend can arrange after clearing the
  * O_NONBLOCK vnetd set on the file it shares. A poll() of no time before each write costs a
  * second system call per guest interrupt (300 ns of 560 here) and still loses to a peer that
- * fills the counter between the two calls. So once peer_io_watchdog_start() ran, a thread writes
- * an eventfd with write(2) alone, and marks that it is inside that write; a watchdog thread
- * looks every PEER_GUARD_PERIOD_NS, and a write it finds in progress at two looks in a row is
- * interrupted with PEER_IO_WATCHDOG_SIGNAL, whose handler jumps out of it: the write fails with
- * ETIMEDOUT after at most two periods. The handler is SA_RESTART and does nothing outside
- * such a write, so a stray signal interrupts nothing.
+ * fills the counter between the two calls. So once peer_io_watchdog_start() ran, a thread
+ * writes an eventfd with one write(2), marking that it is inside it (an odd seq); a watchdog
+ * thread looks every PEER_GUARD_PERIOD_NS, and a write it finds at two looks in a row (the same
+ * odd seq) is interrupted by a tgkill of PEER_IO_WATCHDOG_SIGNAL. The handler jumps out only
+ * for that: a signal the watchdog sent (SI_TKILL from this process) for the write the thread
+ * is still in (kill_seq == seq). If the file is still O_NONBLOCK the write cannot have waited
+ * (the thread was off the CPU): it is tried once more; else the write fails with ETIMEDOUT,
+ * after 100 to 200 ms. The handler is SA_RESTART and does nothing else, so a stray signal
+ * interrupts no system call.
  */
-#define PEER_GUARD_PERIOD_NS 100000000L /* 100 ms: ten looks a second, a stall of 200 ms at most */
+#define PEER_GUARD_PERIOD_NS 100000000L /* ten looks a second; a stall ends in 100-200 ms */
 #define PEER_GUARD_THREADS 64
 
 struct guard_slot {
 	pthread_t tid;
-	_Atomic uint32_t seq; /* odd while the thread is inside a guarded write */
+	_Atomic uint32_t seq;      /* odd while the thread is inside a guarded write */
+	_Atomic uint32_t kill_seq; /* the write the watchdog interrupts (its odd seq) */
 };
 
 static struct guard_slot guard_slots[PEER_GUARD_THREADS];
 static _Atomic unsigned guard_nslots;
 static atomic_bool guard_running;
+static pid_t guard_pid;
 static pthread_mutex_t guard_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Thread_local int guard_self = -1; /* slot index; -2: none free, unguarded */
 static _Thread_local sigjmp_buf guard_jmp;
 static _Thread_local volatile sig_atomic_t guard_armed;
 
-static void on_guard_signal(int sig)
+/* on_guard_signal() - leave the write the watchdog found kept waiting; ignore anything else. */
+static void on_guard_signal(int sig, siginfo_t *si, void *uc)
 {
+	struct guard_slot *g;
+
 	(void)sig;
-	if (guard_armed) {
-		guard_armed = 0;
-		siglongjmp(guard_jmp, 1);
-	}
+	(void)uc;
+	if (!guard_armed || guard_self < 0 || si->si_code != SI_TKILL || si->si_pid != guard_pid)
+		return;
+	g = &guard_slots[guard_self];
+	if (atomic_load_explicit(&g->kill_seq, memory_order_relaxed) !=
+	    atomic_load_explicit(&g->seq, memory_order_relaxed))
+		return; /* sent for an earlier write, which ended */
+	guard_armed = 0;
+	siglongjmp(guard_jmp, 1);
 }
 
+/* guard_watch() - the watchdog thread: a look each period at every writing thread's seq. */
 static void *guard_watch(void *arg)
 {
 	static uint32_t last[PEER_GUARD_THREADS];
-	const struct timespec period = {.tv_nsec = PEER_GUARD_PERIOD_NS};
+	struct timespec next;
 
 	pthread_setname_np(pthread_self(), "vnetd-watchdog"); /* top -H, /proc/PID/task/TID/comm */
 	sem_post(arg); /* running: glibc's per-thread set-up is done before any sandbox */
+	clock_gettime(CLOCK_MONOTONIC, &next);
 	for (;;) {
 		unsigned n = atomic_load_explicit(&guard_nslots, memory_order_acquire);
+		int err;
 
-		clock_nanosleep(CLOCK_MONOTONIC, 0, &period, NULL);
+		next.tv_nsec += PEER_GUARD_PERIOD_NS;
+		if (next.tv_nsec >= 1000000000L) {
+			next.tv_nsec -= 1000000000L;
+			next.tv_sec++;
+		}
+		/* Absolute: an early return (EINTR) sleeps again, looks stay a period apart. */
+		while ((err = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL)) == EINTR)
+			;
+		if (err) {
+			/* Writers go back to a poll() before each write (peer_write()). */
+			atomic_store_explicit(&guard_running, false, memory_order_relaxed);
+			log_err("peer I/O: write watchdog stops: clock_nanosleep: %s", strerror(err));
+			return NULL;
+		}
 		for (unsigned i = 0; i < n; i++) {
-			uint32_t v = atomic_load_explicit(&guard_slots[i].seq, memory_order_relaxed);
+			struct guard_slot *g = &guard_slots[i];
+			uint32_t v = atomic_load_explicit(&g->seq, memory_order_relaxed);
 
-			if ((v & 1) && v == last[i])
-				pthread_kill(guard_slots[i].tid, PEER_IO_WATCHDOG_SIGNAL);
+			if ((v & 1) && v == last[i]) {
+				atomic_store_explicit(&g->kill_seq, v, memory_order_relaxed);
+				pthread_kill(g->tid, PEER_IO_WATCHDOG_SIGNAL);
+			}
 			last[i] = v;
 		}
 	}
@@ -81,10 +115,11 @@ static void *guard_watch(void *arg)
 }
 
 /**
- * peer_io_watchdog_start() - start the write watchdog: eventfd writes by one system call each.
+ * peer_io_watchdog_start() - eventfd writes by one write(2) each, a watchdog ending a stalled one.
  *
- * Once, before the sandbox (it starts a thread, and returns once that thread runs, and
- * installs a signal handler), before the threads that write. Without it peer_write() polls an eventfd before each write.
+ * Once, before the sandbox (it starts a thread, returns once that thread runs, and installs a
+ * signal handler), before the threads that write. Without it peer_write() polls an eventfd
+ * before each write.
  *
  * Return: 0, or -1 (logged; peer_write() then stays with poll() and write()).
  */
@@ -97,9 +132,11 @@ int peer_io_watchdog_start(void)
 	pthread_t t;
 	int err;
 
+	guard_pid = getpid();
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_guard_signal;
-	sa.sa_flags = SA_RESTART | SA_NODEFER; /* the jump leaves the handler: keep it unblocked */
+	sa.sa_sigaction = on_guard_signal;
+	/* SA_NODEFER: the jump leaves the handler, and the signal must not stay blocked. */
+	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
 	sigemptyset(&sa.sa_mask);
 	if (sigaction(PEER_IO_WATCHDOG_SIGNAL, &sa, NULL) < 0) {
 		log_err("peer I/O: write watchdog: sigaction: %s", strerror(errno));
@@ -147,28 +184,45 @@ static int guard_slot(void)
 	return guard_self >= 0 ? guard_self : -1;
 }
 
-/*
- * guarded_write() - write(2) under the write watchdog; -1 with errno ETIMEDOUT when the watchdog
- * had to interrupt it (the peer kept it waiting), EAGAIN for a full non-blocking peer.
- */
-static ssize_t guarded_write(struct guard_slot *g, int fd, const void *buf, size_t len)
+/* armed_write() - one write(2) the watchdog may interrupt: false if it did, else true, *out set. */
+static bool armed_write(struct guard_slot *g, int fd, const void *buf, size_t len, ssize_t *out)
 {
 	uint32_t seq = atomic_load_explicit(&g->seq, memory_order_relaxed);
 	ssize_t n;
 
 	if (sigsetjmp(guard_jmp, 0)) {
 		atomic_store_explicit(&g->seq, seq + 2, memory_order_release);
-		errno = ETIMEDOUT;
-		return -1;
+		return false;
 	}
 	atomic_store_explicit(&g->seq, seq + 1, memory_order_release);
 	guard_armed = 1;
 	atomic_signal_fence(memory_order_seq_cst); /* armed before the write, disarmed after */
-	n = write(fd, buf, len);
+	/* The system call itself: glibc's write() would leave async cancellation on if we jump. */
+	n = syscall(SYS_write, fd, buf, len);
 	atomic_signal_fence(memory_order_seq_cst);
 	guard_armed = 0;
 	atomic_store_explicit(&g->seq, seq + 2, memory_order_release);
-	return n;
+	*out = n;
+	return true;
+}
+
+/*
+ * guarded_write() - write(2) under the watchdog; -1 with errno ETIMEDOUT when the peer kept it
+ * waiting (interrupted with O_NONBLOCK cleared, or twice).
+ */
+static ssize_t guarded_write(struct guard_slot *g, int fd, const void *buf, size_t len)
+{
+	ssize_t n;
+
+	for (int tries = 0; tries < 2; tries++) {
+		if (armed_write(g, fd, buf, len, &n))
+			return n;
+		/* Still non-blocking: it cannot have waited (the thread was off the CPU). */
+		if (!(fcntl(fd, F_GETFL) & O_NONBLOCK))
+			break;
+	}
+	errno = ETIMEDOUT;
+	return -1;
 }
 
 /**
@@ -246,14 +300,14 @@ ssize_t peer_read(int fd, enum peer_fd_kind kind, void *buf, size_t len)
  * @buf: the bytes.
  * @len: how many.
  *
- * An eventfd write has no per-call flag. Under the write watchdog (peer_io_watchdog_start()) it is
- * one write(2), interrupted if the peer keeps it waiting; without it a poll() of no time
- * first makes sure the counter has room (only a peer racing us between the two calls could
- * still fill it). A pipe without RWF_NOWAIT takes at most PIPE_BUF bytes after a poll(): a
- * free slot holds that many.
+ * An eventfd write has no per-call flag. Once peer_io_watchdog_start() ran it is one write(2)
+ * (PEER_FD_POLLED: after a poll() of no time too) that the watchdog ends if the peer keeps it
+ * waiting; before, a poll() of no time makes sure the counter has room (a peer racing us
+ * between the two calls could still fill it). A pipe without RWF_NOWAIT takes at most
+ * PIPE_BUF bytes after a poll(): a free slot holds that many.
  *
  * Return: bytes written, -1 with errno (EAGAIN: the peer is full; ETIMEDOUT: the peer kept the
- * write waiting until the write watchdog interrupted it).
+ * write waiting, 100 to 200 ms, until the watchdog ended it).
  */
 ssize_t peer_write(int fd, enum peer_fd_kind kind, const void *buf, size_t len)
 {
@@ -273,8 +327,11 @@ ssize_t peer_write(int fd, enum peer_fd_kind kind, const void *buf, size_t len)
 	} else if (atomic_load_explicit(&guard_running, memory_order_relaxed)) {
 		int slot = guard_slot();
 
-		if (slot >= 0)
+		if (slot >= 0) {
+			if (kind == PEER_FD_POLLED && !ready_now(fd, POLLOUT))
+				return -1;
 			return guarded_write(&guard_slots[slot], fd, buf, len);
+		}
 	}
 	if (!ready_now(fd, POLLOUT))
 		return -1;

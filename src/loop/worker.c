@@ -105,8 +105,9 @@ static void worker_looked(struct worker *w, int n)
  * worker_round() - one round of a worker's event loop.
  * @w: the worker; called on its own thread (worker 0: the main thread)
  *
- * Waits for events (without waiting while work is queued; a polling worker with queued work looks at
- * its fds at most every WORKER_LOOK_NS), calls ops->round_begin, dispatches the
+ * Waits for events (without waiting while work is queued; a polling worker with queued work
+ * looks at its fds every WORKER_LOOK_NS, or adaptively: worker_looked()), calls
+ * ops->round_begin, dispatches the
  * events (the wake eventfd is read here and reported through ops->woken), gives one budget to each
  * run-queue entry queued before the round, dispatches the flush list (received packets published
  * once per round), calls ops->round_end, then ops->fault if a guest memory fault happened since

@@ -645,18 +645,30 @@ void port_flush_rx(struct port *p, unsigned lane)
 }
 
 /**
- * port_check_fault() - drop the frontend if its guest memory faulted (SIGBUS).
+ * port_check_fault() - drop the frontend if its guest memory faulted (SIGBUS) or it kept a
+ * write to one of its fds waiting (vu_conn_stalled()).
  * @p: the port
  *
- * On the port's worker.
+ * On the port's worker. A port whose frontend kept a write waiting polls each eventfd before
+ * writing it for every later frontend (vu_conn.polled_writes).
+ *
+ * Return: nothing; the frontend is dropped with its lanes parked, logged.
  */
 void port_check_fault(struct port *p)
 {
-	if (p->connected && p->conn.mem_fault) {
+	bool stalled;
+
+	if (!p->connected)
+		return;
+	stalled = atomic_load_explicit(&p->conn.peer_stalled, memory_order_relaxed) != 0;
+	if (p->conn.mem_fault || stalled) {
 		bool parked = port_lanes_park(p);
 
-		log_warn("%s: the frontend shrank guest memory under us (SIGBUS); dropping it",
-			 p->name);
+		if (stalled)
+			p->peer_stalled = true;
+		log_warn("%s: %s; dropping it", p->name,
+			 stalled ? "the frontend kept a write to its fds waiting"
+				 : "the frontend shrank guest memory under us (SIGBUS)");
 		port_sock_disconnect(p);
 		port_lanes_unpark(p, parked);
 	}

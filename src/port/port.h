@@ -79,7 +79,7 @@ void port_handle_event(struct port *p, struct ev_ref ref, uint32_t events);
  * on a flush list: the EV_PORT_FLUSH entry's queue field). */
 void port_flush_rx(struct port *p, unsigned lane);
 
-/* port_check_fault() - drop the frontend if its guest memory faulted (SIGBUS). */
+/* port_check_fault() - drop the frontend if its memory faulted or it kept a write waiting. */
 void port_check_fault(struct port *p);
 
 

@@ -32,6 +32,7 @@ struct port {
 	int listen_fd;
 	bool connected;
 	bool tap_failed;
+	bool peer_stalled;       /* a frontend kept a write waiting: later ones are polled first */
 	uint64_t connections;
 	struct vu_conn conn;
 	struct vnet_dev *dev;

@@ -96,6 +96,7 @@ static const struct vu_owner_ops port_vu_ops = {
 static void port_attach_conn(struct port *p, int fd)
 {
 	vu_conn_init(&p->conn, fd, p->dev, &port_vu_ops, p);
+	p->conn.polled_writes = p->peer_stalled; /* an earlier frontend kept a write waiting */
 	if (event_loop_add(p->epfd, fd, EPOLLIN, port_ref(p, EV_VU_CONN, 0, fd)) < 0) {
 		vu_conn_close(&p->conn);
 		return;

@@ -40,4 +40,7 @@ void vu_conn_state_io(struct vu_conn *c, uint32_t events);
 /* vu_conn_notify() - signal queue qidx's call fd (8 bytes, eventfd or socketpair). */
 void vu_conn_notify(struct vu_conn *c, unsigned qidx);
 
+/* vu_conn_stalled() - a write to the frontend's fd was kept waiting: stop writing, drop it. */
+void vu_conn_stalled(struct vu_conn *c, unsigned qidx, const char *what);
+
 #endif

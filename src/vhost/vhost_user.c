@@ -481,20 +481,14 @@ void vu_conn_notify(struct vu_conn *c, unsigned qidx)
 	ssize_t n;
 	int fd;
 
-	if (qidx >= VNET_MAX_QUEUES || (fd = c->q[qidx].call) < 0)
+	if (qidx >= VNET_MAX_QUEUES || (fd = c->q[qidx].call) < 0 ||
+	    atomic_load_explicit(&c->peer_stalled, memory_order_relaxed))
 		return;
 	/* UML's call fds are socketpair ends, QEMU's eventfds: neither may block (peer_io.h). */
 	n = peer_write(fd, c->q[qidx].call_kind, &one, sizeof(one));
-	if (n < 0 && errno == ETIMEDOUT) {
-		/* The frontend cleared O_NONBLOCK and filled the counter: no legitimate one does.
-		 * Its calls end here, for this connection (vhost_user_ring.c refuses new ones). */
-		log_guest("vhost-user: queue %u: call fd kept vnetd waiting; calls stop", qidx);
-		c->calls_stalled = true;
-		for (unsigned i = 0; i < VNET_MAX_QUEUES; i++)
-			vu_close_fd(&c->q[i].call);
-		return;
-	}
-	if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EPIPE &&
-	    errno != ECONNRESET && errno != EINTR)
+	if (n < 0 && errno == ETIMEDOUT)
+		vu_conn_stalled(c, qidx, "call");
+	else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EPIPE &&
+		 errno != ECONNRESET && errno != EINTR)
 		log_guest("vhost-user: queue %u: call fd: %s", qidx, strerror(errno));
 }

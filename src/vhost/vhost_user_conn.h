@@ -90,7 +90,10 @@ struct vu_conn {
 	uint64_t rarps;              /* SEND_RARP announcements sent through the backend */
 	struct vu_state_xfer xfer;
 	atomic_int mem_fault;        /* guest memory shrank under us (SIGBUS): drop frontend */
-	bool calls_stalled;          /* a call write was kept waiting (peer_io.h): no calls */
+	/* A write to its call or error fd was kept waiting (peer_io.h, ETIMEDOUT): no more
+	 * writes, and the owner drops the frontend (guest_fault_note(), like mem_fault). */
+	atomic_int peer_stalled;
+	bool polled_writes;          /* set by the owner: poll() before each eventfd write too */
 	struct vu_rxbuf rx;          /* the message being received (vhost_user_io.h) */
 };
 

@@ -13,6 +13,7 @@
 #include "lib/log.h"
 #include "mem/mem.h"
 #include "lib/peer_io.h"
+#include "vhost/vhost.h"
 #include "vhost/vhost_user_io.h"
 #include "vhost/vhost_user_mem.h"
 #include "lib/virtio_net_defs.h"
@@ -227,7 +228,11 @@ static void xfer_step(struct vu_conn *c)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			xfer_finish(c, -1, strerror(errno));
+			int err = errno;
+
+			if (err == ETIMEDOUT) /* not a pipe, and it kept the write waiting */
+				vu_conn_stalled(c, 0, "device state");
+			xfer_finish(c, -1, strerror(err));
 			return;
 		}
 		if (x->load)

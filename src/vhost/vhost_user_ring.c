@@ -10,6 +10,7 @@
 
 #include "lib/log.h"
 #include "lib/peer_io.h"
+#include "vhost/vhost.h"
 #include "vhost/vhost_user_migrate.h"
 #include "lib/virtio_net_defs.h"
 
@@ -359,8 +360,7 @@ enum vu_result vu_ring_get_base(struct vu_conn *c, const struct vu_msg *m)
  * Without negotiated protocol features a kick fd also enables the ring; a new kick fd starts
  * a fully configured queue.
  *
- * Return: VU_OK, or VU_FAIL (logged) for a bad queue index (the fd stays the caller's) or a
- * call fd on a connection whose calls stalled (vu_conn_notify(); the fd is closed).
+ * Return: VU_OK, or VU_FAIL (logged) for a bad queue index (the fd stays the caller's).
  */
 enum vu_result vu_ring_set_fd(struct vu_conn *c, struct vu_rx *rx)
 {
@@ -383,6 +383,8 @@ enum vu_result vu_ring_set_fd(struct vu_conn *c, struct vu_rx *rx)
 		log_guest("vhost-user: queue %u: cannot make fd non-blocking: %s", qidx,
 			  strerror(errno));
 	kind = (uint8_t)peer_fd_kind(fd);
+	if (kind == PEER_FD_OTHER && c->polled_writes)
+		kind = PEER_FD_POLLED;
 
 	switch (m->request) {
 	case VU_SET_VRING_KICK:
@@ -396,11 +398,6 @@ enum vu_result vu_ring_set_fd(struct vu_conn *c, struct vu_rx *rx)
 		try_start(c, qidx);
 		break;
 	case VU_SET_VRING_CALL:
-		if (c->calls_stalled) {
-			log_guest("vhost-user: queue %u: SET_VRING_CALL after a call fd stalled", qidx);
-			vu_close_fd(&fd);
-			return VU_FAIL;
-		}
 		vu_close_fd(&c->q[qidx].call);
 		c->q[qidx].call = fd;
 		c->q[qidx].call_kind = kind;
@@ -472,7 +469,13 @@ void vu_ring_signal_error(struct vu_conn *c, unsigned qidx)
 
 	if (qidx >= VNET_MAX_QUEUES || (fd = c->q[qidx].err) < 0)
 		return;
+	if (atomic_load_explicit(&c->peer_stalled, memory_order_relaxed))
+		return;
 	if (peer_write(fd, c->q[qidx].err_kind, &one, sizeof(one)) < 0 && errno != EAGAIN &&
-	    errno != EPIPE)
-		log_guest("vhost-user: queue %u: error fd: %s", qidx, strerror(errno));
+	    errno != EPIPE) {
+		if (errno == ETIMEDOUT)
+			vu_conn_stalled(c, qidx, "error");
+		else
+			log_guest("vhost-user: queue %u: error fd: %s", qidx, strerror(errno));
+	}
 }
