@@ -203,12 +203,20 @@ static void dispatch(void *ctx, struct worker *w, struct ev_ref ref, uint32_t ev
 	}
 }
 
-/* A guest memory fault somewhere: the worker checks the ports it owns. */
+/*
+ * A guest memory fault, or a frontend that kept a write waiting, found by this worker or
+ * another: it checks the ports it owns, and wakes the other workers so that a port's home
+ * checks it even when a lane's thread found it and the home sleeps (each worker wakes the
+ * others once per generation it sees: rare, and it ends).
+ */
 static void worker_fault(void *ctx, struct worker *w)
 {
 	struct daemon *d = ctx;
 
 	port_table_check_faults(&d->pt, w->id);
+	for (unsigned i = 0; i < d->pool.n; i++)
+		if (i != w->id)
+			worker_wake(&d->pool.w[i]);
 }
 
 static void worker_round_begin(void *ctx, struct worker *w)

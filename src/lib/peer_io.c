@@ -117,9 +117,9 @@ static void *guard_watch(void *arg)
 /**
  * peer_io_watchdog_start() - eventfd writes by one write(2) each, a watchdog ending a stalled one.
  *
- * Once, before the sandbox (it starts a thread, returns once that thread runs, and installs a
- * signal handler), before the threads that write. Without it peer_write() polls an eventfd
- * before each write.
+ * Before the sandbox (it starts a thread, returns once that thread runs, and installs a
+ * signal handler), before the threads that write; again: nothing. Without it peer_write()
+ * polls an eventfd before each write.
  *
  * Return: 0, or -1 (logged; peer_write() then stays with poll() and write()).
  */
@@ -132,6 +132,8 @@ int peer_io_watchdog_start(void)
 	pthread_t t;
 	int err;
 
+	if (atomic_load_explicit(&guard_running, memory_order_acquire))
+		return 0; /* started already */
 	guard_pid = getpid();
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_guard_signal;

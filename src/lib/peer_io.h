@@ -14,7 +14,7 @@
  * itself: MSG_DONTWAIT on sockets, RWF_NOWAIT on pipes (and eventfd reads). Where the kernel
  * has no per-call flag (eventfd writes, older kernels), a poll() of no time comes first, or,
  * once peer_io_watchdog_start() ran, an eventfd write is one write(2) that a watchdog thread
- * ends if the peer keeps it waiting: 100-200 ms, ETIMEDOUT (peer_io.c).
+ * ends if the peer keeps it waiting: ETIMEDOUT after 100-200 ms (peer_io.c).
  */
 enum peer_fd_kind {
 	PEER_FD_OTHER = 0, /* eventfd, ...: RWF_NOWAIT reads, guarded (or polled) writes */

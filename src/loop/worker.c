@@ -76,25 +76,37 @@ int worker_pool_init(struct worker_pool *p, unsigned n, unsigned rq_cap,
 #define WORKER_LOOK_AUTO_NS 2000u
 #define WORKER_LOOK_AUTO_MAX_NS 16000u
 
+/* worker_now() - CLOCK_MONOTONIC in ns. */
+static uint64_t worker_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* worker_look_due() - with work queued: whether this round looks at the fds (poll mode: rarely). */
 static bool worker_look_due(struct worker *w)
 {
-	struct timespec ts;
 	uint64_t now;
 
 	if (!w->poll_us)
 		return true;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	now = worker_now();
 	if (now - w->look_ns < (w->poll_us == VNET_POLL_AUTO ? w->look_gap_ns : WORKER_LOOK_NS))
 		return false;
 	w->look_ns = now;
 	return true;
 }
 
-/* worker_looked() - adaptive poll mode: a look found n events; the next comes sooner or later. */
-static void worker_looked(struct worker *w, int n)
+/*
+ * worker_looked() - adaptive poll mode: a look found n events; the next comes sooner or later.
+ * A wait that slept counts as a look now (the next round need not look again at once).
+ */
+static void worker_looked(struct worker *w, int n, bool slept)
 {
+	if (slept)
+		w->look_ns = worker_now();
 	if (n > 0 || w->look_gap_ns < WORKER_LOOK_AUTO_NS)
 		w->look_gap_ns = WORKER_LOOK_AUTO_NS;
 	else if (n == 0 && w->look_gap_ns < WORKER_LOOK_AUTO_MAX_NS)
@@ -128,7 +140,7 @@ int worker_round(struct worker *w)
 	if (!pending || worker_look_due(w)) {
 		n = epoll_wait(w->epfd, events, MAX_EVENTS, pending ? 0 : -1);
 		if (w->poll_us == VNET_POLL_AUTO)
-			worker_looked(w, pending ? n : 1); /* woken: events came */
+			worker_looked(w, pending ? n : 1, !pending); /* woken: events came */
 	}
 
 	if (n < 0) {

@@ -650,7 +650,7 @@ void port_flush_rx(struct port *p, unsigned lane)
  * @p: the port
  *
  * On the port's worker. A port whose frontend kept a write waiting polls each eventfd before
- * writing it for every later frontend (vu_conn.polled_writes).
+ * writing it for every later frontend (port_sock_disconnect() remembers it).
  *
  * Return: nothing; the frontend is dropped with its lanes parked, logged.
  */
@@ -664,8 +664,6 @@ void port_check_fault(struct port *p)
 	if (p->conn.mem_fault || stalled) {
 		bool parked = port_lanes_park(p);
 
-		if (stalled)
-			p->peer_stalled = true;
 		log_warn("%s: %s; dropping it", p->name,
 			 stalled ? "the frontend kept a write to its fds waiting"
 				 : "the frontend shrank guest memory under us (SIGBUS)");

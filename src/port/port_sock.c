@@ -460,6 +460,10 @@ void port_sock_disconnect(struct port *p)
 	if (p->state_pending)
 		port_state_sync(p); /* a change still waiting for the timer, before the queues reset */
 	port_persist_rings_stop(p); /* where packed rings stopped: the frontend may not know */
+	/* A frontend that kept a write waiting and went away before port_check_fault() saw it:
+	 * its port polls eventfds for every later frontend all the same. */
+	if (atomic_load_explicit(&p->conn.peer_stalled, memory_order_relaxed))
+		p->peer_stalled = true;
 	event_loop_del(p->epfd, p->conn.sock);
 	vu_conn_close(&p->conn);
 	__atomic_store_n(&p->connected, false, __ATOMIC_RELAXED); /* stats read it unparked */

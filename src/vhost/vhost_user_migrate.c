@@ -302,6 +302,8 @@ enum vu_result vu_mig_set_state_fd(struct vu_conn *c, struct vu_rx *rx)
 	}
 	x->fd = fd;
 	x->kind = (uint8_t)peer_fd_kind(fd);
+	if (x->kind == PEER_FD_OTHER && c->polled_writes)
+		x->kind = PEER_FD_POLLED; /* not a pipe, from a port whose frontend stalled a write */
 	x->load = t->direction == VU_TRANSFER_STATE_LOAD;
 	x->active = true;
 	x->result = 1;

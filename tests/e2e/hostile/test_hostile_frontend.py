@@ -1217,43 +1217,61 @@ def fill(efd):
     os.eventfd_write(efd, 0xfffffffffffffffe)  # one more and the counter would overflow
 
 
+def own_port(env, res, name):
+    """A switch port of the case's own (port-add): the ports p0 and p1 keep no history."""
+    path = os.path.join(env.wd, '%s.sock' % name)
+    reply, _ = quick_ctl(env.vd.control, {'cmd': 'port-add', 'spec': 'socket=%s,switch' % path})
+    if not res.check(reply is not None and reply.get('ok'), 'port-add for the case: %r' % reply):
+        return None, None
+    return path, reply['port']
+
+
 @case('call fd: blocking eventfd at 2^64-2, O_NONBLOCK cleared after: the write watchdog ends '
       'the write, the frontend is dropped, the next one is polled', log=DROPPED)
 def call_fd_stalls(env, res):
     """An eventfd write is one write(2) under peer_io.c's watchdog, which ends it within two of
     its 100 ms looks: the frontend is dropped, its port's later frontends get a poll() before
     each eventfd write, so the same trick makes nothing wait again."""
-    log0 = env.log_size()
-    f = env.frontend().setup()
-    call = blocking_full_eventfd(env)
-    vu.ok(f.vu.set_vring_call(TX_Q, call), 'SET_VRING_CALL (eventfd)')
-    fill(call)
-    f.transmit(ether_frame(BCAST, MACS[0]), timeout=0.5)  # completion: notify wants the call fd
-    res.check(env.wait_log(log0, STALLED, timeout=10) is not None,
-              'the watchdog ended the call write the frontend kept waiting')
-    expect_dropped(env, res, f.vu, 'a call write it kept waiting')
-    expect_alive_port(env, res, 'a call write kept waiting')
-    log1 = env.log_size()
-    g = env.frontend().setup()
-    call2 = blocking_full_eventfd(env)
-    vu.ok(g.vu.set_vring_call(TX_Q, call2), 'next frontend: SET_VRING_CALL (eventfd)')
-    fill(call2)
-    g.transmit(ether_frame(BCAST, MACS[0]), timeout=0.5)
-    time.sleep(0.5)  # beyond two of the watchdog's looks
-    res.check(env.wait_log(log1, STALLED, timeout=0.1) is None,
-              "the port's next frontend: its full eventfd is polled first, nothing waits")
-    expect_alive_conn(res, g.vu, 'a full call eventfd on a port that polls it')
+    path, name = own_port(env, res, 'pcall')
+    if path is None:
+        return
+    try:
+        log0 = env.log_size()
+        f = VirtioNetFrontend(path).setup()
+        env.hostile.append(f)
+        call = blocking_full_eventfd(env)
+        vu.ok(f.vu.set_vring_call(TX_Q, call), 'SET_VRING_CALL (eventfd)')
+        fill(call)
+        f.transmit(ether_frame(BCAST, MACS[0]), timeout=0.5)  # completion: notify wants a call
+        res.check(env.wait_log(log0, STALLED, timeout=10) is not None,
+                  'the watchdog ended the call write the frontend kept waiting')
+        expect_dropped(env, res, f.vu, 'a call write it kept waiting')
+        expect_alive_port(env, res, 'a call write kept waiting')
+        log1 = env.log_size()
+        g = VirtioNetFrontend(path).setup()
+        env.hostile.append(g)
+        call2 = blocking_full_eventfd(env)
+        vu.ok(g.vu.set_vring_call(TX_Q, call2), 'next frontend: SET_VRING_CALL (eventfd)')
+        fill(call2)
+        res.check(g.transmit(ether_frame(BCAST, MACS[0]), timeout=3.0),
+                  "the port's next frontend: a frame completes with its call eventfd full")
+        # Longer than the watchdog needs to end a write (two 100 ms looks): a frontend still
+        # there then had nothing wait.
+        time.sleep(1.0)
+        expect_alive_conn(res, g.vu, 'a full call eventfd on a port that polls it')
+        res.check(re.search(STALLED, env.log_since(log1)) is None,
+                  "the port's next frontend: its full eventfd is polled first, nothing waits")
+    finally:
+        quick_ctl(env.vd.control, {'cmd': 'port-del', 'port': name})
 
 
 @case('error fd: blocking eventfd at 2^64-2, O_NONBLOCK cleared after; the ring breaks: the '
       'watchdog ends the write, the frontend is dropped', log=DROPPED)
 def error_fd_stalls(env, res):
     """Each refused ring message signals the error fd: without the drop, a frontend without
-    REPLY_ACK could hold its worker 200 ms per message. On a port of its own (port-add): p0's
-    later frontends have their eventfds polled since the case above."""
-    path = os.path.join(env.wd, 'perr.sock')
-    reply, _ = quick_ctl(env.vd.control, {'cmd': 'port-add', 'spec': 'socket=%s,switch' % path})
-    if not res.check(reply is not None and reply.get('ok'), 'port-add for the case: %r' % reply):
+    REPLY_ACK could hold its worker 200 ms per message."""
+    path, name = own_port(env, res, 'perr')
+    if path is None:
         return
     try:
         log0 = env.log_size()
@@ -1270,7 +1288,7 @@ def error_fd_stalls(env, res):
         expect_dropped(env, res, f.vu, 'an error write it kept waiting')
         expect_alive_port(env, res, 'an error write kept waiting')
     finally:
-        quick_ctl(env.vd.control, {'cmd': 'port-del', 'port': reply['port']})
+        quick_ctl(env.vd.control, {'cmd': 'port-del', 'port': name})
 
 
 class _FdCloser:
