@@ -1217,6 +1217,24 @@ def fill(efd):
     os.eventfd_write(efd, 0xfffffffffffffffe)  # one more and the counter would overflow
 
 
+def full_eventfd_frontend(env, path, msg, what):
+    """A frontend on path whose TX queue's call or error fd (msg) is a blocking full eventfd."""
+    f = VirtioNetFrontend(path).setup()
+    env.hostile.append(f)
+    efd = blocking_full_eventfd(env)
+    vu.ok(f.vu._vring_fd(msg, TX_Q, efd), '%s (eventfd)' % what)
+    fill(efd)
+    return f
+
+
+def expect_stall_dropped(env, res, f, log0, fd):
+    """The watchdog ended the write to the frontend's fd, vnetd dropped it, p1 still answers."""
+    res.check(env.wait_log(log0, STALLED, timeout=10) is not None,
+              'the watchdog ended the %s write the frontend kept waiting' % fd)
+    expect_dropped(env, res, f.vu, 'a %s write it kept waiting' % fd)
+    expect_alive_port(env, res, 'a %s write kept waiting' % fd)
+
+
 def own_port(env, res, name):
     """A switch port of the case's own (port-add): the ports p0 and p1 keep no history."""
     path = os.path.join(env.wd, '%s.sock' % name)
@@ -1237,22 +1255,11 @@ def call_fd_stalls(env, res):
         return
     try:
         log0 = env.log_size()
-        f = VirtioNetFrontend(path).setup()
-        env.hostile.append(f)
-        call = blocking_full_eventfd(env)
-        vu.ok(f.vu.set_vring_call(TX_Q, call), 'SET_VRING_CALL (eventfd)')
-        fill(call)
+        f = full_eventfd_frontend(env, path, vu.SET_VRING_CALL, 'SET_VRING_CALL')
         f.transmit(ether_frame(BCAST, MACS[0]), timeout=0.5)  # completion: notify wants a call
-        res.check(env.wait_log(log0, STALLED, timeout=10) is not None,
-                  'the watchdog ended the call write the frontend kept waiting')
-        expect_dropped(env, res, f.vu, 'a call write it kept waiting')
-        expect_alive_port(env, res, 'a call write kept waiting')
+        expect_stall_dropped(env, res, f, log0, 'call')
         log1 = env.log_size()
-        g = VirtioNetFrontend(path).setup()
-        env.hostile.append(g)
-        call2 = blocking_full_eventfd(env)
-        vu.ok(g.vu.set_vring_call(TX_Q, call2), 'next frontend: SET_VRING_CALL (eventfd)')
-        fill(call2)
+        g = full_eventfd_frontend(env, path, vu.SET_VRING_CALL, 'next frontend: SET_VRING_CALL')
         res.check(g.transmit(ether_frame(BCAST, MACS[0]), timeout=3.0),
                   "the port's next frontend: a frame completes with its call eventfd full")
         # Longer than the watchdog needs to end a write (two 100 ms looks): a frontend still
@@ -1275,18 +1282,11 @@ def error_fd_stalls(env, res):
         return
     try:
         log0 = env.log_size()
-        f = VirtioNetFrontend(path).setup()
-        env.hostile.append(f)
-        err = blocking_full_eventfd(env)
-        vu.ok(f.vu._vring_fd(vu.SET_VRING_ERR, TX_Q, err), 'SET_VRING_ERR (eventfd)')
-        fill(err)
+        f = full_eventfd_frontend(env, path, vu.SET_VRING_ERR, 'SET_VRING_ERR')
         r = f.rings[TX_Q]
         r.set_avail_idx(r.avail_idx + r.num + 1)
         r.kick()  # broken ring: the error fd is signalled
-        res.check(env.wait_log(log0, STALLED, timeout=10) is not None,
-                  'the watchdog ended the error write the frontend kept waiting')
-        expect_dropped(env, res, f.vu, 'an error write it kept waiting')
-        expect_alive_port(env, res, 'an error write kept waiting')
+        expect_stall_dropped(env, res, f, log0, 'error')
     finally:
         quick_ctl(env.vd.control, {'cmd': 'port-del', 'port': name})
 
