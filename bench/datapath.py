@@ -46,6 +46,7 @@ import time
 
 from bench.lib import common
 from bench.lib.common import SKIP, TOP
+from bench.lib import cpu_place
 from bench.lib import dp_callgrind
 from bench.lib import dp_procs as P
 from bench.lib.dp_procs import BenchError, JANITOR, log
@@ -119,6 +120,22 @@ def syscall_cost(wd):
     log('datapath: system calls cost getppid %.0f ns, eventfd write %.0f ns'
         % (c['getppid_ns'], c['eventfd_write_ns']))
     return c
+
+
+def cpu_probe_start(wd, host):
+    """Sample the CPUs' placement beside every measurement (bench/lib/cpu_place.py), seeded with
+    3 s of it now, idle: host['cpu_seed_ns']; without the paced driver, none (logged)."""
+    host['cpu_seed_ns'] = []
+    try:
+        dp_stacks.CPU_PROBE = eff_backends.driver_path(BUILD, wd)
+    except (BenchError, OSError) as e:
+        log('datapath: no CPU placement samples: %s' % e)
+        return
+    seed = cpu_place.Sampler(dp_stacks.CPU_PROBE, 3.0)
+    time.sleep(3.2)
+    host['cpu_seed_ns'] = seed.stop()
+    log("datapath: a cache line's round trip between CPU 0 and 1 now: %s ns"
+        % ' '.join('%.0f' % x for x in host['cpu_seed_ns']))
 
 
 def probe_virtio_user(wd, tools):
@@ -282,6 +299,7 @@ def main():
     # The host beside every tap row and in the header: what a system call costs here decides
     # how much a tap backend's batching is worth (issue 43)
     host = {'cpu_model': common.cpu_model(), 'syscall_start': syscall_cost(wd)}
+    cpu_probe_start(wd, host)
     try:
         info['virtio_user'] = vu = probe_virtio_user(wd, tools)
         max_len = vu.get('max_rx_pktlen', 9728)
@@ -302,9 +320,13 @@ def main():
                                 for attempt in range(1 + args.retries):
                                     r = one_measurement(args, b, impl, s, rep, wd, tools, k,
                                                         total, lay)
+                                    cpu_place.mark(r, cpu_place.nearest(runs + [r],
+                                                                        host['cpu_seed_ns']))
                                     runs.append(r)
                                     if not r.get('contended'):
                                         break
+                                    log('        re-measured: disturbed by %s'
+                                        % r.get('disturbed_by'))
         if args.callgrind:
             for b, lay in [(b, lay) for b in args.backends
                            for lay in (args.cg_layouts if b == 'switch' else ['split'])]:
@@ -392,6 +414,11 @@ def rep_counters(run):
 
 
 def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, sizes, host):
+    near = cpu_place.nearest(runs, host.get('cpu_seed_ns') or ())
+    for r in runs:  # against the whole run's nearest, not the nearest seen so far
+        if 'cpu_round_trip_ns' in r:
+            cpu_place.mark(r, near)
+    host['cpu_near_ns'] = near
     summary, ratios = summarize(runs, args.paths, sizes, args.keep_contended)
     classify(runs, summary, args.keep_contended)
     floor = machine_floor(summary)
@@ -401,6 +428,11 @@ def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, 
                 kernel=platform.release(), cpus=os.cpu_count(), cpu_model=cpu_model,
                 dpdk=dpdk_version(), loadavg_start=load0, loadavg_end=load1,
                 syscall_cost={'start': host.get('syscall_start'), 'end': host.get('syscall_end')},
+                cpu_placement={
+                    'near_ns': host.get('cpu_near_ns'), 'seed_ns': host.get('cpu_seed_ns'),
+                    'far_factor': cpu_place.FAR_FACTOR, 'far_share': cpu_place.FAR_SHARE,
+                    'runs_far': sum(1 for r in runs if r.get('cpus') == 'far'),
+                    'runs_sampled': sum(1 for r in runs if r.get('cpus'))},
                 machine_floor=floor,
                 elapsed_s=round(time.monotonic() - t_start, 1), args=vars(args), sizes=sizes,
                 source_mode={'switch': (
@@ -443,11 +475,19 @@ def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, 
                'started on a busier machine); a run during which other work used >= %.2f cores '
                'is "disturbed": it is re-measured (up to %d times) and left out of the summary '
                'where undisturbed runs exist (runs = used/measured, * = only disturbed ones); '
-               'median [min..max] over %d interleaved reps of %.0f s.'
+               'so is a run during which the hypervisor kept CPU 0 and CPU 1 apart: more than '
+               '%.0f %% of its CPU placement samples (paced --mode cpu-distance, every %.1f s: a '
+               'cache line\'s round trip between the two CPUs) over %.1fx the run\'s near one '
+               '(its samples\' 20th percentile: %s ns; %d of %d runs were far: rates drop ~2x '
+               'there, whatever the backend, docs/benchmarks.md); median [min..max] over %d interleaved reps of %.0f s.'
                % (dp_stacks.SYSCALL_WINDOW_S, os.cpu_count(), args.quiet_wait, QUIET_CORES,
                   sum(1 for r in runs if r.get('busy_before', 0) >= QUIET_CORES),
-                  sum(1 for r in runs if 'mpps' in r), QUIET_CORES, args.retries, args.reps,
-                  args.duration),
+                  sum(1 for r in runs if 'mpps' in r), QUIET_CORES, args.retries,
+                  100 * cpu_place.FAR_SHARE, cpu_place.INTERVAL_S, cpu_place.FAR_FACTOR,
+                  '%.0f' % meta['cpu_placement']['near_ns']
+                  if meta['cpu_placement']['near_ns'] else '?',
+                  meta['cpu_placement']['runs_far'], meta['cpu_placement']['runs_sampled'],
+                  args.reps, args.duration),
                '', 'kicks / wake-ups / calls per pkt: medians over the reps of the driver\'s '
                'kicks to vnetd (TX and RX queues) and vnetd\'s calls (interrupts) to the driver, '
                'vnetd\'s own counters (`vnetctl stats`) per frame vnetd took from the TX rings, '
@@ -474,7 +514,8 @@ def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, 
                '', 'vs median = this rep\'s Mpps per core against its cell\'s median; slices = '
                'the run\'s %d sub-intervals; preemptions = the backend\'s involuntary context '
                'switches; steal = the hypervisor\'s steal time on CPU 0 / CPU 1 (cores); DPDK '
-               'same rep = DPDK\'s run of the same cell and rep against its median. Regime '
+               'same rep = DPDK\'s run of the same cell and rep against its median; CPU round '
+               'trip = the range of its CPU placement samples. Regime '
                '(a vnetd rep that did not poll; one that did: polling): kick-per-burst = a '
                'kick per %d frames or more often '
                '(docs/lab-notebook.md, "Fifth round"), batched = fewer; chases = %.0fx the kicks per '

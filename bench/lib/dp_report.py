@@ -211,8 +211,8 @@ def reps_md(runs, backends, sizes):
         return spec % v if v is not None else '-'
     lines = ['| path | frame B | impl | rep | Mpps/core | vs median % | slices Mpps | '
              'kicks/pkt | wake-ups/pkt | calls/pkt | preemptions/s | steal cores | '
-             'DPDK same rep vs median % | regime |',
-             '|---|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|']
+             'DPDK same rep vs median % | CPU round trip ns | regime |',
+             '|---|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|']
     for b in backends:
         for s in sizes:
             for impl in impls_of(b):
@@ -224,10 +224,13 @@ def reps_md(runs, backends, sizes):
                                  r.get('mpps_per_core')), key=lambda r: r['rep']):
                     sl = r.get('slices_mpps') or []
                     steal = r.get('steal_cores') or {}
+                    rt = r.get('cpu_round_trip_ns') or []
                     lines.append('| %s | %d | %s | %d%s | %.3f | %s | %s | %s | %s | %s | %s | '
-                                 '%s | %s | %s |' % (
+                                 '%s | %s | %s | %s |' % (
                         path_label(b), s, impl_label(b, impl), r['rep'] + 1,
-                        ' (disturbed)' if r.get('contended') else '', r['mpps_per_core'],
+                        ' (%s)' % ('far CPUs' if r.get('disturbed_by') == 'far CPUs'
+                                   else 'disturbed') if r.get('contended') else '',
+                        r['mpps_per_core'],
                         num(r.get('vs_median_pct'), '%+.1f'),
                         '%.2f..%.2f' % (min(sl), max(sl)) if sl else '-',
                         num(r.get('kicks_per_packet'), '%.4f'),
@@ -237,6 +240,7 @@ def reps_md(runs, backends, sizes):
                         if r.get('dt_s') else '-',
                         '/'.join('%.3f' % v for v in steal.values()) or '-',
                         num(r.get('dpdk_same_rep_pct') if impl != 'dpdk' else None, '%+.1f'),
+                        '%.0f..%.0f' % (min(rt), max(rt)) if rt else '-',
                         r.get('regime', '')))
     return '\n'.join(lines)
 

@@ -6,6 +6,7 @@ import subprocess
 import time
 
 from . import common
+from . import cpu_place
 from . import dp_procs as P
 from .common import Vnetd
 from .dp_procs import BenchError, Testpmd, JANITOR
@@ -305,6 +306,10 @@ def settle(stack, settle_max):
     return time.monotonic() - t0, P.proc_minflt(pid) - f0
 
 
+# paced (bench/paced) for cpu_place.Sampler beside every measure(); None: not sampled
+CPU_PROBE = None
+
+
 def measure(stack, warmup, duration, slices, settle_max=0):
     """Steady-state rates of one stack: `slices` equal sub-intervals over `duration` seconds,
     after `warmup` seconds of traffic and, with settle_max, settle()."""
@@ -314,11 +319,14 @@ def measure(stack, warmup, duration, slices, settle_max=0):
     flt0 = P.proc_minflt(stack.be.pid)
     vs0 = stack.vd.stats() if stack.vd else None
     f0 = stack.fe.fwd_totals()
+    # where the hypervisor has the two CPUs meanwhile (bench/lib/cpu_place.py)
+    place = cpu_place.Sampler(CPU_PROBE, duration) if CPU_PROBE else None
     samples = [stack.sample()]
     for _ in range(slices):
         time.sleep(max(0.0, samples[0]['t'] + duration * len(samples) / slices - time.monotonic()))
         samples.append(stack.sample())
     f1 = stack.fe.fwd_totals()
+    cpu_rt = place.stop() if place else None
     vs1 = stack.vd.stats() if stack.vd else None
     flt1 = P.proc_minflt(stack.be.pid)
     # Frames per system call, in a window of its own after the measured one (counting makes
@@ -365,6 +373,8 @@ def measure(stack, warmup, duration, slices, settle_max=0):
     run['backend_wakeups'] = b['csw'][0] - a['csw'][0]
     run['backend_preemptions'] = b['csw'][1] - a['csw'][1]
     run['wakeups_per_packet'] = run['backend_wakeups'] / delivered if delivered > 0 else None
+    if cpu_rt is not None:
+        run['cpu_round_trip_ns'] = [round(x, 1) for x in cpu_rt]
     # the hypervisor's steal time per CPU over the window (cores): a vCPU it did not run
     run['steal_cores'] = {c: round((b['steal'][c] - a['steal'].get(c, 0)) / ticks, 4)
                           for c in sorted(b['steal'])}

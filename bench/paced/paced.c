@@ -16,21 +16,30 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "cpu_distance.h"
 #include "loops.h"
 
 static struct ctx C;
+/* --mode cpu-distance: its two CPUs (--cpu, --peer-cpu) and seconds between samples */
+static int dist_cpu[2] = {0, 1};
+static double dist_interval_s = 0.5;
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: paced --mode open|flood|closed|idle --port PATH --port PATH [options]\n"
 		"       paced --mode syscall-cost\n"
+		"       paced --mode cpu-distance [--cpu A] [--peer-cpu B] [--duration S] [--interval S]\n"
 		"  open      frames at --rate per second (both ports together), one by one on schedule,\n"
 		"            port 0 -> port 1 (--both: from each port in turn); one-way latency\n"
 		"  flood     as fast as the TX ring takes them (up to --burst per pass): the max rate\n"
 		"  closed    --inflight frames of each port circulate: each port returns the other's\n"
 		"            frames as they come; round-trip latency\n"
 		"  idle      connect, send nothing: what the watched processes spend meanwhile\n"
+		"  syscall-cost   the host's price of a system call (JSON)\n"
+		"  cpu-distance   a cache line's round trip between CPUs A and B (default 0 and 1),\n"
+		"            sampled every --interval (default 0.5 s) for --duration: where the\n"
+		"            hypervisor placed them now (JSON lines)\n"
 		"options:\n"
 		"  --server           listen on each PATH and accept the backend (OVS's\n"
 		"                     dpdkvhostuserclient ports); default: connect to it\n"
@@ -158,7 +167,8 @@ static void parse(int argc, char **argv, struct vu_opts *o, const char **paths, 
 		{"burst", 1, 0, 'b'}, {"both", 0, 0, 'B'}, {"warmup", 1, 0, 'w'},
 		{"duration", 1, 0, 'd'}, {"drain", 1, 0, 'D'}, {"queue-size", 1, 0, 'q'},
 		{"no-event-idx", 0, 0, 'E'}, {"rx-irq", 1, 0, 'i'}, {"cpu", 1, 0, 'c'},
-		{"watch", 1, 0, 'W'}, {"timeout", 1, 0, 't'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+		{"watch", 1, 0, 'W'}, {"timeout", 1, 0, 't'}, {"peer-cpu", 1, 0, 'P'},
+		{"interval", 1, 0, 'I'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
 	int ch;
 
 	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -192,8 +202,9 @@ static void parse(int argc, char **argv, struct vu_opts *o, const char **paths, 
 		case 'c': {
 			cpu_set_t set;
 
+			dist_cpu[0] = (int)num_arg("--cpu", optarg, 0, CPU_SETSIZE - 1);
 			CPU_ZERO(&set);
-			CPU_SET((int)num_arg("--cpu", optarg, 0, CPU_SETSIZE - 1), &set);
+			CPU_SET(dist_cpu[0], &set);
 			if (sched_setaffinity(0, sizeof(set), &set))
 				perror("paced: sched_setaffinity");
 			break;
@@ -205,6 +216,8 @@ static void parse(int argc, char **argv, struct vu_opts *o, const char **paths, 
 			}
 			C.watch[C.nwatch++] = (pid_t)num_arg("--watch", optarg, 1, 1 << 30);
 			break;
+		case 'P': dist_cpu[1] = (int)num_arg("--peer-cpu", optarg, 0, CPU_SETSIZE - 1); break;
+		case 'I': dist_interval_s = num_arg("--interval", optarg, 0.01, 60); break;
 		case 't': o->timeout_ms = (int)(num_arg("--timeout", optarg, 0.1, 3600) * 1000); break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);
@@ -236,6 +249,12 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "syscall-cost")) {
 		syscall_cost_json(stdout, 200000);
 		return 0;
+	}
+	if (!strcmp(mode, "cpu-distance")) {
+		signal(SIGINT, on_signal);
+		signal(SIGTERM, on_signal);
+		return cpu_distance_json(stdout, dist_cpu, (double)C.window_ns / 1e9,
+					 dist_interval_s) ? 1 : 0;
 	}
 	C.mode = !strcmp(mode, "open") ? MODE_OPEN : !strcmp(mode, "flood") ? MODE_FLOOD
 		: !strcmp(mode, "closed") ? MODE_CLOSED : !strcmp(mode, "idle") ? MODE_IDLE : 99;

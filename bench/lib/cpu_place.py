@@ -1,0 +1,89 @@
+# SPDX-License-Identifier: MIT
+"""Where the hypervisor has put the backend's and the driver's CPUs: a cache line's round trip between them, sampled beside a measurement."""
+
+# On the 2-vCPU VMs this project is measured on, the host moves the two vCPUs between cores
+# that share a cache (a line's round trip ~52 ns) and cores that do not (~330 ns), every few
+# seconds, idle or loaded. Every ring index, descriptor and frame crosses between the two CPUs,
+# so a run's rates follow the placement: bench-datapath's 1500 B switch cells ran at 3.2-3.6
+# Mpps in far seconds and 7.4-9.3 in near ones, whatever vnetd's poll mode, DPDK's vhost PMD
+# 2.8-3.3 against 5.0-6.3 (docs/benchmarks.md, "Where the hypervisor puts the CPUs"). paced
+# --mode cpu-distance samples it at SCHED_FIFO (~0.1-0.7 ms of each CPU per sample).
+
+import json
+import subprocess
+
+INTERVAL_S = 0.5
+NEAR_QUANTILE = 0.2  # the run's "near" round trip: this quantile of its samples (nearest())
+FAR_FACTOR = 2.5     # a sample over 2.5x that is "far"
+FAR_SHARE = 0.2      # a measurement with more than this share of far samples is "far"
+
+
+class Sampler:
+    """paced --mode cpu-distance running beside a measurement, for at most duration seconds."""
+
+    def __init__(self, driver, duration, cpus=(0, 1)):
+        self.samples, self.fifo = [], None
+        self.p = subprocess.Popen(
+            [driver, '--mode', 'cpu-distance', '--cpu', str(cpus[0]), '--peer-cpu',
+             str(cpus[1]), '--duration', '%.3f' % max(0.01, duration),
+             '--interval', '%.3f' % INTERVAL_S],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+    def stop(self):
+        """End it (SIGTERM) and return the round trips sampled, ns."""
+        if self.p.poll() is None:
+            self.p.terminate()
+        try:
+            out, _ = self.p.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            out, _ = self.p.communicate()
+        for line in out.splitlines():
+            try:
+                d = json.loads(line)
+            except ValueError:
+                continue
+            if 'round_trip_ns' in d:
+                self.samples.append(d['round_trip_ns'])
+            elif 'fifo' in d:
+                self.fifo = d['fifo']
+        return self.samples
+
+
+def far_share(samples, near_ns):
+    """Share of samples farther than FAR_FACTOR x near_ns (None without samples)."""
+    if not samples or not near_ns:
+        return None
+    return sum(1 for s in samples if s > FAR_FACTOR * near_ns) / len(samples)
+
+
+def placement(run, near_ns):
+    """'near', 'far' or None (not sampled) for a measurement with run['cpu_round_trip_ns']."""
+    share = far_share(run.get('cpu_round_trip_ns'), near_ns)
+    if share is None:
+        return None
+    return 'far' if share > FAR_SHARE else 'near'
+
+
+def nearest(runs, seed=()):
+    """The machine's 'near' round trip: the NEAR_QUANTILE of every sample in runs (and seed).
+    Not the minimum: now and then the two vCPUs share a core (~25 ns), and against that
+    every other sample would look far."""
+    vals = sorted(list(seed) + [x for r in runs for x in r.get('cpu_round_trip_ns') or []])
+    return vals[int(NEAR_QUANTILE * (len(vals) - 1))] if vals else None
+
+
+def mark(run, near_ns):
+    """Record a measurement's placement against near_ns: run['cpus_far_share'], run['cpus']
+    ('near'/'far'/None) and, when far, run['contended'] with run['disturbed_by'] = 'far CPUs'
+    (re-measured and left out of the summary as others' work is). 'Others' work' marks stay."""
+    run['cpus_far_share'] = far_share(run.get('cpu_round_trip_ns'), near_ns)
+    run['cpus'] = placement(run, near_ns)
+    others = run.get('disturbed_by') == 'others' or \
+        (run.get('contended') and run.get('disturbed_by') is None)
+    if others:
+        run['disturbed_by'] = 'others'
+    elif run['cpus'] == 'far':
+        run['contended'], run['disturbed_by'] = True, 'far CPUs'
+    else:
+        run['contended'], run['disturbed_by'] = False, None
