@@ -16,6 +16,7 @@
 #include "vhost/vhost.h"
 #include "vhost/vhost_user_io.h"
 #include "vhost/vhost_user_mem.h"
+#include "vhost/vhost_user_stall.h"
 #include "lib/virtio_net_defs.h"
 
 /* SET_DEVICE_STATE_FD reply: 0 = accepted, bit 8 = we hand back no fd of our own. */
@@ -301,9 +302,7 @@ enum vu_result vu_mig_set_state_fd(struct vu_conn *c, struct vu_rx *rx)
 		return vu_reply_u64(c->sock, rx->msg.request, 1) == VU_OK ? VU_FAIL : VU_DISCONNECT;
 	}
 	x->fd = fd;
-	x->kind = (uint8_t)peer_fd_kind(fd);
-	if (x->kind == PEER_FD_OTHER && c->polled_writes)
-		x->kind = PEER_FD_POLLED; /* not a pipe, from a port whose frontend stalled a write */
+	x->kind = (uint8_t)vu_peer_fd_kind(c, fd); /* polled if not a pipe, on a stalled port */
 	x->load = t->direction == VU_TRANSFER_STATE_LOAD;
 	x->active = true;
 	x->result = 1;

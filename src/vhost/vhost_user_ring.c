@@ -12,6 +12,7 @@
 #include "lib/peer_io.h"
 #include "vhost/vhost.h"
 #include "vhost/vhost_user_migrate.h"
+#include "vhost/vhost_user_stall.h"
 #include "lib/virtio_net_defs.h"
 
 /* ---- queues ---- */
@@ -382,9 +383,7 @@ enum vu_result vu_ring_set_fd(struct vu_conn *c, struct vu_rx *rx)
 	if (fd >= 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0)
 		log_guest("vhost-user: queue %u: cannot make fd non-blocking: %s", qidx,
 			  strerror(errno));
-	kind = (uint8_t)peer_fd_kind(fd);
-	if (kind == PEER_FD_OTHER && c->polled_writes)
-		kind = PEER_FD_POLLED;
+	kind = (uint8_t)vu_peer_fd_kind(c, fd);
 
 	switch (m->request) {
 	case VU_SET_VRING_KICK:

@@ -1244,51 +1244,57 @@ def own_port(env, res, name):
     return path, reply['port']
 
 
-@case('call fd: blocking eventfd at 2^64-2, O_NONBLOCK cleared after: the write watchdog ends '
-      'the write, the frontend is dropped, the next one is polled', log=DROPPED)
-def call_fd_stalls(env, res):
+def eventfd_stall_case(name, port, req):
+    """A case on a switch port of its own (own_port(), deleted after) whose first frontend's TX
+    call or error fd (req: 'SET_VRING_CALL', 'SET_VRING_ERR') is a blocking full eventfd
+    (full_eventfd_frontend()): the body gets (env, res, path, log0, f), log0 the log's size
+    before f came. Every such case expects vnetd to drop the frontend (DROPPED)."""
+    def reg(body):
+        def fn(env, res):
+            path, pname = own_port(env, res, port)
+            if path is None:
+                return
+            try:
+                log0 = env.log_size()
+                body(env, res, path, log0, full_eventfd_frontend(env, path, getattr(vu, req), req))
+            finally:
+                quick_ctl(env.vd.control, {'cmd': 'port-del', 'port': pname})
+        CASES.append((name, fn, DROPPED, None))
+        return body
+    return reg
+
+
+@eventfd_stall_case('call fd: blocking eventfd at 2^64-2, O_NONBLOCK cleared after: the write '
+                    'watchdog ends the write, the frontend is dropped, the next one is polled',
+                    'pcall', 'SET_VRING_CALL')
+def call_fd_stalls(env, res, path, log0, f):
     """An eventfd write is one write(2) under peer_io.c's watchdog, which ends it within two of
     its 100 ms looks: the frontend is dropped, its port's later frontends get a poll() before
     each eventfd write, so the same trick makes nothing wait again."""
-    path, name = own_port(env, res, 'pcall')
-    if path is None:
-        return
-    try:
-        log0 = env.log_size()
-        f = full_eventfd_frontend(env, path, vu.SET_VRING_CALL, 'SET_VRING_CALL')
-        f.transmit(ether_frame(BCAST, MACS[0]), timeout=0.5)  # completion: notify wants a call
-        expect_stall_dropped(env, res, f, log0, 'call')
-        log1 = env.log_size()
-        g = full_eventfd_frontend(env, path, vu.SET_VRING_CALL, 'next frontend: SET_VRING_CALL')
-        res.check(g.transmit(ether_frame(BCAST, MACS[0]), timeout=3.0),
-                  "the port's next frontend: a frame completes with its call eventfd full")
-        # Longer than the watchdog needs to end a write (two 100 ms looks): a frontend still
-        # there then had nothing wait.
-        time.sleep(1.0)
-        expect_alive_conn(res, g.vu, 'a full call eventfd on a port that polls it')
-        res.check(re.search(STALLED, env.log_since(log1)) is None,
-                  "the port's next frontend: its full eventfd is polled first, nothing waits")
-    finally:
-        quick_ctl(env.vd.control, {'cmd': 'port-del', 'port': name})
+    f.transmit(ether_frame(BCAST, MACS[0]), timeout=0.5)  # completion: notify wants a call
+    expect_stall_dropped(env, res, f, log0, 'call')
+    log1 = env.log_size()
+    g = full_eventfd_frontend(env, path, vu.SET_VRING_CALL, 'next frontend: SET_VRING_CALL')
+    res.check(g.transmit(ether_frame(BCAST, MACS[0]), timeout=3.0),
+              "the port's next frontend: a frame completes with its call eventfd full")
+    # Longer than the watchdog needs to end a write (two 100 ms looks): a frontend still there
+    # then had nothing wait.
+    time.sleep(1.0)
+    expect_alive_conn(res, g.vu, 'a full call eventfd on a port that polls it')
+    res.check(re.search(STALLED, env.log_since(log1)) is None,
+              "the port's next frontend: its full eventfd is polled first, nothing waits")
 
 
-@case('error fd: blocking eventfd at 2^64-2, O_NONBLOCK cleared after; the ring breaks: the '
-      'watchdog ends the write, the frontend is dropped', log=DROPPED)
-def error_fd_stalls(env, res):
+@eventfd_stall_case('error fd: blocking eventfd at 2^64-2, O_NONBLOCK cleared after; the ring '
+                    'breaks: the watchdog ends the write, the frontend is dropped',
+                    'perr', 'SET_VRING_ERR')
+def error_fd_stalls(env, res, path, log0, f):
     """Each refused ring message signals the error fd: without the drop, a frontend without
     REPLY_ACK could hold its worker 200 ms per message."""
-    path, name = own_port(env, res, 'perr')
-    if path is None:
-        return
-    try:
-        log0 = env.log_size()
-        f = full_eventfd_frontend(env, path, vu.SET_VRING_ERR, 'SET_VRING_ERR')
-        r = f.rings[TX_Q]
-        r.set_avail_idx(r.avail_idx + r.num + 1)
-        r.kick()  # broken ring: the error fd is signalled
-        expect_stall_dropped(env, res, f, log0, 'error')
-    finally:
-        quick_ctl(env.vd.control, {'cmd': 'port-del', 'port': name})
+    r = f.rings[TX_Q]
+    r.set_avail_idx(r.avail_idx + r.num + 1)
+    r.kick()  # broken ring: the error fd is signalled
+    expect_stall_dropped(env, res, f, log0, 'error')
 
 
 class _FdCloser:
