@@ -31,6 +31,7 @@ import tempfile
 import time
 
 from bench.lib import common
+from bench.lib import cpu_place
 from bench.lib.common import SKIP, TOP
 from bench.lib import dp_procs as P
 from bench.lib.dp_procs import BenchError, JANITOR, log
@@ -61,9 +62,10 @@ def parse_args():
     ap.add_argument('--quiet-wait', type=float,
                     help='before each configuration, wait up to this long for other work to '
                          'drop below %.2f cores (default 20)' % QUIET_CORES)
-    ap.add_argument('--retries', type=int, default=1,
-                    help='re-measure a run that other work disturbed (>= %.2f cores) up to this '
-                         'many times (default 1)' % QUIET_CORES)
+    ap.add_argument('--retries', type=int, default=2,
+                    help='re-measure a run that other work disturbed (>= %.2f cores) or during '
+                         'which the hypervisor kept the two CPUs apart (bench/lib/cpu_place.py) '
+                         'up to this many times (default 2)' % QUIET_CORES)
     ap.add_argument('--rx-irq', choices=('on', 'off'), default='on',
                     help='the driver keeps RX calls enabled, as a guest re-arming its interrupt '
                          '(default), or suppresses them, as a polling guest (DPDK virtio-user)')
@@ -169,15 +171,42 @@ def compact(d):
     return r
 
 
+# Where the hypervisor has the backend's and the driver's CPUs (bench/lib/cpu_place.py): every
+# sample of the run so far, and the paced driver that takes them (None: not sampled).
+PLACE = {'driver': None, 'seen': []}
+
+
+def placed_run(args, driver, be, mode, size, rate=None, inflight=None):
+    """One driver run (EB.run_driver()) with the CPUs' placement sampled beside it, 200 round
+    trips per sample (~10-70 µs each, a few frames' latency): (driver JSON, samples)."""
+    smp = cpu_place.Sampler(PLACE['driver'], args.warmup + args.duration + 1.0,
+                            rounds=200) if PLACE['driver'] else None
+    try:
+        d = EB.run_driver(driver, be, mode, size, args.warmup, args.duration, rate=rate,
+                          inflight=inflight, rx_irq=args.rx_irq)
+    finally:
+        samples = smp.stop() if smp else []
+    PLACE['seen'] += samples
+    return d, samples
+
+
+def mark_placement(r, samples):
+    """r's placement against the run's samples so far: r['disturbed'] also when it was far."""
+    r['cpu_round_trip_ns'] = [round(x, 1) for x in samples]
+    cpu_place.mark(r, cpu_place.nearest([], PLACE['seen']), 'disturbed')
+
+
 def measure(args, driver, be, point, rate, run, retries):
-    """One point on be (its driver run, re-measured when other work disturbed it)."""
+    """One point on be (its driver run, re-measured when other work disturbed it or the
+    hypervisor had the two CPUs far apart)."""
     for attempt in range(1 + retries):
-        d = EB.run_driver(driver, be, point['mode'], point['size'], args.warmup, args.duration,
-                          rate=rate, inflight=point.get('inflight'), rx_irq=args.rx_irq)
+        d, samples = placed_run(args, driver, be, point['mode'], point['size'], rate=rate,
+                                inflight=point.get('inflight'))
         if point['mode'] != 'idle' and not d['received']:
             raise BenchError('%s: nothing received in the window' % be.tag)
         r = compact(d)
         r['disturbed'] = r['others_cores'] >= QUIET_CORES
+        mark_placement(r, samples)
         r['attempt'] = attempt
         if not r['disturbed']:
             break
@@ -198,15 +227,16 @@ def calibrate(args, driver, wd, tools):
                 # a disturbed flood would set every rate of the run too low: measured again
                 for attempt in range(1 + args.retries + 2):
                     common.wait_quiet(args.quiet_wait if attempt else 0, QUIET_CORES)
-                    d = EB.run_driver(driver, be, 'flood', s, args.warmup, args.duration,
-                                      rx_irq=args.rx_irq)
+                    d, samples = placed_run(args, driver, be, 'flood', s)
                     r = compact(d)
+                    r['disturbed'] = r['others_cores'] >= QUIET_CORES
+                    mark_placement(r, samples)
                     log('calibrate %s %5d B: flood %.3f Mpps (loss %.4f, backend %.2f cores, '
                         'driver %.2f, others %.2f)%s'
                         % (cfg['name'], s, r['achieved_pps'] / 1e6, r['loss'], r['cores'],
                            r['driver_cores'], r['others_cores'],
-                           '  DISTURBED' if r['others_cores'] >= QUIET_CORES else ''))
-                    if r['others_cores'] < QUIET_CORES:
+                           '  DISTURBED (%s)' % r['disturbed_by'] if r['disturbed'] else ''))
+                    if not r['disturbed']:
                         rates.append(r['achieved_pps'])
                         break
                     disturbed.append(r['achieved_pps'])
@@ -334,6 +364,12 @@ def main():
     load0 = common.load_check('efficiency', limit=0.5,
                               note='the benchmark keeps 2 cores busy: others\' work spreads it')
     sc = EB.syscall_cost(driver)
+    PLACE['driver'] = driver
+    seed = cpu_place.Sampler(driver, 3.0)
+    time.sleep(3.2)
+    PLACE['seen'] = list(seed.stop())
+    log("efficiency: a cache line's round trip between CPU 0 and 1 now: %s ns"
+        % ' '.join('%.0f' % x for x in PLACE['seen']))
     meta = dict(prov, date=now.isoformat(timespec='seconds'), host=platform.node(),
                 kernel=platform.release(), cpus=os.cpu_count(), cpu_model=common.cpu_model(),
                 syscall_cost=sc, loadavg_start=load0, args={k: v for k, v in vars(args).items()},
@@ -361,8 +397,16 @@ def main():
         info['error'] = str(e)[:3000]
     finally:
         JANITOR.clean()
+    near = cpu_place.nearest(runs, PLACE['seen'])
+    for r in runs:  # against the whole run's near round trip, not the one seen so far
+        if 'cpu_round_trip_ns' in r:
+            cpu_place.mark(r, near, 'disturbed')
     meta.update(loadavg_end=os.getloadavg(), elapsed_s=round(time.monotonic() - t_start, 1),
-                calibration=calib)
+                calibration=calib,
+                cpu_placement={'near_ns': near, 'far_factor': cpu_place.FAR_FACTOR,
+                               'far_share': cpu_place.FAR_SHARE,
+                               'runs_far': sum(1 for r in runs if r.get('cpus') == 'far'),
+                               'runs_sampled': sum(1 for r in runs if r.get('cpus'))})
     ER.write(meta, info, runs, args, out, resdir)
     if not runs:
         sys.exit(1)

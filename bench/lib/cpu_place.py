@@ -21,12 +21,14 @@ FAR_SHARE = 0.2      # a measurement with more than this share of far samples is
 class Sampler:
     """paced --mode cpu-distance running beside a measurement, for at most duration seconds."""
 
-    def __init__(self, driver, duration, cpus=(0, 1)):
-        self.samples, self.fifo = [], None
+    def __init__(self, driver, duration, cpus=(0, 1), rounds=2000):
+        """rounds per sample: 2000 (~0.1-0.7 ms of each CPU) beside a throughput measurement,
+        fewer beside a latency one (200: ~10-70 µs, a few frames' latency)."""
+        self.samples, self.fifo, self.taken = [], None, None
         self.p = subprocess.Popen(
             [driver, '--mode', 'cpu-distance', '--cpu', str(cpus[0]), '--peer-cpu',
              str(cpus[1]), '--duration', '%.3f' % max(0.01, duration),
-             '--interval', '%.3f' % INTERVAL_S],
+             '--interval', '%.3f' % INTERVAL_S, '--rounds', str(rounds)],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
     def stop(self):
@@ -46,7 +48,7 @@ class Sampler:
             if 'round_trip_ns' in d:
                 self.samples.append(d['round_trip_ns'])
             elif 'fifo' in d:
-                self.fifo = d['fifo']
+                self.fifo, self.taken = d['fifo'], d['samples']
         return self.samples
 
 
@@ -59,10 +61,10 @@ def far_share(samples, near_ns):
 
 def placement(run, near_ns):
     """'near', 'far' or None (not sampled) for a measurement with run['cpu_round_trip_ns']."""
-    share = far_share(run.get('cpu_round_trip_ns'), near_ns)
-    if share is None:
+    samples = run.get('cpu_round_trip_ns')
+    if far_share(samples, near_ns) is None:
         return None
-    return 'far' if share > FAR_SHARE else 'near'
+    return 'far' if is_far(samples, near_ns) else 'near'
 
 
 def nearest(runs, seed=()):
@@ -73,17 +75,23 @@ def nearest(runs, seed=()):
     return vals[int(NEAR_QUANTILE * (len(vals) - 1))] if vals else None
 
 
-def mark(run, near_ns):
+def is_far(samples, near_ns):
+    """True when more than FAR_SHARE of samples are far (False without samples)."""
+    share = far_share(samples, near_ns)
+    return share is not None and share > FAR_SHARE
+
+
+def mark(run, near_ns, flag='contended'):
     """Record a measurement's placement against near_ns: run['cpus_far_share'], run['cpus']
-    ('near'/'far'/None) and, when far, run['contended'] with run['disturbed_by'] = 'far CPUs'
-    (re-measured and left out of the summary as others' work is). 'Others' work' marks stay."""
+    ('near'/'far'/None) and, when far, run[flag] (the benchmark's "disturbed": re-measured and
+    left out of the summary as a run others' work disturbed) with run['disturbed_by'] = 'far
+    CPUs'. A run others' work disturbed (run[flag] set before, by no placement) stays so."""
     run['cpus_far_share'] = far_share(run.get('cpu_round_trip_ns'), near_ns)
     run['cpus'] = placement(run, near_ns)
-    others = run.get('disturbed_by') == 'others' or \
-        (run.get('contended') and run.get('disturbed_by') is None)
-    if others:
+    if run.get('disturbed_by') == 'others' or \
+            (run.get(flag) and run.get('disturbed_by') is None):
         run['disturbed_by'] = 'others'
     elif run['cpus'] == 'far':
-        run['contended'], run['disturbed_by'] = True, 'far CPUs'
+        run[flag], run['disturbed_by'] = True, 'far CPUs'
     else:
-        run['contended'], run['disturbed_by'] = False, None
+        run[flag], run['disturbed_by'] = False, None

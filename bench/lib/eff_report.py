@@ -200,7 +200,7 @@ def run_line(r):
     if r['mode'] == 'idle':
         return 'idle        backend %.4f cores (schedstat %.4f), wake-ups %d%s' % (
             r['cores'], r['cores_schedstat'] or 0, r.get('backend_wakeups') or 0,
-            '  DISTURBED' if r.get('disturbed') else '')
+            disturbed(r))
     lat = ('p50 %.1f p99 %.1f p99.9 %.1f us' % (r['p50_us'], r['p99_us'], r['p999_us'])
            if 'p50_us' in r else 'no latency')
     return ('%-11s %8.4f Mpps%s loss %.5f  backend %.3f cores  %s  kicks %.3f calls %.3f '
@@ -209,7 +209,25 @@ def run_line(r):
                ' (offered %.4f)' % (r['offered_pps'] / 1e6) if r['mode'] == 'open' else '',
                r['loss'], r['cores'] or 0, lat, r['kicks_per_packet'], r['calls_per_packet'],
                r['wakeups_per_packet'] or 0, r['driver_cores'], r['others_cores'],
-               '  DISTURBED' if r.get('disturbed') else ''))
+               disturbed(r)))
+
+
+def placement_note(pl):
+    """The end of the legend's sentence on disturbed runs: how far CPUs count (a run's
+    meta['cpu_placement']; '.' for a run from before the CPUs' placement was sampled)."""
+    if not pl or not pl.get('runs_sampled'):
+        return '.'
+    return ('; so is a run during which the hypervisor kept CPU 0 and CPU 1 apart (its CPU '
+            'placement samples, a cache line\'s round trip between them, mostly over %.1fx the '
+            'run\'s near one, %s ns: %d of %d runs; bench/lib/cpu_place.py): a round trip '
+            'there costs ~2x, whatever the backend.'
+            % (pl['far_factor'], '%.0f' % pl['near_ns'] if pl.get('near_ns') else '?',
+               pl['runs_far'], pl['runs_sampled']))
+
+
+def disturbed(r):
+    """'  DISTURBED (others|far CPUs)' for a disturbed run's log line, else ''."""
+    return '  DISTURBED (%s)' % (r.get('disturbed_by') or 'others') if r.get('disturbed') else ''
 
 
 def fmt(x, digits=3, spread=True):
@@ -440,9 +458,10 @@ def write(meta, info, runs, args, out, resdir):
            'calls: the device\'s call eventfd writes (the driver keeps RX calls %s); loss = '
            '1 - received / (sent + slots that found the TX ring full), frames sent in the '
            'window; a run during which other work used >= 0.25 cores is "disturbed", '
-           're-measured once and left out where undisturbed runs exist.'
+           're-measured (up to %d times) and left out where undisturbed runs exist%s'
            % ('enabled, as a guest re-arming its interrupt' if args.rx_irq == 'on'
-              else 'suppressed, as a polling guest')]
+              else 'suppressed, as a polling guest', getattr(args, 'retries', 1),
+              placement_note(meta.get('cpu_placement')))]
     errs = [r for r in runs if 'error' in r]
     if errs:
         md += ['', '%d run(s) failed: %s' % (len(errs), '; '.join(

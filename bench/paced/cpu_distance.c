@@ -7,11 +7,12 @@
  * seconds, idle or loaded). Every virtio ring and every frame crosses between the backend's CPU
  * and the driver's, so a benchmark's rates follow this placement (docs/benchmarks.md). This
  * samples it beside a measurement: two threads, one on each CPU, pass a line back and forth
- * ROUNDS times per sample; SCHED_FIFO (when allowed) so a sample runs at once on busy CPUs and
- * takes ~0.1-0.7 ms of each every interval.
+ * `rounds` times per sample; SCHED_FIFO (when allowed) so a sample runs at once on busy CPUs:
+ * 2000 rounds take ~0.1-0.7 ms of each CPU, 200 (beside a latency measurement) ~10-70 µs.
  */
 #include "cpu_distance.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
@@ -23,21 +24,24 @@
 #include "loops.h"
 #include "probe.h"
 
-#define ROUNDS 2000u
 #define SPIN_LIMIT_NS 20000000ull /* a partner that does not answer in 20 ms: no sample */
 
 struct dist {
 	_Alignas(64) _Atomic uint64_t line;
 	_Alignas(64) _Atomic bool quit;
+	_Atomic bool ready;
 	sem_t go;
+	unsigned rounds;
 	int cpu;
 	bool fifo;
 };
 
+#define FIFO_PRIO 50
+
 /* Pin the calling thread to cpu and, where allowed, make it SCHED_FIFO: true if both. */
 static bool dist_place(int cpu)
 {
-	struct sched_param p = {.sched_priority = 50};
+	struct sched_param p = {.sched_priority = FIFO_PRIO};
 	cpu_set_t set;
 
 	CPU_ZERO(&set);
@@ -52,7 +56,8 @@ static void *dist_partner(void *arg)
 {
 	struct dist *d = arg;
 
-	dist_place(d->cpu);
+	dist_place(d->cpu); /* placed at creation already where allowed (dist_start()) */
+	atomic_store(&d->ready, true);
 	for (;;) {
 		uint64_t deadline;
 
@@ -61,7 +66,7 @@ static void *dist_partner(void *arg)
 			return NULL;
 		atomic_store_explicit(&d->line, 1, memory_order_release); /* here */
 		deadline = now_ns() + SPIN_LIMIT_NS;
-		for (uint64_t i = 1; i <= ROUNDS; i++) {
+		for (uint64_t i = 1; i <= d->rounds; i++) {
 			while (atomic_load_explicit(&d->line, memory_order_acquire) != 2 * i + 1)
 				if (now_ns() > deadline)
 					goto next;
@@ -83,13 +88,47 @@ static double dist_sample(struct dist *d)
 		if (now_ns() > deadline)
 			return -1;
 	t0 = now_ns();
-	for (uint64_t i = 1; i <= ROUNDS; i++) {
+	for (uint64_t i = 1; i <= d->rounds; i++) {
 		atomic_store_explicit(&d->line, 2 * i + 1, memory_order_release);
 		while (atomic_load_explicit(&d->line, memory_order_acquire) != 2 * i + 2)
 			if (now_ns() > deadline)
 				return -1;
 	}
-	return (double)(now_ns() - t0) / ROUNDS;
+	return (double)(now_ns() - t0) / d->rounds;
+}
+
+/*
+ * Start the partner on its CPU, SCHED_FIFO from its first instruction where allowed (else as
+ * this thread is: on a busy CPU it may wait its turn), and wait until it runs (at most 2 s).
+ */
+static int dist_start(struct dist *d, pthread_t *th)
+{
+	struct sched_param p = {.sched_priority = FIFO_PRIO};
+	pthread_attr_t a;
+	cpu_set_t set;
+	uint64_t deadline;
+	int rc;
+
+	CPU_ZERO(&set);
+	CPU_SET(d->cpu, &set);
+	pthread_attr_init(&a);
+	pthread_attr_setaffinity_np(&a, sizeof(set), &set);
+	pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED);
+	pthread_attr_setschedpolicy(&a, SCHED_FIFO);
+	pthread_attr_setschedparam(&a, &p);
+	rc = pthread_create(th, &a, dist_partner, d);
+	if (rc == EPERM) /* no SCHED_FIFO here */
+		rc = pthread_create(th, NULL, dist_partner, d);
+	pthread_attr_destroy(&a);
+	if (rc)
+		return -1;
+	deadline = now_ns() + 2000000000ull;
+	while (!atomic_load(&d->ready) && now_ns() < deadline) {
+		struct timespec ms = {.tv_nsec = 1000000};
+
+		nanosleep(&ms, NULL);
+	}
+	return 0;
 }
 
 /**
@@ -99,10 +138,12 @@ static double dist_sample(struct dist *d)
  * @cpu:	the two CPUs
  * @duration_s:	how long to go on (SIGTERM/SIGINT end it early: paced_stop)
  * @interval_s:	time between samples
+ * @rounds:	round trips per sample (1..1000000)
  *
  * Return: 0, or -1 when the threads could not be placed or started.
  */
-int cpu_distance_json(FILE *f, const int cpu[2], double duration_s, double interval_s)
+int cpu_distance_json(FILE *f, const int cpu[2], double duration_s, double interval_s,
+		      unsigned rounds)
 {
 	static struct dist d;
 	const uint64_t t_start = now_ns(), step = (uint64_t)(interval_s * 1e9);
@@ -111,10 +152,11 @@ int cpu_distance_json(FILE *f, const int cpu[2], double duration_s, double inter
 	pthread_t th;
 
 	d.cpu = cpu[1];
+	d.rounds = rounds;
 	if (sem_init(&d.go, 0, 0))
 		return -1;
-	/* The partner first: a thread inherits its creator's CPU and policy. */
-	if (pthread_create(&th, NULL, dist_partner, &d))
+	/* The partner first: a thread would inherit this one's CPU and policy. */
+	if (dist_start(&d, &th))
 		return -1;
 	d.fifo = dist_place(cpu[0]);
 	for (uint64_t next = t_start; !paced_stop && next <= end; next += step) {

@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 
-int cpu_distance_json(FILE *f, const int cpu[2], double duration_s, double interval_s);
+int cpu_distance_json(FILE *f, const int cpu[2], double duration_s, double interval_s,
+		      unsigned rounds);
 
 #endif

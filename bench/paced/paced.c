@@ -23,6 +23,7 @@ static struct ctx C;
 /* --mode cpu-distance: its two CPUs (--cpu, --peer-cpu) and seconds between samples */
 static int dist_cpu[2] = {0, 1};
 static double dist_interval_s = 0.5;
+static unsigned dist_rounds = 2000;
 
 static void usage(FILE *f)
 {
@@ -30,6 +31,7 @@ static void usage(FILE *f)
 		"usage: paced --mode open|flood|closed|idle --port PATH --port PATH [options]\n"
 		"       paced --mode syscall-cost\n"
 		"       paced --mode cpu-distance [--cpu A] [--peer-cpu B] [--duration S] [--interval S]\n"
+		"                                 [--rounds N]\n"
 		"  open      frames at --rate per second (both ports together), one by one on schedule,\n"
 		"            port 0 -> port 1 (--both: from each port in turn); one-way latency\n"
 		"  flood     as fast as the TX ring takes them (up to --burst per pass): the max rate\n"
@@ -39,7 +41,8 @@ static void usage(FILE *f)
 		"  syscall-cost   the host's price of a system call (JSON)\n"
 		"  cpu-distance   a cache line's round trip between CPUs A and B (default 0 and 1),\n"
 		"            sampled every --interval (default 0.5 s) for --duration: where the\n"
-		"            hypervisor placed them now (JSON lines)\n"
+		"            hypervisor placed them now (JSON lines); --rounds round trips per\n"
+		"            sample (default 2000)\n"
 		"options:\n"
 		"  --server           listen on each PATH and accept the backend (OVS's\n"
 		"                     dpdkvhostuserclient ports); default: connect to it\n"
@@ -168,7 +171,8 @@ static void parse(int argc, char **argv, struct vu_opts *o, const char **paths, 
 		{"duration", 1, 0, 'd'}, {"drain", 1, 0, 'D'}, {"queue-size", 1, 0, 'q'},
 		{"no-event-idx", 0, 0, 'E'}, {"rx-irq", 1, 0, 'i'}, {"cpu", 1, 0, 'c'},
 		{"watch", 1, 0, 'W'}, {"timeout", 1, 0, 't'}, {"peer-cpu", 1, 0, 'P'},
-		{"interval", 1, 0, 'I'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+		{"interval", 1, 0, 'I'}, {"rounds", 1, 0, 'R'}, {"help", 0, 0, 'h'},
+		{0, 0, 0, 0}};
 	int ch;
 
 	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -218,6 +222,7 @@ static void parse(int argc, char **argv, struct vu_opts *o, const char **paths, 
 			break;
 		case 'P': dist_cpu[1] = (int)num_arg("--peer-cpu", optarg, 0, CPU_SETSIZE - 1); break;
 		case 'I': dist_interval_s = num_arg("--interval", optarg, 0.01, 60); break;
+		case 'R': dist_rounds = (unsigned)num_arg("--rounds", optarg, 1, 1000000); break;
 		case 't': o->timeout_ms = (int)(num_arg("--timeout", optarg, 0.1, 3600) * 1000); break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);
@@ -254,7 +259,7 @@ int main(int argc, char **argv)
 		signal(SIGINT, on_signal);
 		signal(SIGTERM, on_signal);
 		return cpu_distance_json(stdout, dist_cpu, (double)C.window_ns / 1e9,
-					 dist_interval_s) ? 1 : 0;
+					 dist_interval_s, dist_rounds) ? 1 : 0;
 	}
 	C.mode = !strcmp(mode, "open") ? MODE_OPEN : !strcmp(mode, "flood") ? MODE_FLOOD
 		: !strcmp(mode, "closed") ? MODE_CLOSED : !strcmp(mode, "idle") ? MODE_IDLE : 99;
