@@ -134,6 +134,11 @@ def cpu_probe_start(wd, host):
     seed = cpu_place.Sampler(dp_stacks.CPU_PROBE, 3.0)
     time.sleep(3.2)
     host['cpu_seed_ns'] = seed.stop()
+    if not host['cpu_seed_ns']:
+        log('datapath: no CPU placement samples (the probe: %s; SCHED_FIFO needs '
+            'CAP_SYS_NICE): runs are not classified near or far' % seed.health())
+        dp_stacks.CPU_PROBE = None
+        return
     log("datapath: a cache line's round trip between CPU 0 and 1 now: %s ns"
         % ' '.join('%.0f' % x for x in host['cpu_seed_ns']))
 
@@ -320,6 +325,7 @@ def main():
                                 for attempt in range(1 + args.retries):
                                     r = one_measurement(args, b, impl, s, rep, wd, tools, k,
                                                         total, lay)
+                                    r['attempt'] = attempt
                                     cpu_place.mark(r, cpu_place.nearest(runs + [r],
                                                                         host['cpu_seed_ns']))
                                     runs.append(r)
@@ -478,13 +484,13 @@ def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, 
                'so is a run during which the hypervisor kept CPU 0 and CPU 1 apart: more than '
                '%.0f %% of its CPU placement samples (paced --mode cpu-distance, every %.1f s: a '
                'cache line\'s round trip between the two CPUs) over %.1fx the run\'s near one '
-               '(its samples\' 20th percentile: %s ns; %d of %d runs were far: rates drop ~2x '
-               'there, whatever the backend, docs/benchmarks.md); median [min..max] over %d interleaved reps of %.0f s.'
+               '(its samples\' %.0fth percentile: %s ns; %d of %d runs were far: rates drop '
+               '~2x there, whatever the backend, docs/benchmarks.md); median [min..max] over %d interleaved reps of %.0f s.'
                % (dp_stacks.SYSCALL_WINDOW_S, os.cpu_count(), args.quiet_wait, QUIET_CORES,
                   sum(1 for r in runs if r.get('busy_before', 0) >= QUIET_CORES),
                   sum(1 for r in runs if 'mpps' in r), QUIET_CORES, args.retries,
                   100 * cpu_place.FAR_SHARE, cpu_place.INTERVAL_S, cpu_place.FAR_FACTOR,
-                  '%.0f' % meta['cpu_placement']['near_ns']
+                  100 * cpu_place.NEAR_QUANTILE, '%.0f' % meta['cpu_placement']['near_ns']
                   if meta['cpu_placement']['near_ns'] else '?',
                   meta['cpu_placement']['runs_far'], meta['cpu_placement']['runs_sampled'],
                   args.reps, args.duration),

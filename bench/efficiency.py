@@ -185,14 +185,20 @@ def placed_run(args, driver, be, mode, size, rate=None, inflight=None):
         d = EB.run_driver(driver, be, mode, size, args.warmup, args.duration, rate=rate,
                           inflight=inflight, rx_irq=args.rx_irq)
     finally:
-        samples = smp.stop() if smp else []
-    PLACE['seen'] += samples
+        samples = smp.stop() if smp else None
+    if samples is not None:
+        PLACE['seen'] += samples
+        d['cpu_probe'] = smp.health()
     return d, samples
 
 
-def mark_placement(r, samples):
-    """r's placement against the run's samples so far: r['disturbed'] also when it was far."""
+def mark_placement(r, samples, d):
+    """r's placement against the run's samples so far: r['disturbed'] also when it was far
+    (nothing without samples: the probe off)."""
+    if samples is None:
+        return
     r['cpu_round_trip_ns'] = [round(x, 1) for x in samples]
+    r['cpu_probe'] = d.get('cpu_probe')
     cpu_place.mark(r, cpu_place.nearest([], PLACE['seen']), 'disturbed')
 
 
@@ -206,7 +212,7 @@ def measure(args, driver, be, point, rate, run, retries):
             raise BenchError('%s: nothing received in the window' % be.tag)
         r = compact(d)
         r['disturbed'] = r['others_cores'] >= QUIET_CORES
-        mark_placement(r, samples)
+        mark_placement(r, samples, d)
         r['attempt'] = attempt
         if not r['disturbed']:
             break
@@ -230,7 +236,7 @@ def calibrate(args, driver, wd, tools):
                     d, samples = placed_run(args, driver, be, 'flood', s)
                     r = compact(d)
                     r['disturbed'] = r['others_cores'] >= QUIET_CORES
-                    mark_placement(r, samples)
+                    mark_placement(r, samples, d)
                     log('calibrate %s %5d B: flood %.3f Mpps (loss %.4f, backend %.2f cores, '
                         'driver %.2f, others %.2f)%s'
                         % (cfg['name'], s, r['achieved_pps'] / 1e6, r['loss'], r['cores'],
@@ -364,12 +370,16 @@ def main():
     load0 = common.load_check('efficiency', limit=0.5,
                               note='the benchmark keeps 2 cores busy: others\' work spreads it')
     sc = EB.syscall_cost(driver)
-    PLACE['driver'] = driver
-    seed = cpu_place.Sampler(driver, 3.0)
+    seed = cpu_place.Sampler(driver, 3.0, rounds=200)  # as beside the runs: one scale
     time.sleep(3.2)
     PLACE['seen'] = list(seed.stop())
-    log("efficiency: a cache line's round trip between CPU 0 and 1 now: %s ns"
-        % ' '.join('%.0f' % x for x in PLACE['seen']))
+    if PLACE['seen']:
+        PLACE['driver'] = driver
+        log("efficiency: a cache line's round trip between CPU 0 and 1 now: %s ns"
+            % ' '.join('%.0f' % x for x in PLACE['seen']))
+    else:
+        log('efficiency: no CPU placement samples (the probe: %s; SCHED_FIFO needs '
+            'CAP_SYS_NICE): runs are not classified near or far' % seed.health())
     meta = dict(prov, date=now.isoformat(timespec='seconds'), host=platform.node(),
                 kernel=platform.release(), cpus=os.cpu_count(), cpu_model=common.cpu_model(),
                 syscall_cost=sc, loadavg_start=load0, args={k: v for k, v in vars(args).items()},
@@ -397,7 +407,7 @@ def main():
         info['error'] = str(e)[:3000]
     finally:
         JANITOR.clean()
-    near = cpu_place.nearest(runs, PLACE['seen'])
+    near = cpu_place.nearest([], PLACE['seen'])  # every sample once (runs' are in it)
     for r in runs:  # against the whole run's near round trip, not the one seen so far
         if 'cpu_round_trip_ns' in r:
             cpu_place.mark(r, near, 'disturbed')

@@ -24,7 +24,7 @@ class Sampler:
     def __init__(self, driver, duration, cpus=(0, 1), rounds=2000):
         """rounds per sample: 2000 (~0.1-0.7 ms of each CPU) beside a throughput measurement,
         fewer beside a latency one (200: ~10-70 µs, a few frames' latency)."""
-        self.samples, self.fifo, self.taken = [], None, None
+        self.samples, self.fifo, self.taken, self.lost = [], None, None, None
         self.p = subprocess.Popen(
             [driver, '--mode', 'cpu-distance', '--cpu', str(cpus[0]), '--peer-cpu',
              str(cpus[1]), '--duration', '%.3f' % max(0.01, duration),
@@ -32,7 +32,9 @@ class Sampler:
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
     def stop(self):
-        """End it (SIGTERM) and return the round trips sampled, ns."""
+        """End it (SIGTERM) and return the round trips sampled, ns: none unless both threads
+        ran SCHED_FIFO (self.fifo; without it, beside busy CPUs, a sample measures the
+        scheduler too) or when the probe failed (a paced without --mode cpu-distance: exit 2)."""
         if self.p.poll() is None:
             self.p.terminate()
         try:
@@ -48,8 +50,13 @@ class Sampler:
             if 'round_trip_ns' in d:
                 self.samples.append(d['round_trip_ns'])
             elif 'fifo' in d:
-                self.fifo, self.taken = d['fifo'], d['samples']
-        return self.samples
+                self.fifo, self.taken, self.lost = d['fifo'], d['samples'], d['lost']
+        return self.samples if self.fifo else []
+
+    def health(self):
+        """What the probe said of itself, for the run's JSON."""
+        return {'fifo': self.fifo, 'samples': self.taken, 'lost': self.lost,
+                'exit': self.p.returncode}
 
 
 def far_share(samples, near_ns):

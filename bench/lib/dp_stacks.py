@@ -321,12 +321,15 @@ def measure(stack, warmup, duration, slices, settle_max=0):
     f0 = stack.fe.fwd_totals()
     # where the hypervisor has the two CPUs meanwhile (bench/lib/cpu_place.py)
     place = cpu_place.Sampler(CPU_PROBE, duration) if CPU_PROBE else None
-    samples = [stack.sample()]
-    for _ in range(slices):
-        time.sleep(max(0.0, samples[0]['t'] + duration * len(samples) / slices - time.monotonic()))
-        samples.append(stack.sample())
-    f1 = stack.fe.fwd_totals()
-    cpu_rt = place.stop() if place else None
+    try:
+        samples = [stack.sample()]
+        for _ in range(slices):
+            time.sleep(max(0.0, samples[0]['t'] + duration * len(samples) / slices -
+                           time.monotonic()))
+            samples.append(stack.sample())
+        f1 = stack.fe.fwd_totals()
+    finally:
+        cpu_rt = place.stop() if place else None
     vs1 = stack.vd.stats() if stack.vd else None
     flt1 = P.proc_minflt(stack.be.pid)
     # Frames per system call, in a window of its own after the measured one (counting makes
@@ -373,8 +376,9 @@ def measure(stack, warmup, duration, slices, settle_max=0):
     run['backend_wakeups'] = b['csw'][0] - a['csw'][0]
     run['backend_preemptions'] = b['csw'][1] - a['csw'][1]
     run['wakeups_per_packet'] = run['backend_wakeups'] / delivered if delivered > 0 else None
-    if cpu_rt is not None:
+    if place:
         run['cpu_round_trip_ns'] = [round(x, 1) for x in cpu_rt]
+        run['cpu_probe'] = place.health()
     # the hypervisor's steal time per CPU over the window (cores): a vCPU it did not run
     run['steal_cores'] = {c: round((b['steal'][c] - a['steal'].get(c, 0)) / ticks, 4)
                           for c in sorted(b['steal'])}

@@ -101,7 +101,8 @@ def driver_path(build, wd):
     out = os.path.join(wd, 'paced')
     cc = os.environ.get('CC', 'cc')
     files = sorted(os.path.join(src, f) for f in os.listdir(src) if f.endswith('.c'))
-    r = subprocess.run([cc, '-O2', '-std=c11', '-D_GNU_SOURCE', '-Wall', '-o', out] + files,
+    r = subprocess.run([cc, '-O2', '-std=c11', '-D_GNU_SOURCE', '-Wall', '-pthread', '-o', out]
+                       + files,
                        capture_output=True, text=True)
     if r.returncode:
         raise BenchError('cannot build the paced driver: %s' % r.stderr[-1500:])

@@ -218,9 +218,9 @@ def placement_note(pl):
     if not pl or not pl.get('runs_sampled'):
         return '.'
     return ('; so is a run during which the hypervisor kept CPU 0 and CPU 1 apart (its CPU '
-            'placement samples, a cache line\'s round trip between them, mostly over %.1fx the '
-            'run\'s near one, %s ns: %d of %d runs; bench/lib/cpu_place.py): a round trip '
-            'there costs ~2x, whatever the backend.'
+            'placement samples, a cache line\'s round trip between them, more than a fifth '
+            'over %.1fx the run\'s near one, %s ns: %d of %d runs; bench/lib/cpu_place.py): a '
+            'round trip there costs ~2x, whatever the backend.'
             % (pl['far_factor'], '%.0f' % pl['near_ns'] if pl.get('near_ns') else '?',
                pl['runs_far'], pl['runs_sampled']))
 

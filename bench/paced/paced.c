@@ -42,7 +42,7 @@ static void usage(FILE *f)
 		"  cpu-distance   a cache line's round trip between CPUs A and B (default 0 and 1),\n"
 		"            sampled every --interval (default 0.5 s) for --duration: where the\n"
 		"            hypervisor placed them now (JSON lines); --rounds round trips per\n"
-		"            sample (default 2000)\n"
+		"            sample (default 2000, at most 20000); --duration default 5 s\n"
 		"options:\n"
 		"  --server           listen on each PATH and accept the backend (OVS's\n"
 		"                     dpdkvhostuserclient ports); default: connect to it\n"
@@ -222,7 +222,7 @@ static void parse(int argc, char **argv, struct vu_opts *o, const char **paths, 
 			break;
 		case 'P': dist_cpu[1] = (int)num_arg("--peer-cpu", optarg, 0, CPU_SETSIZE - 1); break;
 		case 'I': dist_interval_s = num_arg("--interval", optarg, 0.01, 60); break;
-		case 'R': dist_rounds = (unsigned)num_arg("--rounds", optarg, 1, 1000000); break;
+		case 'R': dist_rounds = (unsigned)num_arg("--rounds", optarg, 1, 20000); break;
 		case 't': o->timeout_ms = (int)(num_arg("--timeout", optarg, 0.1, 3600) * 1000); break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);

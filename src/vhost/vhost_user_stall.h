@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* vhost_user_stall.h - frontends that keep writes waiting: how vnetd writes a connection's fds. */
+/* vhost_user_stall.h - how to write the fds of a connection on a port that saw a frontend stall. */
 #ifndef VNETD_VHOST_USER_STALL_H
 #define VNETD_VHOST_USER_STALL_H
 
