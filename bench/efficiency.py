@@ -177,18 +177,30 @@ PLACE = {'driver': None, 'seen': []}
 
 
 def placed_run(args, driver, be, mode, size, rate=None, inflight=None):
-    """One driver run (EB.run_driver()) with the CPUs' placement sampled beside it, 200 round
-    trips per sample (~10-70 µs each, a few frames' latency): (driver JSON, samples)."""
-    smp = cpu_place.Sampler(PLACE['driver'], args.warmup + args.duration + 1.0,
-                            rounds=200) if PLACE['driver'] else None
+    """One driver run (EB.run_driver()) with the CPUs' placement sampled: beside it for closed
+    loops and floods (200 round trips per sample, ~10-70 µs each: a few frames' round trips);
+    for open loops and idle, 4 samples right before and 4 right after, so that no pause of the
+    probe lands in a one-way latency's tail or an idle backend's CPU. (driver JSON, samples)."""
+    if not PLACE['driver']:
+        return EB.run_driver(driver, be, mode, size, args.warmup, args.duration, rate=rate,
+                             inflight=inflight, rx_irq=args.rx_irq), None
+    beside = mode in ('closed', 'flood')
+    smps = [cpu_place.Sampler(PLACE['driver'], args.warmup + args.duration + 1.0, rounds=200)
+            if beside else cpu_place.Sampler(PLACE['driver'], 0.3, rounds=200, interval=0.1)]
+    samples = []
     try:
+        if not beside:
+            time.sleep(0.4)
+            samples += smps[0].stop()
         d = EB.run_driver(driver, be, mode, size, args.warmup, args.duration, rate=rate,
                           inflight=inflight, rx_irq=args.rx_irq)
+        if not beside:
+            smps.append(cpu_place.Sampler(PLACE['driver'], 0.3, rounds=200, interval=0.1))
+            time.sleep(0.4)
     finally:
-        samples = smp.stop() if smp else None
-    if samples is not None:
-        PLACE['seen'] += samples
-        d['cpu_probe'] = smp.health()
+        samples += [x for s in (smps if beside else smps[1:]) for x in s.stop()]
+    PLACE['seen'] += samples
+    d['cpu_probe'] = smps[-1].health()
     return d, samples
 
 

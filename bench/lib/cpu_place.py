@@ -21,14 +21,14 @@ FAR_SHARE = 0.2      # a measurement with more than this share of far samples is
 class Sampler:
     """paced --mode cpu-distance running beside a measurement, for at most duration seconds."""
 
-    def __init__(self, driver, duration, cpus=(0, 1), rounds=2000):
+    def __init__(self, driver, duration, cpus=(0, 1), rounds=2000, interval=INTERVAL_S):
         """rounds per sample: 2000 (~0.1-0.7 ms of each CPU) beside a throughput measurement,
-        fewer beside a latency one (200: ~10-70 µs, a few frames' latency)."""
+        fewer beside a round-trip one (200: ~10-70 µs, a few frames' latency)."""
         self.samples, self.fifo, self.taken, self.lost = [], None, None, None
         self.p = subprocess.Popen(
             [driver, '--mode', 'cpu-distance', '--cpu', str(cpus[0]), '--peer-cpu',
              str(cpus[1]), '--duration', '%.3f' % max(0.01, duration),
-             '--interval', '%.3f' % INTERVAL_S, '--rounds', str(rounds)],
+             '--interval', '%.3f' % interval, '--rounds', str(rounds)],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
     def stop(self):
