@@ -131,16 +131,9 @@ def cpu_probe_start(wd, host):
     except (BenchError, OSError) as e:
         log('datapath: no CPU placement samples: %s' % e)
         return
-    seed = cpu_place.Sampler(dp_stacks.CPU_PROBE, 3.0)
-    time.sleep(3.2)
-    host['cpu_seed_ns'] = seed.stop()
+    host['cpu_seed_ns'] = cpu_place.seed(dp_stacks.CPU_PROBE, log, 'datapath')
     if not host['cpu_seed_ns']:
-        log('datapath: no CPU placement samples (the probe: %s; SCHED_FIFO needs '
-            'CAP_SYS_NICE): runs are not classified near or far' % seed.health())
         dp_stacks.CPU_PROBE = None
-        return
-    log("datapath: a cache line's round trip between CPU 0 and 1 now: %s ns"
-        % ' '.join('%.0f' % x for x in host['cpu_seed_ns']))
 
 
 def probe_virtio_user(wd, tools):
@@ -420,11 +413,8 @@ def rep_counters(run):
 
 
 def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, sizes, host):
-    near = cpu_place.nearest(runs, host.get('cpu_seed_ns') or ())
-    for r in runs:  # against the whole run's nearest, not the nearest seen so far
-        if 'cpu_round_trip_ns' in r:
-            cpu_place.mark(r, near)
-    host['cpu_near_ns'] = near
+    placement = cpu_place.remark(runs, cpu_place.nearest(runs, host.get('cpu_seed_ns') or ()))
+    placement['seed_ns'] = host.get('cpu_seed_ns')
     summary, ratios = summarize(runs, args.paths, sizes, args.keep_contended)
     classify(runs, summary, args.keep_contended)
     floor = machine_floor(summary)
@@ -434,11 +424,7 @@ def write_results(args, runs, info, cg, prov, now, load0, t_start, out, resdir, 
                 kernel=platform.release(), cpus=os.cpu_count(), cpu_model=cpu_model,
                 dpdk=dpdk_version(), loadavg_start=load0, loadavg_end=load1,
                 syscall_cost={'start': host.get('syscall_start'), 'end': host.get('syscall_end')},
-                cpu_placement={
-                    'near_ns': host.get('cpu_near_ns'), 'seed_ns': host.get('cpu_seed_ns'),
-                    'far_factor': cpu_place.FAR_FACTOR, 'far_share': cpu_place.FAR_SHARE,
-                    'runs_far': sum(1 for r in runs if r.get('cpus') == 'far'),
-                    'runs_sampled': sum(1 for r in runs if r.get('cpus'))},
+                cpu_placement=placement,
                 machine_floor=floor,
                 elapsed_s=round(time.monotonic() - t_start, 1), args=vars(args), sizes=sizes,
                 source_mode={'switch': (

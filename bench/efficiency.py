@@ -181,26 +181,25 @@ def placed_run(args, driver, be, mode, size, rate=None, inflight=None):
     loops and floods (200 round trips per sample, ~10-70 µs each: a few frames' round trips);
     for open loops and idle, 4 samples right before and 4 right after, so that no pause of the
     probe lands in a one-way latency's tail or an idle backend's CPU. (driver JSON, samples)."""
-    if not PLACE['driver']:
+    def run():
         return EB.run_driver(driver, be, mode, size, args.warmup, args.duration, rate=rate,
-                             inflight=inflight, rx_irq=args.rx_irq), None
-    beside = mode in ('closed', 'flood')
-    smps = [cpu_place.Sampler(PLACE['driver'], args.warmup + args.duration + 1.0, rounds=200)
-            if beside else cpu_place.Sampler(PLACE['driver'], 0.3, rounds=200, interval=0.1)]
-    samples = []
-    try:
-        if not beside:
-            time.sleep(0.4)
-            samples += smps[0].stop()
-        d = EB.run_driver(driver, be, mode, size, args.warmup, args.duration, rate=rate,
-                          inflight=inflight, rx_irq=args.rx_irq)
-        if not beside:
-            smps.append(cpu_place.Sampler(PLACE['driver'], 0.3, rounds=200, interval=0.1))
-            time.sleep(0.4)
-    finally:
-        samples += [x for s in (smps if beside else smps[1:]) for x in s.stop()]
+                             inflight=inflight, rx_irq=args.rx_irq)
+
+    if not PLACE['driver']:
+        return run(), None
+    if mode in ('closed', 'flood'):
+        smp = cpu_place.Sampler(PLACE['driver'], args.warmup + args.duration + 1.0, rounds=200)
+        try:
+            d = run()
+        finally:
+            samples = smp.stop()
+        d['cpu_probe'] = smp.health()
+    else:
+        samples = cpu_place.around(PLACE['driver'])[0]
+        d = run()
+        after, d['cpu_probe'] = cpu_place.around(PLACE['driver'])
+        samples += after
     PLACE['seen'] += samples
-    d['cpu_probe'] = smps[-1].health()
     return d, samples
 
 
@@ -382,16 +381,9 @@ def main():
     load0 = common.load_check('efficiency', limit=0.5,
                               note='the benchmark keeps 2 cores busy: others\' work spreads it')
     sc = EB.syscall_cost(driver)
-    seed = cpu_place.Sampler(driver, 3.0, rounds=200)  # as beside the runs: one scale
-    time.sleep(3.2)
-    PLACE['seen'] = list(seed.stop())
-    if PLACE['seen']:
-        PLACE['driver'] = driver
-        log("efficiency: a cache line's round trip between CPU 0 and 1 now: %s ns"
-            % ' '.join('%.0f' % x for x in PLACE['seen']))
-    else:
-        log('efficiency: no CPU placement samples (the probe: %s; SCHED_FIFO needs '
-            'CAP_SYS_NICE): runs are not classified near or far' % seed.health())
+    # at 200 rounds, as beside the runs: one scale
+    PLACE['seen'] = cpu_place.seed(driver, log, 'efficiency', rounds=200)
+    PLACE['driver'] = driver if PLACE['seen'] else None
     meta = dict(prov, date=now.isoformat(timespec='seconds'), host=platform.node(),
                 kernel=platform.release(), cpus=os.cpu_count(), cpu_model=common.cpu_model(),
                 syscall_cost=sc, loadavg_start=load0, args={k: v for k, v in vars(args).items()},
@@ -419,16 +411,10 @@ def main():
         info['error'] = str(e)[:3000]
     finally:
         JANITOR.clean()
-    near = cpu_place.nearest([], PLACE['seen'])  # every sample once (runs' are in it)
-    for r in runs:  # against the whole run's near round trip, not the one seen so far
-        if 'cpu_round_trip_ns' in r:
-            cpu_place.mark(r, near, 'disturbed')
+    # every run against the whole run's near round trip (each sample once: runs' are in it)
+    placement = cpu_place.remark(runs, cpu_place.nearest([], PLACE['seen']), 'disturbed')
     meta.update(loadavg_end=os.getloadavg(), elapsed_s=round(time.monotonic() - t_start, 1),
-                calibration=calib,
-                cpu_placement={'near_ns': near, 'far_factor': cpu_place.FAR_FACTOR,
-                               'far_share': cpu_place.FAR_SHARE,
-                               'runs_far': sum(1 for r in runs if r.get('cpus') == 'far'),
-                               'runs_sampled': sum(1 for r in runs if r.get('cpus'))})
+                calibration=calib, cpu_placement=placement)
     ER.write(meta, info, runs, args, out, resdir)
     if not runs:
         sys.exit(1)

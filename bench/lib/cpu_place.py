@@ -11,6 +11,7 @@
 
 import json
 import subprocess
+import time
 
 INTERVAL_S = 0.5
 NEAR_QUANTILE = 0.2  # the run's "near" round trip: this quantile of its samples (nearest())
@@ -102,3 +103,38 @@ def mark(run, near_ns, flag='contended'):
         run[flag], run['disturbed_by'] = True, 'far CPUs'
     else:
         run[flag], run['disturbed_by'] = False, None
+
+
+def seed(driver, log, who, rounds=2000):
+    """The machine's placement now, idle: 3 s of samples, logged as `who`; [] (logged) when the
+    probe gives none (no SCHED_FIFO: no CAP_SYS_NICE; a paced without the mode), and then the
+    caller samples nothing."""
+    smp = Sampler(driver, 3.0, rounds=rounds)
+    time.sleep(3.2)
+    got = smp.stop()
+    if got:
+        log("%s: a cache line's round trip between CPU 0 and 1 now: %s ns"
+            % (who, ' '.join('%.0f' % x for x in got)))
+    else:
+        log('%s: no CPU placement samples (the probe: %s; SCHED_FIFO needs CAP_SYS_NICE): runs '
+            'are not classified near or far' % (who, smp.health()))
+    return got
+
+
+def around(driver, rounds=200):
+    """4 samples 0.1 s apart, now (before or after a window the probe must stay out of):
+    (samples, the probe's health())."""
+    smp = Sampler(driver, 0.3, rounds=rounds, interval=0.1)
+    time.sleep(0.4)
+    return smp.stop(), smp.health()
+
+
+def remark(runs, near_ns, flag='contended'):
+    """Mark every sampled run of a finished benchmark against the whole run's near round trip
+    (not the one known when it was measured); the summary for its meta['cpu_placement']."""
+    for r in runs:
+        if 'cpu_round_trip_ns' in r:
+            mark(r, near_ns, flag)
+    return {'near_ns': near_ns, 'far_factor': FAR_FACTOR, 'far_share': FAR_SHARE,
+            'runs_far': sum(1 for r in runs if r.get('cpus') == 'far'),
+            'runs_sampled': sum(1 for r in runs if r.get('cpus'))}
